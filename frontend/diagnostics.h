@@ -1,0 +1,49 @@
+#pragma once
+// Diagnostics in the clang style: file:line:col: error: message, then the
+// source line and a caret under the spot.
+#include <string>
+#include <vector>
+
+#include "source.h"
+
+namespace cgram {
+
+enum class Severity { Error, Warning, Note };
+
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  SourceRange range;
+  std::string message;
+};
+
+class Diagnostics {
+ public:
+  explicit Diagnostics(const SourceFile* file = nullptr) : file_(file) {}
+
+  void error(SourceRange range, std::string message);
+  void warning(SourceRange range, std::string message);
+  void note(SourceRange range, std::string message);
+  // An error with no location in the source (for example a missing start rule).
+  void error_at_file(std::string message);
+
+  bool has_errors() const { return error_count_ > 0; }
+  size_t error_count() const { return error_count_; }
+  size_t warning_count() const;
+  const std::vector<Diagnostic>& all() const { return list_; }
+  const SourceFile* file() const { return file_; }
+
+  // Sorted by position (stable for equal positions).
+  std::vector<Diagnostic> sorted() const;
+  // Every diagnostic rendered with its source line and caret.
+  std::string render(bool color = false) const;
+  std::string render_one(const Diagnostic& d, bool color = false) const;
+
+ private:
+  const SourceFile* file_;
+  std::vector<Diagnostic> list_;
+  size_t error_count_ = 0;
+};
+
+const char* severity_name(Severity severity);
+
+}  // namespace cgram

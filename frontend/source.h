@@ -1,0 +1,44 @@
+#pragma once
+// A grammar's text and the mapping from byte offsets to line:column.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cgram {
+
+// A position in a source file. Lines and columns are 1-based; columns count
+// Unicode characters (what an editor shows), offsets count bytes.
+struct SourceLoc {
+  uint32_t offset = 0;
+  uint32_t line = 1;
+  uint32_t column = 1;
+};
+
+// A half-open byte range [begin, end) in one source file.
+struct SourceRange {
+  SourceLoc begin;
+  SourceLoc end;
+};
+
+class SourceFile {
+ public:
+  SourceFile(std::string name, std::string text);
+
+  const std::string& name() const { return name_; }
+  std::string_view text() const { return text_; }
+
+  SourceLoc location_of(uint32_t byte_offset) const;
+  // The text of 1-based line `line`, without its line terminator.
+  std::string_view line_text(uint32_t line) const;
+  // Byte offset of the character at (line, column), both 1-based; column
+  // counts Unicode characters as ANTLR does.
+  uint32_t offset_of(uint32_t line, uint32_t column) const;
+
+ private:
+  std::string name_;
+  std::string text_;
+  std::vector<uint32_t> line_starts_;
+};
+
+}  // namespace cgram

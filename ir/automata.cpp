@@ -1,0 +1,330 @@
+#include "automata.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "utf8_ranges.h"
+
+namespace cgram::ir {
+
+uint32_t Nfa::add_state() {
+  states_.emplace_back();
+  return static_cast<uint32_t>(states_.size() - 1);
+}
+
+uint32_t Dfa::add_state(bool accepting) {
+  table_.resize(table_.size() + 256, kDead);
+  accepting_.push_back(accepting);
+  return static_cast<uint32_t>(accepting_.size() - 1);
+}
+
+uint32_t Dfa::run(uint32_t state, std::string_view text) const {
+  for (char c : text) {
+    if (state == kDead) return kDead;
+    state = next(state, static_cast<uint8_t>(c));
+  }
+  return state;
+}
+
+bool Dfa::accepts_nonempty() const {
+  if (empty_language()) return false;
+  for (int b = 0; b < 256; ++b)
+    if (next(start_, static_cast<uint8_t>(b)) != kDead) return true;  // live states reach acceptance
+  return false;
+}
+
+std::vector<bool> Dfa::first_bytes() const {
+  std::vector<bool> out(256, false);
+  for (int b = 0; b < 256; ++b) out[b] = next(start_, static_cast<uint8_t>(b)) != kDead;
+  return out;
+}
+
+namespace {
+
+struct Fragment {
+  uint32_t start, accept;
+};
+
+class NfaBuilder {
+ public:
+  explicit NfaBuilder(const AutomatonLimits& limits) : limits_(limits) {}
+
+  struct TooLarge {};
+
+  Fragment build(const RegexNode& node) {
+    switch (node.kind) {
+      case RegexNode::Kind::Empty: {
+        Fragment f{state(), state()};
+        nfa.add_epsilon(f.start, f.accept);
+        return f;
+      }
+      case RegexNode::Kind::Set: {
+        Fragment f{state(), state()};
+        for (const Utf8Sequence& seq : utf8_sequences(node.set)) {
+          uint32_t at = f.start;
+          for (uint8_t i = 0; i < seq.length; ++i) {
+            uint32_t to = i + 1 == seq.length ? f.accept : state();
+            nfa.add_edge(at, seq.bytes[i].lo, seq.bytes[i].hi, to);
+            at = to;
+          }
+        }
+        return f;
+      }
+      case RegexNode::Kind::Concat: {
+        Fragment f = build(node.children[0]);
+        for (size_t i = 1; i < node.children.size(); ++i) {
+          Fragment g = build(node.children[i]);
+          nfa.add_epsilon(f.accept, g.start);
+          f.accept = g.accept;
+        }
+        return f;
+      }
+      case RegexNode::Kind::Alternation: {
+        Fragment f{state(), state()};
+        for (const RegexNode& child : node.children) {
+          Fragment g = build(child);
+          nfa.add_epsilon(f.start, g.start);
+          nfa.add_epsilon(g.accept, f.accept);
+        }
+        return f;
+      }
+      case RegexNode::Kind::Repeat: return repeat(node);
+    }
+    return {state(), state()};
+  }
+
+  Nfa nfa;
+
+ private:
+  uint32_t state() {
+    if (nfa.size() >= limits_.max_nfa_states) throw TooLarge{};
+    return nfa.add_state();
+  }
+
+  Fragment repeat(const RegexNode& node) {
+    const RegexNode& child = node.children[0];
+    Fragment f{state(), 0};
+    uint32_t tail = f.start;
+    for (uint32_t i = 0; i < node.min; ++i) {
+      Fragment g = build(child);
+      nfa.add_epsilon(tail, g.start);
+      tail = g.accept;
+    }
+    if (node.max == kRegexUnbounded) {
+      Fragment g = build(child);
+      uint32_t end = state();
+      nfa.add_epsilon(tail, g.start);
+      nfa.add_epsilon(tail, end);
+      nfa.add_epsilon(g.accept, g.start);
+      nfa.add_epsilon(g.accept, end);
+      f.accept = end;
+      return f;
+    }
+    uint32_t end = state();
+    for (uint32_t i = node.min; i < node.max; ++i) {
+      Fragment g = build(child);
+      nfa.add_epsilon(tail, end);
+      nfa.add_epsilon(tail, g.start);
+      tail = g.accept;
+    }
+    nfa.add_epsilon(tail, end);
+    f.accept = end;
+    return f;
+  }
+
+  const AutomatonLimits& limits_;
+};
+
+void epsilon_closure(const Nfa& nfa, std::vector<uint32_t>& set, std::vector<uint8_t>& mark) {
+  std::vector<uint32_t> stack(set.begin(), set.end());
+  for (uint32_t s : set) mark[s] = 1;
+  while (!stack.empty()) {
+    uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t t : nfa.states()[s].epsilon) {
+      if (!mark[t]) {
+        mark[t] = 1;
+        set.push_back(t);
+        stack.push_back(t);
+      }
+    }
+  }
+  for (uint32_t s : set) mark[s] = 0;
+  std::sort(set.begin(), set.end());
+}
+
+struct VectorHash {
+  size_t operator()(const std::vector<uint32_t>& v) const {
+    size_t h = 1469598103934665603ull;
+    for (uint32_t x : v) h = (h ^ x) * 1099511628211ull;
+    return h;
+  }
+};
+
+}  // namespace
+
+NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits) {
+  NfaBuilder builder(limits);
+  try {
+    Fragment f = builder.build(regex);
+    builder.nfa.start = f.start;
+    builder.nfa.accept = f.accept;
+  } catch (const NfaBuilder::TooLarge&) {
+    return AutomatonError{fmt::format(
+        "this regex is too large: its automaton needs more than {} states (large bounded "
+        "repetitions multiply the size)",
+        limits.max_nfa_states)};
+  }
+  return std::move(builder.nfa);
+}
+
+DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits) {
+  Dfa dfa;
+  std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
+  std::vector<std::vector<uint32_t>> sets;
+  std::vector<uint8_t> mark(nfa.size(), 0);
+  auto intern = [&](std::vector<uint32_t> set) -> uint32_t {
+    auto it = ids.find(set);
+    if (it != ids.end()) return it->second;
+    bool accepting = std::binary_search(set.begin(), set.end(), nfa.accept);
+    uint32_t id = dfa.add_state(accepting);
+    ids.emplace(set, id);
+    sets.push_back(std::move(set));
+    return id;
+  };
+  std::vector<uint32_t> initial{nfa.start};
+  epsilon_closure(nfa, initial, mark);
+  dfa.set_start(intern(std::move(initial)));
+  std::vector<std::vector<uint32_t>> buckets(256);
+  for (uint32_t d = 0; d < sets.size(); ++d) {
+    if (sets.size() > limits.max_dfa_states)
+      return AutomatonError{fmt::format(
+          "this regex is too large: its DFA needs more than {} states (bounded repetitions of "
+          "large classes, or alternatives that overlap for a long stretch, multiply the states)",
+          limits.max_dfa_states)};
+    for (auto& b : buckets) b.clear();
+    for (uint32_t s : sets[d])
+      for (const Nfa::Edge& e : nfa.states()[s].edges)
+        for (int b = e.lo; b <= e.hi; ++b) buckets[b].push_back(e.target);
+    for (int b = 0; b < 256; ++b) {
+      if (buckets[b].empty()) continue;
+      std::vector<uint32_t> target = buckets[b];
+      std::sort(target.begin(), target.end());
+      target.erase(std::unique(target.begin(), target.end()), target.end());
+      epsilon_closure(nfa, target, mark);
+      uint32_t id = intern(std::move(target));
+      dfa.set(d, static_cast<uint8_t>(b), id);
+    }
+  }
+  return dfa;
+}
+
+Dfa minimize(const Dfa& dfa) {
+  const size_t n = dfa.size();
+  if (dfa.empty_language()) return Dfa{};
+  // 1. Live states: those that reach acceptance (reverse reachability).
+  std::vector<std::vector<uint32_t>> reverse(n);
+  for (uint32_t s = 0; s < n; ++s)
+    for (int b = 0; b < 256; ++b) {
+      uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
+      if (t != Dfa::kDead) reverse[t].push_back(s);
+    }
+  std::vector<uint8_t> live(n, 0);
+  std::vector<uint32_t> stack;
+  for (uint32_t s = 0; s < n; ++s)
+    if (dfa.accepting(s)) live[s] = 1, stack.push_back(s);
+  while (!stack.empty()) {
+    uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t p : reverse[s])
+      if (!live[p]) live[p] = 1, stack.push_back(p);
+  }
+  if (!live[dfa.start()]) return Dfa{};
+  // 2. Moore partition refinement over live states; class 0 is dead.
+  std::vector<uint32_t> cls(n);
+  for (uint32_t s = 0; s < n; ++s) cls[s] = !live[s] ? 0 : dfa.accepting(s) ? 1 : 2;
+  size_t classes = 0;
+  for (;;) {
+    std::map<std::vector<uint32_t>, uint32_t> signature_ids;
+    std::vector<uint32_t> next_cls(n);
+    std::vector<uint32_t> sig(257);
+    for (uint32_t s = 0; s < n; ++s) {
+      if (!live[s]) {
+        next_cls[s] = 0;
+        continue;
+      }
+      sig[0] = cls[s];
+      for (int b = 0; b < 256; ++b) {
+        uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
+        sig[b + 1] = t == Dfa::kDead ? 0 : cls[t];
+      }
+      auto [it, inserted] = signature_ids.emplace(sig, static_cast<uint32_t>(signature_ids.size() + 1));
+      next_cls[s] = it->second;
+    }
+    cls = std::move(next_cls);
+    if (signature_ids.size() == classes) break;
+    classes = signature_ids.size();
+  }
+  // 3. Emit, numbering classes in BFS order from the start for determinism.
+  Dfa out;
+  std::vector<uint32_t> new_id(classes + 1, Dfa::kDead);
+  std::vector<uint32_t> representative(classes + 1, 0);
+  for (uint32_t s = n; s-- > 0;)
+    if (live[s]) representative[cls[s]] = s;
+  std::vector<uint32_t> queue{cls[dfa.start()]};
+  new_id[cls[dfa.start()]] = out.add_state(dfa.accepting(dfa.start()));
+  for (size_t i = 0; i < queue.size(); ++i) {
+    uint32_t c = queue[i];
+    uint32_t s = representative[c];
+    for (int b = 0; b < 256; ++b) {
+      uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
+      if (t == Dfa::kDead || !live[t]) continue;
+      uint32_t tc = cls[t];
+      if (new_id[tc] == Dfa::kDead) {
+        new_id[tc] = out.add_state(dfa.accepting(t));
+        queue.push_back(tc);
+      }
+      out.set(new_id[c], static_cast<uint8_t>(b), new_id[tc]);
+    }
+  }
+  out.set_start(0);
+  return out;
+}
+
+DfaResult compile_regex(const RegexNode& regex, const AutomatonLimits& limits) {
+  NfaResult nfa = regex_to_nfa(regex, limits);
+  if (auto* e = std::get_if<AutomatonError>(&nfa)) return *e;
+  DfaResult dfa = nfa_to_dfa(std::get<Nfa>(nfa), limits);
+  if (auto* e = std::get_if<AutomatonError>(&dfa)) return *e;
+  return minimize(std::get<Dfa>(dfa));
+}
+
+Dfa literal_dfa(std::string_view bytes) {
+  std::string one(bytes);
+  return literals_dfa(std::span<const std::string>(&one, 1));
+}
+
+Dfa literals_dfa(std::span<const std::string> literals) {
+  // A trie is already a DFA; minimisation merges common suffixes.
+  Dfa trie;
+  trie.set_start(trie.add_state(false));
+  for (const std::string& lit : literals) {
+    uint32_t at = trie.start();
+    for (char c : lit) {
+      uint8_t b = static_cast<uint8_t>(c);
+      uint32_t t = trie.next(at, b);
+      if (t == Dfa::kDead) {
+        t = trie.add_state(false);
+        trie.set(at, b, t);
+      }
+      at = t;
+    }
+    trie.set_accepting(at, true);
+  }
+  return minimize(trie);
+}
+
+}  // namespace cgram::ir

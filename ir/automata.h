@@ -1,0 +1,96 @@
+#pragma once
+// Byte automata: Thompson NFAs built from regexes and literals, DFAs by
+// subset construction, and minimal DFAs by partition refinement.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "regex.h"
+
+namespace cgram::ir {
+
+struct AutomatonLimits {
+  size_t max_nfa_states = 1u << 20;
+  size_t max_dfa_states = 1u << 15;
+};
+
+class Nfa {
+ public:
+  struct Edge {
+    uint8_t lo, hi;
+    uint32_t target;
+  };
+  struct State {
+    std::vector<Edge> edges;
+    std::vector<uint32_t> epsilon;
+  };
+
+  uint32_t add_state();
+  void add_edge(uint32_t from, uint8_t lo, uint8_t hi, uint32_t to) { states_[from].edges.push_back({lo, hi, to}); }
+  void add_epsilon(uint32_t from, uint32_t to) { states_[from].epsilon.push_back(to); }
+
+  uint32_t start = 0;
+  uint32_t accept = 0;
+  const std::vector<State>& states() const { return states_; }
+  size_t size() const { return states_.size(); }
+
+ private:
+  std::vector<State> states_;
+};
+
+// A complete DFA over bytes. Missing transitions go to kDead. States from
+// which no accepting state is reachable are removed (they become kDead), so
+// "not dead" always means "some continuation is accepted".
+class Dfa {
+ public:
+  static constexpr uint32_t kDead = UINT32_MAX;
+
+  uint32_t start() const { return start_; }
+  size_t size() const { return accepting_.size(); }
+  bool empty_language() const { return start_ == kDead; }
+  uint32_t next(uint32_t state, uint8_t byte) const {
+    return state == kDead ? kDead : table_[size_t(state) * 256 + byte];
+  }
+  bool accepting(uint32_t state) const { return state != kDead && accepting_[state]; }
+  // Runs the whole text from `state`.
+  uint32_t run(uint32_t state, std::string_view text) const;
+  bool matches(std::string_view text) const { return accepting(run(start_, text)); }
+  // True when the DFA accepts at least one non-empty string / the empty string.
+  bool accepts_nonempty() const;
+  bool accepts_empty() const { return accepting(start_); }
+  // Bytes that can start an accepted non-empty string.
+  std::vector<bool> first_bytes() const;
+
+  // Building.
+  uint32_t add_state(bool accepting);
+  void set(uint32_t state, uint8_t byte, uint32_t target) { table_[size_t(state) * 256 + byte] = target; }
+  void set_start(uint32_t s) { start_ = s; }
+  void set_accepting(uint32_t s, bool a) { accepting_[s] = a; }
+
+ private:
+  uint32_t start_ = kDead;
+  std::vector<uint32_t> table_;
+  std::vector<uint8_t> accepting_;
+};
+
+struct AutomatonError {
+  std::string message;
+};
+
+using NfaResult = std::variant<Nfa, AutomatonError>;
+using DfaResult = std::variant<Dfa, AutomatonError>;
+
+NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits = {});
+DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits = {});
+// Removes states that cannot reach acceptance, then merges equivalent states.
+Dfa minimize(const Dfa& dfa);
+// The whole pipeline: regex → NFA → DFA → minimal DFA.
+DfaResult compile_regex(const RegexNode& regex, const AutomatonLimits& limits = {});
+Dfa literal_dfa(std::string_view bytes);
+// The DFA of a union of literals (a finite language).
+Dfa literals_dfa(std::span<const std::string> literals);
+
+}  // namespace cgram::ir

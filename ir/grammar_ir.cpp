@@ -1,0 +1,527 @@
+#include "grammar_ir.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace cgram::ir {
+
+inline constexpr size_t kMaxExceptStrings = 10000;
+
+std::optional<uint32_t> GrammarIR::find(std::string_view name) const {
+  for (uint32_t i = 0; i < nonterminals.size(); ++i)
+    if (nonterminals[i].user_defined && nonterminals[i].name == name) return i;
+  return std::nullopt;
+}
+
+size_t GrammarIR::user_rule_count() const {
+  return std::count_if(nonterminals.begin(), nonterminals.end(),
+                       [](const Nonterminal& n) { return n.user_defined; });
+}
+
+size_t GrammarIR::total_dfa_states() const {
+  size_t total = 0;
+  for (const Terminal& t : terminals) total += t.dfa.size();
+  for (const ExceptSpec& e : excepts) total += e.automaton->dfa().size();
+  return total;
+}
+
+bool GrammarIR::uses_any_token() const {
+  for (const Production& p : productions)
+    for (Symbol s : p.rhs)
+      if (s.kind == Symbol::Kind::AnyToken) return true;
+  return false;
+}
+
+bool GrammarIR::uses_token_counts() const {
+  return std::any_of(excepts.begin(), excepts.end(),
+                     [](const ExceptSpec& e) { return e.max_tokens.has_value(); });
+}
+
+namespace {
+std::string quoted_bytes(std::string_view bytes) {
+  std::string out = "'";
+  for (char c : bytes) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\'' || c == '\\') out += std::string("\\") + c;
+    else if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out + "'";
+}
+}  // namespace
+
+std::string GrammarIR::symbol_name(Symbol s) const {
+  switch (s.kind) {
+    case Symbol::Kind::Nonterminal: return nonterminals[s.index].name;
+    case Symbol::Kind::Terminal: {
+      const Terminal& t = terminals[s.index];
+      return t.kind == Terminal::Kind::Literal ? quoted_bytes(t.text) : "#'" + t.text + "'";
+    }
+    case Symbol::Kind::AnyToken: return "any!";
+    case Symbol::Kind::Except: {
+      const ExceptSpec& e = excepts[s.index];
+      std::string out = "except!(";
+      for (size_t i = 0; i < e.strings.size(); ++i) out += (i ? " | " : "") + quoted_bytes(e.strings[i]);
+      if (e.max_tokens) out += fmt::format(", {}", *e.max_tokens);
+      return out + ")";
+    }
+  }
+  return "?";
+}
+
+std::string GrammarIR::dump() const {
+  std::string out;
+  for (const Nonterminal& n : nonterminals) {
+    for (uint32_t p : n.productions) {
+      out += n.name + " ->";
+      if (productions[p].rhs.empty()) out += " ε";
+      for (Symbol s : productions[p].rhs) out += " " + symbol_name(s);
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      size_t cost = tolower(static_cast<unsigned char>(a[i - 1])) ==
+                            tolower(static_cast<unsigned char>(b[j - 1]))
+                        ? 0
+                        : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+namespace {
+
+class Lowering {
+ public:
+  Lowering(const ast::Grammar& grammar, const SourceFile& file, const LowerOptions& options,
+           Diagnostics& diags)
+      : grammar_(grammar), file_(file), options_(options), diags_(diags) {}
+
+  std::optional<GrammarIR> run() {
+    declare_rules();
+    for (const ast::RuleDef& def : grammar_.rules) {
+      uint32_t nt = rule_ids_.at(def.name);
+      add_alternatives(nt, def.body);
+    }
+    auto start = ir_.find(options_.start);
+    if (!start) {
+      std::string hint = suggestion(options_.start);
+      if (grammar_.rules.empty())
+        diags_.error_at_file(fmt::format("the grammar defines no rules; it needs a start rule '{}'",
+                                         options_.start));
+      else
+        diags_.error_at_file(fmt::format("no rule named '{}', the start rule{}; define it, or name "
+                                         "another start rule (--start NAME)",
+                                         options_.start, hint));
+      return std::nullopt;
+    }
+    ir_.start = *start;
+    if (diags_.has_errors()) return std::nullopt;
+    analyze(ir_);
+    check_analyses();
+    if (diags_.has_errors()) return std::nullopt;
+    return std::move(ir_);
+  }
+
+ private:
+  void declare_rules() {
+    for (const ast::RuleDef& def : grammar_.rules) {
+      if (rule_ids_.count(def.name)) continue;
+      Nonterminal n;
+      n.name = def.name;
+      n.user_defined = true;
+      n.range = def.name_range;
+      rule_ids_[def.name] = static_cast<uint32_t>(ir_.nonterminals.size());
+      ir_.nonterminals.push_back(std::move(n));
+    }
+  }
+
+  std::string suggestion(std::string_view name) const {
+    std::string best;
+    size_t best_distance = SIZE_MAX;
+    for (const auto& [candidate, id] : rule_ids_) {
+      size_t d = edit_distance(name, candidate);
+      if (d < best_distance) best_distance = d, best = candidate;
+    }
+    size_t allowed = std::max<size_t>(1, name.size() / 3);
+    if (best.empty() || best_distance > allowed) return "";
+    return fmt::format("; did you mean '{}'?", best);
+  }
+
+  uint32_t new_helper(uint32_t owner) {
+    Nonterminal n;
+    n.name = fmt::format("{}#{}", ir_.nonterminals[owner].name, ++helper_count_[owner]);
+    n.range = ir_.nonterminals[owner].range;
+    ir_.nonterminals.push_back(std::move(n));
+    return static_cast<uint32_t>(ir_.nonterminals.size() - 1);
+  }
+
+  void add_production(uint32_t lhs, std::vector<Symbol> rhs) {
+    ir_.nonterminals[lhs].productions.push_back(static_cast<uint32_t>(ir_.productions.size()));
+    ir_.productions.push_back({lhs, std::move(rhs)});
+  }
+
+  void add_alternatives(uint32_t nt, const ast::Expr& body) {
+    if (body.kind == ast::ExprKind::Alternation) {
+      for (const ast::Expr& alt : body.children) add_production(nt, sequence(nt, alt));
+    } else {
+      add_production(nt, sequence(nt, body));
+    }
+  }
+
+  std::vector<Symbol> sequence(uint32_t owner, const ast::Expr& e) {
+    std::vector<Symbol> out;
+    if (e.kind == ast::ExprKind::Sequence) {
+      for (const ast::Expr& child : e.children)
+        if (auto s = item(owner, child)) out.push_back(*s);
+    } else if (auto s = item(owner, e)) {
+      out.push_back(*s);
+    }
+    return out;
+  }
+
+  // One expression as one symbol; nullopt for the empty literal '' (and for
+  // nodes that already have an error).
+  std::optional<Symbol> item(uint32_t owner, const ast::Expr& e) {
+    if (e.poisoned) return std::nullopt;
+    switch (e.kind) {
+      case ast::ExprKind::Literal:
+        if (e.text.empty()) return std::nullopt;
+        return literal(e);
+      case ast::ExprKind::Regex: return regex(e);
+      case ast::ExprKind::RuleRef: {
+        auto it = rule_ids_.find(e.text);
+        if (it == rule_ids_.end()) {
+          diags_.error(e.range, fmt::format("undefined rule '{}'{}", e.text, suggestion(e.text)));
+          return std::nullopt;
+        }
+        return Symbol{Symbol::Kind::Nonterminal, it->second};
+      }
+      case ast::ExprKind::Sequence:
+      case ast::ExprKind::Alternation: {
+        uint32_t helper = new_helper(owner);
+        add_alternatives(helper, e);
+        return Symbol{Symbol::Kind::Nonterminal, helper};
+      }
+      case ast::ExprKind::Repeat: return repeat(owner, e);
+      case ast::ExprKind::AnyToken: return Symbol{Symbol::Kind::AnyToken, 0};
+      case ast::ExprKind::Except: return except(e);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Symbol> repeat(uint32_t owner, const ast::Expr& e) {
+    std::optional<Symbol> x = item(owner, e.children[0]);
+    uint32_t n = new_helper(owner);
+    if (!x) {  // repeating the empty string (or an error) is the empty string
+      add_production(n, {});
+      return Symbol{Symbol::Kind::Nonterminal, n};
+    }
+    std::vector<Symbol> required(e.min, *x);
+    if (e.max == ast::kUnbounded) {
+      // n -> x^min | n x   (left recursion: cheap for LR and Earley alike)
+      add_production(n, required);
+      add_production(n, {Symbol{Symbol::Kind::Nonterminal, n}, *x});
+      return Symbol{Symbol::Kind::Nonterminal, n};
+    }
+    // n -> x^min o_k ; o_k -> ε | x o_{k-1} ; o_1 -> ε | x
+    std::optional<Symbol> tail;
+    for (uint32_t k = e.min; k < e.max; ++k) {
+      uint32_t o = new_helper(owner);
+      add_production(o, {});
+      std::vector<Symbol> more{*x};
+      if (tail) more.push_back(*tail);
+      add_production(o, std::move(more));
+      tail = Symbol{Symbol::Kind::Nonterminal, o};
+    }
+    if (tail) required.push_back(*tail);
+    add_production(n, std::move(required));
+    return Symbol{Symbol::Kind::Nonterminal, n};
+  }
+
+  Symbol literal(const ast::Expr& e) {
+    auto key = std::make_pair(Terminal::Kind::Literal, e.text);
+    if (auto it = terminal_ids_.find(key); it != terminal_ids_.end())
+      return Symbol{Symbol::Kind::Terminal, it->second};
+    Terminal t;
+    t.kind = Terminal::Kind::Literal;
+    t.text = e.text;
+    t.dfa = literal_dfa(e.text);
+    t.range = e.range;
+    return add_terminal(key, std::move(t));
+  }
+
+  Symbol add_terminal(const std::pair<Terminal::Kind, std::string>& key, Terminal t) {
+    uint32_t id = static_cast<uint32_t>(ir_.terminals.size());
+    ir_.terminals.push_back(std::move(t));
+    terminal_ids_[key] = id;
+    return Symbol{Symbol::Kind::Terminal, id};
+  }
+
+  std::optional<Symbol> regex(const ast::Expr& e) {
+    auto key = std::make_pair(Terminal::Kind::Regex, e.text);
+    if (auto it = terminal_ids_.find(key); it != terminal_ids_.end())
+      return Symbol{Symbol::Kind::Terminal, it->second};
+    RegexParseResult parsed = parse_regex(e.text);
+    if (auto* err = std::get_if<RegexError>(&parsed)) {
+      SourceLoc b = file_.location_of(e.body_offset + err->offset);
+      SourceLoc end = file_.location_of(e.body_offset + err->offset + err->length);
+      diags_.error({b, end}, err->message);
+      return std::nullopt;
+    }
+    Terminal t;
+    t.kind = Terminal::Kind::Regex;
+    t.text = e.text;
+    t.regex = std::get<RegexNode>(std::move(parsed));
+    t.range = e.range;
+    DfaResult dfa = compile_regex(t.regex, options_.limits);
+    if (auto* err = std::get_if<AutomatonError>(&dfa)) {
+      diags_.error(e.range, err->message);
+      return std::nullopt;
+    }
+    t.dfa = std::get<Dfa>(std::move(dfa));
+    if (t.dfa.empty_language()) {
+      diags_.error(e.range, "this regex matches no text at all (its language is empty)");
+      return std::nullopt;
+    }
+    return add_terminal(key, std::move(t));
+  }
+
+  // The strings of an except! argument: a finite set of non-empty literals.
+  bool finite_strings(const ast::Expr& e, std::vector<std::string>& out, std::set<std::string>& visiting) {
+    switch (e.kind) {
+      case ast::ExprKind::Literal:
+        if (e.poisoned) return false;
+        out.push_back(e.text);
+        return true;
+      case ast::ExprKind::Alternation:
+        for (const ast::Expr& c : e.children)
+          if (!finite_strings(c, out, visiting)) return false;
+        return true;
+      case ast::ExprKind::Sequence: {
+        std::vector<std::string> product{""};
+        for (const ast::Expr& c : e.children) {
+          std::vector<std::string> part, next;
+          if (!finite_strings(c, part, visiting)) return false;
+          for (const std::string& a : product)
+            for (const std::string& b : part) next.push_back(a + b);
+          if (next.size() > kMaxExceptStrings) return too_many(e);
+          product = std::move(next);
+        }
+        out.insert(out.end(), product.begin(), product.end());
+        return true;
+      }
+      case ast::ExprKind::RuleRef: {
+        if (!rule_ids_.count(e.text)) {
+          diags_.error(e.range, fmt::format("undefined rule '{}'{}", e.text, suggestion(e.text)));
+          return false;
+        }
+        if (visiting.count(e.text)) {
+          diags_.error(e.range, fmt::format("the argument of except! must be a finite set of literals, "
+                                            "but rule '{}' is recursive",
+                                            e.text));
+          return false;
+        }
+        visiting.insert(e.text);
+        for (const ast::RuleDef& def : grammar_.rules)
+          if (def.name == e.text && !finite_strings(def.body, out, visiting)) return false;
+        visiting.erase(e.text);
+        return true;
+      }
+      case ast::ExprKind::Regex:
+      case ast::ExprKind::Repeat:
+      case ast::ExprKind::AnyToken:
+      case ast::ExprKind::Except:
+        diags_.error(e.range, fmt::format("the argument of except! must be a finite set of non-empty "
+                                          "literals ('a', ('a' | 'b') or a rule that expands to them); "
+                                          "a {} is not allowed here",
+                                          ast::kind_name(e.kind)));
+        return false;
+    }
+    return false;
+  }
+
+  bool too_many(const ast::Expr& e) {
+    diags_.error(e.range, fmt::format("the argument of except! expands to more than {} strings",
+                                      kMaxExceptStrings));
+    return false;
+  }
+
+  std::optional<Symbol> except(const ast::Expr& e) {
+    std::vector<std::string> strings;
+    std::set<std::string> visiting;
+    if (!finite_strings(e.children[0], strings, visiting)) return std::nullopt;
+    if (strings.size() > kMaxExceptStrings) {
+      too_many(e.children[0]);
+      return std::nullopt;
+    }
+    if (std::any_of(strings.begin(), strings.end(), [](const std::string& s) { return s.empty(); })) {
+      diags_.error(e.children[0].range,
+                   "the strings of except! must not be empty: the empty string occurs everywhere, "
+                   "so nothing could be matched");
+      return std::nullopt;
+    }
+    std::sort(strings.begin(), strings.end());
+    strings.erase(std::unique(strings.begin(), strings.end()), strings.end());
+    ExceptSpec spec;
+    spec.strings = std::move(strings);
+    spec.max_tokens = e.except_count;
+    spec.range = e.range;
+    for (uint32_t i = 0; i < ir_.excepts.size(); ++i)
+      if (ir_.excepts[i].strings == spec.strings && ir_.excepts[i].max_tokens == spec.max_tokens)
+        return Symbol{Symbol::Kind::Except, i};
+    spec.automaton = std::make_shared<const ExceptAutomaton>(spec.strings);
+    ir_.excepts.push_back(std::move(spec));
+    return Symbol{Symbol::Kind::Except, static_cast<uint32_t>(ir_.excepts.size() - 1)};
+  }
+
+  void check_analyses() {
+    const std::string& start_name = ir_.nonterminals[ir_.start].name;
+    for (uint32_t n = 0; n < ir_.nonterminals.size(); ++n) {
+      const Nonterminal& nt = ir_.nonterminals[n];
+      if (!nt.user_defined) continue;
+      if (!ir_.productive[n]) {
+        if (n == ir_.start)
+          diags_.error(nt.range, fmt::format("the grammar's language is empty: the start rule '{}' "
+                                             "has no finite derivation",
+                                             nt.name));
+        else
+          diags_.error(nt.range, fmt::format("rule '{}' is unproductive: it can never finish (every "
+                                             "alternative needs '{}' again, or a rule that does)",
+                                             nt.name, nt.name));
+        continue;
+      }
+      if (!ir_.reachable[n]) {
+        diags_.warning(nt.range, fmt::format("rule '{}' is never used: it is not reachable from the "
+                                             "start rule '{}'",
+                                             nt.name, start_name));
+        continue;
+      }
+      if (!ir_.nonempty[n])
+        diags_.warning(nt.range, fmt::format("rule '{}' only matches the empty string", nt.name));
+    }
+  }
+
+  const ast::Grammar& grammar_;
+  const SourceFile& file_;
+  const LowerOptions& options_;
+  Diagnostics& diags_;
+  GrammarIR ir_;
+  std::map<std::string, uint32_t> rule_ids_;
+  std::map<std::pair<Terminal::Kind, std::string>, uint32_t> terminal_ids_;
+  std::map<uint32_t, uint32_t> helper_count_;
+};
+
+}  // namespace
+
+void analyze(GrammarIR& ir) {
+  const size_t n = ir.nonterminals.size();
+  ir.nullable.assign(n, false);
+  ir.productive.assign(n, false);
+  ir.nonempty.assign(n, false);
+  ir.reachable.assign(n, false);
+  ir.first_bytes.assign(n, {});
+
+  auto terminal_productive = [&](Symbol s) {
+    return s.kind != Symbol::Kind::Terminal || !ir.terminals[s.index].dfa.empty_language();
+  };
+  auto symbol_nullable = [&](Symbol s) {
+    switch (s.kind) {
+      case Symbol::Kind::Nonterminal: return bool(ir.nullable[s.index]);
+      case Symbol::Kind::Terminal: return ir.terminals[s.index].dfa.accepts_empty();
+      case Symbol::Kind::AnyToken: return false;
+      case Symbol::Kind::Except: return true;
+    }
+    return false;
+  };
+  auto symbol_productive = [&](Symbol s) {
+    return s.kind == Symbol::Kind::Nonterminal ? bool(ir.productive[s.index]) : terminal_productive(s);
+  };
+  auto symbol_nonempty = [&](Symbol s) {
+    switch (s.kind) {
+      case Symbol::Kind::Nonterminal: return bool(ir.nonempty[s.index]);
+      case Symbol::Kind::Terminal: return ir.terminals[s.index].dfa.accepts_nonempty();
+      default: return true;
+    }
+  };
+  auto symbol_first = [&](Symbol s) {
+    std::bitset<256> out;
+    switch (s.kind) {
+      case Symbol::Kind::Nonterminal: return ir.first_bytes[s.index];
+      case Symbol::Kind::Terminal: {
+        auto bytes = ir.terminals[s.index].dfa.first_bytes();
+        for (int b = 0; b < 256; ++b) out[b] = bytes[b];
+        return out;
+      }
+      case Symbol::Kind::AnyToken: return out.set();
+      case Symbol::Kind::Except: {
+        out.set();
+        for (const std::string& str : ir.excepts[s.index].strings)
+          if (str.size() == 1) out[static_cast<uint8_t>(str[0])] = false;
+        return out;
+      }
+    }
+    return out;
+  };
+
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Production& p : ir.productions) {
+      bool all_nullable = true, all_productive = true, some_nonempty = false;
+      std::bitset<256> first;
+      bool prefix_nullable = true;
+      for (Symbol s : p.rhs) {
+        all_nullable = all_nullable && symbol_nullable(s);
+        all_productive = all_productive && symbol_productive(s);
+        some_nonempty = some_nonempty || symbol_nonempty(s);
+        if (prefix_nullable) first |= symbol_first(s);
+        prefix_nullable = prefix_nullable && symbol_nullable(s);
+      }
+      auto update = [&](std::vector<bool>& v, bool value) {
+        if (value && !v[p.lhs]) v[p.lhs] = true, changed = true;
+      };
+      update(ir.nullable, all_nullable);
+      update(ir.productive, all_productive);
+      update(ir.nonempty, all_productive && some_nonempty);
+      if ((ir.first_bytes[p.lhs] | first) != ir.first_bytes[p.lhs]) {
+        ir.first_bytes[p.lhs] |= first;
+        changed = true;
+      }
+    }
+  }
+  std::vector<uint32_t> stack{ir.start};
+  if (n) ir.reachable[ir.start] = true;
+  while (!stack.empty()) {
+    uint32_t a = stack.back();
+    stack.pop_back();
+    for (uint32_t p : ir.nonterminals[a].productions)
+      for (Symbol s : ir.productions[p].rhs)
+        if (s.kind == Symbol::Kind::Nonterminal && !ir.reachable[s.index])
+          ir.reachable[s.index] = true, stack.push_back(s.index);
+  }
+}
+
+std::optional<GrammarIR> lower(const ast::Grammar& grammar, const SourceFile& file,
+                               const LowerOptions& options, Diagnostics& diags) {
+  return Lowering(grammar, file, options, diags).run();
+}
+
+}  // namespace cgram::ir

@@ -1,0 +1,43 @@
+#pragma once
+// The regex sub-language of .cgram: regular languages over Unicode code
+// points. Everything that is not regular (backreferences, lookaround,
+// anchors) or not supported (lazy quantifiers, inline flags) is an error
+// with its position inside the regex.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "charset.h"
+
+namespace cgram::ir {
+
+inline constexpr uint32_t kRegexUnbounded = UINT32_MAX;
+inline constexpr uint32_t kMaxRegexRepeat = 1000;
+
+struct RegexNode {
+  enum class Kind { Empty, Set, Concat, Alternation, Repeat };
+  Kind kind = Kind::Empty;
+  CodePointSet set;                 // Set
+  std::vector<RegexNode> children;  // Concat, Alternation, Repeat (one child)
+  uint32_t min = 0, max = 0;        // Repeat
+};
+
+struct RegexError {
+  size_t offset = 0;  // byte offset inside the regex body
+  size_t length = 1;
+  std::string message;
+};
+
+// Either the parsed regex or the first error.
+using RegexParseResult = std::variant<RegexNode, RegexError>;
+RegexParseResult parse_regex(std::string_view pattern);
+
+// Sets used by escapes and '.', shared with tests.
+CodePointSet regex_digit();
+CodePointSet regex_word();
+CodePointSet regex_space();
+CodePointSet regex_dot();
+
+}  // namespace cgram::ir

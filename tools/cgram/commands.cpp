@@ -1,0 +1,199 @@
+#include "commands.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "compile.h"
+#include "oracle.h"
+#include "utf8.h"
+
+namespace cgram::cli {
+namespace {
+
+using nlohmann::json;
+
+std::optional<std::string> read_file(const std::string& path, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+    return std::nullopt;
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+json diagnostics_json(const Diagnostics& diags) {
+  json list = json::array();
+  for (const Diagnostic& d : diags.sorted()) {
+    json item = {{"severity", severity_name(d.severity)}, {"message", d.message}};
+    if (d.range.begin.line != 0) {
+      item["line"] = d.range.begin.line;
+      item["column"] = d.range.begin.column;
+      item["end_line"] = d.range.end.line;
+      item["end_column"] = d.range.end.column;
+    }
+    list.push_back(item);
+  }
+  return list;
+}
+
+json summary_json(const ir::GrammarIR& ir) {
+  return {{"start", ir.nonterminals[ir.start].name},
+          {"rules", ir.user_rule_count()},
+          {"productions", ir.productions.size()},
+          {"terminals", ir.terminals.size()},
+          {"except_sets", ir.excepts.size()},
+          {"dfa_states", ir.total_dfa_states()}};
+}
+
+// Loads and checks a grammar, printing its diagnostics to stderr (in text
+// mode). Returns the outcome; `io_error` is set when the file is unreadable.
+Grammar::Outcome load(const std::string& file, const std::string& start, bool json_mode,
+                      std::string& io_error) {
+  auto text = read_file(file, io_error);
+  if (!text) return Grammar::Outcome{nullptr, Diagnostics(nullptr), nullptr};
+  ParseOptions options;
+  options.start = start;
+  Grammar::Outcome outcome = Grammar::parse(*text, file, options);
+  if (!json_mode) std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
+  return outcome;
+}
+
+void print_io_error(const std::string& message, bool json_mode) {
+  if (json_mode)
+    std::cout << json{{"ok", false}, {"error", message}}.dump() << "\n";
+  else
+    std::cerr << "cgram: error: " << message << "\n";
+}
+
+// 1-based line and column (in characters) of byte `offset` in `text`.
+std::pair<size_t, size_t> line_column(std::string_view text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line, column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+std::string printable(std::string_view bytes) {
+  std::string out;
+  for (char c : bytes) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_check(const CheckArgs& args) {
+  std::string io_error;
+  Grammar::Outcome outcome = load(args.file, args.start, args.json, io_error);
+  if (!io_error.empty()) {
+    print_io_error(io_error, args.json);
+    return 1;
+  }
+  const Diagnostics& diags = outcome.diagnostics;
+  if (args.json) {
+    json out = {{"file", args.file},
+                {"ok", outcome.ok()},
+                {"errors", diags.error_count()},
+                {"warnings", diags.warning_count()},
+                {"diagnostics", diagnostics_json(diags)}};
+    if (outcome.ok()) out["summary"] = summary_json(outcome.grammar->ir());
+    std::cout << out.dump(2) << "\n";
+    return outcome.ok() ? 0 : 1;
+  }
+  if (!outcome.ok()) {
+    std::cerr << fmt::format("{} error{} generated.\n", diags.error_count(),
+                             diags.error_count() == 1 ? "" : "s");
+    return 1;
+  }
+  const ir::GrammarIR& ir = outcome.grammar->ir();
+  std::cout << fmt::format("{}: ok: {} rules, {} terminals, {} except! sets, {} DFA states; start rule '{}'{}\n",
+                           args.file, ir.user_rule_count(), ir.terminals.size(), ir.excepts.size(),
+                           ir.total_dfa_states(), ir.nonterminals[ir.start].name,
+                           diags.warning_count() ? fmt::format(" ({} warnings)", diags.warning_count()) : "");
+  if (args.dump_ir) std::cout << ir.dump();
+  return 0;
+}
+
+int run_match(const MatchArgs& args) {
+  constexpr int kGrammarErrors = 3;
+  std::string io_error;
+  std::string text;
+  if (args.text_file) {
+    auto content = read_file(*args.text_file, io_error);
+    if (!content) {
+      print_io_error(io_error, args.json);
+      return kExitUsage;
+    }
+    text = std::move(*content);
+  } else {
+    text = args.text.value_or("");
+  }
+  Grammar::Outcome outcome = load(args.file, args.start, args.json, io_error);
+  if (!io_error.empty()) {
+    print_io_error(io_error, args.json);
+    return kGrammarErrors;
+  }
+  if (!outcome.ok()) {
+    if (args.json)
+      std::cout << json{{"ok", false}, {"diagnostics", diagnostics_json(outcome.diagnostics)}}.dump(2) << "\n";
+    return kGrammarErrors;
+  }
+  const ir::GrammarIR& ir = outcome.grammar->ir();
+  auto grammar = std::make_shared<const oracle::OracleGrammar>(oracle::OracleGrammar::from_ir(ir));
+  oracle::MatchResult result = oracle::match_text(grammar, text);
+  const bool token_rules = ir.uses_any_token() || ir.uses_token_counts();
+  auto [line, column] = line_column(text, result.viable_bytes);
+  if (args.json) {
+    json out = {{"ok", true}, {"verdict", oracle::verdict_name(result.verdict)}, {"bytes", text.size()}};
+    if (result.verdict == oracle::Verdict::Rejected) {
+      out["offset"] = result.viable_bytes;
+      out["line"] = line;
+      out["column"] = column;
+    }
+    if (token_rules) out["note"] = "text matched without a vocabulary: any! spans any text and except! counts are not checked";
+    std::cout << out.dump(2) << "\n";
+  } else {
+    switch (result.verdict) {
+      case oracle::Verdict::Complete: std::cout << "complete\n"; break;
+      case oracle::Verdict::Prefix: std::cout << "prefix (viable, not complete)\n"; break;
+      case oracle::Verdict::Rejected: {
+        std::cout << fmt::format("rejected at byte {} (line {}, column {})\n", result.viable_bytes, line, column);
+        size_t from = result.viable_bytes > 20 ? result.viable_bytes - 20 : 0;
+        std::string before = printable(std::string_view(text).substr(from, result.viable_bytes - from));
+        std::string after = printable(std::string_view(text).substr(result.viable_bytes, 20));
+        std::cout << fmt::format("  {}{}\n  {}^\n", before, after, std::string(before.size(), ' '));
+        break;
+      }
+    }
+    if (token_rules)
+      std::cout << "note: matched without a vocabulary: any! spans any text and except! counts are not checked\n";
+  }
+  switch (result.verdict) {
+    case oracle::Verdict::Complete: return 0;
+    case oracle::Verdict::Prefix: return 1;
+    case oracle::Verdict::Rejected: return 2;
+  }
+  return 2;
+}
+
+}  // namespace cgram::cli

@@ -1,0 +1,45 @@
+// cgram: the command line. One subcommand per job; see `cgram --help`.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  using namespace cgram::cli;
+  CLI::App app{"cgram: compile grammars that constrain what a language model may generate"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "cgram 0.1.0");
+
+  CheckArgs check;
+  CLI::App* check_cmd = app.add_subcommand("check", "Check a grammar: print its diagnostics, or a summary");
+  check_cmd->add_option("FILE", check.file, "The .cgram grammar")->required();
+  check_cmd->add_option("--start", check.start, "The start rule")->capture_default_str();
+  check_cmd->add_flag("--json", check.json, "Print the result as one JSON object");
+  check_cmd->add_flag("--ir", check.dump_ir, "Also print the desugared grammar IR");
+
+  MatchArgs match;
+  CLI::App* match_cmd = app.add_subcommand(
+      "match",
+      "Say whether a text is a complete sentence of the grammar, a viable prefix, or rejected.\n"
+      "Exit status: 0 complete, 1 prefix, 2 rejected, 3 the grammar has errors");
+  match_cmd->add_option("FILE", match.file, "The .cgram grammar")->required();
+  auto* text_opt = match_cmd->add_option("TEXT", match.text, "The text to match");
+  auto* file_opt = match_cmd->add_option("--file", match.text_file, "Read the text from this file");
+  text_opt->excludes(file_opt);
+  match_cmd->add_option("--start", match.start, "The start rule")->capture_default_str();
+  match_cmd->add_flag("--json", match.json, "Print the result as one JSON object");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+  if (*match_cmd && !match.text && !match.text_file) {
+    std::cerr << "cgram match: expected the text to match: give TEXT or --file PATH\n";
+    return kExitUsage;
+  }
+  if (*check_cmd) return run_check(check);
+  if (*match_cmd) return run_match(match);
+  return kExitUsage;
+}
