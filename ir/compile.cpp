@@ -3,6 +3,16 @@
 #include "parse.h"
 
 namespace cgram {
+namespace {
+// After a missing ';', error recovery reads the next rule's name as part of
+// the previous rule; "undefined rule" for that name would only be an echo.
+bool starts_definition(std::string_view source, const Diagnostic& d) {
+  if (d.message.rfind("undefined rule", 0) != 0) return false;
+  size_t i = d.range.end.offset;
+  while (i < source.size() && isspace(static_cast<unsigned char>(source[i]))) ++i;
+  return source.substr(i).starts_with("::=") || source.substr(i).starts_with("=");
+}
+}  // namespace
 
 Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filename,
                                 const ParseOptions& options) {
@@ -20,7 +30,9 @@ Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filena
   for (const Diagnostic& d : lowering.all()) {
     // A syntax error can make a rule look undefined or missing: keep only the
     // lowering diagnostics that cannot be echoes of it.
-    if (out.diagnostics.has_errors() && d.range.begin.line == 0) continue;
+    if (out.diagnostics.has_errors() &&
+        (d.severity != Severity::Error || d.range.begin.line == 0 || starts_definition(source, d)))
+      continue;
     if (d.severity == Severity::Error) out.diagnostics.error(d.range, d.message);
     else if (d.severity == Severity::Warning) out.diagnostics.warning(d.range, d.message);
     else out.diagnostics.note(d.range, d.message);

@@ -88,23 +88,22 @@ std::string GrammarIR::dump() const {
   return out;
 }
 
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and swaps of adjacent characters ("vaule" is one step from "value").
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
+  auto same = [](char x, char y) {
+    return tolower(static_cast<unsigned char>(x)) == tolower(static_cast<unsigned char>(y));
+  };
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      size_t cost = tolower(static_cast<unsigned char>(a[i - 1])) ==
-                            tolower(static_cast<unsigned char>(b[j - 1]))
-                        ? 0
-                        : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
-      diagonal = above;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (same(a[i - 1], b[j - 1]) ? 0 : 1)});
+      if (i > 1 && j > 1 && same(a[i - 1], b[j - 2]) && same(a[i - 2], b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
-  }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 namespace {
@@ -128,8 +127,8 @@ class Lowering {
         diags_.error_at_file(fmt::format("the grammar defines no rules; it needs a start rule '{}'",
                                          options_.start));
       else
-        diags_.error_at_file(fmt::format("no rule named '{}', the start rule{}; define it, or name "
-                                         "another start rule (--start NAME)",
+        diags_.error_at_file(fmt::format("no rule named '{}', the start rule: define it, or name "
+                                         "another start rule (--start NAME){}",
                                          options_.start, hint));
       return std::nullopt;
     }
@@ -162,7 +161,7 @@ class Lowering {
       if (d < best_distance) best_distance = d, best = candidate;
     }
     size_t allowed = std::max<size_t>(1, name.size() / 3);
-    if (best.empty() || best_distance > allowed) return "";
+    if (best.empty() || best_distance > allowed || best_distance >= name.size()) return "";
     return fmt::format("; did you mean '{}'?", best);
   }
 
@@ -242,17 +241,26 @@ class Lowering {
       add_production(n, {Symbol{Symbol::Kind::Nonterminal, n}, *x});
       return Symbol{Symbol::Kind::Nonterminal, n};
     }
-    // n -> x^min o_k ; o_k -> ε | x o_{k-1} ; o_1 -> ε | x
-    std::optional<Symbol> tail;
-    for (uint32_t k = e.min; k < e.max; ++k) {
-      uint32_t o = new_helper(owner);
-      add_production(o, {});
-      std::vector<Symbol> more{*x};
-      if (tail) more.push_back(*tail);
-      add_production(o, std::move(more));
-      tail = Symbol{Symbol::Kind::Nonterminal, o};
+    // Up to k more copies: o_k -> ε | x o_{k-1}, with o_1 -> ε | x.
+    auto optional_copies = [&](uint32_t k, uint32_t o) {
+      std::optional<Symbol> tail;
+      for (uint32_t level = 1; level <= k; ++level) {
+        uint32_t target = level == k && o != UINT32_MAX ? o : new_helper(owner);
+        add_production(target, {});
+        std::vector<Symbol> more{*x};
+        if (tail) more.push_back(*tail);
+        add_production(target, std::move(more));
+        tail = Symbol{Symbol::Kind::Nonterminal, target};
+      }
+      return tail;
+    };
+    if (e.min == 0) {  // n itself is the outermost optional level
+      if (e.max == 0) add_production(n, {});
+      else optional_copies(e.max, n);
+      return Symbol{Symbol::Kind::Nonterminal, n};
     }
-    if (tail) required.push_back(*tail);
+    // n -> x^min o_{max-min}
+    if (auto tail = optional_copies(e.max - e.min, UINT32_MAX)) required.push_back(*tail);
     add_production(n, std::move(required));
     return Symbol{Symbol::Kind::Nonterminal, n};
   }
@@ -341,6 +349,7 @@ class Lowering {
           return false;
         }
         visiting.insert(e.text);
+        used_in_except_.insert(e.text);
         for (const ast::RuleDef& def : grammar_.rules)
           if (def.name == e.text && !finite_strings(def.body, out, visiting)) return false;
         visiting.erase(e.text);
@@ -409,13 +418,13 @@ class Lowering {
                                              nt.name, nt.name));
         continue;
       }
-      if (!ir_.reachable[n]) {
+      if (!ir_.reachable[n] && !used_in_except_.count(nt.name)) {
         diags_.warning(nt.range, fmt::format("rule '{}' is never used: it is not reachable from the "
                                              "start rule '{}'",
                                              nt.name, start_name));
         continue;
       }
-      if (!ir_.nonempty[n])
+      if (ir_.reachable[n] && !ir_.nonempty[n])
         diags_.warning(nt.range, fmt::format("rule '{}' only matches the empty string", nt.name));
     }
   }
@@ -428,6 +437,7 @@ class Lowering {
   std::map<std::string, uint32_t> rule_ids_;
   std::map<std::pair<Terminal::Kind, std::string>, uint32_t> terminal_ids_;
   std::map<uint32_t, uint32_t> helper_count_;
+  std::set<std::string> used_in_except_;  // a rule named in except!(…) is used
 };
 
 }  // namespace

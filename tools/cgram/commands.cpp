@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "compile.h"
+#include "embedded_grammar.h"
 #include "oracle.h"
 #include "utf8.h"
 
@@ -129,7 +130,7 @@ int run_check(const CheckArgs& args) {
   std::cout << fmt::format("{}: ok: {} rules, {} terminals, {} except! sets, {} DFA states; start rule '{}'{}\n",
                            args.file, ir.user_rule_count(), ir.terminals.size(), ir.excepts.size(),
                            ir.total_dfa_states(), ir.nonterminals[ir.start].name,
-                           diags.warning_count() ? fmt::format(" ({} warnings)", diags.warning_count()) : "");
+                           diags.warning_count() ? fmt::format(" ({} warning{})", diags.warning_count(), diags.warning_count() == 1 ? "" : "s") : "");
   if (args.dump_ir) std::cout << ir.dump();
   return 0;
 }
@@ -194,6 +195,40 @@ int run_match(const MatchArgs& args) {
     case oracle::Verdict::Rejected: return 2;
   }
   return 2;
+}
+
+int run_demo() {
+  std::cout << "cgram demo: the bundled JSON grammar (examples/json.cgram)\n\n";
+  std::cout << kEmbeddedJsonGrammar << "\n";
+  Grammar::Outcome outcome = Grammar::parse(kEmbeddedJsonGrammar, "json.cgram");
+  std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
+  if (!outcome.ok()) return 1;
+  const ir::GrammarIR& ir = outcome.grammar->ir();
+  std::cout << fmt::format("$ cgram check json.cgram\njson.cgram: ok: {} rules, {} terminals, {} DFA states\n\n",
+                           ir.user_rule_count(), ir.terminals.size(), ir.total_dfa_states());
+  auto grammar = std::make_shared<const oracle::OracleGrammar>(oracle::OracleGrammar::from_ir(ir));
+  struct Sample {
+    std::string text;
+    oracle::Verdict expected;
+  };
+  const Sample samples[] = {
+      {R"({"name": "cgram", "tags": ["exact", "fast"], "version": 0.1})", oracle::Verdict::Complete},
+      {R"({"name": "cgram", "tags": ["exa)", oracle::Verdict::Prefix},
+      {R"({"name": "cgram", "tags": ["exact",]})", oracle::Verdict::Rejected},
+  };
+  bool all_expected = true;
+  for (const Sample& s : samples) {
+    oracle::MatchResult r = oracle::match_text(grammar, s.text);
+    std::cout << fmt::format("$ cgram match json.cgram '{}'\n{}", s.text, oracle::verdict_name(r.verdict));
+    if (r.verdict == oracle::Verdict::Rejected) {
+      auto [line, column] = line_column(s.text, r.viable_bytes);
+      std::cout << fmt::format(" at byte {} (line {}, column {})", r.viable_bytes, line, column);
+    }
+    std::cout << "\n\n";
+    all_expected = all_expected && r.verdict == s.expected;
+  }
+  std::cout << (all_expected ? "demo: every verdict is as expected\n" : "demo: UNEXPECTED verdict\n");
+  return all_expected ? 0 : 1;
 }
 
 }  // namespace cgram::cli

@@ -25,4 +25,8 @@ struct MatchArgs {
 // Exit codes: 0 complete, 1 prefix, 2 rejected, 3 the grammar has errors.
 int run_match(const MatchArgs& args);
 
+// The main job on the embedded default: check the bundled JSON grammar and
+// match a few texts against it. Exit 0 when every verdict is the expected one.
+int run_demo();
+
 }  // namespace cgram::cli

@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   match_cmd->add_option("--start", match.start, "The start rule")->capture_default_str();
   match_cmd->add_flag("--json", match.json, "Print the result as one JSON object");
 
+  CLI::App* demo_cmd = app.add_subcommand(
+      "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
     std::cerr << "cgram match: expected the text to match: give TEXT or --file PATH\n";
     return kExitUsage;
   }
+  if (*demo_cmd) return run_demo();
   if (*check_cmd) return run_check(check);
   if (*match_cmd) return run_match(match);
   return kExitUsage;

@@ -1,0 +1,58 @@
+#include "jit_session.h"
+
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/TargetSelect.h>
+
+#include <mutex>
+
+namespace cgram::jit {
+namespace {
+std::string to_message(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+void initialize_native_target_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+}  // namespace
+
+struct JitSession::State {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  // Modules are built in this context, then handed to ORC with it.
+  llvm::orc::ThreadSafeContext context{std::make_unique<llvm::LLVMContext>()};
+};
+
+JitSession::JitSession(Key) : state_(std::make_unique<State>()) {}
+JitSession::~JitSession() = default;
+
+std::variant<std::unique_ptr<JitSession>, JitError> JitSession::create() {
+  initialize_native_target_once();
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) return JitError{"cannot start the LLVM JIT: " + to_message(jit.takeError())};
+  auto session = std::make_unique<JitSession>(Key{});
+  session->state_->jit = std::move(*jit);
+  return session;
+}
+
+llvm::LLVMContext& JitSession::context() { return *state_->context.getContext(); }
+
+std::variant<std::monostate, JitError> JitSession::add(std::unique_ptr<llvm::Module> module) {
+  if (!module) return JitError{"no module to compile"};
+  module->setDataLayout(state_->jit->getDataLayout());
+  if (auto error = state_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), state_->context)))
+    return JitError{"cannot add the module to the JIT: " + to_message(std::move(error))};
+  return std::monostate{};
+}
+
+std::variant<void*, JitError> JitSession::lookup(std::string_view symbol) {
+  auto address = state_->jit->lookup(llvm::StringRef(symbol));
+  if (!address) return JitError{"JIT lookup of '" + std::string(symbol) + "' failed: " + to_message(address.takeError())};
+  return address->toPtr<void*>();
+}
+
+}  // namespace cgram::jit

@@ -1,0 +1,76 @@
+// Literal DFAs and the except! automaton against naive string searches.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "automata.h"
+#include "except_automaton.h"
+
+using namespace cgram::ir;
+
+TEST_CASE("literal DFAs accept exactly their strings", "[automata]") {
+  Dfa one = literal_dfa("abc");
+  CHECK(one.matches("abc"));
+  CHECK_FALSE(one.matches("ab"));
+  CHECK_FALSE(one.matches("abcd"));
+  CHECK(one.size() == 4);
+  std::vector<std::string> words{"true", "false", "null", "nul"};
+  Dfa many = literals_dfa(words);
+  for (const auto& w : words) CHECK(many.matches(w));
+  CHECK_FALSE(many.matches("nu"));
+  CHECK_FALSE(many.matches("tru"));
+  Dfa empty = literal_dfa("");
+  CHECK(empty.matches(""));
+  CHECK_FALSE(empty.accepts_nonempty());
+}
+
+namespace {
+
+// Naive: does `w` contain a whole occurrence of a string of S?
+bool contains_occurrence(const std::string& w, const std::vector<std::string>& strings) {
+  for (const auto& s : strings)
+    if (w.find(s) != std::string::npos) return true;
+  return false;
+}
+
+// Naive: remainders of strings of S begun inside w and not finished there.
+std::vector<std::string> naive_pending(const std::string& w, const std::vector<std::string>& strings) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < w.size(); ++i) {
+    std::string tail = w.substr(i);
+    for (const auto& s : strings)
+      if (s.size() > tail.size() && s.compare(0, tail.size(), tail) == 0) out.push_back(s.substr(tail.size()));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the except! automaton agrees with naive search", "[automata][except]") {
+  std::mt19937 rng(42);
+  const std::vector<std::vector<std::string>> sets{
+      {"\n\n"}, {"*[", "]*"}, {"abab", "bab", "b"}, {"aaa", "aab"}, {"</think>"}, {"ab", "ba", "abc"}};
+  for (const auto& strings : sets) {
+    ExceptAutomaton ac(strings);
+    std::string alphabet;
+    for (const auto& s : strings) alphabet += s;
+    alphabet += "x";
+    for (int trial = 0; trial < 2000; ++trial) {
+      std::string w;
+      size_t length = rng() % 10;
+      for (size_t i = 0; i < length; ++i) w += alphabet[rng() % alphabet.size()];
+      uint32_t state = ac.dfa().run(ac.dfa().start(), w);
+      INFO("w = '" << w << "'");
+      CHECK(ac.dfa().accepting(state) == !contains_occurrence(w, strings));
+      if (ac.dfa().accepting(state)) CHECK(ac.pending(state) == naive_pending(w, strings));
+    }
+  }
+}
+
+TEST_CASE("except! with the empty string in S allows nothing", "[automata][except]") {
+  std::vector<std::string> strings{""};
+  ExceptAutomaton ac(strings);
+  CHECK(ac.dfa().empty_language());
+}

@@ -1,0 +1,118 @@
+// The oracle on every example grammar: hand-written sentences, generated
+// sentences (with every prefix of each checked viable), and hand-written
+// rejections with the offset where the text stops being viable.
+#include <catch2/catch.hpp>
+
+#include "helpers.h"
+#include "sentence_generator.h"
+
+using namespace cgram;
+using namespace cgram::test;
+using oracle::Verdict;
+
+namespace {
+
+struct Case {
+  std::string_view example;
+  std::vector<std::string_view> complete;
+  std::vector<std::pair<std::string_view, size_t>> rejected;  // text, viable prefix length
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {"json.cgram",
+       {R"({"a": [1, 2.5e3, -0.5E-2, "x\u00e9\n"], "b": {}, "c": [], "d": null})", "[true, false]",
+        " \"caf\xC3\xA9 \xF0\x9F\x98\x80\" ", "0", "-12.5e+10", "{\"\": {\"\": [[[]]]}}"},
+       {{R"({"a": [1, 2}})", 11}, {R"({"a" 1})", 5}, {"01", 1}, {"[1,]", 3}, {"\"a\tb\"", 2},
+        {"\"\\x\"", 2}, {"tru e", 3}, {"{\"a\":1}}", 7}}},
+      {"record.cgram",
+       {R"({"name": "Ann", "age": 33, "email": "ann@example.com", "tags": ["a", "b"], "active": true})",
+        "{\"name\":\"\",\"age\":0,\"email\":\"x@y.io\",\"tags\":[],\"active\":false}"},
+       {{R"({"age": 3})", 2}, {R"({"name": "A", "age": 1000)", 24}, {R"({"name":"A","age":01)", 19}}},
+      {"arithmetic.cgram",
+       {"1", "-(1 + 2) * max(3, 4^2^-1) / x % 7", "f()", "a*b+c*d-e/f", "((((x))))", "2 ^ - 3"},
+       {{"1 +* 2", 3}, {"(1))", 3}, {"f(1,)", 4}, {"1 2", 2}}},
+      {"c_subset.cgram",
+       {"int main(void) { int x = 1, *p; for (x = 0; x < 10; x++) { if (x == 3) break; else continue; } "
+        "return x * 2 + f(1, \"a\"); }",
+        "char *s = \"hi\"; // comment\nlong n[4];\n/* block */ void f(int a, char *b) { a += b[0] && !a; }",
+        "", "unsigned int u; int g() { while (1) ; return; }"},
+       {{"int main( { }", 10}, {"intx;", 3}, {"int f() { return 1 }", 19}}},
+      {"markup.cgram",
+       {"<a x=\"1\" y='2'><b/>text &amp; more<!-- c --><![CDATA[ <x> ]]></a>", "<root/>",
+        "<p>caf\xC3\xA9 &#233; &#xE9;</p>"},
+       {{"<a></a><b/>", 7}, {"<a>x & y</a>", 6}, {"<!-- x --><a/>", 1}, {"<a><!-- x -- y --></a>", 12}}},
+      {"csv.cgram",
+       {"a,b,\"c,\"\"d\"\"\"\r\n1,2,3\r\n", "x", "", "a,,b\nc\n", "\"multi\r\nline\",2"},
+       {{"a\"b", 1}, {"\"a\"b", 3}}},
+      {"chess.cgram",
+       {"1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Bxc6+ dxc6 5. O-O f6 6. d8=Q# 1-0", "1. d4", "1-0",
+        "12. Raxe1!? Qh4?? 13. exf7+ 1/2-1/2", "5... Ke7"},
+       {{"1. e9", 4}, {"1. Kz", 4}, {"1. O-O-O-O", 8}, {"e4", 0}}},
+      {"delimited.cgram", {"abc*[def]*", "*[]*"}, {{"a*[b*[c]*", 5}, {"*[]*x", 4}}},
+      {"reply.cgram",
+       {"<think>hmm</think>\nSure.\n\nbye", "<think></think>\nok<tool>search(x)</tool>\n\n"},
+       {{"<think>a</think>b", 16}, {"<think>x</think>\nhi<tool>f(a)b", 29}}},
+  };
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("every example checks clean", "[examples]") {
+  for (const std::string& name : example_names()) {
+    Grammar::Outcome outcome = Grammar::parse(read_example(name), name);
+    INFO(name << "\n" << outcome.diagnostics.render());
+    CHECK(outcome.ok());
+    CHECK(outcome.diagnostics.all().empty());
+  }
+}
+
+TEST_CASE("every example has oracle cases", "[examples]") {
+  for (const std::string& name : example_names()) {
+    bool found = false;
+    for (const Case& c : cases()) found = found || c.example == name;
+    INFO(name);
+    CHECK(found);
+  }
+}
+
+TEST_CASE("the oracle on hand-written sentences and rejections of every example", "[examples][oracle]") {
+  for (const Case& c : cases()) {
+    auto g = oracle_grammar(*grammar(read_example(c.example)));
+    for (std::string_view text : c.complete) {
+      INFO(c.example << ": '" << text << "'");
+      CHECK(verdict(g, text) == Verdict::Complete);
+    }
+    for (auto [text, offset] : c.rejected) {
+      INFO(c.example << ": '" << text << "'");
+      oracle::MatchResult result = oracle::match_text(g, text);
+      CHECK(result.verdict == Verdict::Rejected);
+      CHECK(result.viable_bytes == offset);
+    }
+  }
+}
+
+TEST_CASE("generated sentences are complete and all their prefixes viable", "[examples][oracle]") {
+  size_t sentences = 0, prefixes = 0;
+  for (const Case& c : cases()) {
+    auto parsed = grammar(read_example(c.example));
+    auto g = oracle_grammar(*parsed);
+    SentenceGenerator generator(parsed->ir(), 1234);
+    for (int i = 0; i < 25; ++i) {
+      std::string sentence = generator.generate(8);
+      INFO(c.example << ": '" << sentence << "'");
+      oracle::Recognizer r(g, /*segmented=*/false);
+      for (size_t k = 0; k < sentence.size(); ++k) {
+        r.push_bytes(std::string_view(sentence).substr(k, 1));
+        INFO("prefix of length " << k + 1);
+        REQUIRE(r.viable());
+        ++prefixes;
+      }
+      CHECK(r.complete());
+      ++sentences;
+    }
+  }
+  CHECK(sentences == 25 * cases().size());
+  CHECK(prefixes > 1000);
+}

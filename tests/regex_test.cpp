@@ -1,0 +1,161 @@
+// Regex → NFA → DFA → minimal DFA, checked against std::regex (ECMAScript)
+// on many generated regexes and ASCII strings, and against the oracle's own
+// expansion of the regex into byte rules.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <regex>
+
+#include "automata.h"
+#include "helpers.h"
+
+using namespace cgram;
+using namespace cgram::test;
+
+namespace {
+
+ir::Dfa compile(std::string_view pattern) {
+  auto parsed = ir::parse_regex(pattern);
+  INFO("pattern: " << pattern);
+  REQUIRE(std::holds_alternative<ir::RegexNode>(parsed));
+  auto dfa = ir::compile_regex(std::get<ir::RegexNode>(parsed));
+  REQUIRE(std::holds_alternative<ir::Dfa>(dfa));
+  return std::get<ir::Dfa>(std::move(dfa));
+}
+
+// Random regexes over a small alphabet, in the syntax shared by .cgram and
+// ECMAScript.
+class RegexGenerator {
+ public:
+  explicit RegexGenerator(uint64_t seed) : rng_(seed) {}
+  std::string generate(int depth = 3) {
+    int pick = static_cast<int>(rng_() % (depth > 0 ? 12 : 6));
+    switch (pick) {
+      case 0: return std::string(1, "abc"[rng_() % 3]);
+      case 1: return "[" + std::string(rng_() % 2 ? "^" : "") + "a-" + std::string(1, "bc"[rng_() % 2]) + "]";
+      case 2: return std::vector<std::string>{"\\d", "\\w", "\\s", "\\D", "\\W", "\\S"}[rng_() % 6];
+      case 3: return ".";
+      case 4: return std::vector<std::string>{"[0-9_]", "[ \\n]", "[\\-a]", "\\.", "\\x61", "\\u0062"}[rng_() % 6];
+      case 5: return std::string(1, "abc"[rng_() % 3]) + std::string(1, "ab0"[rng_() % 3]);
+      case 6: return generate(depth - 1) + generate(depth - 1);
+      case 7: return "(" + generate(depth - 1) + "|" + generate(depth - 1) + ")";
+      case 8: return "(?:" + generate(depth - 1) + ")*";
+      case 9: return "(" + generate(depth - 1) + ")+";
+      case 10: return "(" + generate(depth - 1) + ")?";
+      default: {
+        int lo = static_cast<int>(rng_() % 3), hi = lo + static_cast<int>(rng_() % 3);
+        std::string q = rng_() % 3 == 0 ? "{" + std::to_string(lo) + ",}"
+                                        : "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+        return "(" + generate(depth - 1) + ")" + q;
+      }
+    }
+  }
+  std::string text() {
+    static const std::string alphabet = "abc0_ \n-.";
+    size_t length = rng_() % 7;
+    std::string out;
+    for (size_t i = 0; i < length; ++i) out += alphabet[rng_() % alphabet.size()];
+    return out;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+TEST_CASE("regex DFAs agree with std::regex and with the oracle on generated cases", "[regex]") {
+  RegexGenerator gen(20261121);
+  size_t compared = 0;
+  for (int r = 0; r < 300; ++r) {
+    std::string pattern = gen.generate();
+    std::regex reference(pattern, std::regex::ECMAScript);
+    ir::Dfa dfa = compile(pattern);
+    auto oracle = oracle_grammar(*grammar("start ::= #'" + pattern + "';"));
+    std::vector<std::string> texts{""};
+    for (int t = 0; t < 40; ++t) texts.push_back(gen.text());
+    for (const std::string& text : texts) {
+      INFO("pattern: " << pattern << "  text: '" << text << "'");
+      bool expected = std::regex_match(text, reference);
+      CHECK(dfa.matches(text) == expected);
+      CHECK((verdict(oracle, text) == oracle::Verdict::Complete) == expected);
+      ++compared;
+    }
+  }
+  CHECK(compared == 300 * 41);
+}
+
+TEST_CASE("DFA prefixes: a state is live exactly when some extension matches", "[regex]") {
+  ir::Dfa dfa = compile("ab(cd)*e");
+  CHECK(dfa.run(dfa.start(), "ab") != ir::Dfa::kDead);
+  CHECK(dfa.run(dfa.start(), "abcdc") != ir::Dfa::kDead);
+  CHECK(dfa.run(dfa.start(), "abce") == ir::Dfa::kDead);
+  CHECK(dfa.run(dfa.start(), "b") == ir::Dfa::kDead);
+  CHECK(dfa.matches("abcdcde"));
+}
+
+TEST_CASE("regex UTF-8: 2-, 3- and 4-byte characters and range boundaries", "[regex][utf8]") {
+  ir::Dfa dot = compile(".");
+  for (std::string s : {"a", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\x7F", "\xC2\x80", "\xDF\xBF",
+                        "\xE0\xA0\x80", "\xEF\xBF\xBF", "\xF0\x90\x80\x80", "\xF4\x8F\xBF\xBF", "\xED\x9F\xBF",
+                        "\xEE\x80\x80"})
+    CHECK(dot.matches(s));
+  // Not characters: newline, surrogates, overlong forms, beyond U+10FFFF, stray bytes.
+  for (std::string s : {"\n", "\xED\xA0\x80", "\xED\xBF\xBF", "\xC0\x80", "\xC1\xBF", "\xE0\x80\x80",
+                        "\xF0\x80\x80\x80", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\x80", "\xFF", "ab"})
+    CHECK_FALSE(dot.matches(s));
+  // A partial character is a live prefix.
+  CHECK(dot.run(dot.start(), "\xF0\x9F") != ir::Dfa::kDead);
+  CHECK_FALSE(dot.accepting(dot.run(dot.start(), "\xF0\x9F")));
+
+  ir::Dfa range = compile("[\\u{7F}-\\u{80}\\u{7FF}-\\u{800}\\u{FFFF}-\\u{10000}\\u{10FFFF}]");
+  for (std::string s : {"\x7F", "\xC2\x80", "\xDF\xBF", "\xE0\xA0\x80", "\xEF\xBF\xBF", "\xF0\x90\x80\x80",
+                        "\xF4\x8F\xBF\xBF"})
+    CHECK(range.matches(s));
+  for (std::string s : {"\x7E", "\xC2\x81", "\xDF\xBE", "\xE0\xA0\x81", "\xEF\xBF\xBE", "\xF0\x90\x80\x81",
+                        "\xF4\x8F\xBF\xBE"})
+    CHECK_FALSE(range.matches(s));
+
+  ir::Dfa negated = compile("[^a\\u{E9}]+");
+  CHECK(negated.matches("b\xF0\x9F\x98\x80\xE2\x82\xAC\n"));
+  CHECK_FALSE(negated.matches("\xC3\xA9"));
+  CHECK_FALSE(negated.matches("a"));
+
+  ir::Dfa literal = compile("\xC3\xA9+x\\u{1F600}");
+  CHECK(literal.matches("\xC3\xA9\xC3\xA9x\xF0\x9F\x98\x80"));
+  CHECK_FALSE(literal.matches("\xC3\xA9x"));
+
+  ir::Dfa top = compile("[^\\x00-\\u{10FFFD}]");
+  CHECK(top.matches("\xF4\x8F\xBF\xBE"));
+  CHECK(top.matches("\xF4\x8F\xBF\xBF"));
+  CHECK_FALSE(top.matches("\xF4\x8F\xBF\xBD"));
+}
+
+TEST_CASE("regex escapes and classes", "[regex]") {
+  CHECK(compile("\\d+").matches("0123456789"));
+  CHECK_FALSE(compile("\\d").matches("a"));
+  CHECK(compile("\\w+").matches("aZ_09"));
+  CHECK(compile("\\s+").matches(" \t\n\r\f\v"));
+  CHECK(compile("\\S").matches("\xC3\xA9"));
+  CHECK(compile("[\\d\\s]+").matches("1 2"));
+  CHECK(compile("\\x41\\u0042\\u{43}\\n\\t\\r\\f\\v\\0").matches(std::string("ABC\n\t\r\f\v\0", 9)));
+  CHECK(compile("\\.\\*\\+\\?\\(\\)\\[\\]\\{\\}\\|\\\\\\/\\-\\^\\$").matches(".*+?()[]{}|\\/-^$"));
+  CHECK(compile("[]a]+").matches("]a]"));
+  CHECK(compile("[a-]+").matches("-a"));
+  CHECK(compile("a{").matches("a{"));
+  CHECK(compile("a{,2}").matches("aa"));
+  CHECK_FALSE(compile("a{,2}").matches("aaa"));
+  CHECK(compile("(?<name>ab)+").matches("abab"));
+  CHECK(compile("").matches(""));
+  CHECK(compile("a||b").matches(""));
+}
+
+TEST_CASE("minimisation gives the minimal DFA", "[regex]") {
+  // The textbook example: (a|b)*abb has a 4-state minimal DFA.
+  CHECK(compile("(a|b)*abb").size() == 4);
+  CHECK(compile("a*").size() == 1);
+  CHECK(compile("(a|b)*").size() == 1);
+  CHECK(compile("aa*|a+").size() == 2);
+  // Equal languages give equal sizes whatever the syntax.
+  CHECK(compile("(ab|ac)").size() == compile("a(b|c)").size());
+}

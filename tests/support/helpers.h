@@ -1,0 +1,26 @@
+#pragma once
+// Shared helpers for the tests: parse a grammar, ask the oracle.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compile.h"
+#include "oracle.h"
+
+namespace cgram::test {
+
+Grammar::Outcome parse(std::string_view source, std::string start = "start");
+// Parses and requires success (the test fails with the rendered diagnostics).
+std::shared_ptr<const Grammar> grammar(std::string_view source, std::string start = "start");
+std::shared_ptr<const oracle::OracleGrammar> oracle_grammar(const Grammar& g);
+// The oracle's verdict for `text` (unsegmented).
+oracle::Verdict verdict(const std::shared_ptr<const oracle::OracleGrammar>& g, std::string_view text);
+oracle::Verdict verdict_of(std::string_view grammar_source, std::string_view text);
+// The verdict when the text is the given token segmentation.
+oracle::Verdict verdict_tokens(std::string_view grammar_source, const std::vector<std::string>& tokens);
+
+std::string read_example(std::string_view name);
+std::vector<std::string> example_names();
+
+}  // namespace cgram::test
