@@ -6,6 +6,8 @@
 #include "helpers.h"
 #include "sentence_generator.h"
 
+#include <random>
+
 using namespace cgram;
 using namespace cgram::test;
 using oracle::Verdict;
@@ -115,4 +117,35 @@ TEST_CASE("generated sentences are complete and all their prefixes viable", "[ex
   }
   CHECK(sentences == 25 * cases().size());
   CHECK(prefixes > 1000);
+}
+
+TEST_CASE("mutated sentences: rejections happen at or after the mutation", "[examples][oracle]") {
+  // s[0..i) is a prefix of a generated sentence, hence viable: a text that
+  // differs from s only from byte i on can only be rejected at offset >= i,
+  // and the reported offset must be exactly where viability ends.
+  size_t rejected = 0;
+  std::mt19937 rng(99);
+  for (const Case& c : cases()) {
+    auto parsed = grammar(read_example(c.example));
+    auto g = oracle_grammar(*parsed);
+    SentenceGenerator generator(parsed->ir(), 777);
+    for (int i = 0; i < 30; ++i) {
+      std::string sentence = generator.generate(6);
+      size_t at = sentence.empty() ? 0 : rng() % (sentence.size() + 1);
+      std::string mutated = sentence;
+      const char junk[] = {'}', ']', ')', '"', '\'', '<', '>', ',', ';', '#', '\x01', '@', '\xFF', 'q', '9', '*'};
+      mutated.insert(mutated.begin() + at, junk[rng() % sizeof(junk)]);
+      INFO(c.example << ": '" << mutated << "' (inserted at " << at << ")");
+      oracle::MatchResult result = oracle::match_text(g, mutated);
+      if (result.verdict != Verdict::Rejected) continue;
+      ++rejected;
+      CHECK(result.viable_bytes >= at);
+      oracle::Recognizer r(g, /*segmented=*/false);
+      r.push_bytes(std::string_view(mutated).substr(0, result.viable_bytes));
+      CHECK(r.viable());
+      r.push_bytes(std::string_view(mutated).substr(result.viable_bytes, 1));
+      CHECK_FALSE(r.viable());
+    }
+  }
+  CHECK(rejected >= 150);
 }
