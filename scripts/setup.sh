@@ -8,7 +8,7 @@ packages=(
   antlr4 libantlr4-runtime-dev
   llvm-19-dev
   libfmt-dev librange-v3-dev catch2
-  nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev libsimdjson-dev libicu-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev
 )
 

@@ -1,0 +1,217 @@
+#include "vocabulary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "utf8.h"
+#include "vocab_loaders.h"
+
+namespace cgram {
+
+const char* tokenizer_kind_name(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::ByteLevelBpe: return "byte-level BPE";
+    case TokenizerKind::SentencePiece: return "SentencePiece BPE with byte fallback";
+    case TokenizerKind::Tiktoken: return "tiktoken BPE";
+    case TokenizerKind::List: return "token list";
+  }
+  return "?";
+}
+
+namespace {
+// GPT-2's table: printable bytes stand for themselves, the others are moved
+// to U+0100 and up, in byte order.
+struct ByteTable {
+  uint32_t to_unicode[256];
+  std::unordered_map<uint32_t, uint8_t> to_byte;
+  ByteTable() {
+    uint32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      to_unicode[b] = printable ? b : next++;
+      to_byte[to_unicode[b]] = static_cast<uint8_t>(b);
+    }
+  }
+};
+const ByteTable& byte_table() {
+  static const ByteTable table;
+  return table;
+}
+}  // namespace
+
+uint32_t byte_to_unicode(uint8_t byte) { return byte_table().to_unicode[byte]; }
+
+std::optional<uint8_t> unicode_to_byte(uint32_t cp) {
+  auto it = byte_table().to_byte.find(cp);
+  if (it == byte_table().to_byte.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> byte_level_decode(std::string_view text) {
+  std::string out;
+  for (size_t pos = 0; pos < text.size();) {
+    auto cp = decode_utf8(text, pos);
+    if (!cp) return std::nullopt;
+    auto b = unicode_to_byte(*cp);
+    if (!b) return std::nullopt;
+    out += static_cast<char>(*b);
+  }
+  return out;
+}
+
+std::string sentencepiece_piece_bytes(std::string_view piece, bool byte_fallback) {
+  if (byte_fallback && piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece[5] == '>' &&
+      isxdigit(static_cast<unsigned char>(piece[3])) && isxdigit(static_cast<unsigned char>(piece[4])))
+    return std::string(1, static_cast<char>(std::stoi(std::string(piece.substr(3, 2)), nullptr, 16)));
+  std::string out;
+  static constexpr std::string_view kSpace = "\xE2\x96\x81";  // ▁
+  for (size_t i = 0; i < piece.size();) {
+    if (piece.substr(i, 3) == kSpace) {
+      out += ' ';
+      i += 3;
+    } else {
+      out += piece[i++];
+    }
+  }
+  return out;
+}
+
+std::optional<VocabularyError> Vocabulary::Builder::set(uint64_t id, std::string bytes, bool special,
+                                                        const VocabularyOptions& o) {
+  if (id >= o.max_tokens)
+    return VocabularyError{fmt::format("{}: token id {} is out of range (the limit is {} ids)", name, id, o.max_tokens)};
+  if (id >= entries.size()) entries.resize(id + 1);
+  Entry& e = entries[id];
+  if (e.present) {
+    if (e.bytes == bytes) {  // the same token listed twice (added tokens repeat the vocabulary)
+      e.special = e.special || special;
+      return std::nullopt;
+    }
+    return VocabularyError{fmt::format("{}: inconsistent ids: id {} is defined twice", name, id)};
+  }
+  e = {std::move(bytes), special, true};
+  return std::nullopt;
+}
+
+VocabularyResult Vocabulary::Builder::build(const VocabularyOptions& options) {
+  if (entries.empty()) return VocabularyError{fmt::format("{}: the vocabulary has no tokens", name)};
+  auto vocab = std::make_shared<Vocabulary>();
+  vocab->name_ = name;
+  vocab->kind_ = kind;
+  size_t total = 0;
+  for (const Entry& e : entries) total += e.bytes.size();
+  vocab->data_.reserve(total);
+  vocab->offsets_.reserve(entries.size() + 1);
+  vocab->special_.reserve(entries.size());
+  for (const Entry& e : entries) {
+    vocab->data_ += e.bytes;
+    vocab->offsets_.push_back(static_cast<uint32_t>(vocab->data_.size()));
+    // An id with no token, or with no bytes, can never be produced by text.
+    vocab->special_.push_back(e.special || !e.present || e.bytes.empty());
+  }
+  for (uint32_t id = 0; id < entries.size(); ++id)
+    if (!vocab->special_[id]) vocab->by_bytes_.emplace(vocab->bytes(id), id);
+  std::vector<uint32_t> eos = options.eos_ids ? *options.eos_ids : eos_ids;
+  std::sort(eos.begin(), eos.end());
+  eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
+  for (uint32_t id : eos)
+    if (id >= entries.size())
+      return VocabularyError{fmt::format("{}: end-of-sequence id {} is not in the vocabulary ({} ids)", name, id,
+                                         entries.size())};
+  // End of sequence is never text: it is allowed exactly when the text can end.
+  for (uint32_t id : eos) vocab->special_[id] = 1;
+  vocab->eos_ids_ = std::move(eos);
+  vocab->encoder_ = std::move(encoder);
+  return std::shared_ptr<const Vocabulary>(std::move(vocab));
+}
+
+bool Vocabulary::is_eos(uint32_t id) const {
+  return std::binary_search(eos_ids_.begin(), eos_ids_.end(), id);
+}
+
+std::optional<uint32_t> Vocabulary::find(std::string_view bytes) const {
+  auto it = by_bytes_.find(bytes);
+  if (it == by_bytes_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Vocabulary::display(uint32_t id) const {
+  std::string_view b = bytes(id);
+  std::string out;
+  for (size_t pos = 0; pos < b.size();) {
+    size_t at = pos;
+    auto cp = decode_utf8(b, pos);
+    if (!cp) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(b[at]));
+    } else if (*cp == '\n') {
+      out += "\\n";
+    } else if (*cp == '\t') {
+      out += "\\t";
+    } else if (*cp == '\r') {
+      out += "\\r";
+    } else if (*cp < 0x20 || *cp == 0x7F) {
+      out += fmt::format("\\x{:02x}", *cp);
+    } else {
+      out.append(b.substr(at, pos - at));
+    }
+  }
+  return out;
+}
+
+VocabularyResult Vocabulary::from_tokens(std::vector<std::string> tokens, std::vector<uint32_t> eos_ids,
+                                         std::vector<uint32_t> special) {
+  Builder builder;
+  builder.name = "token list";
+  VocabularyOptions options;
+  for (uint32_t id = 0; id < tokens.size(); ++id) {
+    bool is_special = std::find(special.begin(), special.end(), id) != special.end();
+    if (auto error = builder.set(id, std::move(tokens[id]), is_special, options)) return *error;
+  }
+  builder.eos_ids = std::move(eos_ids);
+  return builder.build(options);
+}
+
+VocabularyResult Vocabulary::from_memory(std::string_view content, std::string_view name,
+                                         const VocabularyOptions& options, std::optional<std::string> config_json) {
+  if (content.substr(0, 4) == "GGUF") return load_gguf(content, name, options);
+  size_t first = content.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos)
+    return VocabularyError{fmt::format("{}: the file is empty", name)};
+  if (content[first] == '{') return load_hf_tokenizer_json(content, name, options, config_json);
+  if (content[first] == '[') return load_token_list_json(content, name, options);
+  return load_tiktoken(content, name, options);
+}
+
+VocabularyResult Vocabulary::load(const std::string& path, const VocabularyOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return VocabularyError{fmt::format("cannot read vocabulary '{}': {}", path, std::strerror(errno))};
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<size_t>(in.tellg());
+  if (size > options.max_file_bytes)
+    return VocabularyError{fmt::format("vocabulary '{}' is {} bytes; the limit is {}", path, size, options.max_file_bytes)};
+  in.seekg(0);
+  std::string content(size, '\0');
+  in.read(content.data(), static_cast<std::streamsize>(size));
+  if (!in) return VocabularyError{fmt::format("cannot read vocabulary '{}': read failed", path)};
+  // A Hugging Face tokenizer.json names its end-of-sequence token in the
+  // tokenizer_config.json beside it ("llama3-tokenizer.json" →
+  // "llama3-tokenizer_config.json", or "tokenizer_config.json").
+  std::optional<std::string> config;
+  std::string stem = path.size() > 5 && path.ends_with(".json") ? path.substr(0, path.size() - 5) : path;
+  for (std::string candidate : {stem + "_config.json", path.substr(0, path.find_last_of('/') + 1) + "tokenizer_config.json"}) {
+    std::ifstream c(candidate, std::ios::binary);
+    if (!c || candidate == path) continue;
+    std::ostringstream s;
+    s << c.rdbuf();
+    config = s.str();
+    break;
+  }
+  return from_memory(content, path, options, config);
+}
+
+}  // namespace cgram

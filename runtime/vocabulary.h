@@ -1,0 +1,111 @@
+#pragma once
+// A tokenizer vocabulary: the exact bytes of every token id, which ids are
+// special (never text), the end-of-sequence ids, and what the encoder needs
+// (merge ranks or piece scores).
+//
+// Loads Hugging Face tokenizer.json (byte-level BPE and SentencePiece-style
+// BPE with byte fallback), tiktoken files, GGUF vocabularies and plain token
+// lists. Bad files give a precise error value, never an exception or abort.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+namespace cgram {
+
+struct VocabularyError {
+  std::string message;
+};
+
+enum class TokenizerKind : uint8_t {
+  ByteLevelBpe,    // GPT-2 style: bytes through the byte↔unicode table, merges
+  SentencePiece,   // '▁' for space, <0xNN> byte fallback; merges or scores
+  Tiktoken,        // raw bytes, rank = merge priority
+  List,            // a plain list: no encoder
+};
+const char* tokenizer_kind_name(TokenizerKind kind);
+
+struct VocabularyOptions {
+  // Overrides the end-of-sequence ids found in the tokenizer's data.
+  std::optional<std::vector<uint32_t>> eos_ids;
+  // Limits that keep hostile files bounded.
+  size_t max_file_bytes = size_t(1) << 30;
+  size_t max_tokens = 4u << 20;
+};
+
+class Vocabulary;
+using VocabularyResult = std::variant<std::shared_ptr<const Vocabulary>, VocabularyError>;
+
+class Vocabulary {
+ public:
+  Vocabulary() = default;
+  // Views into the token data make a copy unsafe; share it through shared_ptr.
+  Vocabulary(const Vocabulary&) = delete;
+  Vocabulary& operator=(const Vocabulary&) = delete;
+
+  // Detects the format from the content.
+  static VocabularyResult load(const std::string& path, const VocabularyOptions& options = {});
+  static VocabularyResult from_memory(std::string_view content, std::string_view name,
+                                      const VocabularyOptions& options = {},
+                                      std::optional<std::string> config_json = std::nullopt);
+  // A plain list of token byte strings; `special` marks ids that are never text.
+  // The vocabulary compiled into cgram (Phi-3, 32,064 ids): the default
+  // when the caller names none.
+  static VocabularyResult bundled(const VocabularyOptions& options = {});
+  static VocabularyResult from_tokens(std::vector<std::string> tokens, std::vector<uint32_t> eos_ids,
+                                      std::vector<uint32_t> special = {});
+
+  size_t size() const { return offsets_.size() - 1; }
+  std::string_view bytes(uint32_t id) const {
+    return std::string_view(data_).substr(offsets_[id], offsets_[id + 1] - offsets_[id]);
+  }
+  // Special and control tokens (and ids with no token) are never matched by text.
+  bool is_special(uint32_t id) const { return special_[id] != 0; }
+  const std::vector<uint32_t>& eos_ids() const { return eos_ids_; }
+  bool is_eos(uint32_t id) const;
+  TokenizerKind kind() const { return kind_; }
+  const std::string& name() const { return name_; }
+  // The id of a token from its bytes (the first one when several ids share them).
+  std::optional<uint32_t> find(std::string_view bytes) const;
+  // A readable rendering of a token's bytes (escapes for controls and invalid UTF-8).
+  std::string display(uint32_t id) const;
+
+  // What the encoder needs.
+  struct EncoderData {
+    std::string pretokenizer;                      // regex (ICU syntax), or a named scheme
+    std::unordered_map<std::string, uint32_t> merge_rank;  // "a b" → rank (byte-level/SP merges)
+    std::vector<float> scores;                     // SentencePiece scores, by id
+    bool add_prefix_space = false;                 // SentencePiece dummy prefix
+    bool ignore_merges = false;                    // a whole piece found in the vocabulary wins
+    std::unordered_map<std::string, uint32_t> text_ids;  // token text (as stored) → id
+    // User-defined (added, non-special) tokens: matched whole in the raw text
+    // before any BPE, as the tokenizers themselves do.
+    std::vector<std::pair<std::string, uint32_t>> added_tokens;
+  };
+  const EncoderData& encoder_data() const { return encoder_; }
+
+  // Building (used by the loaders).
+  struct Builder;
+
+ private:
+  friend struct Builder;
+  std::string name_;
+  TokenizerKind kind_ = TokenizerKind::List;
+  std::string data_;
+  std::vector<uint32_t> offsets_{0};
+  std::vector<uint8_t> special_;
+  std::vector<uint32_t> eos_ids_;
+  std::unordered_map<std::string_view, uint32_t> by_bytes_;
+  EncoderData encoder_;
+};
+
+// GPT-2's byte ↔ unicode table used by byte-level BPE vocabularies.
+uint32_t byte_to_unicode(uint8_t byte);
+std::optional<uint8_t> unicode_to_byte(uint32_t cp);
+
+}  // namespace cgram
