@@ -241,6 +241,22 @@ class RegexParser {
     return cp;
   }
 
+  // \x{…} or \u{…}: one to six hex digits in braces, a scalar value.
+  uint32_t braced_code_point(size_t start, char letter) {
+    ++pos_;  // '{'
+    uint32_t v = 0;
+    size_t digits = 0;
+    while (!at_end() && isxdigit(static_cast<unsigned char>(peek())) && digits < 7) {
+      v = v * 16 + hex_digits(start, 1, "");
+      ++digits;
+    }
+    if (peek() != '}' || digits == 0 || digits > 6)
+      fail(start, pos_ - start + 1,
+           fmt::format("bad escape in regex: '\\{}{{…}}' needs one to six hex digits", letter));
+    ++pos_;
+    return checked_scalar(v, start);
+  }
+
   // After a backslash. Returns the set the escape denotes.
   CodePointSet escape(bool in_class) {
     size_t start = pos_;
@@ -260,36 +276,11 @@ class RegexParser {
       case 'f': return CodePointSet::single('\f');
       case 'v': return CodePointSet::single('\v');
       case '0': return CodePointSet::single(0);
-      case 'x': {
-        if (peek() == '{') {
-          ++pos_;
-          uint32_t v = 0;
-          size_t digits = 0;
-          while (!at_end() && isxdigit(static_cast<unsigned char>(peek())) && digits < 7) {
-            v = v * 16 + hex_digits(start, 1, "");
-            ++digits;
-          }
-          if (peek() != '}' || digits == 0 || digits > 6)
-            fail(start, pos_ - start + 1, "bad escape in regex: '\\x{…}' needs one to six hex digits");
-          ++pos_;
-          return CodePointSet::single(checked_scalar(v, start));
-        }
+      case 'x':
+        if (peek() == '{') return CodePointSet::single(braced_code_point(start, 'x'));
         return CodePointSet::single(hex_digits(start, 2, "'\\x' needs two hex digits, as in \\x41"));
-      }
       case 'u': {
-        if (peek() == '{') {
-          ++pos_;
-          uint32_t v = 0;
-          size_t digits = 0;
-          while (!at_end() && isxdigit(static_cast<unsigned char>(peek())) && digits < 7) {
-            v = v * 16 + hex_digits(start, 1, "");
-            ++digits;
-          }
-          if (peek() != '}' || digits == 0 || digits > 6)
-            fail(start, pos_ - start + 1, "bad escape in regex: '\\u{…}' needs one to six hex digits");
-          ++pos_;
-          return CodePointSet::single(checked_scalar(v, start));
-        }
+        if (peek() == '{') return CodePointSet::single(braced_code_point(start, 'u'));
         uint32_t v = hex_digits(start, 4, "'\\u' needs four hex digits or braces, as in \\u00e9 or \\u{e9}");
         return CodePointSet::single(checked_scalar(v, start));
       }
