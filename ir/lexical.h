@@ -1,0 +1,62 @@
+#pragma once
+// Lowering for the matcher: the grammar IR split into a lexical layer
+// (terminals: byte DFAs, any!, except!) and a context-free skeleton over
+// those terminals.
+//
+// Terminals never match the empty string, so that the parser never sees an
+// empty lexeme: a terminal whose language holds "" (a regex like `[ ]*`, or
+// except!, which may match nothing) is split into a non-empty terminal and an
+// optional wrapper rule in the skeleton.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "automata.h"
+#include "except_automaton.h"
+#include "grammar_ir.h"
+
+namespace cgram::ir {
+
+struct LexTerminal {
+  enum class Kind : uint8_t { Bytes, AnyToken, Except };
+  Kind kind = Kind::Bytes;
+  Dfa dfa;                    // Bytes and Except: the non-empty language
+  uint32_t except_index = 0;  // Except: into LexicalGrammar::excepts
+  std::string name;           // for dumps and diagnostics
+};
+
+struct LexExcept {
+  std::shared_ptr<const ExceptAutomaton> automaton;
+  std::optional<uint64_t> max_tokens;
+};
+
+struct SkeletonSymbol {
+  bool terminal = false;
+  uint32_t index = 0;
+  bool operator==(const SkeletonSymbol&) const = default;
+};
+
+struct SkeletonProduction {
+  uint32_t lhs = 0;
+  std::vector<SkeletonSymbol> rhs;
+};
+
+struct LexicalGrammar {
+  std::vector<LexTerminal> terminals;
+  std::vector<LexExcept> excepts;
+  std::vector<std::string> nonterminal_names;
+  std::vector<SkeletonProduction> productions;  // production 0 is S' -> start
+  uint32_t start = 0;                           // the augmented start S'
+
+  std::string dump() const;
+};
+
+LexicalGrammar lower_lexical(const GrammarIR& ir);
+
+// A DFA for L \ {""}: the start state is split off when it accepts. With
+// `minimal` false the old states keep their numbers (the new start is last).
+Dfa without_empty_string(const Dfa& dfa, bool minimal = true);
+
+}  // namespace cgram::ir

@@ -1,0 +1,272 @@
+#include "lr.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace cgram::ir {
+namespace {
+
+// A growable bitset over lookahead terminals.
+class Bits {
+ public:
+  explicit Bits(size_t n = 0) : words_((n + 63) / 64, 0) {}
+  void set(size_t i) { words_[i / 64] |= uint64_t(1) << (i % 64); }
+  bool test(size_t i) const { return words_[i / 64] >> (i % 64) & 1; }
+  bool merge(const Bits& o) {
+    bool changed = false;
+    for (size_t i = 0; i < words_.size(); ++i) {
+      uint64_t next = words_[i] | o.words_[i];
+      changed = changed || next != words_[i];
+      words_[i] = next;
+    }
+    return changed;
+  }
+  template <typename F>
+  void for_each(F f) const {
+    for (size_t w = 0; w < words_.size(); ++w)
+      for (uint64_t bits = words_[w]; bits; bits &= bits - 1) f(w * 64 + __builtin_ctzll(bits));
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+};
+
+struct SymbolLess {
+  bool operator()(SkeletonSymbol a, SkeletonSymbol b) const {
+    return std::tie(a.terminal, a.index) < std::tie(b.terminal, b.index);
+  }
+};
+
+struct Item {
+  uint32_t production, dot;
+  auto operator<=>(const Item&) const = default;
+};
+
+class Builder {
+  const LexicalGrammar& g_;
+
+ public:
+  explicit Builder(const LexicalGrammar& g)
+      : g_(g), terminals_(g.terminals.size()), lookaheads_(terminals_ + 2) {
+    by_lhs_.resize(g.nonterminal_names.size());
+    for (uint32_t p = 0; p < g.productions.size(); ++p) by_lhs_[g.productions[p].lhs].push_back(p);
+    compute_first();
+  }
+
+  size_t terminals_;
+  size_t lookaheads_;  // terminals, then '$', then the propagation marker '#'
+  uint32_t end() const { return static_cast<uint32_t>(terminals_); }
+  uint32_t marker() const { return static_cast<uint32_t>(terminals_ + 1); }
+
+  std::vector<std::vector<Item>> kernels;
+  std::vector<std::map<SkeletonSymbol, uint32_t, SymbolLess>> transitions;
+  std::vector<std::vector<Bits>> kernel_lookaheads;  // per state, per kernel item
+
+  void build_lr0() {
+    std::map<std::vector<Item>, uint32_t> ids;
+    kernels.push_back({{0, 0}});
+    ids[kernels[0]] = 0;
+    for (uint32_t s = 0; s < kernels.size(); ++s) {
+      std::map<SkeletonSymbol, std::vector<Item>, SymbolLess> next;
+      for (Item it : closure0(kernels[s])) {
+        const auto& rhs = g_.productions[it.production].rhs;
+        if (it.dot < rhs.size()) next[rhs[it.dot]].push_back({it.production, it.dot + 1});
+      }
+      transitions.emplace_back();
+      for (auto& [symbol, kernel] : next) {
+        std::sort(kernel.begin(), kernel.end());
+        auto [pos, inserted] = ids.emplace(kernel, static_cast<uint32_t>(kernels.size()));
+        if (inserted) kernels.push_back(kernel);
+        transitions[s][symbol] = pos->second;
+      }
+    }
+  }
+
+  // LR(1) closure of items with lookahead sets.
+  std::map<Item, Bits> closure1(const std::vector<std::pair<Item, Bits>>& seed) const {
+    std::map<Item, Bits> items;
+    std::vector<Item> work;
+    for (const auto& [item, la] : seed) {
+      auto [pos, inserted] = items.emplace(item, Bits(lookaheads_));
+      if (pos->second.merge(la) || inserted) work.push_back(item);
+    }
+    while (!work.empty()) {
+      Item it = work.back();
+      work.pop_back();
+      const auto& rhs = g_.productions[it.production].rhs;
+      if (it.dot >= rhs.size() || rhs[it.dot].terminal) continue;
+      // FIRST(β L) for the items B -> •γ.
+      Bits la(lookaheads_);
+      bool nullable_rest = true;
+      for (size_t k = it.dot + 1; k < rhs.size() && nullable_rest; ++k) {
+        if (rhs[k].terminal) {
+          la.set(rhs[k].index);
+          nullable_rest = false;
+        } else {
+          la.merge(first_[rhs[k].index]);
+          nullable_rest = nullable_[rhs[k].index];
+        }
+      }
+      if (nullable_rest) la.merge(items.at(it));
+      for (uint32_t p : by_lhs_[rhs[it.dot].index]) {
+        Item child{p, 0};
+        auto [pos, inserted] = items.emplace(child, Bits(lookaheads_));
+        if (pos->second.merge(la) || inserted) work.push_back(child);
+      }
+    }
+    return items;
+  }
+
+  void compute_lookaheads() {
+    kernel_lookaheads.resize(kernels.size());
+    for (uint32_t s = 0; s < kernels.size(); ++s) kernel_lookaheads[s].assign(kernels[s].size(), Bits(lookaheads_));
+    kernel_lookaheads[0][0].set(end());
+    // Propagation links: (state, kernel index) -> (state, kernel index).
+    std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>> links;
+    for (uint32_t s = 0; s < kernels.size(); ++s) {
+      for (uint32_t k = 0; k < kernels[s].size(); ++k) {
+        Bits marker_only(lookaheads_);
+        marker_only.set(marker());
+        for (const auto& [item, la] : closure1({{kernels[s][k], marker_only}})) {
+          const auto& rhs = g_.productions[item.production].rhs;
+          if (item.dot >= rhs.size()) continue;
+          uint32_t target = transitions[s].at(rhs[item.dot]);
+          uint32_t target_k = kernel_index(target, {item.production, item.dot + 1});
+          la.for_each([&](size_t a) {
+            if (a == marker()) links.emplace_back(s, k, target, target_k);
+            else kernel_lookaheads[target][target_k].set(a);
+          });
+        }
+      }
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto [s, k, t, tk] : links) changed = kernel_lookaheads[t][tk].merge(kernel_lookaheads[s][k]) || changed;
+    }
+  }
+
+  uint32_t kernel_index(uint32_t state, Item item) const {
+    const auto& k = kernels[state];
+    return static_cast<uint32_t>(std::lower_bound(k.begin(), k.end(), item) - k.begin());
+  }
+
+  std::vector<Item> closure0(const std::vector<Item>& kernel) const {
+    std::set<Item> items(kernel.begin(), kernel.end());
+    std::vector<Item> work(kernel.begin(), kernel.end());
+    while (!work.empty()) {
+      Item it = work.back();
+      work.pop_back();
+      const auto& rhs = g_.productions[it.production].rhs;
+      if (it.dot >= rhs.size() || rhs[it.dot].terminal) continue;
+      for (uint32_t p : by_lhs_[rhs[it.dot].index])
+        if (items.insert({p, 0}).second) work.push_back({p, 0});
+    }
+    return {items.begin(), items.end()};
+  }
+
+ private:
+  void compute_first() {
+    size_t n = g_.nonterminal_names.size();
+    nullable_.assign(n, false);
+    first_.assign(n, Bits(lookaheads_));
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const SkeletonProduction& p : g_.productions) {
+        bool all_nullable = true;
+        for (SkeletonSymbol s : p.rhs) {
+          if (s.terminal) {
+            if (!first_[p.lhs].test(s.index)) first_[p.lhs].set(s.index), changed = true;
+            all_nullable = false;
+            break;
+          }
+          changed = first_[p.lhs].merge(first_[s.index]) || changed;
+          if (!nullable_[s.index]) {
+            all_nullable = false;
+            break;
+          }
+        }
+        if (all_nullable && !nullable_[p.lhs]) nullable_[p.lhs] = true, changed = true;
+      }
+    }
+  }
+
+  std::vector<std::vector<uint32_t>> by_lhs_;
+  std::vector<bool> nullable_;
+  std::vector<Bits> first_;
+};
+
+}  // namespace
+
+LrTable::LrTable(const LexicalGrammar& grammar)
+    : grammar_(&grammar), terminal_count_(grammar.terminals.size()) {
+  Builder b(grammar);
+  b.build_lr0();
+  b.compute_lookaheads();
+  const size_t n = b.kernels.size();
+  shifts_.resize(n);
+  gotos_.resize(n);
+  reduces_.resize(n);
+  active_.resize(n);
+  for (uint32_t s = 0; s < n; ++s) {
+    for (const auto& [symbol, target] : b.transitions[s])
+      (symbol.terminal ? shifts_[s] : gotos_[s]).emplace_back(symbol.index, target);
+    std::vector<std::pair<Item, Bits>> seed;
+    for (uint32_t k = 0; k < b.kernels[s].size(); ++k) seed.emplace_back(b.kernels[s][k], b.kernel_lookaheads[s][k]);
+    std::map<uint32_t, std::vector<uint32_t>> by_terminal;
+    for (const auto& [item, la] : b.closure1(seed)) {
+      if (item.dot != grammar.productions[item.production].rhs.size()) continue;
+      la.for_each([&](size_t a) {
+        if (a <= terminal_count_) by_terminal[static_cast<uint32_t>(a)].push_back(item.production);
+      });
+    }
+    std::set<uint32_t> active;
+    for (auto& [t, prods] : by_terminal) {
+      std::sort(prods.begin(), prods.end());
+      bool shift_too = t < terminal_count_ && shift(s, t) != kNone;
+      if (prods.size() + (shift_too ? 1 : 0) > 1) ++conflicts_;
+      if (t < terminal_count_) active.insert(t);
+      reduces_[s].emplace_back(t, std::move(prods));
+    }
+    for (const auto& [t, target] : shifts_[s]) active.insert(t);
+    active_[s].assign(active.begin(), active.end());
+  }
+}
+
+uint32_t LrTable::shift(uint32_t state, uint32_t terminal) const {
+  const auto& row = shifts_[state];
+  auto it = std::lower_bound(row.begin(), row.end(), std::make_pair(terminal, uint32_t(0)));
+  return it != row.end() && it->first == terminal ? it->second : kNone;
+}
+
+uint32_t LrTable::go(uint32_t state, uint32_t nonterminal) const {
+  const auto& row = gotos_[state];
+  auto it = std::lower_bound(row.begin(), row.end(), std::make_pair(nonterminal, uint32_t(0)));
+  return it != row.end() && it->first == nonterminal ? it->second : kNone;
+}
+
+const std::vector<uint32_t>& LrTable::reductions(uint32_t state, uint32_t terminal) const {
+  static const std::vector<uint32_t> none;
+  const auto& row = reduces_[state];
+  auto it = std::lower_bound(row.begin(), row.end(), terminal,
+                             [](const auto& entry, uint32_t t) { return entry.first < t; });
+  return it != row.end() && it->first == terminal ? it->second : none;
+}
+
+std::string LrTable::dump() const {
+  std::string out;
+  for (uint32_t s = 0; s < state_count(); ++s) {
+    out += fmt::format("state {}:", s);
+    for (auto [t, target] : shifts_[s]) out += fmt::format(" {}→s{}", grammar_->terminals[t].name, target);
+    for (const auto& [t, prods] : reduces_[s])
+      for (uint32_t p : prods)
+        out += fmt::format(" {}→r{}", t == terminal_count_ ? "$" : grammar_->terminals[t].name, p);
+    for (auto [nt, target] : gotos_[s]) out += fmt::format(" {}⇒{}", grammar_->nonterminal_names[nt], target);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace cgram::ir

@@ -1,0 +1,48 @@
+#pragma once
+// The LALR(1) automaton of the skeleton grammar (LR(0) states, lookaheads by
+// spontaneous generation and propagation, as in Aho, Lam, Sethi and Ullman,
+// §4.7.5). Conflicts are kept, not resolved: the runtime runs the table
+// generalised (GLR), so every context-free grammar works.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lexical.h"
+
+namespace cgram::ir {
+
+class LrTable {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+  explicit LrTable(const LexicalGrammar& grammar);
+
+  size_t state_count() const { return shifts_.size(); }
+  // The end-of-input lookahead is terminal number terminal_count().
+  uint32_t end_marker() const { return terminal_count_; }
+  size_t terminal_count() const { return terminal_count_; }
+
+  uint32_t shift(uint32_t state, uint32_t terminal) const;
+  uint32_t go(uint32_t state, uint32_t nonterminal) const;
+  // Productions to reduce in `state` when the lookahead is `terminal` (or
+  // end_marker()). Production 0 (S' -> start) on the end marker is accept.
+  const std::vector<uint32_t>& reductions(uint32_t state, uint32_t terminal) const;
+  // Terminals with any action in `state` (a superset of those that can be
+  // shifted after the reductions, which depends on the stack).
+  const std::vector<uint32_t>& terminals_with_actions(uint32_t state) const { return active_[state]; }
+  size_t conflict_count() const { return conflicts_; }
+
+  const SkeletonProduction& production(uint32_t p) const { return grammar_->productions[p]; }
+  std::string dump() const;
+
+ private:
+  const LexicalGrammar* grammar_;
+  size_t terminal_count_;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> shifts_;  // sorted (terminal, target)
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> gotos_;   // sorted (nonterminal, target)
+  std::vector<std::vector<std::pair<uint32_t, std::vector<uint32_t>>>> reduces_;  // sorted by terminal
+  std::vector<std::vector<uint32_t>> active_;
+  size_t conflicts_ = 0;
+};
+
+}  // namespace cgram::ir

@@ -1,0 +1,331 @@
+#include "engine.h"
+
+#include <algorithm>
+
+namespace cgram {
+
+namespace {
+constexpr uint32_t kViolated = UINT32_MAX;
+}
+
+Engine::Engine(const CompiledGrammar& grammar)
+    : g_(grammar), lex_(grammar.lexical()), table_(grammar.table()) {
+  for (uint32_t t = 0; t < lex_.terminals.size(); ++t)
+    if (lex_.terminals[t].kind == ir::LexTerminal::Kind::AnyToken) any_terminal_ = t;
+  pending_sets_.emplace_back();  // id 0: nothing pending
+  pending_ids_[{}] = 0;
+}
+
+uint32_t Engine::new_node(uint32_t state) {
+  nodes_.push_back({state, kNoEdge});
+  shiftable_index_.push_back(-1);
+  return static_cast<uint32_t>(nodes_.size() - 1);
+}
+
+bool Engine::add_edge(uint32_t node, uint32_t parent) {
+  for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next)
+    if (edges_[e].parent == parent) return false;
+  edges_.push_back({parent, nodes_[node].first_edge});
+  nodes_[node].first_edge = static_cast<uint32_t>(edges_.size() - 1);
+  return true;
+}
+
+// Edges are only ever added to nodes created in the same reduction or shift
+// (its scope), so the nodes before a mark never gain edges after it and a
+// truncation is just a resize.
+void Engine::truncate(Mark m) {
+  nodes_.resize(m.nodes);
+  shiftable_index_.resize(m.nodes);
+  edges_.resize(m.edges);
+}
+
+std::vector<Head> Engine::initial_heads() {
+  nodes_.clear();
+  edges_.clear();
+  shiftable_index_.clear();
+  return {Head{new_node(0), Head::kBetween, 0, 0, 0}};
+}
+
+std::vector<uint32_t> Engine::reduce_closure(const std::vector<uint32_t>& tops, uint32_t terminal, bool* accepted) {
+  std::vector<uint32_t> result = tops;
+  std::map<uint32_t, uint32_t> scope;  // state → node created here
+  // Work items: a node, and the only edge paths must start with (or none).
+  std::vector<std::pair<uint32_t, uint32_t>> work;
+  for (uint32_t v : tops) work.emplace_back(v, kNoEdge);
+  std::vector<uint32_t> path_ends;
+  while (!work.empty()) {
+    auto [v, via] = work.back();
+    work.pop_back();
+    for (uint32_t p : table_.reductions(nodes_[v].state, terminal)) {
+      if (p == 0) {
+        if (accepted) *accepted = true;
+        continue;
+      }
+      const ir::SkeletonProduction& prod = table_.production(p);
+      const size_t length = prod.rhs.size();
+      if (length == 0 && via != kNoEdge) continue;  // done when v was first seen
+      // Every node `length` edges below v (through `via` first, if given).
+      path_ends.clear();
+      auto walk = [&](auto&& self, uint32_t node, size_t left) -> void {
+        if (left == 0) {
+          path_ends.push_back(node);
+          return;
+        }
+        for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next) self(self, edges_[e].parent, left - 1);
+      };
+      if (length == 0) path_ends.push_back(v);
+      else if (via != kNoEdge) walk(walk, edges_[via].parent, length - 1);
+      else walk(walk, v, length);
+      std::sort(path_ends.begin(), path_ends.end());
+      path_ends.erase(std::unique(path_ends.begin(), path_ends.end()), path_ends.end());
+      for (uint32_t u : path_ends) {
+        uint32_t target = table_.go(nodes_[u].state, prod.lhs);
+        if (target == ir::LrTable::kNone) continue;
+        auto it = scope.find(target);
+        if (it == scope.end()) {
+          uint32_t w = new_node(target);
+          add_edge(w, u);
+          scope.emplace(target, w);
+          result.push_back(w);
+          work.emplace_back(w, kNoEdge);
+        } else if (add_edge(it->second, u)) {
+          work.emplace_back(it->second, nodes_[it->second].first_edge);
+        }
+      }
+    }
+  }
+  return result;
+}
+
+std::vector<uint32_t> Engine::end_lexeme(const std::vector<uint32_t>& tops, uint32_t terminal) {
+  std::vector<uint32_t> reduced = reduce_closure(tops, terminal, nullptr);
+  std::map<uint32_t, uint32_t> shifted;  // state → node
+  for (uint32_t x : reduced) {
+    uint32_t target = table_.shift(nodes_[x].state, terminal);
+    if (target == ir::LrTable::kNone) continue;
+    auto it = shifted.find(target);
+    uint32_t y = it == shifted.end() ? shifted.emplace(target, new_node(target)).first->second : it->second;
+    add_edge(y, x);
+  }
+  std::vector<uint32_t> out;
+  for (auto [state, node] : shifted) out.push_back(node);
+  return out;
+}
+
+// The terminals that can really be shifted from this node after the
+// reductions its stacks allow (the table's row can promise more: LALR
+// lookaheads are merged).
+const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
+  if (shiftable_index_[node] >= 0) return shiftable_sets_[shiftable_index_[node]];
+  std::vector<uint32_t> result;
+  for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
+    Mark m = mark();
+    bool can = false;
+    for (uint32_t x : reduce_closure({node}, t, nullptr))
+      can = can || table_.shift(nodes_[x].state, t) != ir::LrTable::kNone;
+    truncate(m);
+    if (can) result.push_back(t);
+  }
+  auto [it, inserted] = shiftable_ids_.emplace(result, static_cast<uint32_t>(shiftable_sets_.size()));
+  if (inserted) shiftable_sets_.push_back(std::move(result));
+  shiftable_index_[node] = static_cast<int32_t>(it->second);
+  return shiftable_sets_[it->second];
+}
+
+uint32_t Engine::intern_pending(std::vector<std::pair<uint32_t, std::string>> set) {
+  std::sort(set.begin(), set.end());
+  set.erase(std::unique(set.begin(), set.end()), set.end());
+  auto [it, inserted] = pending_ids_.emplace(set, static_cast<uint32_t>(pending_sets_.size()));
+  if (inserted) pending_sets_.push_back(std::move(set));
+  return it->second;
+}
+
+std::optional<uint32_t> Engine::advance_pending(uint32_t pending, uint8_t byte) {
+  if (pending == 0) return 0;
+  uint64_t key = (uint64_t(pending) << 8) | byte;
+  if (auto it = pending_steps_.find(key); it != pending_steps_.end())
+    return it->second == kViolated ? std::nullopt : std::optional<uint32_t>(it->second);
+  std::vector<std::pair<uint32_t, std::string>> next;
+  bool violated = false;
+  for (const auto& [except, rest] : pending_sets_[pending]) {
+    if (static_cast<uint8_t>(rest[0]) != byte) continue;
+    if (rest.size() == 1) violated = true;
+    else next.emplace_back(except, rest.substr(1));
+  }
+  uint32_t result = violated ? kViolated : intern_pending(std::move(next));
+  pending_steps_[key] = result;
+  return violated ? std::nullopt : std::optional<uint32_t>(result);
+}
+
+std::optional<uint32_t> Engine::advance_pending(uint32_t pending, std::string_view bytes) {
+  for (char c : bytes) {
+    if (pending == 0) return 0;
+    auto next = advance_pending(pending, static_cast<uint8_t>(c));
+    if (!next) return std::nullopt;
+    pending = *next;
+  }
+  return pending;
+}
+
+uint32_t Engine::add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state) {
+  const auto& strings = lex_.excepts[except_index].automaton->pending(ac_state);
+  if (strings.empty()) return pending;
+  std::vector<std::pair<uint32_t, std::string>> set = pending_sets_[pending];
+  for (const std::string& s : strings) set.emplace_back(except_index, s);
+  return intern_pending(std::move(set));
+}
+
+bool Engine::can_continue_into_token(const Head& h) const {
+  const ir::LexTerminal& t = lex_.terminals[h.terminal];
+  if (t.kind != ir::LexTerminal::Kind::Except) return true;
+  const auto& max = lex_.excepts[t.except_index].max_tokens;
+  return !max || h.lexeme_tokens < *max;
+}
+
+void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t byte, std::vector<Head>& out) {
+  auto after = advance_pending(pending, byte);
+  if (!after) return;
+  for (uint32_t t : shiftable(node)) {
+    const ir::LexTerminal& term = lex_.terminals[t];
+    if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
+    uint32_t q = term.dfa.next(term.dfa.start(), byte);
+    if (q != ir::Dfa::kDead) out.push_back({node, t, q, *after, 1});
+  }
+}
+
+void Engine::normalize(std::vector<Head>& heads) {
+  std::sort(heads.begin(), heads.end());
+  heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
+}
+
+void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out) {
+  out.clear();
+  // Lexemes that end before this byte, grouped by (terminal, pending after
+  // it) so that the reductions of heads that agree share one GSS scope.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> ending;
+  for (const Head& h : in) {
+    if (h.terminal == Head::kBetween) {
+      ending[{Head::kBetween, h.pending}].push_back(h.node);
+      continue;
+    }
+    const ir::LexTerminal& t = lex_.terminals[h.terminal];
+    if (!first_of_token || can_continue_into_token(h)) {
+      uint32_t q = t.dfa.next(h.state, byte);
+      if (q != ir::Dfa::kDead)
+        if (auto p = advance_pending(h.pending, byte))
+          out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
+    }
+    if (t.dfa.accepting(h.state)) {
+      uint32_t pending = t.kind == ir::LexTerminal::Kind::Except
+                             ? add_except_pending(h.pending, t.except_index, h.state)
+                             : h.pending;
+      ending[{h.terminal, pending}].push_back(h.node);
+    }
+  }
+  for (auto& [key, tops] : ending) {
+    auto [terminal, pending] = key;
+    std::sort(tops.begin(), tops.end());
+    tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
+    std::vector<uint32_t> nodes = terminal == Head::kBetween ? tops : end_lexeme(tops, terminal);
+    for (uint32_t n : nodes) start_lexemes(n, pending, byte, out);
+  }
+  normalize(out);
+}
+
+void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
+  out.clear();
+  if (bytes.empty()) return;
+  // any!: the whole token, from any head that can be between lexemes now.
+  if (any_terminal_) {
+    std::map<uint32_t, std::vector<uint32_t>> between;  // pending → nodes
+    for (const Head& h : in) {
+      if (h.terminal == Head::kBetween) {
+        between[h.pending].push_back(h.node);
+        continue;
+      }
+      const ir::LexTerminal& t = lex_.terminals[h.terminal];
+      if (!t.dfa.accepting(h.state)) continue;
+      uint32_t pending = t.kind == ir::LexTerminal::Kind::Except
+                             ? add_except_pending(h.pending, t.except_index, h.state)
+                             : h.pending;
+      for (uint32_t n : end_lexeme({h.node}, h.terminal)) between[pending].push_back(n);
+    }
+    for (auto& [pending, nodes] : between) {
+      auto after = advance_pending(pending, bytes);
+      if (!after) continue;
+      std::vector<uint32_t> tops;
+      for (uint32_t n : nodes) {
+        const auto& can = shiftable(n);
+        if (std::binary_search(can.begin(), can.end(), *any_terminal_)) tops.push_back(n);
+      }
+      if (tops.empty()) continue;
+      std::sort(tops.begin(), tops.end());
+      tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
+      for (uint32_t n : end_lexeme(tops, *any_terminal_)) out.push_back({n, Head::kBetween, 0, *after, 0});
+    }
+  }
+  std::vector<Head> current = in, next;
+  for (size_t i = 0; i < bytes.size() && !current.empty(); ++i) {
+    step_byte(current, static_cast<uint8_t>(bytes[i]), i == 0, next);
+    current.swap(next);
+  }
+  out.insert(out.end(), current.begin(), current.end());
+  normalize(out);
+}
+
+bool Engine::can_end(const std::vector<Head>& heads) {
+  Mark m = mark();
+  bool accepted = false;
+  for (const Head& h : heads) {
+    std::vector<uint32_t> tops;
+    if (h.terminal == Head::kBetween) {
+      tops.push_back(h.node);
+    } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
+      tops = end_lexeme({h.node}, h.terminal);
+    }
+    if (!tops.empty()) reduce_closure(tops, table_.end_marker(), &accepted);
+    if (accepted) break;
+  }
+  truncate(m);
+  return accepted;
+}
+
+void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
+  const VocabTrie& trie = g_.trie();
+  const Vocabulary& vocab = g_.vocabulary();
+  auto set = [&](uint32_t id) { words[id / 32] |= 1u << (id % 32); };
+  // any!: every text token whose bytes keep the pending occurrences unmet.
+  if (any_terminal_) {
+    Mark m = mark();
+    std::vector<Head> probe;
+    for (uint32_t id = 0; id < vocab.size(); ++id) {
+      if (vocab.is_special(id) || (words[id / 32] >> (id % 32) & 1)) continue;
+      step_token(heads, vocab.bytes(id), probe);  // exact, but per token: any! grammars take the slow road
+      truncate(m);
+      if (!probe.empty()) set(id);
+    }
+    return;
+  }
+  const size_t depth = trie.max_depth() + 1;
+  if (levels_.size() < depth) {
+    levels_.resize(depth);
+    level_marks_.resize(depth);
+  }
+  levels_[0] = heads;
+  level_marks_[0] = mark();
+  for (uint32_t node = 1; node < trie.size();) {
+    uint32_t d = trie.depth(node);
+    truncate(level_marks_[d - 1]);
+    step_byte(levels_[d - 1], trie.byte(node), d == 1, levels_[d]);
+    level_marks_[d] = mark();
+    if (levels_[d].empty()) {
+      node = trie.subtree_end(node);
+      continue;
+    }
+    for (uint32_t id : trie.tokens(node)) set(id);
+    ++node;
+  }
+  truncate(level_marks_[0]);
+}
+
+}  // namespace cgram

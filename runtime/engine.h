@@ -1,0 +1,101 @@
+#pragma once
+// The matcher's machinery: parser-directed lexing over a graph-structured
+// stack (GLR on the LALR(1) table), byte by byte.
+//
+// A head is one way the consumed text can be read: a GSS node (the parse
+// stacks), the terminal being lexed and its DFA state (or none: between
+// lexemes), the except! occurrences still pending, and how many tokens the
+// current lexeme touches (for except!(S, n)). A lexeme ends lazily, when the
+// next byte shows that a new lexeme starts; reductions use the ended terminal
+// as lookahead. Every head set is exact: a token is allowed iff some head
+// survives its bytes.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "compiled_grammar.h"
+
+namespace cgram {
+
+struct Head {
+  static constexpr uint32_t kBetween = UINT32_MAX;  // no lexeme in progress
+  uint32_t node = 0;
+  uint32_t terminal = kBetween;
+  uint32_t state = 0;
+  uint32_t pending = 0;
+  uint32_t lexeme_tokens = 0;
+  bool operator==(const Head&) const = default;
+  auto operator<=>(const Head&) const = default;
+};
+
+class Engine {
+ public:
+  explicit Engine(const CompiledGrammar& grammar);
+
+  std::vector<Head> initial_heads();
+  // The heads after the bytes of one token (empty: the token is not allowed).
+  void step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out);
+  bool can_end(const std::vector<Head>& heads);
+  // Sets the bit of every text token some head survives (not end of sequence).
+  void fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words);
+
+  struct Mark {
+    size_t nodes, edges;
+  };
+  Mark mark() const { return {nodes_.size(), edges_.size()}; }
+  void truncate(Mark m);
+
+ private:
+  struct Node {
+    uint32_t state;
+    uint32_t first_edge;
+  };
+  struct Edge {
+    uint32_t parent;
+    uint32_t next;
+  };
+  static constexpr uint32_t kNoEdge = UINT32_MAX;
+
+  uint32_t new_node(uint32_t state);
+  bool add_edge(uint32_t node, uint32_t parent);  // false when already there
+  // Reductions on lookahead `terminal` (or the end marker) from `tops`;
+  // returns the tops and every node the reductions created. `accepted` is set
+  // when production 0 is reduced (only on the end marker).
+  std::vector<uint32_t> reduce_closure(const std::vector<uint32_t>& tops, uint32_t terminal, bool* accepted);
+  // Reductions, then the shift of `terminal`: the nodes after it.
+  std::vector<uint32_t> end_lexeme(const std::vector<uint32_t>& tops, uint32_t terminal);
+  const std::vector<uint32_t>& shiftable(uint32_t node);
+
+  std::optional<uint32_t> advance_pending(uint32_t pending, uint8_t byte);
+  std::optional<uint32_t> advance_pending(uint32_t pending, std::string_view bytes);
+  uint32_t add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state);
+  uint32_t intern_pending(std::vector<std::pair<uint32_t, std::string>> set);
+
+  void step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out);
+  void start_lexemes(uint32_t node, uint32_t pending, uint8_t byte, std::vector<Head>& out);
+  bool can_continue_into_token(const Head& h) const;
+  static void normalize(std::vector<Head>& heads);
+
+  const CompiledGrammar& g_;
+  const ir::LexicalGrammar& lex_;
+  const ir::LrTable& table_;
+  std::optional<uint32_t> any_terminal_;
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+  std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
+  std::vector<std::vector<uint32_t>> shiftable_sets_;
+  std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;
+  std::vector<std::vector<std::pair<uint32_t, std::string>>> pending_sets_;
+  std::map<std::vector<std::pair<uint32_t, std::string>>, uint32_t> pending_ids_;
+  std::unordered_map<uint64_t, uint32_t> pending_steps_;
+  // Scratch for the trie walk, one level per depth.
+  std::vector<std::vector<Head>> levels_;
+  std::vector<Mark> level_marks_;
+};
+
+}  // namespace cgram

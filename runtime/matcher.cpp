@@ -1,0 +1,122 @@
+#include "matcher.h"
+
+#include <bit>
+#include <limits>
+
+namespace cgram {
+
+const char* advance_result_name(AdvanceResult r) {
+  switch (r) {
+    case AdvanceResult::Ongoing: return "ongoing";
+    case AdvanceResult::Finished: return "finished";
+    case AdvanceResult::Rejected: return "rejected";
+  }
+  return "?";
+}
+
+Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
+    : grammar_(std::move(grammar)), engine_(*grammar_) {
+  reset();
+}
+
+Matcher::Matcher(const Matcher& other)
+    : grammar_(other.grammar_),
+      engine_(other.engine_),
+      history_(other.history_),
+      finished_(other.finished_) {}
+
+void Matcher::reset() {
+  history_.clear();
+  std::vector<Head> heads = engine_.initial_heads();
+  history_.push_back({std::move(heads), engine_.mark(), false});
+  finished_ = false;
+}
+
+bool Matcher::can_end() {
+  if (finished_) return false;
+  return engine_.can_end(history_.back().heads);
+}
+
+AdvanceResult Matcher::advance(uint32_t token) {
+  const Vocabulary& vocab = grammar_->vocabulary();
+  if (finished_ || token >= vocab.size()) return AdvanceResult::Rejected;
+  if (vocab.is_eos(token)) {
+    if (!can_end()) return AdvanceResult::Rejected;
+    history_.push_back({history_.back().heads, engine_.mark(), true});
+    finished_ = true;
+    return AdvanceResult::Finished;
+  }
+  if (vocab.is_special(token)) return AdvanceResult::Rejected;
+  Engine::Mark before = engine_.mark();
+  engine_.step_token(history_.back().heads, vocab.bytes(token), scratch_);
+  if (scratch_.empty()) {
+    engine_.truncate(before);
+    return AdvanceResult::Rejected;
+  }
+  history_.push_back({scratch_, engine_.mark(), false});
+  return AdvanceResult::Ongoing;
+}
+
+void Matcher::fill_mask(std::span<uint32_t> words) {
+  std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(mask_words()), 0u);
+  if (finished_) return;
+  engine_.fill_text_tokens(history_.back().heads, words);
+  if (can_end())
+    for (uint32_t id : grammar_->vocabulary().eos_ids()) words[id / 32] |= 1u << (id % 32);
+}
+
+std::vector<uint32_t> Matcher::current_possible_tokens() {
+  mask_scratch_.resize(mask_words());
+  fill_mask(mask_scratch_);
+  std::vector<uint32_t> out;
+  for (uint32_t w = 0; w < mask_scratch_.size(); ++w)
+    for (uint32_t bits = mask_scratch_[w]; bits; bits &= bits - 1) out.push_back(w * 32 + std::countr_zero(bits));
+  return out;
+}
+
+bool Matcher::is_allowed(uint32_t token) {
+  const Vocabulary& vocab = grammar_->vocabulary();
+  if (finished_ || token >= vocab.size()) return false;
+  if (vocab.is_eos(token)) return can_end();
+  if (vocab.is_special(token)) return false;
+  Engine::Mark before = engine_.mark();
+  engine_.step_token(history_.back().heads, vocab.bytes(token), scratch_);
+  engine_.truncate(before);
+  return !scratch_.empty();
+}
+
+std::vector<uint32_t> Matcher::forced_tokens(size_t limit) {
+  std::vector<uint32_t> forced;
+  Matcher probe(*this);
+  while (forced.size() < limit) {
+    std::vector<uint32_t> allowed = probe.current_possible_tokens();
+    if (allowed.size() != 1 || grammar_->vocabulary().is_eos(allowed[0])) break;
+    forced.push_back(allowed[0]);
+    if (probe.advance(allowed[0]) != AdvanceResult::Ongoing) break;
+  }
+  return forced;
+}
+
+AdvanceResult Matcher::modify_possible_logits(uint32_t token, std::span<float> logits) {
+  AdvanceResult result = advance(token);
+  if (result == AdvanceResult::Ongoing) update_logits_from_tokens(logits);
+  return result;
+}
+
+void Matcher::update_logits_from_tokens(std::span<float> logits) {
+  mask_scratch_.resize(mask_words());
+  fill_mask(mask_scratch_);
+  const float minus_infinity = -std::numeric_limits<float>::infinity();
+  for (size_t t = 0; t < logits.size(); ++t)
+    if (t >= grammar_->vocabulary().size() || !(mask_scratch_[t / 32] >> (t % 32) & 1)) logits[t] = minus_infinity;
+}
+
+bool Matcher::rollback(size_t n) {
+  if (n > tokens_accepted()) return false;
+  history_.resize(history_.size() - n);
+  engine_.truncate(history_.back().mark);
+  finished_ = history_.back().finished;
+  return true;
+}
+
+}  // namespace cgram
