@@ -20,9 +20,83 @@ Dfa without_empty_string(const Dfa& dfa, bool minimal) {
 
 namespace {
 
+// Copies `dfa` into `nfa`; returns the fragment's start, and links every
+// accepting state to `accept` with an epsilon move.
+uint32_t embed(const Dfa& dfa, Nfa& nfa, uint32_t accept) {
+  const uint32_t base = static_cast<uint32_t>(nfa.size());
+  for (uint32_t s = 0; s < dfa.size(); ++s) nfa.add_state();
+  for (uint32_t s = 0; s < dfa.size(); ++s) {
+    for (int b = 0; b < 256;) {
+      uint32_t target = dfa.next(s, static_cast<uint8_t>(b));
+      int run = b;
+      while (run + 1 < 256 && dfa.next(s, static_cast<uint8_t>(run + 1)) == target) ++run;
+      if (target != Dfa::kDead) nfa.add_edge(base + s, static_cast<uint8_t>(b), static_cast<uint8_t>(run), base + target);
+      b = run + 1;
+    }
+    if (dfa.accepting(s)) nfa.add_epsilon(base + s, accept);
+  }
+  return base + dfa.start();
+}
+
+// Rules whose language is regular and that recurse through no rule are
+// collapsed into one DFA each (within a size budget): in JSON, `string`,
+// `number` and `ws` become single terminals, so a token inside a string is
+// classified by one DFA and only the closing quote ends the lexeme.
+class RegularRules {
+ public:
+  explicit RegularRules(const GrammarIR& ir) : ir_(ir), dfa_(ir.nonterminals.size()), state_(ir.nonterminals.size(), 0) {
+    for (uint32_t n = 0; n < ir.nonterminals.size(); ++n) visit(n);
+  }
+  // The rule's DFA, or null when it stays in the skeleton.
+  const Dfa* dfa(uint32_t n) const { return dfa_[n] ? &*dfa_[n] : nullptr; }
+
+ private:
+  static constexpr size_t kBudget = 4096;
+
+  // 0 unvisited, 1 in progress (a cycle: not regular here), 2 done.
+  void visit(uint32_t n) {
+    if (state_[n] != 0) return;
+    state_[n] = 1;
+    bool regular = true;
+    for (uint32_t p : ir_.nonterminals[n].productions)
+      for (Symbol s : ir_.productions[p].rhs) {
+        if (s.kind == Symbol::Kind::AnyToken || s.kind == Symbol::Kind::Except) regular = false;
+        if (s.kind != Symbol::Kind::Nonterminal) continue;
+        visit(s.index);
+        if (state_[s.index] != 2 || !dfa_[s.index]) regular = false;
+      }
+    if (regular) build(n);
+    state_[n] = 2;
+  }
+
+  void build(uint32_t n) {
+    Nfa nfa;
+    nfa.start = nfa.add_state();
+    nfa.accept = nfa.add_state();
+    for (uint32_t p : ir_.nonterminals[n].productions) {
+      uint32_t at = nfa.start;
+      for (Symbol s : ir_.productions[p].rhs) {
+        const Dfa& part = s.kind == Symbol::Kind::Terminal ? ir_.terminals[s.index].dfa : *dfa_[s.index];
+        uint32_t end = nfa.add_state();
+        nfa.add_epsilon(at, embed(part, nfa, end));
+        at = end;
+      }
+      nfa.add_epsilon(at, nfa.accept);
+    }
+    AutomatonLimits limits;
+    limits.max_dfa_states = kBudget;
+    DfaResult result = nfa_to_dfa(nfa, limits);
+    if (auto* d = std::get_if<Dfa>(&result)) dfa_[n] = minimize(*d);
+  }
+
+  const GrammarIR& ir_;
+  std::vector<std::optional<Dfa>> dfa_;
+  std::vector<uint8_t> state_;
+};
+
 class LexicalLowering {
  public:
-  explicit LexicalLowering(const GrammarIR& ir) : ir_(ir) {}
+  explicit LexicalLowering(const GrammarIR& ir) : ir_(ir), regular_(ir) {}
 
   LexicalGrammar run() {
     // Skeleton nonterminals: the IR's, then S', then optional wrappers.
@@ -31,7 +105,12 @@ class LexicalLowering {
     out_.productions.push_back({out_.start, {{false, ir_.start}}});
     terminal_symbol_.resize(ir_.terminals.size());
     except_symbol_.resize(ir_.excepts.size());
+    rule_symbol_.resize(ir_.nonterminals.size());
+    // S' -> start is production 0; when start itself is regular it is one terminal.
+    if (auto lowered = symbol({Symbol::Kind::Nonterminal, ir_.start})) out_.productions[0].rhs = {*lowered};
+    else out_.productions[0].rhs.clear();
     for (const Production& p : ir_.productions) {
+      if (regular_.dfa(p.lhs)) continue;  // collapsed: no skeleton production
       SkeletonProduction sp{p.lhs, {}};
       for (Symbol s : p.rhs)
         if (auto lowered = symbol(s)) sp.rhs.push_back(*lowered);
@@ -61,7 +140,12 @@ class LexicalLowering {
 
   std::optional<SkeletonSymbol> symbol(Symbol s) {
     switch (s.kind) {
-      case Symbol::Kind::Nonterminal: return SkeletonSymbol{false, s.index};
+      case Symbol::Kind::Nonterminal: {
+        const Dfa* dfa = regular_.dfa(s.index);
+        if (!dfa) return SkeletonSymbol{false, s.index};
+        if (!rule_symbol_[s.index]) rule_symbol_[s.index] = lower_dfa(*dfa, ir_.nonterminals[s.index].name);
+        return *rule_symbol_[s.index];
+      }
       case Symbol::Kind::AnyToken: {
         if (!any_terminal_) any_terminal_ = add_terminal({LexTerminal::Kind::AnyToken, Dfa{}, 0, "any!"});
         return SkeletonSymbol{true, *any_terminal_};
@@ -79,10 +163,12 @@ class LexicalLowering {
   }
 
   SkeletonSymbol lower_terminal(uint32_t index) {
-    const Terminal& t = ir_.terminals[index];
-    std::string name = ir_.symbol_name({Symbol::Kind::Terminal, index});
-    if (!t.dfa.accepts_empty()) return {true, add_terminal({LexTerminal::Kind::Bytes, t.dfa, 0, name})};
-    Dfa nonempty = without_empty_string(t.dfa);
+    return lower_dfa(ir_.terminals[index].dfa, ir_.symbol_name({Symbol::Kind::Terminal, index}));
+  }
+
+  SkeletonSymbol lower_dfa(const Dfa& dfa, const std::string& name) {
+    if (!dfa.accepts_empty()) return {true, add_terminal({LexTerminal::Kind::Bytes, dfa, 0, name})};
+    Dfa nonempty = without_empty_string(dfa);
     std::optional<uint32_t> terminal;
     if (!nonempty.empty_language()) terminal = add_terminal({LexTerminal::Kind::Bytes, nonempty, 0, name + "+"});
     return *maybe_optional(terminal, name);
@@ -106,6 +192,8 @@ class LexicalLowering {
   LexicalGrammar out_;
   std::vector<std::optional<SkeletonSymbol>> terminal_symbol_;
   std::vector<std::optional<SkeletonSymbol>> except_symbol_;
+  std::vector<std::optional<SkeletonSymbol>> rule_symbol_;
+  RegularRules regular_;
   std::optional<uint32_t> any_terminal_;
 };
 

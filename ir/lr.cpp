@@ -255,6 +255,15 @@ const std::vector<uint32_t>& LrTable::reductions(uint32_t state, uint32_t termin
   return it != row.end() && it->first == terminal ? it->second : none;
 }
 
+size_t LrTable::memory_bytes() const {
+  size_t bytes = 0;
+  for (size_t s = 0; s < shifts_.size(); ++s) {
+    bytes += (shifts_[s].capacity() + gotos_[s].capacity()) * 8 + active_[s].capacity() * 4;
+    for (const auto& [t, prods] : reduces_[s]) bytes += 32 + prods.capacity() * 4;
+  }
+  return bytes;
+}
+
 std::string LrTable::dump() const {
   std::string out;
   for (uint32_t s = 0; s < state_count(); ++s) {

@@ -31,6 +31,7 @@ class LrTable {
   // shifted after the reductions, which depends on the stack).
   const std::vector<uint32_t>& terminals_with_actions(uint32_t state) const { return active_[state]; }
   size_t conflict_count() const { return conflicts_; }
+  size_t memory_bytes() const;
 
   const SkeletonProduction& production(uint32_t p) const { return grammar_->productions[p]; }
   std::string dump() const;

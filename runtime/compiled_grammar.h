@@ -9,6 +9,7 @@
 #include "compile.h"
 #include "lexical.h"
 #include "lr.h"
+#include "token_index.h"
 #include "vocab_trie.h"
 #include "vocabulary.h"
 
@@ -18,7 +19,17 @@ struct CompileError {
   std::string message;
 };
 
-struct CompileOptions {};
+struct CompileOptions {
+  // Build the whole token index now (AOT, or a server that can wait), rather
+  // than each lexer state's entry when a mask first needs it.
+  bool eager_index = false;
+};
+
+// Where compile time goes (milliseconds).
+struct CompileTimings {
+  double lower_ms = 0;  // lexical terminals and the LALR(1) table
+  double index_ms = 0;  // the vocabulary trie and token index
+};
 
 class CompiledGrammar {
  public:
@@ -32,9 +43,15 @@ class CompiledGrammar {
   const ir::LexicalGrammar& lexical() const { return lexical_; }
   const ir::LrTable& table() const { return *table_; }
   const VocabTrie& trie() const { return *trie_; }
+  const TokenIndex& index() const { return *index_; }
   size_t mask_words() const { return (vocab_->size() + 31) / 32; }
+  const CompileTimings& timings() const { return timings_; }
+  // Bytes held by the compiled grammar (tables, automata, trie, index),
+  // not counting the shared vocabulary.
+  size_t memory_bytes() const;
 
-  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab);
+  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
+                  const CompileOptions& options);
 
  private:
   std::shared_ptr<const Grammar> grammar_;
@@ -42,6 +59,8 @@ class CompiledGrammar {
   ir::LexicalGrammar lexical_;
   std::unique_ptr<ir::LrTable> table_;
   std::unique_ptr<VocabTrie> trie_;
+  std::unique_ptr<TokenIndex> index_;
+  CompileTimings timings_;
 };
 
 }  // namespace cgram

@@ -290,42 +290,120 @@ bool Engine::can_end(const std::vector<Head>& heads) {
   return accepted;
 }
 
-void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
+uint32_t Engine::pending_after(const Head& h) const {
+  const ir::LexTerminal& t = lex_.terminals[h.terminal];
+  return t.kind == ir::LexTerminal::Kind::Except ? const_cast<Engine*>(this)->add_except_pending(h.pending, t.except_index, h.state)
+                                                 : h.pending;
+}
+
+void Engine::walk(uint32_t root, const std::vector<Head>& heads, std::span<uint32_t> words) {
   const VocabTrie& trie = g_.trie();
-  const Vocabulary& vocab = g_.vocabulary();
-  auto set = [&](uint32_t id) { words[id / 32] |= 1u << (id % 32); };
-  // any!: every text token whose bytes keep the pending occurrences unmet.
-  if (any_terminal_) {
-    Mark m = mark();
-    std::vector<Head> probe;
-    for (uint32_t id = 0; id < vocab.size(); ++id) {
-      if (vocab.is_special(id) || (words[id / 32] >> (id % 32) & 1)) continue;
-      step_token(heads, vocab.bytes(id), probe);  // exact, but per token: any! grammars take the slow road
-      truncate(m);
-      if (!probe.empty()) set(id);
-    }
-    return;
-  }
-  const size_t depth = trie.max_depth() + 1;
+  const uint32_t base = trie.depth(root);
+  const size_t depth = trie.max_depth() + 2;
   if (levels_.size() < depth) {
     levels_.resize(depth);
     level_marks_.resize(depth);
   }
   levels_[0] = heads;
   level_marks_[0] = mark();
-  for (uint32_t node = 1; node < trie.size();) {
-    uint32_t d = trie.depth(node);
+  for (uint32_t node = root + 1; node < trie.subtree_end(root);) {
+    uint32_t d = trie.depth(node) - base;
     truncate(level_marks_[d - 1]);
-    step_byte(levels_[d - 1], trie.byte(node), d == 1, levels_[d]);
+    step_byte(levels_[d - 1], trie.byte(node), trie.depth(node) == 1, levels_[d]);
     level_marks_[d] = mark();
     if (levels_[d].empty()) {
       node = trie.subtree_end(node);
       continue;
     }
-    for (uint32_t id : trie.tokens(node)) set(id);
+    for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
     ++node;
   }
   truncate(level_marks_[0]);
+}
+
+void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words) {
+  if (pending != 0) {
+    std::vector<Head> heads;
+    for (uint32_t v : nodes) heads.push_back({v, Head::kBetween, 0, pending, 0});
+    walk(0, heads, words);
+    return;
+  }
+  const TokenIndex& index = g_.index();
+  for (uint32_t v : nodes) {
+    const std::vector<uint32_t> terminals = shiftable(v);
+    // An except! lexeme leaves pending occurrences that depend on where it
+    // ends: such heads take the exact walk.
+    bool has_except = std::any_of(terminals.begin(), terminals.end(), [&](uint32_t t) {
+      return lex_.terminals[t].kind == ir::LexTerminal::Kind::Except;
+    });
+    if (has_except) {
+      walk(0, {Head{v, Head::kBetween, 0, 0, 0}}, words);
+      continue;
+    }
+    const std::vector<uint32_t>& inside = index.inside_from_start(terminals);
+    for (size_t w = 0; w < inside.size(); ++w) words[w] |= inside[w];
+    for (uint32_t t : terminals) {
+      const ir::LexTerminal& term = lex_.terminals[t];
+      if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
+      const StateIndex& ix = index.get(t, term.dfa.start());
+      if (ix.crossing.empty()) continue;
+      // The lexeme of t ends inside the token: the rest follows the parser.
+      std::vector<Head> after;
+      for (uint32_t n : end_lexeme({v}, t)) after.push_back({n, Head::kBetween, 0, 0, 0});
+      for (uint32_t node : ix.crossing) walk(node, after, words);
+    }
+  }
+}
+
+void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
+  const Vocabulary& vocab = g_.vocabulary();
+  const Mark start = mark();
+  // any!: every text token, unless a pending except! occurrence forbids it.
+  if (any_terminal_) {
+    std::map<uint32_t, std::vector<uint32_t>> between;  // pending → nodes
+    for (const Head& h : heads) {
+      if (h.terminal == Head::kBetween) between[h.pending].push_back(h.node);
+      else if (lex_.terminals[h.terminal].dfa.accepting(h.state))
+        for (uint32_t n : end_lexeme({h.node}, h.terminal)) between[pending_after(h)].push_back(n);
+    }
+    for (auto& [pending, nodes] : between) {
+      bool any = false;
+      for (uint32_t n : nodes) {
+        const auto& can = shiftable(n);
+        any = any || std::binary_search(can.begin(), can.end(), *any_terminal_);
+      }
+      if (!any) continue;
+      for (uint32_t id = 0; id < vocab.size(); ++id)
+        if (!vocab.is_special(id) && advance_pending(pending, vocab.bytes(id))) words[id / 32] |= 1u << (id % 32);
+    }
+  }
+  const TokenIndex& index = g_.index();
+  for (const Head& h : heads) {
+    // A pending except! occurrence, or an except! lexeme: the exact walk.
+    if (h.pending != 0 || (h.terminal != Head::kBetween &&
+                           lex_.terminals[h.terminal].kind == ir::LexTerminal::Kind::Except)) {
+      walk(0, {h}, words);
+      continue;
+    }
+    if (h.terminal == Head::kBetween) {
+      mask_between({h.node}, 0, words);
+      continue;
+    }
+    const ir::LexTerminal& t = lex_.terminals[h.terminal];
+    const StateIndex& ix = index.get(h.terminal, h.state);
+    if (can_continue_into_token(h))
+      for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
+    bool ends_here = t.dfa.accepting(h.state);
+    if (!ends_here && ix.crossing.empty()) continue;
+    std::vector<uint32_t> nodes = end_lexeme({h.node}, h.terminal);
+    uint32_t pending = pending_after(h);
+    if (ends_here) mask_between(nodes, pending, words);
+    if (!can_continue_into_token(h)) continue;
+    std::vector<Head> after;
+    for (uint32_t n : nodes) after.push_back({n, Head::kBetween, 0, pending, 0});
+    for (uint32_t node : ix.crossing) walk(node, after, words);
+  }
+  truncate(start);
 }
 
 }  // namespace cgram

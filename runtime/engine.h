@@ -79,6 +79,12 @@ class Engine {
   void step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out);
   void start_lexemes(uint32_t node, uint32_t pending, uint8_t byte, std::vector<Head>& out);
   bool can_continue_into_token(const Head& h) const;
+  // The exact allowed text tokens, by walking the trie below `root` from
+  // `heads` (which stand at the depth of `root`).
+  void walk(uint32_t root, const std::vector<Head>& heads, std::span<uint32_t> words);
+  // Tokens that start a new lexeme at these nodes (nothing pending).
+  void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words);
+  uint32_t pending_after(const Head& h) const;
   static void normalize(std::vector<Head>& heads);
 
   const CompiledGrammar& g_;

@@ -25,6 +25,9 @@ class VocabTrie {
     return {ids_.data() + token_begin_[node], ids_.data() + token_begin_[node + 1]};
   }
   uint32_t max_depth() const { return max_depth_; }
+  size_t memory_bytes() const {
+    return byte_.capacity() + (depth_.capacity() + end_.capacity() + token_begin_.capacity() + ids_.capacity()) * 4;
+  }
 
  private:
   std::vector<uint8_t> byte_;

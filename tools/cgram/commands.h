@@ -29,4 +29,29 @@ int run_match(const MatchArgs& args);
 // match a few texts against it. Exit 0 when every verdict is the expected one.
 int run_demo();
 
+// Commands that need a vocabulary (the bundled one when `vocab` is empty).
+struct VocabArgs {
+  std::string file;
+  std::string start = "start";
+  std::string vocab;
+  bool json = false;
+};
+
+struct MaskArgs : VocabArgs {
+  std::string prefix;
+  size_t show = 40;
+};
+int run_mask(const MaskArgs& args);
+
+struct GenerateArgs : VocabArgs {
+  uint64_t seed = 1;
+  size_t max_tokens = 256;
+};
+int run_generate(const GenerateArgs& args);
+
+struct BenchArgs : VocabArgs {
+  std::string docs;
+};
+int run_bench(const BenchArgs& args);
+
 }  // namespace cgram::cli

@@ -29,6 +29,33 @@ int main(int argc, char** argv) {
   match_cmd->add_option("--start", match.start, "The start rule")->capture_default_str();
   match_cmd->add_flag("--json", match.json, "Print the result as one JSON object");
 
+  auto vocab_options = [](CLI::App* cmd, VocabArgs& a) {
+    cmd->add_option("FILE", a.file, "The .cgram grammar")->required();
+    cmd->add_option("--vocab", a.vocab,
+                    "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
+    cmd->add_option("--start", a.start, "The start rule")->capture_default_str();
+    cmd->add_flag("--json", a.json, "Print the result as JSON");
+  };
+  MaskArgs mask;
+  CLI::App* mask_cmd = app.add_subcommand("mask", "The tokens allowed after a prefix (ids and bytes)");
+  vocab_options(mask_cmd, mask);
+  mask_cmd->add_option("--prefix", mask.prefix, "The text so far, tokenized with the vocabulary's encoder");
+  mask_cmd->add_option("--show", mask.show, "How many allowed tokens to list in text mode")->capture_default_str();
+
+  GenerateArgs generate;
+  CLI::App* generate_cmd = app.add_subcommand(
+      "generate", "Random valid text: uniform sampling over the allowed tokens, until end of sequence");
+  vocab_options(generate_cmd, generate);
+  generate_cmd->add_option("--seed", generate.seed, "Random seed")->capture_default_str();
+  generate_cmd->add_option("--max-tokens", generate.max_tokens, "Stop after this many tokens")->capture_default_str();
+
+  BenchArgs bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Mask and advance latency over documents, compile time, memory, time to first mask");
+  vocab_options(bench_cmd, bench);
+  bench_cmd->add_option("--docs", bench.docs, "A text file, or a folder of them, tokenized with the vocabulary")
+      ->required();
+
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
 
@@ -43,6 +70,9 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (*demo_cmd) return run_demo();
+  if (*mask_cmd) return run_mask(mask);
+  if (*generate_cmd) return run_generate(generate);
+  if (*bench_cmd) return run_bench(bench);
   if (*check_cmd) return run_check(check);
   if (*match_cmd) return run_match(match);
   return kExitUsage;

@@ -1,0 +1,80 @@
+#include "token_index.h"
+
+namespace cgram {
+
+TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie, size_t mask_words)
+    : lexical_(lexical), trie_(trie), words_(mask_words) {
+  for (const ir::LexTerminal& t : lexical.terminals) {
+    offset_.push_back(slot_count_);
+    slot_count_ += t.dfa.size();
+  }
+  slots_ = std::make_unique<Slot[]>(slot_count_);
+}
+
+std::unique_ptr<StateIndex> TokenIndex::build(uint32_t terminal, uint32_t state) const {
+  auto out = std::make_unique<StateIndex>();
+  out->inside.assign(words_, 0);
+  const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
+  std::vector<uint32_t> at(trie_.max_depth() + 1);
+  at[0] = state;
+  for (uint32_t node = 1; node < trie_.size();) {
+    uint32_t d = trie_.depth(node);
+    uint32_t q = dfa.next(at[d - 1], trie_.byte(node));
+    if (q == ir::Dfa::kDead) {
+      node = trie_.subtree_end(node);
+      continue;
+    }
+    at[d] = q;
+    for (uint32_t id : trie_.tokens(node)) out->inside[id / 32] |= 1u << (id % 32);
+    if (dfa.accepting(q) && trie_.subtree_end(node) > node + 1) out->crossing.push_back(node);
+    ++node;
+  }
+  out->inside.shrink_to_fit();
+  out->crossing.shrink_to_fit();
+  return out;
+}
+
+const StateIndex& TokenIndex::get(uint32_t terminal, uint32_t state) const {
+  Slot& slot = slots_[offset_[terminal] + state];
+  std::call_once(slot.once, [&] { slot.value = build(terminal, state); });
+  return *slot.value;
+}
+
+const std::vector<uint32_t>& TokenIndex::inside_from_start(const std::vector<uint32_t>& terminals) const {
+  {
+    std::lock_guard lock(union_mutex_);
+    if (auto it = unions_.find(terminals); it != unions_.end()) return *it->second;
+  }
+  auto bits = std::make_unique<std::vector<uint32_t>>(words_, 0);
+  for (uint32_t t : terminals) {
+    const ir::LexTerminal& term = lexical_.terminals[t];
+    if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
+    const StateIndex& ix = get(t, term.dfa.start());
+    for (size_t w = 0; w < words_; ++w) (*bits)[w] |= ix.inside[w];
+  }
+  std::lock_guard lock(union_mutex_);
+  auto [it, inserted] = unions_.emplace(terminals, std::move(bits));
+  return *it->second;
+}
+
+void TokenIndex::build_all() const {
+  for (uint32_t t = 0; t < lexical_.terminals.size(); ++t)
+    for (uint32_t q = 0; q < lexical_.terminals[t].dfa.size(); ++q) get(t, q);
+}
+
+size_t TokenIndex::built_entries() const {
+  size_t n = 0;
+  for (size_t i = 0; i < slot_count_; ++i) n += slots_[i].value != nullptr;
+  return n;
+}
+
+size_t TokenIndex::memory_bytes() const {
+  size_t bytes = slot_count_ * sizeof(Slot);
+  for (size_t i = 0; i < slot_count_; ++i)
+    if (slots_[i].value) bytes += (slots_[i].value->inside.capacity() + slots_[i].value->crossing.capacity()) * 4;
+  std::lock_guard lock(union_mutex_);
+  for (const auto& [key, bits] : unions_) bytes += bits->capacity() * 4 + key.capacity() * 4;
+  return bytes;
+}
+
+}  // namespace cgram

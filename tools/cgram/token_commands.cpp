@@ -1,0 +1,241 @@
+// cgram mask / generate / bench: the commands that compile a grammar for a
+// vocabulary and run matchers.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "commands.h"
+#include "compile.h"
+#include "encoder.h"
+#include "matcher.h"
+
+namespace cgram::cli {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+struct Loaded {
+  std::shared_ptr<const Vocabulary> vocab;
+  std::shared_ptr<const CompiledGrammar> compiled;
+  double parse_ms = 0;
+};
+
+std::optional<std::string> read_text(const std::string& path, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = fmt::format("cannot read '{}'", path);
+    return std::nullopt;
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Loads the vocabulary and the grammar, and compiles; prints what went wrong.
+std::optional<Loaded> load(const VocabArgs& args) {
+  Loaded out;
+  VocabularyResult vocab = args.vocab.empty() ? Vocabulary::bundled() : Vocabulary::load(args.vocab);
+  if (auto* e = std::get_if<VocabularyError>(&vocab)) {
+    std::cerr << "cgram: error: " << e->message << "\n";
+    return std::nullopt;
+  }
+  out.vocab = std::get<std::shared_ptr<const Vocabulary>>(vocab);
+  std::string error;
+  auto text = read_text(args.file, error);
+  if (!text) {
+    std::cerr << "cgram: error: " << error << "\n";
+    return std::nullopt;
+  }
+  auto start = Clock::now();
+  ParseOptions options;
+  options.start = args.start;
+  Grammar::Outcome outcome = Grammar::parse(*text, args.file, options);
+  out.parse_ms = ms_since(start);
+  std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
+  if (!outcome.ok()) return std::nullopt;
+  auto compiled = CompiledGrammar::compile(outcome.grammar, out.vocab);
+  if (auto* e = std::get_if<CompileError>(&compiled)) {
+    std::cerr << "cgram: error: " << e->message << "\n";
+    return std::nullopt;
+  }
+  out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(compiled);
+  return out;
+}
+
+std::unique_ptr<Encoder> encoder_for(const std::shared_ptr<const Vocabulary>& vocab) {
+  auto created = Encoder::create(vocab);
+  if (auto* e = std::get_if<VocabularyError>(&created)) {
+    std::cerr << "cgram: error: " << e->message << "\n";
+    return nullptr;
+  }
+  return std::move(std::get<std::unique_ptr<Encoder>>(created));
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * (v.size() - 1) + 0.5));
+  return v[i];
+}
+
+}  // namespace
+
+int run_mask(const MaskArgs& args) {
+  auto loaded = load(args);
+  if (!loaded) return 3;
+  auto encoder = encoder_for(loaded->vocab);
+  if (!encoder) return 3;
+  Matcher matcher(loaded->compiled);
+  std::vector<uint32_t> tokens = encoder->encode(args.prefix);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (matcher.advance(tokens[i]) != AdvanceResult::Ongoing) {
+      std::cerr << fmt::format("cgram mask: the prefix leaves the language at token {} ('{}')\n", i,
+                               loaded->vocab->display(tokens[i]));
+      return 2;
+    }
+  }
+  std::vector<uint32_t> allowed = matcher.current_possible_tokens();
+  const Vocabulary& vocab = *loaded->vocab;
+  if (args.json) {
+    json out = {{"prefix_tokens", tokens}, {"allowed", allowed}, {"count", allowed.size()},
+                {"vocab_size", vocab.size()}, {"can_end", matcher.can_end()}};
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{} of {} tokens allowed after {} prefix tokens{}\n", allowed.size(), vocab.size(),
+                           tokens.size(), matcher.can_end() ? " (end of sequence allowed)" : "");
+  for (size_t i = 0; i < allowed.size() && i < args.show; ++i)
+    std::cout << fmt::format("{:>8}  '{}'{}\n", allowed[i], vocab.display(allowed[i]),
+                             vocab.is_eos(allowed[i]) ? "  (end of sequence)" : "");
+  if (allowed.size() > args.show) std::cout << fmt::format("... and {} more (--json lists them all)\n", allowed.size() - args.show);
+  return 0;
+}
+
+int run_generate(const GenerateArgs& args) {
+  auto loaded = load(args);
+  if (!loaded) return 3;
+  Matcher matcher(loaded->compiled);
+  std::mt19937_64 rng(args.seed);
+  std::string text;
+  std::vector<uint32_t> tokens;
+  bool finished = false;
+  while (tokens.size() < args.max_tokens) {
+    std::vector<uint32_t> allowed = matcher.current_possible_tokens();
+    if (allowed.empty()) break;
+    uint32_t token = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+    AdvanceResult r = matcher.advance(token);
+    tokens.push_back(token);
+    if (r == AdvanceResult::Finished) {
+      finished = true;
+      break;
+    }
+    text += loaded->vocab->bytes(token);
+  }
+  if (args.json) {
+    std::cout << json{{"text", text}, {"tokens", tokens}, {"finished", finished}}.dump() << "\n";
+  } else {
+    std::cout << text << "\n";
+    std::cerr << fmt::format("cgram generate: {} tokens, {}\n", tokens.size(),
+                             finished ? "ended with end of sequence"
+                                      : "stopped at --max-tokens before the text was complete");
+  }
+  return finished ? 0 : 1;
+}
+
+int run_bench(const BenchArgs& args) {
+  auto first_start = Clock::now();
+  auto loaded = load(args);
+  if (!loaded) return 3;
+  double compile_ms = ms_since(first_start);
+  std::vector<uint32_t> first_mask(loaded->compiled->mask_words());
+  {
+    Matcher first(loaded->compiled);
+    first.fill_mask(first_mask);
+  }
+  double first_mask_ms = ms_since(first_start);
+  auto encoder = encoder_for(loaded->vocab);
+  if (!encoder) return 3;
+  std::vector<std::string> paths;
+  std::error_code ec;
+  if (std::filesystem::is_directory(args.docs, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(args.docs))
+      if (e.is_regular_file()) paths.push_back(e.path().string());
+    std::sort(paths.begin(), paths.end());
+  } else {
+    paths.push_back(args.docs);
+  }
+  std::vector<double> mask_us, advance_us;
+  std::vector<uint32_t> words(loaded->compiled->mask_words());
+  size_t documents = 0, left_language = 0;
+  for (const std::string& path : paths) {
+    std::string error;
+    auto doc = read_text(path, error);
+    if (!doc) {
+      std::cerr << "cgram: error: " << error << "\n";
+      return 3;
+    }
+    std::vector<uint32_t> tokens = encoder->encode(*doc);
+    Matcher matcher(loaded->compiled);
+    ++documents;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      auto t0 = Clock::now();
+      matcher.fill_mask(words);
+      mask_us.push_back(ms_since(t0) * 1000);
+      if (!(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) {
+        std::cerr << fmt::format("cgram bench: {} leaves the language at token {} ('{}'); the rest is skipped\n",
+                                 path, i, loaded->vocab->display(tokens[i]));
+        ++left_language;
+        break;
+      }
+      auto t1 = Clock::now();
+      matcher.advance(tokens[i]);
+      advance_us.push_back(ms_since(t1) * 1000);
+    }
+  }
+  const CompileTimings& t = loaded->compiled->timings();
+  json out = {{"grammar", args.file},
+              {"vocabulary", loaded->vocab->name()},
+              {"vocab_size", loaded->vocab->size()},
+              {"documents", documents},
+              {"documents_leaving_language", left_language},
+              {"steps", mask_us.size()},
+              {"mask_us", {{"p50", percentile(mask_us, 50)}, {"p90", percentile(mask_us, 90)},
+                           {"p99", percentile(mask_us, 99)}, {"max", percentile(mask_us, 100)}}},
+              {"advance_us", {{"p50", percentile(advance_us, 50)}, {"p99", percentile(advance_us, 99)},
+                              {"max", percentile(advance_us, 100)}}},
+              {"compile_ms", {{"parse", loaded->parse_ms}, {"lower", t.lower_ms}, {"index", t.index_ms},
+                              {"total_with_vocab_load", compile_ms}}},
+              {"time_to_first_mask_ms", first_mask_ms},
+              {"memory_bytes", loaded->compiled->memory_bytes()}};
+  if (args.json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format(
+      "{} with {} ({} ids): {} documents, {} steps\n"
+      "mask     p50 {:.1f} µs  p90 {:.1f} µs  p99 {:.1f} µs  max {:.1f} µs\n"
+      "advance  p50 {:.1f} µs  p99 {:.1f} µs  max {:.1f} µs\n"
+      "compile  parse {:.2f} ms  lower {:.2f} ms  index {:.2f} ms  (with vocabulary load: {:.1f} ms)\n"
+      "first mask after the grammar arrives: {:.1f} ms (vocabulary load included)\n"
+      "memory of the compiled grammar: {:.2f} MB\n",
+      args.file, loaded->vocab->name(), loaded->vocab->size(), documents, mask_us.size(),
+      percentile(mask_us, 50), percentile(mask_us, 90), percentile(mask_us, 99), percentile(mask_us, 100),
+      percentile(advance_us, 50), percentile(advance_us, 99), percentile(advance_us, 100), loaded->parse_ms,
+      t.lower_ms, t.index_ms, compile_ms, first_mask_ms, loaded->compiled->memory_bytes() / 1e6);
+  return 0;
+}
+
+}  // namespace cgram::cli
