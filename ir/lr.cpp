@@ -201,7 +201,7 @@ class Builder {
 }  // namespace
 
 LrTable::LrTable(const LexicalGrammar& grammar)
-    : grammar_(&grammar), terminal_count_(grammar.terminals.size()) {
+    : grammar_(&grammar), terminal_count_(grammar.terminals.size()), nonterminal_count_(grammar.nonterminal_names.size()) {
   Builder b(grammar);
   b.build_lr0();
   b.compute_lookaheads();
@@ -225,7 +225,7 @@ LrTable::LrTable(const LexicalGrammar& grammar)
     std::set<uint32_t> active;
     for (auto& [t, prods] : by_terminal) {
       std::sort(prods.begin(), prods.end());
-      bool shift_too = t < terminal_count_ && shift(s, t) != kNone;
+      bool shift_too = std::any_of(shifts_[s].begin(), shifts_[s].end(), [&](const auto& e) { return e.first == t; });
       if (prods.size() + (shift_too ? 1 : 0) > 1) ++conflicts_;
       if (t < terminal_count_) active.insert(t);
       reduces_[s].emplace_back(t, std::move(prods));
@@ -233,30 +233,39 @@ LrTable::LrTable(const LexicalGrammar& grammar)
     for (const auto& [t, target] : shifts_[s]) active.insert(t);
     active_[s].assign(active.begin(), active.end());
   }
+  build_dense();
+}
+
+void LrTable::build_dense() {
+  const size_t n = shifts_.size();
+  shift_dense_.assign(n * terminal_count_, kNone);
+  go_dense_.assign(n * nonterminal_count_, kNone);
+  reduce_dense_.assign(n * (terminal_count_ + 1), 0);
+  reduce_lists_.assign(1, {});  // list 0: no reductions
+  for (size_t s = 0; s < n; ++s) {
+    for (auto [t, target] : shifts_[s]) shift_dense_[s * terminal_count_ + t] = target;
+    for (auto [a, target] : gotos_[s]) go_dense_[s * nonterminal_count_ + a] = target;
+    for (const auto& [t, prods] : reduces_[s]) {
+      reduce_dense_[s * (terminal_count_ + 1) + t] = static_cast<uint32_t>(reduce_lists_.size());
+      reduce_lists_.push_back(prods);
+    }
+  }
 }
 
 uint32_t LrTable::shift(uint32_t state, uint32_t terminal) const {
-  const auto& row = shifts_[state];
-  auto it = std::lower_bound(row.begin(), row.end(), std::make_pair(terminal, uint32_t(0)));
-  return it != row.end() && it->first == terminal ? it->second : kNone;
+  return shift_dense_[size_t(state) * terminal_count_ + terminal];
 }
 
 uint32_t LrTable::go(uint32_t state, uint32_t nonterminal) const {
-  const auto& row = gotos_[state];
-  auto it = std::lower_bound(row.begin(), row.end(), std::make_pair(nonterminal, uint32_t(0)));
-  return it != row.end() && it->first == nonterminal ? it->second : kNone;
+  return go_dense_[size_t(state) * nonterminal_count_ + nonterminal];
 }
 
 const std::vector<uint32_t>& LrTable::reductions(uint32_t state, uint32_t terminal) const {
-  static const std::vector<uint32_t> none;
-  const auto& row = reduces_[state];
-  auto it = std::lower_bound(row.begin(), row.end(), terminal,
-                             [](const auto& entry, uint32_t t) { return entry.first < t; });
-  return it != row.end() && it->first == terminal ? it->second : none;
+  return reduce_lists_[reduce_dense_[size_t(state) * (terminal_count_ + 1) + terminal]];
 }
 
 size_t LrTable::memory_bytes() const {
-  size_t bytes = 0;
+  size_t bytes = (shift_dense_.capacity() + go_dense_.capacity() + reduce_dense_.capacity()) * 4;
   for (size_t s = 0; s < shifts_.size(); ++s) {
     bytes += (shifts_[s].capacity() + gotos_[s].capacity()) * 8 + active_[s].capacity() * 4;
     for (const auto& [t, prods] : reduces_[s]) bytes += 32 + prods.capacity() * 4;

@@ -37,8 +37,16 @@ class LrTable {
   std::string dump() const;
 
  private:
+  void build_dense();
+
   const LexicalGrammar* grammar_;
   size_t terminal_count_;
+  size_t nonterminal_count_;
+  // Dense copies of the rows, for the runtime's lookups.
+  std::vector<uint32_t> shift_dense_;   // state * terminals + t
+  std::vector<uint32_t> go_dense_;      // state * nonterminals + A
+  std::vector<uint32_t> reduce_dense_;  // state * (terminals + 1) + t → index into reduce_lists_
+  std::vector<std::vector<uint32_t>> reduce_lists_;
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> shifts_;  // sorted (terminal, target)
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> gotos_;   // sorted (nonterminal, target)
   std::vector<std::vector<std::pair<uint32_t, std::vector<uint32_t>>>> reduces_;  // sorted by terminal

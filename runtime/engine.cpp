@@ -10,14 +10,22 @@ constexpr uint32_t kViolated = UINT32_MAX;
 
 Engine::Engine(const CompiledGrammar& grammar)
     : g_(grammar), lex_(grammar.lexical()), table_(grammar.table()) {
-  for (uint32_t t = 0; t < lex_.terminals.size(); ++t)
-    if (lex_.terminals[t].kind == ir::LexTerminal::Kind::AnyToken) any_terminal_ = t;
+  for (uint32_t t = 0; t < lex_.terminals.size(); ++t) {
+    const ir::LexTerminal& term = lex_.terminals[t];
+    if (term.kind == ir::LexTerminal::Kind::AnyToken) any_terminal_ = t;
+    std::array<bool, 256> first{};
+    for (int b = 0; b < 256; ++b)
+      first[b] = term.kind == ir::LexTerminal::Kind::AnyToken ||
+                 term.dfa.next(term.dfa.start(), static_cast<uint8_t>(b)) != ir::Dfa::kDead;
+    first_bytes_.push_back(first);
+  }
   pending_sets_.emplace_back();  // id 0: nothing pending
   pending_ids_[{}] = 0;
 }
 
 uint32_t Engine::new_node(uint32_t state) {
-  nodes_.push_back({state, kNoEdge});
+  nodes_.push_back({state, kNoEdge, static_cast<uint32_t>(status_.size())});
+  status_.resize(status_.size() + table_.terminals_with_actions(state).size(), 0);
   shiftable_index_.push_back(-1);
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
@@ -35,6 +43,7 @@ bool Engine::add_edge(uint32_t node, uint32_t parent) {
 // truncation is just a resize.
 void Engine::truncate(Mark m) {
   nodes_.resize(m.nodes);
+  status_.resize(m.status);
   shiftable_index_.resize(m.nodes);
   edges_.resize(m.edges);
 }
@@ -42,17 +51,21 @@ void Engine::truncate(Mark m) {
 std::vector<Head> Engine::initial_heads() {
   nodes_.clear();
   edges_.clear();
+  status_.clear();
   shiftable_index_.clear();
   return {Head{new_node(0), Head::kBetween, 0, 0, 0}};
 }
 
-std::vector<uint32_t> Engine::reduce_closure(const std::vector<uint32_t>& tops, uint32_t terminal, bool* accepted) {
-  std::vector<uint32_t> result = tops;
-  std::map<uint32_t, uint32_t> scope;  // state → node created here
+void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted,
+                            std::vector<uint32_t>& result) {
+  result.assign(tops.begin(), tops.end());
+  // Nodes created here, by state (few: a linear search beats a map).
+  auto& scope = scope_;
+  scope.clear();
   // Work items: a node, and the only edge paths must start with (or none).
-  std::vector<std::pair<uint32_t, uint32_t>> work;
+  auto& work = work_;
+  work.clear();
   for (uint32_t v : tops) work.emplace_back(v, kNoEdge);
-  std::vector<uint32_t> path_ends;
   while (!work.empty()) {
     auto [v, via] = work.back();
     work.pop_back();
@@ -65,27 +78,30 @@ std::vector<uint32_t> Engine::reduce_closure(const std::vector<uint32_t>& tops, 
       const size_t length = prod.rhs.size();
       if (length == 0 && via != kNoEdge) continue;  // done when v was first seen
       // Every node `length` edges below v (through `via` first, if given).
-      path_ends.clear();
+      path_ends_.clear();
       auto walk = [&](auto&& self, uint32_t node, size_t left) -> void {
         if (left == 0) {
-          path_ends.push_back(node);
+          path_ends_.push_back(node);
           return;
         }
         for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next) self(self, edges_[e].parent, left - 1);
       };
-      if (length == 0) path_ends.push_back(v);
+      if (length == 0) path_ends_.push_back(v);
       else if (via != kNoEdge) walk(walk, edges_[via].parent, length - 1);
       else walk(walk, v, length);
-      std::sort(path_ends.begin(), path_ends.end());
-      path_ends.erase(std::unique(path_ends.begin(), path_ends.end()), path_ends.end());
-      for (uint32_t u : path_ends) {
+      if (path_ends_.size() > 1) {
+        std::sort(path_ends_.begin(), path_ends_.end());
+        path_ends_.erase(std::unique(path_ends_.begin(), path_ends_.end()), path_ends_.end());
+      }
+      for (size_t i = 0; i < path_ends_.size(); ++i) {
+        uint32_t u = path_ends_[i];
         uint32_t target = table_.go(nodes_[u].state, prod.lhs);
         if (target == ir::LrTable::kNone) continue;
-        auto it = scope.find(target);
+        auto it = std::find_if(scope.begin(), scope.end(), [&](const auto& e) { return e.first == target; });
         if (it == scope.end()) {
           uint32_t w = new_node(target);
           add_edge(w, u);
-          scope.emplace(target, w);
+          scope.emplace_back(target, w);
           result.push_back(w);
           work.emplace_back(w, kNoEdge);
         } else if (add_edge(it->second, u)) {
@@ -94,22 +110,27 @@ std::vector<uint32_t> Engine::reduce_closure(const std::vector<uint32_t>& tops, 
       }
     }
   }
-  return result;
 }
 
-std::vector<uint32_t> Engine::end_lexeme(const std::vector<uint32_t>& tops, uint32_t terminal) {
-  std::vector<uint32_t> reduced = reduce_closure(tops, terminal, nullptr);
-  std::map<uint32_t, uint32_t> shifted;  // state → node
-  for (uint32_t x : reduced) {
+void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out) {
+  reduce_closure(tops, terminal, nullptr, reduced_);
+  auto& shifted = shift_scope_;
+  shifted.clear();
+  for (uint32_t x : reduced_) {
     uint32_t target = table_.shift(nodes_[x].state, terminal);
     if (target == ir::LrTable::kNone) continue;
-    auto it = shifted.find(target);
-    uint32_t y = it == shifted.end() ? shifted.emplace(target, new_node(target)).first->second : it->second;
+    auto it = std::find_if(shifted.begin(), shifted.end(), [&](const auto& e) { return e.first == target; });
+    uint32_t y;
+    if (it == shifted.end()) {
+      y = new_node(target);
+      shifted.emplace_back(target, y);
+    } else {
+      y = it->second;
+    }
     add_edge(y, x);
   }
-  std::vector<uint32_t> out;
+  out.clear();
   for (auto [state, node] : shifted) out.push_back(node);
-  return out;
 }
 
 // The terminals that can really be shifted from this node after the
@@ -118,18 +139,34 @@ std::vector<uint32_t> Engine::end_lexeme(const std::vector<uint32_t>& tops, uint
 const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
   if (shiftable_index_[node] >= 0) return shiftable_sets_[shiftable_index_[node]];
   std::vector<uint32_t> result;
-  for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
-    Mark m = mark();
-    bool can = false;
-    for (uint32_t x : reduce_closure({node}, t, nullptr))
-      can = can || table_.shift(nodes_[x].state, t) != ir::LrTable::kNone;
-    truncate(m);
-    if (can) result.push_back(t);
-  }
+  for (uint32_t t : table_.terminals_with_actions(nodes_[node].state))
+    if (is_shiftable(node, t)) result.push_back(t);
   auto [it, inserted] = shiftable_ids_.emplace(result, static_cast<uint32_t>(shiftable_sets_.size()));
   if (inserted) shiftable_sets_.push_back(std::move(result));
   shiftable_index_[node] = static_cast<int32_t>(it->second);
   return shiftable_sets_[it->second];
+}
+
+bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
+  const uint32_t state = nodes_[node].state;
+  const auto& active = table_.terminals_with_actions(state);
+  auto pos = std::lower_bound(active.begin(), active.end(), terminal);
+  if (pos == active.end() || *pos != terminal) return false;
+  uint8_t& status = status_[nodes_[node].status + (pos - active.begin())];
+  if (status != 0) return status == 1;
+  bool can;
+  if (table_.reductions(state, terminal).empty()) {
+    can = table_.shift(state, terminal) != ir::LrTable::kNone;
+  } else {
+    Mark m = mark();
+    reduce_closure(std::span<const uint32_t>(&node, 1), terminal, nullptr, closure_scratch_);
+    can = false;
+    for (uint32_t x : closure_scratch_) can = can || table_.shift(nodes_[x].state, terminal) != ir::LrTable::kNone;
+    truncate(m);
+  }
+  // Re-read: truncate() may have shrunk status_ only past this node's entries.
+  status_[nodes_[node].status + (pos - active.begin())] = can ? 1 : 2;
+  return can;
 }
 
 uint32_t Engine::intern_pending(std::vector<std::pair<uint32_t, std::string>> set) {
@@ -185,9 +222,9 @@ bool Engine::can_continue_into_token(const Head& h) const {
 void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t byte, std::vector<Head>& out) {
   auto after = advance_pending(pending, byte);
   if (!after) return;
-  for (uint32_t t : shiftable(node)) {
+  for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
     const ir::LexTerminal& term = lex_.terminals[t];
-    if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
+    if (term.kind == ir::LexTerminal::Kind::AnyToken || !first_bytes_[t][byte] || !is_shiftable(node, t)) continue;
     uint32_t q = term.dfa.next(term.dfa.start(), byte);
     if (q != ir::Dfa::kDead) out.push_back({node, t, q, *after, 1});
   }
@@ -202,10 +239,10 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
   out.clear();
   // Lexemes that end before this byte, grouped by (terminal, pending after
   // it) so that the reductions of heads that agree share one GSS scope.
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> ending;
+  ending_.clear();
   for (const Head& h : in) {
     if (h.terminal == Head::kBetween) {
-      ending[{Head::kBetween, h.pending}].push_back(h.node);
+      ending_.push_back({Head::kBetween, h.pending, h.node});
       continue;
     }
     const ir::LexTerminal& t = lex_.terminals[h.terminal];
@@ -215,19 +252,23 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
         if (auto p = advance_pending(h.pending, byte))
           out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
     }
-    if (t.dfa.accepting(h.state)) {
-      uint32_t pending = t.kind == ir::LexTerminal::Kind::Except
-                             ? add_except_pending(h.pending, t.except_index, h.state)
-                             : h.pending;
-      ending[{h.terminal, pending}].push_back(h.node);
-    }
+    if (t.dfa.accepting(h.state)) ending_.push_back({h.terminal, pending_after(h), h.node});
   }
-  for (auto& [key, tops] : ending) {
-    auto [terminal, pending] = key;
-    std::sort(tops.begin(), tops.end());
-    tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
-    std::vector<uint32_t> nodes = terminal == Head::kBetween ? tops : end_lexeme(tops, terminal);
-    for (uint32_t n : nodes) start_lexemes(n, pending, byte, out);
+  std::sort(ending_.begin(), ending_.end());
+  ending_.erase(std::unique(ending_.begin(), ending_.end()), ending_.end());
+  for (size_t i = 0; i < ending_.size();) {
+    size_t j = i;
+    group_.clear();
+    while (j < ending_.size() && ending_[j].terminal == ending_[i].terminal && ending_[j].pending == ending_[i].pending)
+      group_.push_back(ending_[j++].node);
+    const uint32_t terminal = ending_[i].terminal, pending = ending_[i].pending;
+    if (terminal == Head::kBetween) {
+      for (uint32_t n : group_) start_lexemes(n, pending, byte, out);
+    } else {
+      end_lexeme(group_, terminal, shifted_nodes_);
+      for (uint32_t n : shifted_nodes_) start_lexemes(n, pending, byte, out);
+    }
+    i = j;
   }
   normalize(out);
 }
@@ -248,7 +289,7 @@ void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std
       uint32_t pending = t.kind == ir::LexTerminal::Kind::Except
                              ? add_except_pending(h.pending, t.except_index, h.state)
                              : h.pending;
-      for (uint32_t n : end_lexeme({h.node}, h.terminal)) between[pending].push_back(n);
+      for (uint32_t n : end_lexeme_one(h.node, h.terminal)) between[pending].push_back(n);
     }
     for (auto& [pending, nodes] : between) {
       auto after = advance_pending(pending, bytes);
@@ -261,7 +302,8 @@ void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std
       if (tops.empty()) continue;
       std::sort(tops.begin(), tops.end());
       tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
-      for (uint32_t n : end_lexeme(tops, *any_terminal_)) out.push_back({n, Head::kBetween, 0, *after, 0});
+      end_lexeme(tops, *any_terminal_, shifted_nodes_);
+      for (uint32_t n : shifted_nodes_) out.push_back({n, Head::kBetween, 0, *after, 0});
     }
   }
   std::vector<Head> current = in, next;
@@ -281,9 +323,9 @@ bool Engine::can_end(const std::vector<Head>& heads) {
     if (h.terminal == Head::kBetween) {
       tops.push_back(h.node);
     } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
-      tops = end_lexeme({h.node}, h.terminal);
+      tops = end_lexeme_one(h.node, h.terminal);
     }
-    if (!tops.empty()) reduce_closure(tops, table_.end_marker(), &accepted);
+    if (!tops.empty()) reduce_closure(tops, table_.end_marker(), &accepted, closure_scratch_);
     if (accepted) break;
   }
   truncate(m);
@@ -297,8 +339,12 @@ uint32_t Engine::pending_after(const Head& h) const {
 }
 
 void Engine::walk(uint32_t root, const std::vector<Head>& heads, std::span<uint32_t> words) {
+  walk_range(root + 1, g_.trie().subtree_end(root), g_.trie().depth(root), heads, words);
+}
+
+void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, const std::vector<Head>& heads,
+                        std::span<uint32_t> words) {
   const VocabTrie& trie = g_.trie();
-  const uint32_t base = trie.depth(root);
   const size_t depth = trie.max_depth() + 2;
   if (levels_.size() < depth) {
     levels_.resize(depth);
@@ -306,8 +352,8 @@ void Engine::walk(uint32_t root, const std::vector<Head>& heads, std::span<uint3
   }
   levels_[0] = heads;
   level_marks_[0] = mark();
-  for (uint32_t node = root + 1; node < trie.subtree_end(root);) {
-    uint32_t d = trie.depth(node) - base;
+  for (uint32_t node = first; node < end;) {
+    uint32_t d = trie.depth(node) - parent_depth;
     truncate(level_marks_[d - 1]);
     step_byte(levels_[d - 1], trie.byte(node), trie.depth(node) == 1, levels_[d]);
     level_marks_[d] = mark();
@@ -321,6 +367,27 @@ void Engine::walk(uint32_t root, const std::vector<Head>& heads, std::span<uint3
   truncate(level_marks_[0]);
 }
 
+void Engine::walk_crossings(const std::vector<uint32_t>& crossing, const std::vector<Head>& after,
+                            std::span<uint32_t> words) {
+  if (crossing.empty() || after.empty()) return;
+  // Bytes that can start the next lexeme from these heads.
+  std::array<bool, 256> can_start{};
+  for (const Head& h : after) {
+    if (h.pending != 0) {
+      can_start.fill(true);
+      break;
+    }
+    for (uint32_t t : shiftable(h.node))
+      for (int b = 0; b < 256; ++b) can_start[b] = can_start[b] || first_bytes_[t][b];
+  }
+  const VocabTrie& trie = g_.trie();
+  for (uint32_t n : crossing) {
+    const uint32_t end = trie.subtree_end(n);
+    for (uint32_t child = n + 1; child < end; child = trie.subtree_end(child))
+      if (can_start[trie.byte(child)]) walk_range(child, trie.subtree_end(child), trie.depth(n), after, words);
+  }
+}
+
 void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words) {
   if (pending != 0) {
     std::vector<Head> heads;
@@ -330,7 +397,7 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
   }
   const TokenIndex& index = g_.index();
   for (uint32_t v : nodes) {
-    const std::vector<uint32_t> terminals = shiftable(v);
+    const std::vector<uint32_t>& terminals = shiftable(v);
     // An except! lexeme leaves pending occurrences that depend on where it
     // ends: such heads take the exact walk.
     bool has_except = std::any_of(terminals.begin(), terminals.end(), [&](uint32_t t) {
@@ -349,8 +416,8 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
       if (ix.crossing.empty()) continue;
       // The lexeme of t ends inside the token: the rest follows the parser.
       std::vector<Head> after;
-      for (uint32_t n : end_lexeme({v}, t)) after.push_back({n, Head::kBetween, 0, 0, 0});
-      for (uint32_t node : ix.crossing) walk(node, after, words);
+      for (uint32_t n : end_lexeme_one(v, t)) after.push_back({n, Head::kBetween, 0, 0, 0});
+      walk_crossings(ix.crossing, after, words);
     }
   }
 }
@@ -364,7 +431,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
     for (const Head& h : heads) {
       if (h.terminal == Head::kBetween) between[h.pending].push_back(h.node);
       else if (lex_.terminals[h.terminal].dfa.accepting(h.state))
-        for (uint32_t n : end_lexeme({h.node}, h.terminal)) between[pending_after(h)].push_back(n);
+        for (uint32_t n : end_lexeme_one(h.node, h.terminal)) between[pending_after(h)].push_back(n);
     }
     for (auto& [pending, nodes] : between) {
       bool any = false;
@@ -395,13 +462,13 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
       for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
     bool ends_here = t.dfa.accepting(h.state);
     if (!ends_here && ix.crossing.empty()) continue;
-    std::vector<uint32_t> nodes = end_lexeme({h.node}, h.terminal);
+    std::vector<uint32_t> nodes = end_lexeme_one(h.node, h.terminal);
     uint32_t pending = pending_after(h);
     if (ends_here) mask_between(nodes, pending, words);
     if (!can_continue_into_token(h)) continue;
     std::vector<Head> after;
     for (uint32_t n : nodes) after.push_back({n, Head::kBetween, 0, pending, 0});
-    for (uint32_t node : ix.crossing) walk(node, after, words);
+    walk_crossings(ix.crossing, after, words);
   }
   truncate(start);
 }

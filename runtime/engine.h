@@ -9,7 +9,9 @@
 // next byte shows that a new lexeme starts; reductions use the ended terminal
 // as lookahead. Every head set is exact: a token is allowed iff some head
 // survives its bytes.
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <span>
@@ -45,15 +47,16 @@ class Engine {
   void fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words);
 
   struct Mark {
-    size_t nodes, edges;
+    size_t nodes, edges, status;
   };
-  Mark mark() const { return {nodes_.size(), edges_.size()}; }
+  Mark mark() const { return {nodes_.size(), edges_.size(), status_.size()}; }
   void truncate(Mark m);
 
  private:
   struct Node {
     uint32_t state;
     uint32_t first_edge;
+    uint32_t status;  // into status_: one entry per terminal with an action in `state`
   };
   struct Edge {
     uint32_t parent;
@@ -66,10 +69,17 @@ class Engine {
   // Reductions on lookahead `terminal` (or the end marker) from `tops`;
   // returns the tops and every node the reductions created. `accepted` is set
   // when production 0 is reduced (only on the end marker).
-  std::vector<uint32_t> reduce_closure(const std::vector<uint32_t>& tops, uint32_t terminal, bool* accepted);
+  void reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted, std::vector<uint32_t>& result);
   // Reductions, then the shift of `terminal`: the nodes after it.
-  std::vector<uint32_t> end_lexeme(const std::vector<uint32_t>& tops, uint32_t terminal);
+  void end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out);
+  std::vector<uint32_t> end_lexeme_one(uint32_t top, uint32_t terminal) {
+    std::vector<uint32_t> out;
+    end_lexeme(std::span<const uint32_t>(&top, 1), terminal, out);
+    return out;
+  }
   const std::vector<uint32_t>& shiftable(uint32_t node);
+  // Whether `terminal` can be shifted from `node` after reductions (cached per node).
+  bool is_shiftable(uint32_t node, uint32_t terminal);
 
   std::optional<uint32_t> advance_pending(uint32_t pending, uint8_t byte);
   std::optional<uint32_t> advance_pending(uint32_t pending, std::string_view bytes);
@@ -82,6 +92,13 @@ class Engine {
   // The exact allowed text tokens, by walking the trie below `root` from
   // `heads` (which stand at the depth of `root`).
   void walk(uint32_t root, const std::vector<Head>& heads, std::span<uint32_t> words);
+  // The same over the trie nodes [first, end), whose parent is at `parent_depth`.
+  void walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, const std::vector<Head>& heads,
+                  std::span<uint32_t> words);
+  // Tokens that cross out of a lexeme at the crossing nodes: the rest of each
+  // token is walked from `after` (the heads once the lexeme has ended), but
+  // only below children whose byte can start a lexeme there.
+  void walk_crossings(const std::vector<uint32_t>& crossing, const std::vector<Head>& after, std::span<uint32_t> words);
   // Tokens that start a new lexeme at these nodes (nothing pending).
   void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words);
   uint32_t pending_after(const Head& h) const;
@@ -91,14 +108,25 @@ class Engine {
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;
   std::optional<uint32_t> any_terminal_;
+  std::vector<std::array<bool, 256>> first_bytes_;  // per terminal
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
+  std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
   std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
-  std::vector<std::vector<uint32_t>> shiftable_sets_;
+  std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
   std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;
   std::vector<std::vector<std::pair<uint32_t, std::string>>> pending_sets_;
   std::map<std::vector<std::pair<uint32_t, std::string>>, uint32_t> pending_ids_;
   std::unordered_map<uint64_t, uint32_t> pending_steps_;
+  // Scratch buffers of the hot path (no allocation once warm).
+  struct Ending {
+    uint32_t terminal, pending, node;
+    auto operator<=>(const Ending&) const = default;
+  };
+  std::vector<Ending> ending_;
+  std::vector<uint32_t> group_, reduced_, shifted_nodes_, closure_scratch_;
+  std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_, work_;
+  std::vector<uint32_t> path_ends_;
   // Scratch for the trie walk, one level per depth.
   std::vector<std::vector<Head>> levels_;
   std::vector<Mark> level_marks_;
