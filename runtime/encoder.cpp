@@ -72,9 +72,9 @@ struct Encoder::State {
   std::shared_ptr<const Vocabulary> vocab;
   std::vector<std::unique_ptr<icu::RegexPattern>> patterns;
 
-  void encode_span(std::string_view text, std::vector<uint32_t>& out) const {
+  void encode_span(std::string_view text, std::vector<uint32_t>& out, bool first) const {
     if (text.empty()) return;
-    if (vocab->kind() == TokenizerKind::SentencePiece) return encode_sentencepiece(text, out);
+    if (vocab->kind() == TokenizerKind::SentencePiece) return encode_sentencepiece(text, out, first);
     for (const std::string& piece : pretokenize(text)) {
       if (vocab->kind() == TokenizerKind::Tiktoken) encode_tiktoken(piece, out);
       else encode_byte_level(piece, out);
@@ -175,9 +175,9 @@ struct Encoder::State {
 
   // SentencePiece: '▁' for spaces; merges by score (GGUF) or by merge rank
   // (tokenizer.json); characters outside the vocabulary fall back to bytes.
-  void encode_sentencepiece(std::string_view text, std::vector<uint32_t>& out) const {
+  void encode_sentencepiece(std::string_view text, std::vector<uint32_t>& out, bool prefix_space) const {
     const auto& data = vocab->encoder_data();
-    std::string normalized = data.add_prefix_space ? "\xE2\x96\x81" : "";
+    std::string normalized = data.add_prefix_space && prefix_space ? "\xE2\x96\x81" : "";
     for (char c : text) {
       if (c == ' ') normalized += "\xE2\x96\x81";
       else normalized += c;
@@ -235,12 +235,17 @@ std::variant<std::unique_ptr<Encoder>, VocabularyError> Encoder::create(std::sha
   return std::make_unique<Encoder>(std::move(state));
 }
 
-std::vector<uint32_t> Encoder::encode(std::string_view text) const {
+std::vector<uint32_t> Encoder::encode(std::string_view text) const { return encode_impl(text, true); }
+
+std::vector<uint32_t> Encoder::encode_continuation(std::string_view text) const { return encode_impl(text, false); }
+
+std::vector<uint32_t> Encoder::encode_impl(std::string_view text, bool dummy_prefix) const {
   std::vector<uint32_t> out;
   const State& s = *state_;
   // User-defined tokens are cut out first (longest first); BPE runs between them.
   const auto& added = s.vocab->encoder_data().added_tokens;
   size_t gap = 0;
+  bool first = dummy_prefix;
   for (size_t pos = 0; pos < text.size();) {
     const std::pair<std::string, uint32_t>* best = nullptr;
     for (const auto& token : added)
@@ -251,12 +256,13 @@ std::vector<uint32_t> Encoder::encode(std::string_view text) const {
       ++pos;
       continue;
     }
-    s.encode_span(text.substr(gap, pos - gap), out);
+    s.encode_span(text.substr(gap, pos - gap), out, first && gap == 0);
     out.push_back(best->second);
     pos += best->first.size();
     gap = pos;
+    first = false;
   }
-  s.encode_span(text.substr(gap), out);
+  s.encode_span(text.substr(gap), out, first);
   return out;
 }
 

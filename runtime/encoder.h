@@ -21,11 +21,16 @@ class Encoder {
   Encoder& operator=(const Encoder&) = delete;
 
   std::vector<uint32_t> encode(std::string_view text) const;
+  // The same for text that continues a sequence (a model's output after its
+  // prompt): no SentencePiece dummy-prefix space is added, so the tokens'
+  // bytes are exactly the text.
+  std::vector<uint32_t> encode_continuation(std::string_view text) const;
 
   struct State;
   explicit Encoder(std::unique_ptr<State> state);
 
  private:
+  std::vector<uint32_t> encode_impl(std::string_view text, bool dummy_prefix) const;
   std::unique_ptr<State> state_;
 };
 

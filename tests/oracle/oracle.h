@@ -86,6 +86,9 @@ class Recognizer {
   // Some continuation makes the text a complete sentence.
   bool viable() const;
   bool dead() const { return columns_.back().items.empty(); }
+  // Whether an any! or except! span may have started at byte `pos` (such a
+  // span has no item in later columns until it ends).
+  bool span_may_start_at(size_t pos) const { return columns_[pos].has_span_waiters; }
   Verdict verdict() const;
 
  private:

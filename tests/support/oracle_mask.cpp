@@ -36,7 +36,9 @@ std::vector<uint32_t> OracleMasker::mask(const std::vector<uint32_t>& history) {
       r.pop_bytes(1);
     }
     r.push_bytes(std::string_view(&byte, 1));
-    if (r.dead()) {
+    // An any! that began at the token's start has no item until the token
+    // ends: a dead column does not end the subtree then.
+    if (r.dead() && !(token_sensitive_ && r.span_may_start_at(base))) {
       node = trie_.subtree_end(node);
       continue;
     }

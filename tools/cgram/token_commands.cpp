@@ -99,7 +99,7 @@ int run_mask(const MaskArgs& args) {
   auto encoder = encoder_for(loaded->vocab);
   if (!encoder) return 3;
   Matcher matcher(loaded->compiled);
-  std::vector<uint32_t> tokens = encoder->encode(args.prefix);
+  std::vector<uint32_t> tokens = encoder->encode_continuation(args.prefix);
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (matcher.advance(tokens[i]) != AdvanceResult::Ongoing) {
       std::cerr << fmt::format("cgram mask: the prefix leaves the language at token {} ('{}')\n", i,
@@ -187,7 +187,7 @@ int run_bench(const BenchArgs& args) {
       std::cerr << "cgram: error: " << error << "\n";
       return 3;
     }
-    std::vector<uint32_t> tokens = encoder->encode(*doc);
+    std::vector<uint32_t> tokens = encoder->encode_continuation(*doc);
     Matcher matcher(loaded->compiled);
     ++documents;
     for (size_t i = 0; i < tokens.size(); ++i) {
