@@ -13,15 +13,14 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
   lexical_ = ir::lower_lexical(grammar_->ir());
   table_ = std::make_unique<ir::LrTable>(lexical_);
   auto t1 = Clock::now();
-  trie_ = std::make_unique<VocabTrie>(*vocab_);
-  index_ = std::make_unique<TokenIndex>(lexical_, *trie_, mask_words());
+  index_ = std::make_unique<TokenIndex>(lexical_, vocab_->trie(), mask_words());
   if (options.eager_index) index_->build_all();
   auto t2 = Clock::now();
   timings_ = {ms(t0, t1), ms(t1, t2)};
 }
 
 size_t CompiledGrammar::memory_bytes() const {
-  size_t bytes = sizeof(*this) + trie_->memory_bytes() + table_->memory_bytes() + index_->memory_bytes();
+  size_t bytes = sizeof(*this) + table_->memory_bytes() + index_->memory_bytes();
   for (const ir::LexTerminal& t : lexical_.terminals) bytes += t.dfa.size() * (256 * sizeof(uint32_t) + 1);
   return bytes;
 }

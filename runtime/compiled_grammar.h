@@ -28,7 +28,7 @@ struct CompileOptions {
 // Where compile time goes (milliseconds).
 struct CompileTimings {
   double lower_ms = 0;  // lexical terminals and the LALR(1) table
-  double index_ms = 0;  // the vocabulary trie and token index
+  double index_ms = 0;  // the token index (lazy entries are built later, on first use)
 };
 
 class CompiledGrammar {
@@ -42,12 +42,12 @@ class CompiledGrammar {
   const std::shared_ptr<const Vocabulary>& vocabulary_ptr() const { return vocab_; }
   const ir::LexicalGrammar& lexical() const { return lexical_; }
   const ir::LrTable& table() const { return *table_; }
-  const VocabTrie& trie() const { return *trie_; }
+  const VocabTrie& trie() const { return vocab_->trie(); }
   const TokenIndex& index() const { return *index_; }
   size_t mask_words() const { return (vocab_->size() + 31) / 32; }
   const CompileTimings& timings() const { return timings_; }
-  // Bytes held by the compiled grammar (tables, automata, trie, index),
-  // not counting the shared vocabulary.
+  // Bytes held by the compiled grammar (tables, automata, index), not
+  // counting the vocabulary and its trie, which grammars share.
   size_t memory_bytes() const;
 
   CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
@@ -58,7 +58,6 @@ class CompiledGrammar {
   std::shared_ptr<const Vocabulary> vocab_;
   ir::LexicalGrammar lexical_;
   std::unique_ptr<ir::LrTable> table_;
-  std::unique_ptr<VocabTrie> trie_;
   std::unique_ptr<TokenIndex> index_;
   CompileTimings timings_;
 };

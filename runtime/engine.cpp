@@ -24,7 +24,7 @@ Engine::Engine(const CompiledGrammar& grammar)
 }
 
 uint32_t Engine::new_node(uint32_t state) {
-  nodes_.push_back({state, kNoEdge, static_cast<uint32_t>(status_.size())});
+  nodes_.push_back({state, kNoEdge, static_cast<uint32_t>(status_.size()), next_serial_++});
   status_.resize(status_.size() + table_.terminals_with_actions(state).size(), 0);
   shiftable_index_.push_back(-1);
   return static_cast<uint32_t>(nodes_.size() - 1);
@@ -113,6 +113,20 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
 }
 
 void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out) {
+  EndCacheEntry* cached = nullptr;
+  if (tops.size() == 1) {
+    const uint32_t v = tops[0];
+    cached = &end_cache_[(uint64_t(nodes_[v].serial) * 0x9E3779B1u ^ terminal * 0x85EBCA77u) % kEndCacheSize];
+    if (cached->node == v && cached->serial == nodes_[v].serial && cached->terminal == terminal) {
+      bool valid = true;
+      for (uint32_t i = 0; i < cached->count && valid; ++i)
+        valid = cached->results[i] < nodes_.size() && nodes_[cached->results[i]].serial == cached->serials[i];
+      if (valid) {
+        out.assign(cached->results.begin(), cached->results.begin() + cached->count);
+        return;
+      }
+    }
+  }
   reduce_closure(tops, terminal, nullptr, reduced_);
   auto& shifted = shift_scope_;
   shifted.clear();
@@ -131,6 +145,16 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
   }
   out.clear();
   for (auto [state, node] : shifted) out.push_back(node);
+  if (cached && out.size() <= cached->results.size()) {
+    cached->node = tops[0];
+    cached->serial = nodes_[tops[0]].serial;
+    cached->terminal = terminal;
+    cached->count = static_cast<uint32_t>(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      cached->results[i] = out[i];
+      cached->serials[i] = nodes_[out[i]].serial;
+    }
+  }
 }
 
 // The terminals that can really be shifted from this node after the
@@ -370,21 +394,24 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
 void Engine::walk_crossings(const std::vector<uint32_t>& crossing, const std::vector<Head>& after,
                             std::span<uint32_t> words) {
   if (crossing.empty() || after.empty()) return;
-  // Bytes that can start the next lexeme from these heads.
-  std::array<bool, 256> can_start{};
-  for (const Head& h : after) {
-    if (h.pending != 0) {
-      can_start.fill(true);
-      break;
-    }
-    for (uint32_t t : shiftable(h.node))
-      for (int b = 0; b < 256; ++b) can_start[b] = can_start[b] || first_bytes_[t][b];
-  }
+  // The first byte after the lexeme is read from the same heads at every
+  // crossing node: do it once per byte value, lazily.
+  std::array<int8_t, 256> known{};  // 0 unknown, 1 live, -1 dead
+  std::array<std::vector<Head>, 256>& first = first_step_;
   const VocabTrie& trie = g_.trie();
   for (uint32_t n : crossing) {
     const uint32_t end = trie.subtree_end(n);
-    for (uint32_t child = n + 1; child < end; child = trie.subtree_end(child))
-      if (can_start[trie.byte(child)]) walk_range(child, trie.subtree_end(child), trie.depth(n), after, words);
+    for (uint32_t child = n + 1; child < end; child = trie.subtree_end(child)) {
+      const uint8_t b = trie.byte(child);
+      if (known[b] == 0) {
+        step_byte(after, b, /*first_of_token=*/false, first[b]);
+        known[b] = first[b].empty() ? -1 : 1;
+      }
+      if (known[b] < 0) continue;
+      for (uint32_t id : trie.tokens(child)) words[id / 32] |= 1u << (id % 32);
+      if (trie.subtree_end(child) > child + 1)
+        walk_range(child + 1, trie.subtree_end(child), trie.depth(child), first[b], words);
+    }
   }
 }
 
@@ -423,6 +450,7 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
 }
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
+
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();
   // any!: every text token, unless a pending except! occurrence forbids it.

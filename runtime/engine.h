@@ -57,7 +57,16 @@ class Engine {
     uint32_t state;
     uint32_t first_edge;
     uint32_t status;  // into status_: one entry per terminal with an action in `state`
+    uint32_t serial;  // unique while the engine lives: node slots are reused
   };
+  // Ending a lexeme of terminal t on node v gives the same nodes wherever in
+  // the text it happens: a small direct-mapped cache of those results,
+  // validated by serial numbers (no allocation, nothing to undo).
+  struct EndCacheEntry {
+    uint32_t node = UINT32_MAX, serial = 0, terminal = 0, count = 0;
+    std::array<uint32_t, 4> results{}, serials{};
+  };
+  static constexpr size_t kEndCacheSize = 4096;
   struct Edge {
     uint32_t parent;
     uint32_t next;
@@ -112,6 +121,8 @@ class Engine {
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
   std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
+  uint32_t next_serial_ = 1;
+  std::vector<EndCacheEntry> end_cache_ = std::vector<EndCacheEntry>(kEndCacheSize);
   std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
   std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
   std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;
@@ -127,6 +138,7 @@ class Engine {
   std::vector<uint32_t> group_, reduced_, shifted_nodes_, closure_scratch_;
   std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_, work_;
   std::vector<uint32_t> path_ends_;
+  std::array<std::vector<Head>, 256> first_step_;
   // Scratch for the trie walk, one level per depth.
   std::vector<std::vector<Head>> levels_;
   std::vector<Mark> level_marks_;

@@ -10,6 +10,7 @@
 
 #include "utf8.h"
 #include "vocab_loaders.h"
+#include "vocab_trie.h"
 
 namespace cgram {
 
@@ -128,6 +129,14 @@ VocabularyResult Vocabulary::Builder::build(const VocabularyOptions& options) {
   vocab->eos_ids_ = std::move(eos);
   vocab->encoder_ = std::move(encoder);
   return std::shared_ptr<const Vocabulary>(std::move(vocab));
+}
+
+Vocabulary::Vocabulary() = default;
+Vocabulary::~Vocabulary() = default;
+
+const VocabTrie& Vocabulary::trie() const {
+  std::call_once(trie_once_, [this] { trie_ = std::make_unique<VocabTrie>(*this); });
+  return *trie_;
 }
 
 bool Vocabulary::is_eos(uint32_t id) const {

@@ -8,6 +8,7 @@
 // lists. Bad files give a precise error value, never an exception or abort.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,6 +18,8 @@
 #include <vector>
 
 namespace cgram {
+
+class VocabTrie;
 
 struct VocabularyError {
   std::string message;
@@ -43,7 +46,8 @@ using VocabularyResult = std::variant<std::shared_ptr<const Vocabulary>, Vocabul
 
 class Vocabulary {
  public:
-  Vocabulary() = default;
+  Vocabulary();
+  ~Vocabulary();
   // Views into the token data make a copy unsafe; share it through shared_ptr.
   Vocabulary(const Vocabulary&) = delete;
   Vocabulary& operator=(const Vocabulary&) = delete;
@@ -74,6 +78,9 @@ class Vocabulary {
   std::optional<uint32_t> find(std::string_view bytes) const;
   // A readable rendering of a token's bytes (escapes for controls and invalid UTF-8).
   std::string display(uint32_t id) const;
+  // The trie of the text tokens, built once on first use and shared by
+  // every grammar compiled for this vocabulary.
+  const VocabTrie& trie() const;
 
   // What the encoder needs.
   struct EncoderData {
@@ -102,6 +109,8 @@ class Vocabulary {
   std::vector<uint32_t> eos_ids_;
   std::unordered_map<std::string_view, uint32_t> by_bytes_;
   EncoderData encoder_;
+  mutable std::once_flag trie_once_;
+  mutable std::unique_ptr<VocabTrie> trie_;
 };
 
 // GPT-2's byte ↔ unicode table used by byte-level BPE vocabularies.

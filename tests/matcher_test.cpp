@@ -272,3 +272,33 @@ TEST_CASE("dev: random walk on one example", "[.][dev]") {
   CHECK(s.mismatches == 0);
   WARN("steps " << s.steps << " pairs " << s.pairs);
 }
+
+TEST_CASE("differential, exhaustive: three vocabulary kinds, every example", "[long][differential]") {
+  const std::string shared = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/";
+  REQUIRE(std::filesystem::exists(shared + "llama3-tokenizer.json"));
+  size_t pairs = 0;
+  for (std::string file : {"llama3-tokenizer.json", "gemma-tokenizer.json", "cl100k_base.tiktoken"}) {
+    auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));
+    auto enc = encoder(vocab);
+    size_t vocab_pairs = 0;
+    for (const auto& [name, doc] : documents()) {
+      auto g = grammar(read_example(name));
+      auto compiled = compile(g, vocab);
+      OracleMasker oracle(oracle_grammar(*g), vocab);
+      WalkStats d = walk_document(compiled, oracle, enc->encode_continuation(doc));
+      INFO(file << " " << name << " document: " << d.first_mismatch);
+      CHECK(d.mismatches == 0);
+      vocab_pairs += d.pairs;
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        WalkStats r = walk_random(compiled, oracle, seed, 10);
+        INFO(file << " " << name << " random walk " << seed << ": " << r.first_mismatch);
+        CHECK(r.mismatches == 0);
+        vocab_pairs += r.pairs;
+      }
+    }
+    WARN(file << ": " << vocab_pairs << " (step, token) pairs compared");
+    pairs += vocab_pairs;
+  }
+  WARN("differential (exhaustive): " << pairs << " (step, token) pairs compared in all");
+  CHECK(pairs >= 10'000'000);
+}

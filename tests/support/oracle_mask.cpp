@@ -4,7 +4,7 @@ namespace cgram::test {
 
 OracleMasker::OracleMasker(std::shared_ptr<const oracle::OracleGrammar> grammar,
                            std::shared_ptr<const Vocabulary> vocab)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), trie_(*vocab_) {
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), trie_(vocab_->trie()) {
   token_sensitive_ = false;
   for (const auto& p : grammar_->productions)
     for (const auto& s : p.rhs) token_sensitive_ = token_sensitive_ || s.kind == oracle::Symbol::Kind::AnyToken;

@@ -22,7 +22,7 @@ class OracleMasker {
  private:
   std::shared_ptr<const oracle::OracleGrammar> grammar_;
   std::shared_ptr<const Vocabulary> vocab_;
-  VocabTrie trie_;
+  const VocabTrie& trie_;
   bool token_sensitive_;  // any! or except! counts: token boundaries matter
 };
 
