@@ -1,8 +1,13 @@
 #include "engine.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace cgram {
+static size_t g_lexer_nodes = 0, g_generic_nodes = 0, g_ending_steps = 0, g_masks = 0;
+struct Report { ~Report() { if (std::getenv("CGRAM_COUNTERS")) fprintf(stderr, "masks %zu lexer nodes %zu generic nodes %zu ending steps %zu\n", g_masks, g_lexer_nodes, g_generic_nodes, g_ending_steps); } } g_report;
+
 
 namespace {
 constexpr uint32_t kViolated = UINT32_MAX;
@@ -166,7 +171,13 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
   for (uint32_t t : table_.terminals_with_actions(nodes_[node].state))
     if (is_shiftable(node, t)) result.push_back(t);
   auto [it, inserted] = shiftable_ids_.emplace(result, static_cast<uint32_t>(shiftable_sets_.size()));
-  if (inserted) shiftable_sets_.push_back(std::move(result));
+  if (inserted) {
+    std::array<bool, 256> bytes{};
+    for (uint32_t t : result)
+      for (int b = 0; b < 256; ++b) bytes[b] = bytes[b] || first_bytes_[t][b];
+    shiftable_first_bytes_.push_back(bytes);
+    shiftable_sets_.push_back(std::move(result));
+  }
   shiftable_index_[node] = static_cast<int32_t>(it->second);
   return shiftable_sets_[it->second];
 }
@@ -368,27 +379,125 @@ void Engine::walk(uint32_t root, const std::vector<Head>& heads, std::span<uint3
 
 void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, const std::vector<Head>& heads,
                         std::span<uint32_t> words) {
+  if (lexer_walk_applies(heads)) return lexer_walk(first, end, parent_depth, heads[0], words);
   const VocabTrie& trie = g_.trie();
+  // Walks nest (a lexer walk falls back to a walk below a lexeme's end):
+  // each nesting level gets its own rows of scratch.
   const size_t depth = trie.max_depth() + 2;
-  if (levels_.size() < depth) {
-    levels_.resize(depth);
-    level_marks_.resize(depth);
+  const size_t base = static_cast<size_t>(walk_depth_) * depth;
+  ++walk_depth_;
+  if (levels_.size() < base + depth) {
+    levels_.resize(base + depth);
+    level_marks_.resize(base + depth);
   }
-  levels_[0] = heads;
-  level_marks_[0] = mark();
+  levels_[base] = heads;
+  level_marks_[base] = mark();
   for (uint32_t node = first; node < end;) {
     uint32_t d = trie.depth(node) - parent_depth;
-    truncate(level_marks_[d - 1]);
-    step_byte(levels_[d - 1], trie.byte(node), trie.depth(node) == 1, levels_[d]);
-    level_marks_[d] = mark();
-    if (levels_[d].empty()) {
+    ++g_generic_nodes;
+    truncate(level_marks_[base + d - 1]);
+    step_byte(levels_[base + d - 1], trie.byte(node), trie.depth(node) == 1, levels_[base + d]);
+    level_marks_[base + d] = mark();
+    if (levels_[base + d].empty()) {
       node = trie.subtree_end(node);
       continue;
     }
     for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
+    if (lexer_walk_applies(levels_[base + d])) {
+      // One plain lexeme left: the rest of this subtree takes the fast road.
+      const std::vector<Head> single = levels_[base + d];
+      lexer_walk(node + 1, trie.subtree_end(node), trie.depth(node), single[0], words);
+      node = trie.subtree_end(node);
+      continue;
+    }
     ++node;
   }
-  truncate(level_marks_[0]);
+  truncate(level_marks_[base]);
+  --walk_depth_;
+}
+
+bool Engine::lexer_walk_applies(const std::vector<Head>& heads) const {
+  if (heads.size() != 1) return false;
+  const Head& h = heads[0];
+  return h.terminal != Head::kBetween && h.pending == 0 &&
+         lex_.terminals[h.terminal].kind == ir::LexTerminal::Kind::Bytes;
+}
+
+std::array<bool, 256> Engine::startable_bytes(const std::vector<Head>& heads) {
+  std::array<bool, 256> can_start{};
+  for (const Head& h : heads) {
+    if (h.pending != 0) {
+      can_start.fill(true);
+      break;
+    }
+    shiftable(h.node);
+    const auto& bytes = shiftable_first_bytes_[shiftable_index_[h.node]];
+    for (int b = 0; b < 256; ++b) can_start[b] = can_start[b] || bytes[b];
+  }
+  return can_start;
+}
+
+void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head,
+                        std::span<uint32_t> words) {
+  const VocabTrie& trie = g_.trie();
+  const ir::Dfa& dfa = lex_.terminals[head.terminal].dfa;
+  // Where the lexeme ends, the parser takes over: the nodes after it, the
+  // bytes that can start the next lexeme, and the heads after each such byte
+  // are the same at every node below, so each is computed once.
+  std::vector<Head> after;
+  for (uint32_t n : end_lexeme_one(head.node, head.terminal)) after.push_back({n, Head::kBetween, 0, 0, 0});
+  const std::array<bool, 256> can_start = startable_bytes(after);
+  const size_t row = static_cast<size_t>(walk_depth_);
+  if (lexer_states_.size() <= row) {
+    lexer_states_.resize(row + 1);
+    lexer_next_.resize(row + 1);
+  }
+  std::vector<uint32_t>& at = lexer_states_[row];
+  auto& next = lexer_next_[row];  // per byte: heads after the lexeme ends and the byte starts the next
+  std::array<int8_t, 256> known{};  // 0 not computed, 1 live, -1 dead
+  at.resize(trie.max_depth() + 2);
+  at[0] = head.state;
+  ++walk_depth_;
+  for (uint32_t node = first; node < end;) {
+    const uint32_t d = trie.depth(node) - parent_depth;
+    ++g_lexer_nodes;
+    const uint32_t q = at[d - 1];
+    const uint8_t b = trie.byte(node);
+    const uint32_t q2 = dfa.next(q, b);
+    bool ending_live = false;
+    if (dfa.accepting(q) && can_start[b] && !after.empty()) {
+      if (known[b] == 0) {
+        ++g_ending_steps;
+        step_byte(after, b, /*first_of_token=*/false, next[b]);
+        known[b] = next[b].empty() ? -1 : 1;
+      }
+      ending_live = known[b] > 0;
+    }
+    if (ending_live) {
+      // Both readings may go on below: one generic walk over the union of
+      // their heads, so that ambiguous lexing is merged level by level
+      // instead of being explored once per way of reading it.
+      for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
+      if (trie.subtree_end(node) > node + 1) {
+        std::vector<Head> heads = next[b];
+        if (q2 != ir::Dfa::kDead) {
+          heads.push_back({head.node, head.terminal, q2, 0, head.lexeme_tokens});
+          normalize(heads);
+        }
+        walk_range(node + 1, trie.subtree_end(node), trie.depth(node), heads, words);
+      }
+      node = trie.subtree_end(node);
+      continue;
+    }
+    if (q2 == ir::Dfa::kDead) {
+      node = trie.subtree_end(node);
+      continue;
+    }
+    for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
+    at[d] = q2;
+    ++node;
+  }
+  --walk_depth_;
 }
 
 void Engine::walk_crossings(const std::vector<uint32_t>& crossing, const std::vector<Head>& after,
@@ -398,11 +507,13 @@ void Engine::walk_crossings(const std::vector<uint32_t>& crossing, const std::ve
   // crossing node: do it once per byte value, lazily.
   std::array<int8_t, 256> known{};  // 0 unknown, 1 live, -1 dead
   std::array<std::vector<Head>, 256>& first = first_step_;
+  const std::array<bool, 256> can_start = startable_bytes(after);
   const VocabTrie& trie = g_.trie();
   for (uint32_t n : crossing) {
     const uint32_t end = trie.subtree_end(n);
     for (uint32_t child = n + 1; child < end; child = trie.subtree_end(child)) {
       const uint8_t b = trie.byte(child);
+      if (!can_start[b]) continue;
       if (known[b] == 0) {
         step_byte(after, b, /*first_of_token=*/false, first[b]);
         known[b] = first[b].empty() ? -1 : 1;
@@ -450,6 +561,7 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
 }
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
+  ++g_masks;
 
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();

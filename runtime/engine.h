@@ -108,6 +108,14 @@ class Engine {
   // token is walked from `after` (the heads once the lexeme has ended), but
   // only below children whose byte can start a lexeme there.
   void walk_crossings(const std::vector<uint32_t>& crossing, const std::vector<Head>& after, std::span<uint32_t> words);
+  // The fast road for one head inside a byte lexeme with nothing pending:
+  // the subtree [first, end) is walked with the terminal's DFA alone, and
+  // the parser is consulted only where the lexeme can end and the next byte
+  // can start another one.
+  void lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head, std::span<uint32_t> words);
+  bool lexer_walk_applies(const std::vector<Head>& heads) const;
+  // Bytes that can start a lexeme from these heads (all, when pending).
+  std::array<bool, 256> startable_bytes(const std::vector<Head>& heads);
   // Tokens that start a new lexeme at these nodes (nothing pending).
   void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words);
   uint32_t pending_after(const Head& h) const;
@@ -125,6 +133,7 @@ class Engine {
   std::vector<EndCacheEntry> end_cache_ = std::vector<EndCacheEntry>(kEndCacheSize);
   std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
   std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
+  std::deque<std::array<bool, 256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals
   std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;
   std::vector<std::vector<std::pair<uint32_t, std::string>>> pending_sets_;
   std::map<std::vector<std::pair<uint32_t, std::string>>, uint32_t> pending_ids_;
@@ -142,6 +151,9 @@ class Engine {
   // Scratch for the trie walk, one level per depth.
   std::vector<std::vector<Head>> levels_;
   std::vector<Mark> level_marks_;
+  int walk_depth_ = 0;  // nesting of walks: each nesting level has its own scratch
+  std::deque<std::vector<uint32_t>> lexer_states_;  // stable rows: walks nest
+  std::deque<std::array<std::vector<Head>, 256>> lexer_next_;
 };
 
 }  // namespace cgram
