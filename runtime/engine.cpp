@@ -1,13 +1,8 @@
 #include "engine.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 namespace cgram {
-static size_t g_lexer_nodes = 0, g_generic_nodes = 0, g_ending_steps = 0, g_masks = 0;
-struct Report { ~Report() { if (std::getenv("CGRAM_COUNTERS")) fprintf(stderr, "masks %zu lexer nodes %zu generic nodes %zu ending steps %zu\n", g_masks, g_lexer_nodes, g_generic_nodes, g_ending_steps); } } g_report;
-
 
 namespace {
 constexpr uint32_t kViolated = UINT32_MAX;
@@ -394,7 +389,6 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
   level_marks_[base] = mark();
   for (uint32_t node = first; node < end;) {
     uint32_t d = trie.depth(node) - parent_depth;
-    ++g_generic_nodes;
     truncate(level_marks_[base + d - 1]);
     step_byte(levels_[base + d - 1], trie.byte(node), trie.depth(node) == 1, levels_[base + d]);
     level_marks_[base + d] = mark();
@@ -446,6 +440,14 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
   // are the same at every node below, so each is computed once.
   std::vector<Head> after;
   for (uint32_t n : end_lexeme_one(head.node, head.terminal)) after.push_back({n, Head::kBetween, 0, 0, 0});
+  if (end - first >= TokenIndex::kSubtreeMin) {
+    // A large subtree: its tokens are classified once by the index, for
+    // this terminal state, and only the lexeme ends need the parser.
+    const StateIndex& ix = g_.index().get_subtree(first - 1, head.terminal, head.state);
+    for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
+    walk_crossings(ix, after, words);
+    return;
+  }
   const std::array<bool, 256> can_start = startable_bytes(after);
   const size_t row = static_cast<size_t>(walk_depth_);
   if (lexer_states_.size() <= row) {
@@ -460,14 +462,12 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
   ++walk_depth_;
   for (uint32_t node = first; node < end;) {
     const uint32_t d = trie.depth(node) - parent_depth;
-    ++g_lexer_nodes;
     const uint32_t q = at[d - 1];
     const uint8_t b = trie.byte(node);
     const uint32_t q2 = dfa.next(q, b);
     bool ending_live = false;
     if (dfa.accepting(q) && can_start[b] && !after.empty()) {
       if (known[b] == 0) {
-        ++g_ending_steps;
         step_byte(after, b, /*first_of_token=*/false, next[b]);
         known[b] = next[b].empty() ? -1 : 1;
       }
@@ -500,30 +500,25 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
   --walk_depth_;
 }
 
-void Engine::walk_crossings(const std::vector<uint32_t>& crossing, const std::vector<Head>& after,
-                            std::span<uint32_t> words) {
-  if (crossing.empty() || after.empty()) return;
-  // The first byte after the lexeme is read from the same heads at every
-  // crossing node: do it once per byte value, lazily.
-  std::array<int8_t, 256> known{};  // 0 unknown, 1 live, -1 dead
-  std::array<std::vector<Head>, 256>& first = first_step_;
+void Engine::walk_crossings(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words) {
+  if (!index.crosses() || after.empty()) return;
   const std::array<bool, 256> can_start = startable_bytes(after);
   const VocabTrie& trie = g_.trie();
-  for (uint32_t n : crossing) {
-    const uint32_t end = trie.subtree_end(n);
-    for (uint32_t child = n + 1; child < end; child = trie.subtree_end(child)) {
-      const uint8_t b = trie.byte(child);
-      if (!can_start[b]) continue;
-      if (known[b] == 0) {
-        step_byte(after, b, /*first_of_token=*/false, first[b]);
-        known[b] = first[b].empty() ? -1 : 1;
-      }
-      if (known[b] < 0) continue;
-      for (uint32_t id : trie.tokens(child)) words[id / 32] |= 1u << (id % 32);
-      if (trie.subtree_end(child) > child + 1)
-        walk_range(child + 1, trie.subtree_end(child), trie.depth(child), first[b], words);
+  if (crossing_heads_.size() <= static_cast<size_t>(crossing_depth_)) crossing_heads_.emplace_back();
+  std::vector<Head>& next = crossing_heads_[crossing_depth_];
+  ++crossing_depth_;
+  for (int b = 0; b < 256; ++b) {
+    std::span<const uint32_t> nodes = index.crossing(static_cast<uint8_t>(b));
+    if (nodes.empty() || !can_start[b]) continue;
+    // The next lexeme starts with this byte, the same at every such node.
+    step_byte(after, static_cast<uint8_t>(b), /*first_of_token=*/false, next);
+    if (next.empty()) continue;
+    for (uint32_t node : nodes) {
+      for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
+      if (trie.subtree_end(node) > node + 1) walk_range(node + 1, trie.subtree_end(node), trie.depth(node), next, words);
     }
   }
+  --crossing_depth_;
 }
 
 void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words) {
@@ -551,17 +546,16 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
       const ir::LexTerminal& term = lex_.terminals[t];
       if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
       const StateIndex& ix = index.get(t, term.dfa.start());
-      if (ix.crossing.empty()) continue;
+      if (!ix.crosses()) continue;
       // The lexeme of t ends inside the token: the rest follows the parser.
       std::vector<Head> after;
       for (uint32_t n : end_lexeme_one(v, t)) after.push_back({n, Head::kBetween, 0, 0, 0});
-      walk_crossings(ix.crossing, after, words);
+      walk_crossings(ix, after, words);
     }
   }
 }
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
-  ++g_masks;
 
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();
@@ -601,14 +595,14 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
     if (can_continue_into_token(h))
       for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
     bool ends_here = t.dfa.accepting(h.state);
-    if (!ends_here && ix.crossing.empty()) continue;
+    if (!ends_here && !ix.crosses()) continue;
     std::vector<uint32_t> nodes = end_lexeme_one(h.node, h.terminal);
     uint32_t pending = pending_after(h);
     if (ends_here) mask_between(nodes, pending, words);
     if (!can_continue_into_token(h)) continue;
     std::vector<Head> after;
     for (uint32_t n : nodes) after.push_back({n, Head::kBetween, 0, pending, 0});
-    walk_crossings(ix.crossing, after, words);
+    walk_crossings(ix, after, words);
   }
   truncate(start);
 }

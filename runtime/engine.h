@@ -107,7 +107,7 @@ class Engine {
   // Tokens that cross out of a lexeme at the crossing nodes: the rest of each
   // token is walked from `after` (the heads once the lexeme has ended), but
   // only below children whose byte can start a lexeme there.
-  void walk_crossings(const std::vector<uint32_t>& crossing, const std::vector<Head>& after, std::span<uint32_t> words);
+  void walk_crossings(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words);
   // The fast road for one head inside a byte lexeme with nothing pending:
   // the subtree [first, end) is walked with the terminal's DFA alone, and
   // the parser is consulted only where the lexeme can end and the next byte
@@ -147,11 +147,12 @@ class Engine {
   std::vector<uint32_t> group_, reduced_, shifted_nodes_, closure_scratch_;
   std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_, work_;
   std::vector<uint32_t> path_ends_;
-  std::array<std::vector<Head>, 256> first_step_;
+  std::deque<std::vector<Head>> crossing_heads_;  // one per nesting level of walk_crossings
   // Scratch for the trie walk, one level per depth.
   std::vector<std::vector<Head>> levels_;
   std::vector<Mark> level_marks_;
   int walk_depth_ = 0;  // nesting of walks: each nesting level has its own scratch
+  int crossing_depth_ = 0;
   std::deque<std::vector<uint32_t>> lexer_states_;  // stable rows: walks nest
   std::deque<std::array<std::vector<Head>, 256>> lexer_next_;
 };

@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "lexical.h"
@@ -21,8 +23,16 @@
 namespace cgram {
 
 struct StateIndex {
-  std::vector<uint32_t> inside;    // mask words
-  std::vector<uint32_t> crossing;  // trie nodes where the terminal may end mid-token
+  std::vector<uint32_t> inside;  // mask words
+  // Where the terminal may end mid-token: the trie nodes just after such an
+  // end, grouped by their byte (the first byte of the next lexeme), so that
+  // a byte no next lexeme can start with costs nothing at run time.
+  std::vector<uint32_t> cross_begin;  // 257 offsets into cross_nodes, by byte
+  std::vector<uint32_t> cross_nodes;
+  bool crosses() const { return !cross_nodes.empty(); }
+  std::span<const uint32_t> crossing(uint8_t byte) const {
+    return {cross_nodes.data() + cross_begin[byte], cross_nodes.data() + cross_begin[byte + 1]};
+  }
 };
 
 class TokenIndex {
@@ -30,6 +40,10 @@ class TokenIndex {
   TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie, size_t mask_words);
 
   const StateIndex& get(uint32_t terminal, uint32_t state) const;
+  // The same for the tokens below trie node `root`, reading their bytes
+  // after root's depth (cached for subtrees of at least kSubtreeMin nodes).
+  static constexpr uint32_t kSubtreeMin = 256;
+  const StateIndex& get_subtree(uint32_t root, uint32_t terminal, uint32_t state) const;
   // Union of the inside sets of these terminals from their start states.
   const std::vector<uint32_t>& inside_from_start(const std::vector<uint32_t>& terminals) const;
   // Builds every entry now (AOT and eager JIT compilation).
@@ -42,7 +56,7 @@ class TokenIndex {
     std::once_flag once;
     std::unique_ptr<StateIndex> value;
   };
-  std::unique_ptr<StateIndex> build(uint32_t terminal, uint32_t state) const;
+  std::unique_ptr<StateIndex> build(uint32_t root, uint32_t terminal, uint32_t state) const;
 
   const ir::LexicalGrammar& lexical_;
   const VocabTrie& trie_;
@@ -50,6 +64,8 @@ class TokenIndex {
   std::vector<size_t> offset_;  // first slot of each terminal
   std::unique_ptr<Slot[]> slots_;
   size_t slot_count_ = 0;
+  mutable std::mutex subtree_mutex_;
+  mutable std::unordered_map<uint64_t, std::unique_ptr<StateIndex>> subtrees_;
   mutable std::mutex union_mutex_;
   mutable std::map<std::vector<uint32_t>, std::unique_ptr<std::vector<uint32_t>>> unions_;
 };
