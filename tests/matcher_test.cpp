@@ -58,28 +58,35 @@ std::unique_ptr<Encoder> encoder(const std::shared_ptr<const Vocabulary>& vocab)
   return std::move(std::get<std::unique_ptr<Encoder>>(created));
 }
 
+// One example's document, then random walks from each seed: every mask
+// against the oracle's. Returns the (step, token) pairs compared.
+size_t differential(const std::string& label, const std::shared_ptr<const Vocabulary>& vocab, const Encoder& enc,
+                    const std::string& name, const std::string& doc, const std::vector<uint64_t>& seeds,
+                    size_t steps, size_t min_document_steps = 0) {
+  auto g = grammar(read_example(name));
+  auto compiled = compile(g, vocab);
+  OracleMasker oracle(oracle_grammar(*g), vocab);
+  WalkStats d = walk_document(compiled, oracle, enc.encode_continuation(doc));
+  INFO(label << " " << name << " document: " << d.first_mismatch);
+  CHECK(d.mismatches == 0);
+  CHECK(d.steps > min_document_steps);
+  size_t pairs = d.pairs;
+  for (uint64_t seed : seeds) {
+    WalkStats r = walk_random(compiled, oracle, seed, steps);
+    INFO(label << " " << name << " random walk " << seed << ": " << r.first_mismatch);
+    CHECK(r.mismatches == 0);
+    pairs += r.pairs;
+  }
+  return pairs;
+}
+
 }  // namespace
 
 TEST_CASE("differential: every example, documents and random walks, bundled vocabulary", "[matcher][differential]") {
   auto vocab = bundled();
   auto enc = encoder(vocab);
   size_t pairs = 0;
-  for (const auto& [name, doc] : documents()) {
-    auto g = grammar(read_example(name));
-    auto compiled = compile(g, vocab);
-    OracleMasker oracle(oracle_grammar(*g), vocab);
-    WalkStats d = walk_document(compiled, oracle, enc->encode_continuation(doc));
-    INFO(name << " document: " << d.first_mismatch);
-    CHECK(d.mismatches == 0);
-    CHECK(d.steps > 5);
-    pairs += d.pairs;
-    for (uint64_t seed : {1, 2}) {
-      WalkStats r = walk_random(compiled, oracle, seed, 12);
-      INFO(name << " random walk " << seed << ": " << r.first_mismatch);
-      CHECK(r.mismatches == 0);
-      pairs += r.pairs;
-    }
-  }
+  for (const auto& [name, doc] : documents()) pairs += differential("phi-3", vocab, *enc, name, doc, {1, 2}, 12, 5);
   CHECK(pairs > 4'000'000);
   WARN("differential (quick): " << pairs << " (step, token) pairs compared");
 }
@@ -90,18 +97,9 @@ TEST_CASE("differential on other vocabulary kinds: byte-level BPE and tiktoken",
   for (std::string file : {"gguf/ggml-vocab-gpt-2.gguf", "cl100k_base.tiktoken"}) {
     auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));
     auto enc = encoder(vocab);
-    for (const auto& [name, doc] : documents()) {
-      if (name != "json.cgram" && name != "reply.cgram" && name != "c_subset.cgram") continue;
-      auto g = grammar(read_example(name));
-      auto compiled = compile(g, vocab);
-      OracleMasker oracle(oracle_grammar(*g), vocab);
-      WalkStats d = walk_document(compiled, oracle, enc->encode_continuation(doc));
-      INFO(file << " " << name << ": " << d.first_mismatch);
-      CHECK(d.mismatches == 0);
-      WalkStats r = walk_random(compiled, oracle, 7, 6);
-      INFO(file << " " << name << " random: " << r.first_mismatch);
-      CHECK(r.mismatches == 0);
-    }
+    for (const auto& [name, doc] : documents())
+      if (name == "json.cgram" || name == "reply.cgram" || name == "c_subset.cgram")
+        differential(file, vocab, *enc, name, doc, {7}, 6);
   }
 }
 
@@ -281,21 +279,7 @@ TEST_CASE("differential, exhaustive: three vocabulary kinds, every example", "[l
     auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));
     auto enc = encoder(vocab);
     size_t vocab_pairs = 0;
-    for (const auto& [name, doc] : documents()) {
-      auto g = grammar(read_example(name));
-      auto compiled = compile(g, vocab);
-      OracleMasker oracle(oracle_grammar(*g), vocab);
-      WalkStats d = walk_document(compiled, oracle, enc->encode_continuation(doc));
-      INFO(file << " " << name << " document: " << d.first_mismatch);
-      CHECK(d.mismatches == 0);
-      vocab_pairs += d.pairs;
-      for (uint64_t seed = 1; seed <= 3; ++seed) {
-        WalkStats r = walk_random(compiled, oracle, seed, 10);
-        INFO(file << " " << name << " random walk " << seed << ": " << r.first_mismatch);
-        CHECK(r.mismatches == 0);
-        vocab_pairs += r.pairs;
-      }
-    }
+    for (const auto& [name, doc] : documents()) vocab_pairs += differential(file, vocab, *enc, name, doc, {1, 2, 3}, 10);
     WARN(file << ": " << vocab_pairs << " (step, token) pairs compared");
     pairs += vocab_pairs;
   }
