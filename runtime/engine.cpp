@@ -13,7 +13,7 @@ Engine::Engine(const CompiledGrammar& grammar)
   for (uint32_t t = 0; t < lex_.terminals.size(); ++t) {
     const ir::LexTerminal& term = lex_.terminals[t];
     if (term.kind == ir::LexTerminal::Kind::AnyToken) any_terminal_ = t;
-    std::array<bool, 256> first{};
+    std::bitset<256> first;
     for (int b = 0; b < 256; ++b)
       first[b] = term.kind == ir::LexTerminal::Kind::AnyToken ||
                  term.dfa.next(term.dfa.start(), static_cast<uint8_t>(b)) != ir::Dfa::kDead;
@@ -167,9 +167,8 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
     if (is_shiftable(node, t)) result.push_back(t);
   auto [it, inserted] = shiftable_ids_.emplace(result, static_cast<uint32_t>(shiftable_sets_.size()));
   if (inserted) {
-    std::array<bool, 256> bytes{};
-    for (uint32_t t : result)
-      for (int b = 0; b < 256; ++b) bytes[b] = bytes[b] || first_bytes_[t][b];
+    std::bitset<256> bytes;
+    for (uint32_t t : result) bytes |= first_bytes_[t];
     shiftable_first_bytes_.push_back(bytes);
     shiftable_sets_.push_back(std::move(result));
   }
@@ -417,16 +416,12 @@ bool Engine::lexer_walk_applies(const std::vector<Head>& heads) const {
          lex_.terminals[h.terminal].kind == ir::LexTerminal::Kind::Bytes;
 }
 
-std::array<bool, 256> Engine::startable_bytes(const std::vector<Head>& heads) {
-  std::array<bool, 256> can_start{};
+std::bitset<256> Engine::startable_bytes(const std::vector<Head>& heads) {
+  std::bitset<256> can_start;
   for (const Head& h : heads) {
-    if (h.pending != 0) {
-      can_start.fill(true);
-      break;
-    }
+    if (h.pending != 0) return can_start.set();
     shiftable(h.node);
-    const auto& bytes = shiftable_first_bytes_[shiftable_index_[h.node]];
-    for (int b = 0; b < 256; ++b) can_start[b] = can_start[b] || bytes[b];
+    can_start |= shiftable_first_bytes_[shiftable_index_[h.node]];
   }
   return can_start;
 }
@@ -448,7 +443,7 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
     walk_crossings(ix, after, words);
     return;
   }
-  const std::array<bool, 256> can_start = startable_bytes(after);
+  const std::bitset<256> can_start = startable_bytes(after);
   const size_t row = static_cast<size_t>(walk_depth_);
   if (lexer_states_.size() <= row) {
     lexer_states_.resize(row + 1);
@@ -502,7 +497,7 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
 
 void Engine::walk_crossings(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words) {
   if (!index.crosses() || after.empty()) return;
-  const std::array<bool, 256> can_start = startable_bytes(after);
+  const std::bitset<256> can_start = startable_bytes(after);
   const VocabTrie& trie = g_.trie();
   if (crossing_heads_.size() <= static_cast<size_t>(crossing_depth_)) crossing_heads_.emplace_back();
   std::vector<Head>& next = crossing_heads_[crossing_depth_];

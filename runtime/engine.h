@@ -10,6 +10,7 @@
 // as lookahead. Every head set is exact: a token is allowed iff some head
 // survives its bytes.
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -115,7 +116,7 @@ class Engine {
   void lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head, std::span<uint32_t> words);
   bool lexer_walk_applies(const std::vector<Head>& heads) const;
   // Bytes that can start a lexeme from these heads (all, when pending).
-  std::array<bool, 256> startable_bytes(const std::vector<Head>& heads);
+  std::bitset<256> startable_bytes(const std::vector<Head>& heads);
   // Tokens that start a new lexeme at these nodes (nothing pending).
   void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words);
   uint32_t pending_after(const Head& h) const;
@@ -125,7 +126,7 @@ class Engine {
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;
   std::optional<uint32_t> any_terminal_;
-  std::vector<std::array<bool, 256>> first_bytes_;  // per terminal
+  std::vector<std::bitset<256>> first_bytes_;  // per terminal
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
   std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
@@ -133,7 +134,7 @@ class Engine {
   std::vector<EndCacheEntry> end_cache_ = std::vector<EndCacheEntry>(kEndCacheSize);
   std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
   std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
-  std::deque<std::array<bool, 256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals
+  std::deque<std::bitset<256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals
   std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;
   std::vector<std::vector<std::pair<uint32_t, std::string>>> pending_sets_;
   std::map<std::vector<std::pair<uint32_t, std::string>>, uint32_t> pending_ids_;

@@ -286,3 +286,30 @@ TEST_CASE("differential, exhaustive: three vocabulary kinds, every example", "[l
   WARN("differential (exhaustive): " << pairs << " (step, token) pairs compared in all");
   CHECK(pairs >= 10'000'000);
 }
+
+TEST_CASE("differential: ambiguous, recursive and empty-rule grammars", "[matcher][differential]") {
+  auto vocab = bundled();
+  const char* grammars[] = {
+      "start ::= e; e ::= e '+' e | e e | 'a' | '';",                    // ambiguous, empty
+      "start ::= l; l ::= l 'x' | 'y';",                                 // left recursion
+      "start ::= r; r ::= 'x' r | 'y';",                                 // right recursion
+      "start ::= p; p ::= '(' p ')' p | '';",                            // balanced, empty
+      "start ::= a a a 'z'; a ::= b | 'q'; b ::= '' | c; c ::= b;",      // nested empty rules
+      "start ::= s; s ::= 'if' s | 'if' s 'else' s | 'x' | ' ' s;",       // dangling else
+      "start ::= #'[a-z]+' (' ' #'[a-z]+')* | #'[a-z]+' '!';",           // lexical ambiguity
+      "start ::= except!('ab') 'b' 'x' | 'a' except!(('b' | 'cd'), 2) 'b';",
+  };
+  size_t pairs = 0;
+  for (const char* source : grammars) {
+    auto g = grammar(source);
+    auto compiled = compile(g, vocab);
+    OracleMasker oracle(oracle_grammar(*g), vocab);
+    for (uint64_t seed : {1, 2, 3}) {
+      WalkStats r = walk_random(compiled, oracle, seed, 10);
+      INFO(source << " seed " << seed << ": " << r.first_mismatch);
+      CHECK(r.mismatches == 0);
+      pairs += r.pairs;
+    }
+  }
+  CHECK(pairs > 1'000'000);
+}
