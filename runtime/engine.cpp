@@ -162,15 +162,21 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
 // lookaheads are merged).
 const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
   if (shiftable_index_[node] >= 0) return shiftable_sets_[shiftable_index_[node]];
-  std::vector<uint32_t> result;
+  std::vector<uint32_t>& result = shiftable_scratch_;
+  result.clear();
   for (uint32_t t : table_.terminals_with_actions(nodes_[node].state))
     if (is_shiftable(node, t)) result.push_back(t);
-  auto [it, inserted] = shiftable_ids_.emplace(result, static_cast<uint32_t>(shiftable_sets_.size()));
+  auto it = shiftable_ids_.find(result);
+  bool inserted = false;
+  if (it == shiftable_ids_.end()) {
+    it = shiftable_ids_.emplace(result, static_cast<uint32_t>(shiftable_sets_.size())).first;
+    inserted = true;
+  }
   if (inserted) {
     std::bitset<256> bytes;
     for (uint32_t t : result) bytes |= first_bytes_[t];
     shiftable_first_bytes_.push_back(bytes);
-    shiftable_sets_.push_back(std::move(result));
+    shiftable_sets_.push_back(result);
   }
   shiftable_index_[node] = static_cast<int32_t>(it->second);
   return shiftable_sets_[it->second];
@@ -236,9 +242,13 @@ std::optional<uint32_t> Engine::advance_pending(uint32_t pending, std::string_vi
 uint32_t Engine::add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state) {
   const auto& strings = lex_.excepts[except_index].automaton->pending(ac_state);
   if (strings.empty()) return pending;
+  const uint64_t key = (uint64_t(pending) << 40) ^ (uint64_t(except_index) << 24) ^ ac_state;
+  if (auto it = except_pending_.find(key); it != except_pending_.end()) return it->second;
   std::vector<std::pair<uint32_t, std::string>> set = pending_sets_[pending];
   for (const std::string& s : strings) set.emplace_back(except_index, s);
-  return intern_pending(std::move(set));
+  const uint32_t id = intern_pending(std::move(set));
+  except_pending_.emplace(key, id);
+  return id;
 }
 
 bool Engine::can_continue_into_token(const Head& h) const {
@@ -307,58 +317,73 @@ void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std
   if (bytes.empty()) return;
   // any!: the whole token, from any head that can be between lexemes now.
   if (any_terminal_) {
-    std::map<uint32_t, std::vector<uint32_t>> between;  // pending → nodes
+    ScratchPool<Head>::Lease between(head_scratch_);
+    ScratchPool<Head>::Lease ended(head_scratch_);
     for (const Head& h : in) {
       if (h.terminal == Head::kBetween) {
-        between[h.pending].push_back(h.node);
-        continue;
+        between->push_back(h);
+      } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
+        heads_after_lexeme(h, *ended);
+        between->insert(between->end(), ended->begin(), ended->end());
       }
-      const ir::LexTerminal& t = lex_.terminals[h.terminal];
-      if (!t.dfa.accepting(h.state)) continue;
-      uint32_t pending = t.kind == ir::LexTerminal::Kind::Except
-                             ? add_except_pending(h.pending, t.except_index, h.state)
-                             : h.pending;
-      for (uint32_t n : end_lexeme_one(h.node, h.terminal)) between[pending].push_back(n);
     }
-    for (auto& [pending, nodes] : between) {
-      auto after = advance_pending(pending, bytes);
-      if (!after) continue;
-      std::vector<uint32_t> tops;
-      for (uint32_t n : nodes) {
+    // Grouped by pending occurrences: each group is one GSS scope.
+    std::sort(between->begin(), between->end(),
+              [](const Head& a, const Head& b) { return std::tie(a.pending, a.node) < std::tie(b.pending, b.node); });
+    ScratchPool<uint32_t>::Lease tops(node_scratch_);
+    ScratchPool<uint32_t>::Lease shifted(node_scratch_);
+    for (size_t i = 0; i < between->size();) {
+      const uint32_t pending = (*between)[i].pending;
+      tops->clear();
+      for (; i < between->size() && (*between)[i].pending == pending; ++i) {
+        uint32_t n = (*between)[i].node;
         const auto& can = shiftable(n);
-        if (std::binary_search(can.begin(), can.end(), *any_terminal_)) tops.push_back(n);
+        if (std::binary_search(can.begin(), can.end(), *any_terminal_) && (tops->empty() || tops->back() != n))
+          tops->push_back(n);
       }
-      if (tops.empty()) continue;
-      std::sort(tops.begin(), tops.end());
-      tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
-      end_lexeme(tops, *any_terminal_, shifted_nodes_);
-      for (uint32_t n : shifted_nodes_) out.push_back({n, Head::kBetween, 0, *after, 0});
+      auto after = advance_pending(pending, bytes);
+      if (tops->empty() || !after) continue;
+      end_lexeme(*tops, *any_terminal_, *shifted);
+      for (uint32_t n : *shifted) out.push_back({n, Head::kBetween, 0, *after, 0});
     }
   }
-  std::vector<Head> current = in, next;
-  for (size_t i = 0; i < bytes.size() && !current.empty(); ++i) {
-    step_byte(current, static_cast<uint8_t>(bytes[i]), i == 0, next);
-    current.swap(next);
+  ScratchPool<Head>::Lease current(head_scratch_);
+  ScratchPool<Head>::Lease next(head_scratch_);
+  current->assign(in.begin(), in.end());
+  for (size_t i = 0; i < bytes.size() && !current->empty(); ++i) {
+    step_byte(*current, static_cast<uint8_t>(bytes[i]), i == 0, *next);
+    current->swap(*next);
   }
-  out.insert(out.end(), current.begin(), current.end());
+  out.insert(out.end(), current->begin(), current->end());
   normalize(out);
 }
 
 bool Engine::can_end(const std::vector<Head>& heads) {
   Mark m = mark();
   bool accepted = false;
+  ScratchPool<Head>::Lease after(head_scratch_);
+  ScratchPool<uint32_t>::Lease tops(node_scratch_);
   for (const Head& h : heads) {
-    std::vector<uint32_t> tops;
+    tops->clear();
     if (h.terminal == Head::kBetween) {
-      tops.push_back(h.node);
+      tops->push_back(h.node);
     } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
-      tops = end_lexeme_one(h.node, h.terminal);
+      heads_after_lexeme(h, *after);
+      for (const Head& a : *after) tops->push_back(a.node);
     }
-    if (!tops.empty()) reduce_closure(tops, table_.end_marker(), &accepted, closure_scratch_);
+    if (!tops->empty()) reduce_closure(*tops, table_.end_marker(), &accepted, closure_scratch_);
     if (accepted) break;
   }
   truncate(m);
   return accepted;
+}
+
+void Engine::heads_after_lexeme(const Head& head, std::vector<Head>& out) {
+  out.clear();
+  ScratchPool<uint32_t>::Lease nodes(node_scratch_);
+  end_lexeme(std::span<const uint32_t>(&head.node, 1), head.terminal, *nodes);
+  const uint32_t pending = pending_after(head);
+  for (uint32_t n : *nodes) out.push_back({n, Head::kBetween, 0, pending, 0});
 }
 
 uint32_t Engine::pending_after(const Head& h) const {
@@ -398,8 +423,8 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
     for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
     if (lexer_walk_applies(levels_[base + d])) {
       // One plain lexeme left: the rest of this subtree takes the fast road.
-      const std::vector<Head> single = levels_[base + d];
-      lexer_walk(node + 1, trie.subtree_end(node), trie.depth(node), single[0], words);
+      const Head single = levels_[base + d][0];  // a copy: the rows may move below
+      lexer_walk(node + 1, trie.subtree_end(node), trie.depth(node), single, words);
       node = trie.subtree_end(node);
       continue;
     }
@@ -433,8 +458,9 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
   // Where the lexeme ends, the parser takes over: the nodes after it, the
   // bytes that can start the next lexeme, and the heads after each such byte
   // are the same at every node below, so each is computed once.
-  std::vector<Head> after;
-  for (uint32_t n : end_lexeme_one(head.node, head.terminal)) after.push_back({n, Head::kBetween, 0, 0, 0});
+  ScratchPool<Head>::Lease after_lease(head_scratch_);
+  std::vector<Head>& after = *after_lease;
+  heads_after_lexeme(head, after);
   if (end - first >= TokenIndex::kSubtreeMin) {
     // A large subtree: its tokens are classified once by the index, for
     // this terminal state, and only the lexeme ends need the parser.
@@ -474,12 +500,13 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
       // instead of being explored once per way of reading it.
       for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
       if (trie.subtree_end(node) > node + 1) {
-        std::vector<Head> heads = next[b];
+        ScratchPool<Head>::Lease heads(head_scratch_);
+        heads->assign(next[b].begin(), next[b].end());
         if (q2 != ir::Dfa::kDead) {
-          heads.push_back({head.node, head.terminal, q2, 0, head.lexeme_tokens});
-          normalize(heads);
+          heads->push_back({head.node, head.terminal, q2, 0, head.lexeme_tokens});
+          normalize(*heads);
         }
-        walk_range(node + 1, trie.subtree_end(node), trie.depth(node), heads, words);
+        walk_range(node + 1, trie.subtree_end(node), trie.depth(node), *heads, words);
       }
       node = trie.subtree_end(node);
       continue;
@@ -517,10 +544,10 @@ void Engine::walk_crossings(const StateIndex& index, const std::vector<Head>& af
 }
 
 void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words) {
+  ScratchPool<Head>::Lease heads(head_scratch_);
   if (pending != 0) {
-    std::vector<Head> heads;
-    for (uint32_t v : nodes) heads.push_back({v, Head::kBetween, 0, pending, 0});
-    walk(0, heads, words);
+    for (uint32_t v : nodes) heads->push_back({v, Head::kBetween, 0, pending, 0});
+    walk(0, *heads, words);
     return;
   }
   const TokenIndex& index = g_.index();
@@ -532,7 +559,8 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
       return lex_.terminals[t].kind == ir::LexTerminal::Kind::Except;
     });
     if (has_except) {
-      walk(0, {Head{v, Head::kBetween, 0, 0, 0}}, words);
+      heads->assign(1, Head{v, Head::kBetween, 0, 0, 0});
+      walk(0, *heads, words);
       continue;
     }
     const std::vector<uint32_t>& inside = index.inside_from_start(terminals);
@@ -543,29 +571,35 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
       const StateIndex& ix = index.get(t, term.dfa.start());
       if (!ix.crosses()) continue;
       // The lexeme of t ends inside the token: the rest follows the parser.
-      std::vector<Head> after;
-      for (uint32_t n : end_lexeme_one(v, t)) after.push_back({n, Head::kBetween, 0, 0, 0});
-      walk_crossings(ix, after, words);
+      heads_after_lexeme(Head{v, t, term.dfa.start(), 0, 0}, *heads);
+      walk_crossings(ix, *heads, words);
     }
   }
 }
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
-
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();
+  ScratchPool<Head>::Lease after(head_scratch_);
+  ScratchPool<uint32_t>::Lease nodes(node_scratch_);
   // any!: every text token, unless a pending except! occurrence forbids it.
   if (any_terminal_) {
-    std::map<uint32_t, std::vector<uint32_t>> between;  // pending → nodes
+    ScratchPool<Head>::Lease between(head_scratch_);
     for (const Head& h : heads) {
-      if (h.terminal == Head::kBetween) between[h.pending].push_back(h.node);
-      else if (lex_.terminals[h.terminal].dfa.accepting(h.state))
-        for (uint32_t n : end_lexeme_one(h.node, h.terminal)) between[pending_after(h)].push_back(n);
+      if (h.terminal == Head::kBetween) {
+        between->push_back(h);
+      } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
+        heads_after_lexeme(h, *after);
+        between->insert(between->end(), after->begin(), after->end());
+      }
     }
-    for (auto& [pending, nodes] : between) {
+    std::sort(between->begin(), between->end(),
+              [](const Head& a, const Head& b) { return std::tie(a.pending, a.node) < std::tie(b.pending, b.node); });
+    for (size_t i = 0; i < between->size();) {
+      const uint32_t pending = (*between)[i].pending;
       bool any = false;
-      for (uint32_t n : nodes) {
-        const auto& can = shiftable(n);
+      for (; i < between->size() && (*between)[i].pending == pending; ++i) {
+        const auto& can = shiftable((*between)[i].node);
         any = any || std::binary_search(can.begin(), can.end(), *any_terminal_);
       }
       if (!any) continue;
@@ -574,15 +608,18 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
     }
   }
   const TokenIndex& index = g_.index();
+  ScratchPool<Head>::Lease single(head_scratch_);
   for (const Head& h : heads) {
     // A pending except! occurrence, or an except! lexeme: the exact walk.
     if (h.pending != 0 || (h.terminal != Head::kBetween &&
                            lex_.terminals[h.terminal].kind == ir::LexTerminal::Kind::Except)) {
-      walk(0, {h}, words);
+      single->assign(1, h);
+      walk(0, *single, words);
       continue;
     }
     if (h.terminal == Head::kBetween) {
-      mask_between({h.node}, 0, words);
+      nodes->assign(1, h.node);
+      mask_between(*nodes, 0, words);
       continue;
     }
     const ir::LexTerminal& t = lex_.terminals[h.terminal];
@@ -591,13 +628,14 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
       for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
     bool ends_here = t.dfa.accepting(h.state);
     if (!ends_here && !ix.crosses()) continue;
-    std::vector<uint32_t> nodes = end_lexeme_one(h.node, h.terminal);
-    uint32_t pending = pending_after(h);
-    if (ends_here) mask_between(nodes, pending, words);
+    heads_after_lexeme(h, *after);
+    if (ends_here) {
+      nodes->clear();
+      for (const Head& a : *after) nodes->push_back(a.node);
+      mask_between(*nodes, pending_after(h), words);
+    }
     if (!can_continue_into_token(h)) continue;
-    std::vector<Head> after;
-    for (uint32_t n : nodes) after.push_back({n, Head::kBetween, 0, pending, 0});
-    walk_crossings(ix, after, words);
+    walk_crossings(ix, *after, words);
   }
   truncate(start);
 }

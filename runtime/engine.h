@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "compiled_grammar.h"
+#include "scratch.h"
 
 namespace cgram {
 
@@ -82,11 +83,8 @@ class Engine {
   void reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted, std::vector<uint32_t>& result);
   // Reductions, then the shift of `terminal`: the nodes after it.
   void end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out);
-  std::vector<uint32_t> end_lexeme_one(uint32_t top, uint32_t terminal) {
-    std::vector<uint32_t> out;
-    end_lexeme(std::span<const uint32_t>(&top, 1), terminal, out);
-    return out;
-  }
+  // The between-lexemes heads after `head`'s lexeme ends (nothing when it cannot end).
+  void heads_after_lexeme(const Head& head, std::vector<Head>& out);
   const std::vector<uint32_t>& shiftable(uint32_t node);
   // Whether `terminal` can be shifted from `node` after reductions (cached per node).
   bool is_shiftable(uint32_t node, uint32_t terminal);
@@ -139,6 +137,7 @@ class Engine {
   std::vector<std::vector<std::pair<uint32_t, std::string>>> pending_sets_;
   std::map<std::vector<std::pair<uint32_t, std::string>>, uint32_t> pending_ids_;
   std::unordered_map<uint64_t, uint32_t> pending_steps_;
+  std::unordered_map<uint64_t, uint32_t> except_pending_;  // (pending, except, AC state) → pending
   // Scratch buffers of the hot path (no allocation once warm).
   struct Ending {
     uint32_t terminal, pending, node;
@@ -149,6 +148,10 @@ class Engine {
   std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_, work_;
   std::vector<uint32_t> path_ends_;
   std::deque<std::vector<Head>> crossing_heads_;  // one per nesting level of walk_crossings
+  ScratchPool<Head> head_scratch_;
+  ScratchPool<uint32_t> node_scratch_;
+  std::vector<std::pair<uint32_t, uint32_t>> pending_nodes_;
+  std::vector<uint32_t> shiftable_scratch_;
   // Scratch for the trie walk, one level per depth.
   std::vector<std::vector<Head>> levels_;
   std::vector<Mark> level_marks_;

@@ -22,19 +22,29 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
 Matcher::Matcher(const Matcher& other)
     : grammar_(other.grammar_),
       engine_(other.engine_),
+      head_pool_(other.head_pool_),
       history_(other.history_),
+      current_(other.current_),
       finished_(other.finished_) {}
+
+void Matcher::push_step(const std::vector<Head>& heads, bool finished) {
+  size_t begin = head_pool_.size();
+  head_pool_.insert(head_pool_.end(), heads.begin(), heads.end());
+  history_.push_back({begin, head_pool_.size(), engine_.mark(), finished});
+  current_.assign(heads.begin(), heads.end());
+}
 
 void Matcher::reset() {
   history_.clear();
+  head_pool_.clear();
   std::vector<Head> heads = engine_.initial_heads();
-  history_.push_back({std::move(heads), engine_.mark(), false});
+  push_step(heads, false);
   finished_ = false;
 }
 
 bool Matcher::can_end() {
   if (finished_) return false;
-  return engine_.can_end(history_.back().heads);
+  return engine_.can_end(current_);
 }
 
 AdvanceResult Matcher::advance(uint32_t token) {
@@ -42,25 +52,26 @@ AdvanceResult Matcher::advance(uint32_t token) {
   if (finished_ || token >= vocab.size()) return AdvanceResult::Rejected;
   if (vocab.is_eos(token)) {
     if (!can_end()) return AdvanceResult::Rejected;
-    history_.push_back({history_.back().heads, engine_.mark(), true});
+    scratch_.assign(current_.begin(), current_.end());
+    push_step(scratch_, true);
     finished_ = true;
     return AdvanceResult::Finished;
   }
   if (vocab.is_special(token)) return AdvanceResult::Rejected;
   Engine::Mark before = engine_.mark();
-  engine_.step_token(history_.back().heads, vocab.bytes(token), scratch_);
+  engine_.step_token(current_, vocab.bytes(token), scratch_);
   if (scratch_.empty()) {
     engine_.truncate(before);
     return AdvanceResult::Rejected;
   }
-  history_.push_back({scratch_, engine_.mark(), false});
+  push_step(scratch_, false);
   return AdvanceResult::Ongoing;
 }
 
 void Matcher::fill_mask(std::span<uint32_t> words) {
   std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(mask_words()), 0u);
   if (finished_) return;
-  engine_.fill_text_tokens(history_.back().heads, words);
+  engine_.fill_text_tokens(current_, words);
   if (can_end())
     for (uint32_t id : grammar_->vocabulary().eos_ids()) words[id / 32] |= 1u << (id % 32);
 }
@@ -80,7 +91,7 @@ bool Matcher::is_allowed(uint32_t token) {
   if (vocab.is_eos(token)) return can_end();
   if (vocab.is_special(token)) return false;
   Engine::Mark before = engine_.mark();
-  engine_.step_token(history_.back().heads, vocab.bytes(token), scratch_);
+  engine_.step_token(current_, vocab.bytes(token), scratch_);
   engine_.truncate(before);
   return !scratch_.empty();
 }
@@ -114,8 +125,11 @@ void Matcher::update_logits_from_tokens(std::span<float> logits) {
 bool Matcher::rollback(size_t n) {
   if (n > tokens_accepted()) return false;
   history_.resize(history_.size() - n);
-  engine_.truncate(history_.back().mark);
-  finished_ = history_.back().finished;
+  const Step& step = history_.back();
+  head_pool_.resize(step.heads_end);
+  current_.assign(head_pool_.begin() + static_cast<ptrdiff_t>(step.heads_begin), head_pool_.end());
+  engine_.truncate(step.mark);
+  finished_ = step.finished;
   return true;
 }
 

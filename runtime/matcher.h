@@ -42,14 +42,20 @@ class Matcher {
   const CompiledGrammar& grammar() const { return *grammar_; }
 
  private:
+  // The heads of every step live in one pool (no allocation per token once
+  // its capacity is reached; rollback and reset keep the capacity).
   struct Step {
-    std::vector<Head> heads;
+    size_t heads_begin, heads_end;
     Engine::Mark mark;
     bool finished;
   };
+  void push_step(const std::vector<Head>& heads, bool finished);
+
   std::shared_ptr<const CompiledGrammar> grammar_;
   Engine engine_;
+  std::vector<Head> head_pool_;
   std::vector<Step> history_;  // history_.back() is the current state
+  std::vector<Head> current_;  // the current step's heads, contiguous
   bool finished_ = false;
   std::vector<Head> scratch_;
   std::vector<uint32_t> mask_scratch_;
