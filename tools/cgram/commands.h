@@ -35,6 +35,7 @@ struct VocabArgs {
   std::string start = "start";
   std::string vocab;
   bool json = false;
+  bool eager_index = false;  // build the whole token index at compile time
 };
 
 struct MaskArgs : VocabArgs {

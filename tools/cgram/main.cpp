@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   vocab_options(bench_cmd, bench);
   bench_cmd->add_option("--docs", bench.docs, "A text file, or a folder of them, tokenized with the vocabulary")
       ->required();
+  bench_cmd->add_flag("--eager-index", bench.eager_index,
+                      "Build the whole token index at compile time (as AOT and eager JIT do) instead of on first use");
 
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
