@@ -16,13 +16,29 @@ thread_local bool counting = false;
 thread_local size_t allocations = 0;
 }  // namespace
 
-void* operator new(std::size_t size) {
+// Every replaceable form, so that no allocation escapes the count and every
+// block is freed by the matching function (sanitizers check that).
+namespace {
+void* counted(std::size_t size) noexcept {
   if (counting) ++allocations;
-  if (void* p = std::malloc(size ? size : 1)) return p;
+  return std::malloc(size ? size : 1);
+}
+void* counted_or_throw(std::size_t size) {
+  if (void* p = counted(size)) return p;
   throw std::bad_alloc();
 }
+}  // namespace
+
+void* operator new(std::size_t size) { return counted_or_throw(size); }
+void* operator new[](std::size_t size) { return counted_or_throw(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return counted(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted(size); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 using namespace cgram;
 using namespace cgram::test;
