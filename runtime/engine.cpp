@@ -386,10 +386,9 @@ void Engine::heads_after_lexeme(const Head& head, std::vector<Head>& out) {
   for (uint32_t n : *nodes) out.push_back({n, Head::kBetween, 0, pending, 0});
 }
 
-uint32_t Engine::pending_after(const Head& h) const {
+uint32_t Engine::pending_after(const Head& h) {
   const ir::LexTerminal& t = lex_.terminals[h.terminal];
-  return t.kind == ir::LexTerminal::Kind::Except ? const_cast<Engine*>(this)->add_except_pending(h.pending, t.except_index, h.state)
-                                                 : h.pending;
+  return t.kind == ir::LexTerminal::Kind::Except ? add_except_pending(h.pending, t.except_index, h.state) : h.pending;
 }
 
 void Engine::walk(uint32_t root, const std::vector<Head>& heads, std::span<uint32_t> words) {

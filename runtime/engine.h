@@ -78,12 +78,13 @@ class Engine {
   uint32_t new_node(uint32_t state);
   bool add_edge(uint32_t node, uint32_t parent);  // false when already there
   // Reductions on lookahead `terminal` (or the end marker) from `tops`;
-  // returns the tops and every node the reductions created. `accepted` is set
-  // when production 0 is reduced (only on the end marker).
+  // `result` gets the tops and every node the reductions created. `accepted`
+  // is set when production 0 is reduced (only on the end marker).
   void reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted, std::vector<uint32_t>& result);
   // Reductions, then the shift of `terminal`: the nodes after it.
   void end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out);
-  // The between-lexemes heads after `head`'s lexeme ends (nothing when it cannot end).
+  // The between-lexemes heads after `head`'s lexeme ends, whether or not it
+  // can end in its current state (walks use them where it ends further on).
   void heads_after_lexeme(const Head& head, std::vector<Head>& out);
   const std::vector<uint32_t>& shiftable(uint32_t node);
   // Whether `terminal` can be shifted from `node` after reductions (cached per node).
@@ -115,9 +116,11 @@ class Engine {
   bool lexer_walk_applies(const std::vector<Head>& heads) const;
   // Bytes that can start a lexeme from these heads (all, when pending).
   std::bitset<256> startable_bytes(const std::vector<Head>& heads);
-  // Tokens that start a new lexeme at these nodes (nothing pending).
+  // Tokens that start a new lexeme at these nodes (the exact walk when
+  // except! occurrences are pending).
   void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words);
-  uint32_t pending_after(const Head& h) const;
+  // The pending occurrences once h's lexeme ends (an except! lexeme adds its own).
+  uint32_t pending_after(const Head& h);
   static void normalize(std::vector<Head>& heads);
 
   const CompiledGrammar& g_;
@@ -150,7 +153,6 @@ class Engine {
   std::deque<std::vector<Head>> crossing_heads_;  // one per nesting level of walk_crossings
   ScratchPool<Head> head_scratch_;
   ScratchPool<uint32_t> node_scratch_;
-  std::vector<std::pair<uint32_t, uint32_t>> pending_nodes_;
   std::vector<uint32_t> shiftable_scratch_;
   // Scratch for the trie walk, one level per depth.
   std::vector<std::vector<Head>> levels_;
