@@ -318,18 +318,7 @@ void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std
   // any!: the whole token, from any head that can be between lexemes now.
   if (any_terminal_) {
     ScratchPool<Head>::Lease between(head_scratch_);
-    ScratchPool<Head>::Lease ended(head_scratch_);
-    for (const Head& h : in) {
-      if (h.terminal == Head::kBetween) {
-        between->push_back(h);
-      } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
-        heads_after_lexeme(h, *ended);
-        between->insert(between->end(), ended->begin(), ended->end());
-      }
-    }
-    // Grouped by pending occurrences: each group is one GSS scope.
-    std::sort(between->begin(), between->end(),
-              [](const Head& a, const Head& b) { return std::tie(a.pending, a.node) < std::tie(b.pending, b.node); });
+    heads_between_lexemes(in, *between);
     ScratchPool<uint32_t>::Lease tops(node_scratch_);
     ScratchPool<uint32_t>::Lease shifted(node_scratch_);
     for (size_t i = 0; i < between->size();) {
@@ -384,6 +373,22 @@ void Engine::heads_after_lexeme(const Head& head, std::vector<Head>& out) {
   end_lexeme(std::span<const uint32_t>(&head.node, 1), head.terminal, *nodes);
   const uint32_t pending = pending_after(head);
   for (uint32_t n : *nodes) out.push_back({n, Head::kBetween, 0, pending, 0});
+}
+
+void Engine::heads_between_lexemes(const std::vector<Head>& heads, std::vector<Head>& out) {
+  out.clear();
+  ScratchPool<Head>::Lease ended(head_scratch_);
+  for (const Head& h : heads) {
+    if (h.terminal == Head::kBetween) {
+      out.push_back(h);
+    } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
+      heads_after_lexeme(h, *ended);
+      out.insert(out.end(), ended->begin(), ended->end());
+    }
+  }
+  // Grouped by pending occurrences: each group is one GSS scope.
+  std::sort(out.begin(), out.end(),
+            [](const Head& a, const Head& b) { return std::tie(a.pending, a.node) < std::tie(b.pending, b.node); });
 }
 
 uint32_t Engine::pending_after(const Head& h) {
@@ -584,16 +589,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
   // any!: every text token, unless a pending except! occurrence forbids it.
   if (any_terminal_) {
     ScratchPool<Head>::Lease between(head_scratch_);
-    for (const Head& h : heads) {
-      if (h.terminal == Head::kBetween) {
-        between->push_back(h);
-      } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
-        heads_after_lexeme(h, *after);
-        between->insert(between->end(), after->begin(), after->end());
-      }
-    }
-    std::sort(between->begin(), between->end(),
-              [](const Head& a, const Head& b) { return std::tie(a.pending, a.node) < std::tie(b.pending, b.node); });
+    heads_between_lexemes(heads, *between);
     for (size_t i = 0; i < between->size();) {
       const uint32_t pending = (*between)[i].pending;
       bool any = false;

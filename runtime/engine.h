@@ -119,6 +119,9 @@ class Engine {
   // Tokens that start a new lexeme at these nodes (the exact walk when
   // except! occurrences are pending).
   void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words);
+  // Every head that can be between lexemes now (as is, or once its lexeme
+  // ends here), sorted by pending occurrences then node.
+  void heads_between_lexemes(const std::vector<Head>& heads, std::vector<Head>& out);
   // The pending occurrences once h's lexeme ends (an except! lexeme adds its own).
   uint32_t pending_after(const Head& h);
   static void normalize(std::vector<Head>& heads);
