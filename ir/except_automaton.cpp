@@ -59,7 +59,6 @@ ExceptAutomaton::ExceptAutomaton(std::span<const std::string> strings)
   if (state_of[0] == Dfa::kDead) return;  // the empty string is in S: nothing is allowed
   dfa_.set_start(state_of[0]);
   pending_.resize(dfa_.size());
-  depth_.resize(dfa_.size());
   for (uint32_t u = 0; u < nodes.size(); ++u) {
     if (state_of[u] == Dfa::kDead) continue;
     for (int b = 0; b < 256; ++b) dfa_.set(state_of[u], static_cast<uint8_t>(b), state_of[go[u][b]]);
@@ -74,7 +73,6 @@ ExceptAutomaton::ExceptAutomaton(std::span<const std::string> strings)
     }
     std::sort(pend.begin(), pend.end());
     pend.erase(std::unique(pend.begin(), pend.end()), pend.end());
-    depth_[state_of[u]] = nodes[u].text.size();
   }
 }
 

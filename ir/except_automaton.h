@@ -27,14 +27,11 @@ class ExceptAutomaton {
   // Strings the continuation after w must not start with, when w ended in
   // `state`. Empty at the root: nothing is pending.
   const std::vector<std::string>& pending(uint32_t state) const { return pending_[state]; }
-  // Length of the longest string of S that is pending in `state`.
-  size_t depth(uint32_t state) const { return depth_[state]; }
 
  private:
   std::vector<std::string> strings_;
   Dfa dfa_;
   std::vector<std::vector<std::string>> pending_;
-  std::vector<size_t> depth_;
 };
 
 }  // namespace cgram::ir

@@ -1,6 +1,5 @@
 #include "lr.h"
 
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
@@ -271,20 +270,6 @@ size_t LrTable::memory_bytes() const {
     for (const auto& [t, prods] : reduces_[s]) bytes += 32 + prods.capacity() * 4;
   }
   return bytes;
-}
-
-std::string LrTable::dump() const {
-  std::string out;
-  for (uint32_t s = 0; s < state_count(); ++s) {
-    out += fmt::format("state {}:", s);
-    for (auto [t, target] : shifts_[s]) out += fmt::format(" {}→s{}", grammar_->terminals[t].name, target);
-    for (const auto& [t, prods] : reduces_[s])
-      for (uint32_t p : prods)
-        out += fmt::format(" {}→r{}", t == terminal_count_ ? "$" : grammar_->terminals[t].name, p);
-    for (auto [nt, target] : gotos_[s]) out += fmt::format(" {}⇒{}", grammar_->nonterminal_names[nt], target);
-    out += "\n";
-  }
-  return out;
 }
 
 }  // namespace cgram::ir

@@ -34,7 +34,6 @@ class LrTable {
   size_t memory_bytes() const;
 
   const SkeletonProduction& production(uint32_t p) const { return grammar_->productions[p]; }
-  std::string dump() const;
 
  private:
   void build_dense();

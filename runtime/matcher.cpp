@@ -5,15 +5,6 @@
 
 namespace cgram {
 
-const char* advance_result_name(AdvanceResult r) {
-  switch (r) {
-    case AdvanceResult::Ongoing: return "ongoing";
-    case AdvanceResult::Finished: return "finished";
-    case AdvanceResult::Rejected: return "rejected";
-  }
-  return "?";
-}
-
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
     : grammar_(std::move(grammar)), engine_(*grammar_) {
   reset();

@@ -11,7 +11,6 @@
 namespace cgram {
 
 enum class AdvanceResult { Ongoing, Finished, Rejected };
-const char* advance_result_name(AdvanceResult r);
 
 class Matcher {
  public:

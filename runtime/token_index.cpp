@@ -88,12 +88,6 @@ void TokenIndex::build_all() const {
     for (uint32_t q = 0; q < lexical_.terminals[t].dfa.size(); ++q) get(t, q);
 }
 
-size_t TokenIndex::built_entries() const {
-  size_t n = 0;
-  for (size_t i = 0; i < slot_count_; ++i) n += slots_[i].value != nullptr;
-  return n;
-}
-
 size_t TokenIndex::memory_bytes() const {
   size_t bytes = slot_count_ * sizeof(Slot);
   for (size_t i = 0; i < slot_count_; ++i)

@@ -48,7 +48,6 @@ class TokenIndex {
   const std::vector<uint32_t>& inside_from_start(const std::vector<uint32_t>& terminals) const;
   // Builds every entry now (AOT and eager JIT compilation).
   void build_all() const;
-  size_t built_entries() const;
   size_t memory_bytes() const;
 
  private:

@@ -2,6 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
+#include "lexical.h"
+#include "lr.h"
+
+#include <algorithm>
 
 using namespace cgram;
 using namespace cgram::test;
@@ -75,4 +79,37 @@ TEST_CASE("productive and reachable", "[ir]") {
   ir::analyze(ir);
   CHECK_FALSE(ir.productive[a]);
   CHECK_FALSE(ir.productive[rule(ir, "start")]);
+}
+
+TEST_CASE("lexical lowering: regular rules become single terminals, nullable ones optional", "[ir][lexical]") {
+  auto g = grammar(read_example("json.cgram"));
+  ir::LexicalGrammar lexical = ir::lower_lexical(g->ir());
+  std::string dump = lexical.dump();
+  INFO(dump);
+  // string, number and ws are regular: one terminal each; ws may be empty.
+  std::vector<std::string> names;
+  for (const auto& t : lexical.terminals) names.push_back(t.name);
+  CHECK(std::count(names.begin(), names.end(), "string") == 1);
+  CHECK(std::count(names.begin(), names.end(), "number") == 1);
+  CHECK(std::count(names.begin(), names.end(), "ws+") == 1);
+  CHECK(dump.find("ws? -> ε\nws? -> ws+\n") != std::string::npos);
+  // No skeleton production is left for a collapsed rule.
+  CHECK(dump.find("\nstring ->") == std::string::npos);
+  CHECK(dump.find("\nnumber ->") == std::string::npos);
+  CHECK(dump.rfind("start' -> start\n", 0) == 0);
+  // The recursive rules stay context-free.
+  CHECK(dump.find("\nvalue -> object\n") != std::string::npos);
+  // Whole regular rules (a chess turn: number, moves, marks) are one terminal
+  // each; what repeats them stays in the skeleton.
+  ir::LexicalGrammar chess = ir::lower_lexical(grammar(read_example("chess.cgram"))->ir());
+  names.clear();
+  for (const auto& t : chess.terminals) names.push_back(t.name);
+  CHECK(std::count(names.begin(), names.end(), "turn") == 1);
+  CHECK(std::count(names.begin(), names.end(), "result") == 1);
+  CHECK(chess.terminals.size() == 4);
+  // The LALR(1) table of an ambiguous grammar keeps its conflicts.
+  ir::LexicalGrammar ambiguous = ir::lower_lexical(grammar("start ::= e; e ::= e '+' e | 'a';")->ir());
+  CHECK(ir::LrTable(ambiguous).conflict_count() > 0);
+  ir::LexicalGrammar plain = ir::lower_lexical(grammar("start ::= e; e ::= e '+' t | t; t ::= 'a' | '(' e ')';")->ir());
+  CHECK(ir::LrTable(plain).conflict_count() == 0);
 }

@@ -26,10 +26,8 @@ std::vector<uint32_t> OracleMasker::mask(const std::vector<uint32_t>& history) {
     char byte = static_cast<char>(trie_.byte(node));
     bool has_tokens = !trie_.tokens(node).empty();
     if (token_sensitive_ && has_tokens) {
-      // As the last byte of a token: a token boundary follows it.
-      r.push_token(std::string_view(&byte, 1).substr(0, 1));
-      // push_token marks the boundary only after a whole token; the byte
-      // alone is that token's tail, which is what the boundary needs.
+      // As the last byte of a token: push_token marks a boundary after it.
+      r.push_token(std::string_view(&byte, 1));
       bool ok = r.viable();
       if (ok)
         for (uint32_t id : trie_.tokens(node)) set(id);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "compile.h"
+#include "lr.h"
 #include "embedded_grammar.h"
 #include "oracle.h"
 #include "utf8.h"
@@ -131,7 +132,16 @@ int run_check(const CheckArgs& args) {
                            args.file, ir.user_rule_count(), ir.terminals.size(), ir.excepts.size(),
                            ir.total_dfa_states(), ir.nonterminals[ir.start].name,
                            diags.warning_count() ? fmt::format(" ({} warning{})", diags.warning_count(), diags.warning_count() == 1 ? "" : "s") : "");
-  if (args.dump_ir) std::cout << ir.dump();
+  if (args.dump_ir) {
+    // The desugared rules, then what the matcher runs: the lexical
+    // terminals (regular rules collapsed into DFAs) and the LR skeleton.
+    ir::LexicalGrammar lexical = ir::lower_lexical(ir);
+    ir::LrTable table(lexical);
+    std::cout << "== grammar IR\n" << ir.dump() << "== skeleton over " << lexical.terminals.size()
+              << " lexical terminals\n" << lexical.dump()
+              << fmt::format("== LALR(1): {} states, {} conflicting cells (run generalised)\n", table.state_count(),
+                             table.conflict_count());
+  }
   return 0;
 }
 

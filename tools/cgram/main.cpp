@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("FILE", check.file, "The .cgram grammar")->required();
   check_cmd->add_option("--start", check.start, "The start rule")->capture_default_str();
   check_cmd->add_flag("--json", check.json, "Print the result as one JSON object");
-  check_cmd->add_flag("--ir", check.dump_ir, "Also print the desugared grammar IR");
+  check_cmd->add_flag("--ir", check.dump_ir, "Also print the desugared grammar IR, its lexical terminals and LR skeleton");
 
   MatchArgs match;
   CLI::App* match_cmd = app.add_subcommand(

@@ -16,6 +16,7 @@
 #include "compile.h"
 #include "encoder.h"
 #include "matcher.h"
+#include "vocab_trie.h"
 
 namespace cgram::cli {
 namespace {
@@ -230,23 +231,26 @@ int run_bench(const BenchArgs& args) {
                               {"total", loaded->parse_ms + loaded->compile_ms}}},
               {"vocabulary_load_ms", loaded->vocab_ms},
               {"time_to_first_mask_ms", first_mask_ms},
-              {"memory_bytes", loaded->compiled->memory_bytes()}};
+              {"memory_bytes", loaded->compiled->memory_bytes()},
+              {"vocabulary_trie_bytes", loaded->vocab->trie().memory_bytes()}};
   if (args.json) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::cout << fmt::format(
-      "{} with {} ({} ids): {} documents, {} steps\n"
+      "{} with {} ({} ids, {}): {} documents, {} steps\n"
       "mask     p50 {:.1f} µs  p90 {:.1f} µs  p99 {:.1f} µs  max {:.1f} µs\n"
       "advance  p50 {:.1f} µs  p99 {:.1f} µs  max {:.1f} µs\n"
       "compile  parse {:.2f} ms  lower {:.2f} ms  index {:.2f} ms ({})\n"
       "first mask after the grammar arrives: {:.2f} ms (vocabulary loaded beforehand in {:.1f} ms)\n"
-      "memory of the compiled grammar: {:.2f} MB\n",
-      args.file, loaded->vocab->name(), loaded->vocab->size(), documents, mask_us.size(),
+      "memory of the compiled grammar: {:.2f} MB (and the vocabulary trie, shared by all grammars: {:.2f} MB)\n",
+      args.file, loaded->vocab->name(), loaded->vocab->size(), tokenizer_kind_name(loaded->vocab->kind()), documents,
+      mask_us.size(),
       percentile(mask_us, 50), percentile(mask_us, 90), percentile(mask_us, 99), percentile(mask_us, 100),
       percentile(advance_us, 50), percentile(advance_us, 99), percentile(advance_us, 100), loaded->parse_ms,
       t.lower_ms, t.index_ms, args.eager_index ? "eager: every entry built" : "lazy: entries are built by the masks",
-      first_mask_ms, loaded->vocab_ms, loaded->compiled->memory_bytes() / 1e6);
+      first_mask_ms, loaded->vocab_ms, loaded->compiled->memory_bytes() / 1e6,
+      loaded->vocab->trie().memory_bytes() / 1e6);
   return 0;
 }
 
