@@ -423,7 +423,9 @@ bool decode_literal(const SourceFile& file, uint32_t token_offset, std::string_v
           report(start, 2, "bad escape: '\\x' needs exactly two hex digits, as in '\\x41'");
           continue;
         }
-        out += static_cast<char>(std::stoi(std::string(hex), nullptr, 16));
+        // The code point U+00HH, as in regexes and GBNF: the language is
+        // over UTF-8 text, so a literal never holds a lone byte above 0x7F.
+        append_utf8(out, static_cast<uint32_t>(std::stoul(std::string(hex), nullptr, 16)));
         i += 2;
         continue;
       }

@@ -4,6 +4,8 @@
 #include <array>
 #include <map>
 
+#include "utf8_dfa.h"
+
 namespace cgram::ir {
 
 ExceptAutomaton::ExceptAutomaton(std::span<const std::string> strings)
@@ -52,19 +54,84 @@ ExceptAutomaton::ExceptAutomaton(std::span<const std::string> strings)
       }
     }
   }
-  // Non-terminal trie nodes are the DFA's states (all accepting).
-  std::vector<uint32_t> state_of(nodes.size(), Dfa::kDead);
-  for (uint32_t u = 0; u < nodes.size(); ++u)
-    if (!nodes[u].terminal) state_of[u] = dfa_.add_state(true);
-  if (state_of[0] == Dfa::kDead) return;  // the empty string is in S: nothing is allowed
+  // The DFA is the product of the Aho–Corasick automaton (no whole
+  // occurrence yet) and the UTF-8 automaton (the text is valid UTF-8):
+  // state (u, c) for trie node u and character state c, accepting between
+  // characters. States that cannot reach acceptance are dead.
+  if (nodes[0].terminal) return;  // the empty string is in S: nothing is allowed
+  auto step = [&](uint32_t u, utf8::State c, uint8_t b) -> std::pair<uint32_t, utf8::State> {
+    const utf8::State c2 = utf8::step(c, b);
+    const uint32_t v = go[u][b];
+    if (nodes[v].terminal || c2 == utf8::kInvalid) return {UINT32_MAX, c2};
+    return {v, c2};
+  };
+  // Forward from the starts: (root, boundary), and (root, c) for a text that
+  // begins inside a character. A suffix that begins a string of S begins at
+  // a character, so the trie node mostly fixes the character state and the
+  // product stays about the size of the trie.
+  const size_t product_size = nodes.size() * utf8::kStateCount;
+  auto product = [](uint32_t u, utf8::State c) { return u * utf8::kStateCount + c; };
+  std::vector<uint32_t> index_of(product_size, UINT32_MAX);
+  std::vector<uint32_t> reached;
+  auto reach = [&](uint32_t q) {
+    if (index_of[q] != UINT32_MAX) return;
+    index_of[q] = static_cast<uint32_t>(reached.size());
+    reached.push_back(q);
+  };
+  for (utf8::State c = 0; c < utf8::kStateCount; ++c) reach(product(0, c));
+  std::vector<std::array<uint32_t, 256>> next;  // by index, to an index or kDead
+  for (size_t i = 0; i < reached.size(); ++i) {
+    const uint32_t u = reached[i] / utf8::kStateCount;
+    const utf8::State c = static_cast<utf8::State>(reached[i] % utf8::kStateCount);
+    std::array<uint32_t, 256> row;
+    for (int b = 0; b < 256; ++b) {
+      auto [v, c2] = step(u, c, static_cast<uint8_t>(b));
+      row[b] = Dfa::kDead;
+      if (v == UINT32_MAX) continue;
+      reach(product(v, c2));
+      row[b] = index_of[product(v, c2)];
+    }
+    next.push_back(row);
+  }
+  // Backward from acceptance (a live trie node between characters).
+  std::vector<std::vector<uint32_t>> reverse(reached.size());
+  for (uint32_t i = 0; i < reached.size(); ++i)
+    for (uint32_t target : next[i])
+      if (target != Dfa::kDead) reverse[target].push_back(i);
+  std::vector<bool> live(reached.size(), false);
+  std::vector<uint32_t> work;
+  for (uint32_t i = 0; i < reached.size(); ++i)
+    if (reached[i] % utf8::kStateCount == utf8::kBoundary) live[i] = true, work.push_back(i);
+  while (!work.empty()) {
+    const uint32_t q = work.back();
+    work.pop_back();
+    for (uint32_t p : reverse[q])
+      if (!live[p]) live[p] = true, work.push_back(p);
+  }
+  if (!live[0]) return;  // nothing can follow a whole character
+  std::vector<uint32_t> state_of(reached.size(), Dfa::kDead);
+  std::vector<uint32_t> node_of;
+  for (uint32_t i = 0; i < reached.size(); ++i) {
+    if (!live[i]) continue;
+    state_of[i] = dfa_.add_state(reached[i] % utf8::kStateCount == utf8::kBoundary);
+    node_of.push_back(reached[i] / utf8::kStateCount);
+    utf8_state_.push_back(static_cast<uint8_t>(reached[i] % utf8::kStateCount));
+  }
   dfa_.set_start(state_of[0]);
-  pending_.resize(dfa_.size());
+  for (utf8::State c = 0; c < utf8::kStateCount; ++c) start_in_char_[c] = state_of[c];  // reached in order
+  for (uint32_t i = 0; i < reached.size(); ++i) {
+    if (!live[i]) continue;
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t target = next[i][b];
+      dfa_.set(state_of[i], static_cast<uint8_t>(b), target == Dfa::kDead ? Dfa::kDead : state_of[target]);
+    }
+  }
+  // Every suffix of w that is a proper prefix of a string of S is pending;
+  // they are exactly the nodes on u's failure chain.
+  std::vector<std::vector<std::string>> pending_of_node(nodes.size());
   for (uint32_t u = 0; u < nodes.size(); ++u) {
-    if (state_of[u] == Dfa::kDead) continue;
-    for (int b = 0; b < 256; ++b) dfa_.set(state_of[u], static_cast<uint8_t>(b), state_of[go[u][b]]);
-    // Every suffix of w that is a proper prefix of a string of S is pending;
-    // they are exactly the nodes on u's failure chain.
-    std::vector<std::string>& pend = pending_[state_of[u]];
+    if (nodes[u].terminal) continue;
+    std::vector<std::string>& pend = pending_of_node[u];
     for (uint32_t v = u; v != 0; v = nodes[v].fail) {
       const std::string& prefix = nodes[v].text;
       for (const std::string& s : strings_)
@@ -74,6 +141,8 @@ ExceptAutomaton::ExceptAutomaton(std::span<const std::string> strings)
     std::sort(pend.begin(), pend.end());
     pend.erase(std::unique(pend.begin(), pend.end()), pend.end());
   }
+  pending_.resize(dfa_.size());
+  for (uint32_t q = 0; q < dfa_.size(); ++q) pending_[q] = pending_of_node[node_of[q]];
 }
 
 }  // namespace cgram::ir

@@ -1,14 +1,17 @@
 #pragma once
 // except!(S): an Aho–Corasick automaton over the strings of S.
 //
-// Semantics (DESIGN §2): the matched text w must not contain the start of
+// Semantics (DESIGN §2): the matched text w is valid UTF-8 and must not
+// contain the start of
 // any occurrence of a string of S, including an occurrence completed by the
 // bytes that follow w. The automaton gives both halves:
-//  - `dfa` accepts exactly the texts that contain no whole occurrence (every
-//    live state accepts; completing a string of S is dead);
+//  - `dfa` accepts exactly the valid UTF-8 texts that contain no whole
+//    occurrence (a live state accepts between characters; completing a
+//    string of S, or a byte that breaks UTF-8, is dead);
 //  - `pending(state)` lists what the bytes after w must not start with, given
 //    that w ended in `state` (the remainders of strings of S whose beginning
 //    is a suffix of w).
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -27,11 +30,19 @@ class ExceptAutomaton {
   // Strings the continuation after w must not start with, when w ended in
   // `state`. Empty at the root: nothing is pending.
   const std::vector<std::string>& pending(uint32_t state) const { return pending_[state]; }
+  // Where the character stands in `state` (utf8::kBoundary when whole).
+  uint8_t utf8_state(uint32_t state) const { return utf8_state_[state]; }
+  // The state for a text that starts inside a character, in character
+  // state c (after an any! token that ended mid-character); kDead if none.
+  uint32_t start_in_char(uint8_t c) const { return start_in_char_[c]; }
 
  private:
   std::vector<std::string> strings_;
   Dfa dfa_;
   std::vector<std::vector<std::string>> pending_;
+  std::vector<uint8_t> utf8_state_;
+  std::array<uint32_t, 8> start_in_char_{Dfa::kDead, Dfa::kDead, Dfa::kDead, Dfa::kDead,
+                                        Dfa::kDead, Dfa::kDead, Dfa::kDead, Dfa::kDead};
 };
 
 }  // namespace cgram::ir

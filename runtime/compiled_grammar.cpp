@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "utf8_dfa.h"
+
 namespace cgram {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
@@ -15,6 +17,16 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
   auto t1 = Clock::now();
   index_ = std::make_unique<TokenIndex>(lexical_, vocab_->trie(), mask_words());
   if (options.eager_index) index_->build_all();
+  if (grammar_->ir().uses_any_token()) {
+    for (uint32_t id = 0; id < vocab_->size(); ++id) {
+      if (vocab_->is_special(id)) continue;
+      const uint8_t c = ir::utf8::run(ir::utf8::kBoundary, vocab_->bytes(id));
+      if (c == ir::utf8::kInvalid) continue;
+      std::vector<uint32_t>& set = any_tokens_by_char_state_[c];
+      if (set.empty()) set.resize(mask_words());
+      set[id / 32] |= 1u << (id % 32);
+    }
+  }
   auto t2 = Clock::now();
   timings_ = {ms(t0, t1), ms(t1, t2)};
 }
@@ -22,6 +34,7 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
 size_t CompiledGrammar::memory_bytes() const {
   size_t bytes = sizeof(*this) + table_->memory_bytes() + index_->memory_bytes();
   for (const ir::LexTerminal& t : lexical_.terminals) bytes += t.dfa.size() * (256 * sizeof(uint32_t) + 1);
+  for (const auto& set : any_tokens_by_char_state_) bytes += set.size() * sizeof(uint32_t);
   return bytes;
 }
 

@@ -2,7 +2,9 @@
 // A grammar compiled for one vocabulary: the lexical terminals, the LALR(1)
 // table, the vocabulary trie. Immutable once built; shared by every matcher
 // and safe to use from many threads.
+#include <array>
 #include <memory>
+#include <span>
 #include <string>
 #include <variant>
 
@@ -46,6 +48,10 @@ class CompiledGrammar {
   const TokenIndex& index() const { return *index_; }
   size_t mask_words() const { return (vocab_->size() + 31) / 32; }
   const CompileTimings& timings() const { return timings_; }
+  // For any!: the text tokens that leave UTF-8 state c when read from a
+  // character boundary, as mask words (empty when the grammar has no any!,
+  // or no token does). Tokens with invalid UTF-8 are in none of them.
+  std::span<const uint32_t> any_tokens_ending_in(uint8_t c) const { return any_tokens_by_char_state_[c]; }
   // Bytes held by the compiled grammar (tables, automata, index), not
   // counting the vocabulary and its trie, which grammars share.
   size_t memory_bytes() const;
@@ -60,6 +66,7 @@ class CompiledGrammar {
   std::unique_ptr<ir::LrTable> table_;
   std::unique_ptr<TokenIndex> index_;
   CompileTimings timings_;
+  std::array<std::vector<uint32_t>, 8> any_tokens_by_char_state_;
 };
 
 }  // namespace cgram

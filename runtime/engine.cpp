@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "utf8_dfa.h"
+
 namespace cgram {
 
 namespace {
@@ -19,6 +21,9 @@ Engine::Engine(const CompiledGrammar& grammar)
                  term.dfa.next(term.dfa.start(), static_cast<uint8_t>(b)) != ir::Dfa::kDead;
     first_bytes_.push_back(first);
   }
+  for (const ir::LexExcept& e : lex_.excepts)
+    for (const std::string& s : e.automaton->strings())
+      for (char c : s) except_bytes_.set(static_cast<uint8_t>(c));
   pending_sets_.emplace_back();  // id 0: nothing pending
   pending_ids_[{}] = 0;
 }
@@ -258,15 +263,79 @@ bool Engine::can_continue_into_token(const Head& h) const {
   return !max || h.lexeme_tokens < *max;
 }
 
-void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t byte, std::vector<Head>& out) {
+void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out) {
   auto after = advance_pending(pending, byte);
   if (!after) return;
   for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
     const ir::LexTerminal& term = lex_.terminals[t];
-    if (term.kind == ir::LexTerminal::Kind::AnyToken || !first_bytes_[t][byte] || !is_shiftable(node, t)) continue;
-    uint32_t q = term.dfa.next(term.dfa.start(), byte);
+    if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
+    uint32_t from = term.dfa.start();
+    if (in_char != ir::utf8::kBoundary) {
+      // Literals and regexes start on a character; except! text may finish one.
+      if (term.kind != ir::LexTerminal::Kind::Except) continue;
+      from = lex_.excepts[term.except_index].automaton->start_in_char(in_char);
+    } else if (!first_bytes_[t][byte]) {
+      continue;
+    }
+    if (!is_shiftable(node, t)) continue;
+    uint32_t q = term.dfa.next(from, byte);
     if (q != ir::Dfa::kDead) out.push_back({node, t, q, *after, 1});
   }
+}
+
+uint8_t Engine::except_char_state(const Head& h) const {
+  const ir::ExceptAutomaton& ac = *lex_.excepts[lex_.terminals[h.terminal].except_index].automaton;
+  // The lexeme's own start (split off the automaton's, see lower_except) is last.
+  return h.state < ac.dfa().size() ? ac.utf8_state(h.state) : ir::utf8::kBoundary;
+}
+
+bool Engine::surely_viable(const Head& h) const {
+  if (h.terminal == Head::kBetween) return h.state == ir::utf8::kBoundary;
+  const ir::LexTerminal& t = lex_.terminals[h.terminal];
+  if (t.kind != ir::LexTerminal::Kind::Except) return true;  // its DFA is trimmed
+  // except! text: it can end now, or go on with no token limit in the way.
+  return t.dfa.accepting(h.state) || !lex_.excepts[t.except_index].max_tokens;
+}
+
+bool Engine::viable(const std::vector<Head>& heads, int depth) {
+  if (heads.empty()) return false;
+  for (const Head& h : heads)
+    if (surely_viable(h)) return true;
+  if (depth == 0) return false;
+  // Inside a character: try the bytes that can continue it. Bytes that no
+  // except! string holds act alike, so one stands for all of them.
+  std::bitset<256> candidates;
+  for (const Head& h : heads) {
+    if (h.terminal != Head::kBetween && !can_continue_into_token(h)) continue;
+    const uint8_t c = h.terminal == Head::kBetween ? h.state : except_char_state(h);
+    bool plain_tried = false;
+    for (int b = 0x80; b < 0xC0; ++b) {
+      if (!ir::utf8::continues(c, static_cast<uint8_t>(b))) continue;
+      if (except_bytes_[b]) candidates.set(b);
+      else if (!plain_tried) candidates.set(b), plain_tried = true;
+    }
+  }
+  const Mark m = mark();
+  ScratchPool<Head>::Lease next(head_scratch_);
+  bool found = false;
+  for (int b = 0x80; b < 0xC0 && !found; ++b) {
+    if (!candidates[b]) continue;
+    const char byte = static_cast<char>(b);
+    step_token_unchecked(heads, std::string_view(&byte, 1), *next);
+    found = viable(*next, depth - 1);
+    truncate(m);
+  }
+  return found;
+}
+
+void Engine::keep_viable(std::vector<Head>& heads) {
+  if (std::all_of(heads.begin(), heads.end(), [&](const Head& h) { return surely_viable(h); })) return;
+  ScratchPool<Head>::Lease one(head_scratch_);
+  std::erase_if(heads, [&](const Head& h) {
+    if (surely_viable(h)) return false;
+    one->assign(1, h);
+    return !viable(*one);
+  });
 }
 
 void Engine::normalize(std::vector<Head>& heads) {
@@ -281,7 +350,7 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
   ending_.clear();
   for (const Head& h : in) {
     if (h.terminal == Head::kBetween) {
-      ending_.push_back({Head::kBetween, h.pending, h.node});
+      ending_.push_back({Head::kBetween, h.pending, h.state, h.node});
       continue;
     }
     const ir::LexTerminal& t = lex_.terminals[h.terminal];
@@ -291,21 +360,23 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
         if (auto p = advance_pending(h.pending, byte))
           out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
     }
-    if (t.dfa.accepting(h.state)) ending_.push_back({h.terminal, pending_after(h), h.node});
+    if (t.dfa.accepting(h.state)) ending_.push_back({h.terminal, pending_after(h), ir::utf8::kBoundary, h.node});
   }
   std::sort(ending_.begin(), ending_.end());
   ending_.erase(std::unique(ending_.begin(), ending_.end()), ending_.end());
   for (size_t i = 0; i < ending_.size();) {
     size_t j = i;
     group_.clear();
-    while (j < ending_.size() && ending_[j].terminal == ending_[i].terminal && ending_[j].pending == ending_[i].pending)
+    while (j < ending_.size() && ending_[j].terminal == ending_[i].terminal && ending_[j].pending == ending_[i].pending &&
+           ending_[j].in_char == ending_[i].in_char)
       group_.push_back(ending_[j++].node);
     const uint32_t terminal = ending_[i].terminal, pending = ending_[i].pending;
+    const uint8_t in_char = static_cast<uint8_t>(ending_[i].in_char);
     if (terminal == Head::kBetween) {
-      for (uint32_t n : group_) start_lexemes(n, pending, byte, out);
+      for (uint32_t n : group_) start_lexemes(n, pending, in_char, byte, out);
     } else {
       end_lexeme(group_, terminal, shifted_nodes_);
-      for (uint32_t n : shifted_nodes_) start_lexemes(n, pending, byte, out);
+      for (uint32_t n : shifted_nodes_) start_lexemes(n, pending, in_char, byte, out);
     }
     i = j;
   }
@@ -313,6 +384,11 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
 }
 
 void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
+  step_token_unchecked(in, bytes, out);
+  keep_viable(out);
+}
+
+void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
   out.clear();
   if (bytes.empty()) return;
   // any!: the whole token, from any head that can be between lexemes now.
@@ -323,17 +399,19 @@ void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std
     ScratchPool<uint32_t>::Lease shifted(node_scratch_);
     for (size_t i = 0; i < between->size();) {
       const uint32_t pending = (*between)[i].pending;
+      const uint32_t in_char = (*between)[i].state;
       tops->clear();
-      for (; i < between->size() && (*between)[i].pending == pending; ++i) {
+      for (; i < between->size() && (*between)[i].pending == pending && (*between)[i].state == in_char; ++i) {
         uint32_t n = (*between)[i].node;
         const auto& can = shiftable(n);
         if (std::binary_search(can.begin(), can.end(), *any_terminal_) && (tops->empty() || tops->back() != n))
           tops->push_back(n);
       }
       auto after = advance_pending(pending, bytes);
-      if (tops->empty() || !after) continue;
+      const uint8_t char_after = ir::utf8::run(static_cast<uint8_t>(in_char), bytes);
+      if (tops->empty() || !after || char_after == ir::utf8::kInvalid) continue;
       end_lexeme(*tops, *any_terminal_, *shifted);
-      for (uint32_t n : *shifted) out.push_back({n, Head::kBetween, 0, *after, 0});
+      for (uint32_t n : *shifted) out.push_back({n, Head::kBetween, char_after, *after, 0});
     }
   }
   ScratchPool<Head>::Lease current(head_scratch_);
@@ -355,7 +433,7 @@ bool Engine::can_end(const std::vector<Head>& heads) {
   for (const Head& h : heads) {
     tops->clear();
     if (h.terminal == Head::kBetween) {
-      tops->push_back(h.node);
+      if (h.state == ir::utf8::kBoundary) tops->push_back(h.node);  // never inside a character
     } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
       heads_after_lexeme(h, *after);
       for (const Head& a : *after) tops->push_back(a.node);
@@ -386,9 +464,10 @@ void Engine::heads_between_lexemes(const std::vector<Head>& heads, std::vector<H
       out.insert(out.end(), ended->begin(), ended->end());
     }
   }
-  // Grouped by pending occurrences: each group is one GSS scope.
-  std::sort(out.begin(), out.end(),
-            [](const Head& a, const Head& b) { return std::tie(a.pending, a.node) < std::tie(b.pending, b.node); });
+  // Grouped by pending occurrences and character state: each group is one GSS scope.
+  std::sort(out.begin(), out.end(), [](const Head& a, const Head& b) {
+    return std::tie(a.pending, a.state, a.node) < std::tie(b.pending, b.state, b.node);
+  });
 }
 
 uint32_t Engine::pending_after(const Head& h) {
@@ -424,7 +503,8 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
       node = trie.subtree_end(node);
       continue;
     }
-    for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
+    if (!trie.tokens(node).empty() && viable(levels_[base + d]))
+      for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
     if (lexer_walk_applies(levels_[base + d])) {
       // One plain lexeme left: the rest of this subtree takes the fast road.
       const Head single = levels_[base + d][0];  // a copy: the rows may move below
@@ -502,7 +582,8 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
       // Both readings may go on below: one generic walk over the union of
       // their heads, so that ambiguous lexing is merged level by level
       // instead of being explored once per way of reading it.
-      for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
+      if (!trie.tokens(node).empty() && (q2 != ir::Dfa::kDead || viable(next[b])))
+        for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
       if (trie.subtree_end(node) > node + 1) {
         ScratchPool<Head>::Lease heads(head_scratch_);
         heads->assign(next[b].begin(), next[b].end());
@@ -539,8 +620,10 @@ void Engine::walk_crossings(const StateIndex& index, const std::vector<Head>& af
     // The next lexeme starts with this byte, the same at every such node.
     step_byte(after, static_cast<uint8_t>(b), /*first_of_token=*/false, next);
     if (next.empty()) continue;
+    const bool ending_here_viable = viable(next);
     for (uint32_t node : nodes) {
-      for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
+      if (ending_here_viable)
+        for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
       if (trie.subtree_end(node) > node + 1) walk_range(node + 1, trie.subtree_end(node), trie.depth(node), next, words);
     }
   }
@@ -581,33 +664,64 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
   }
 }
 
+bool Engine::viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, uint32_t pending) {
+  const Mark m = mark();
+  ScratchPool<uint32_t>::Lease shifted(node_scratch_);
+  ScratchPool<Head>::Lease after(head_scratch_);
+  end_lexeme(tops, *any_terminal_, *shifted);
+  for (uint32_t n : *shifted) after->push_back({n, Head::kBetween, in_char, pending, 0});
+  const bool result = viable(*after);
+  truncate(m);
+  return result;
+}
+
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();
   ScratchPool<Head>::Lease after(head_scratch_);
   ScratchPool<uint32_t>::Lease nodes(node_scratch_);
-  // any!: every text token, unless a pending except! occurrence forbids it.
+  // any!: every text token, unless a pending except! occurrence forbids it
+  // or it leaves a character that nothing after it can finish.
   if (any_terminal_) {
     ScratchPool<Head>::Lease between(head_scratch_);
     heads_between_lexemes(heads, *between);
     for (size_t i = 0; i < between->size();) {
       const uint32_t pending = (*between)[i].pending;
-      bool any = false;
-      for (; i < between->size() && (*between)[i].pending == pending; ++i) {
-        const auto& can = shiftable((*between)[i].node);
-        any = any || std::binary_search(can.begin(), can.end(), *any_terminal_);
+      const uint8_t in_char = static_cast<uint8_t>((*between)[i].state);
+      nodes->clear();
+      for (; i < between->size() && (*between)[i].pending == pending && (*between)[i].state == in_char; ++i) {
+        const uint32_t n = (*between)[i].node;
+        const auto& can = shiftable(n);
+        if (std::binary_search(can.begin(), can.end(), *any_terminal_) && (nodes->empty() || nodes->back() != n))
+          nodes->push_back(n);
       }
-      if (!any) continue;
-      for (uint32_t id = 0; id < vocab.size(); ++id)
-        if (!vocab.is_special(id) && advance_pending(pending, vocab.bytes(id))) words[id / 32] |= 1u << (id % 32);
+      if (nodes->empty()) continue;
+      if (pending == 0 && in_char == ir::utf8::kBoundary) {
+        // The common case, from sets made once per grammar.
+        for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c) {
+          std::span<const uint32_t> set = g_.any_tokens_ending_in(c);
+          if (set.empty() || (c != ir::utf8::kBoundary && !viable_after_any(*nodes, c, 0))) continue;
+          for (size_t w = 0; w < set.size(); ++w) words[w] |= set[w];
+        }
+        continue;
+      }
+      for (uint32_t id = 0; id < vocab.size(); ++id) {
+        if (vocab.is_special(id)) continue;
+        const std::string_view bytes = vocab.bytes(id);
+        const uint8_t c = ir::utf8::run(in_char, bytes);
+        if (c == ir::utf8::kInvalid) continue;
+        const auto after = advance_pending(pending, bytes);
+        if (after && (c == ir::utf8::kBoundary || viable_after_any(*nodes, c, *after))) words[id / 32] |= 1u << (id % 32);
+      }
     }
   }
   const TokenIndex& index = g_.index();
   ScratchPool<Head>::Lease single(head_scratch_);
   for (const Head& h : heads) {
-    // A pending except! occurrence, or an except! lexeme: the exact walk.
-    if (h.pending != 0 || (h.terminal != Head::kBetween &&
-                           lex_.terminals[h.terminal].kind == ir::LexTerminal::Kind::Except)) {
+    // A pending except! occurrence, an except! lexeme, or a character begun
+    // by any!: the exact walk.
+    if (h.pending != 0 || (h.terminal == Head::kBetween && h.state != ir::utf8::kBoundary) ||
+        (h.terminal != Head::kBetween && lex_.terminals[h.terminal].kind == ir::LexTerminal::Kind::Except)) {
       single->assign(1, h);
       walk(0, *single, words);
       continue;

@@ -4,8 +4,10 @@
 //
 // A head is one way the consumed text can be read: a GSS node (the parse
 // stacks), the terminal being lexed and its DFA state (or none: between
-// lexemes), the except! occurrences still pending, and how many tokens the
-// current lexeme touches (for except!(S, n)). A lexeme ends lazily, when the
+// lexemes, where `state` is the UTF-8 state of the character in progress,
+// non-zero only after an any! token that ended inside a character), the
+// except! occurrences still pending, and how many tokens the current lexeme
+// touches (for except!(S, n)). A lexeme ends lazily, when the
 // next byte shows that a new lexeme starts; reductions use the ended terminal
 // as lookahead. Every head set is exact: a token is allowed iff some head
 // survives its bytes.
@@ -43,6 +45,8 @@ class Engine {
 
   std::vector<Head> initial_heads();
   // The heads after the bytes of one token (empty: the token is not allowed).
+  // Heads that cannot be completed (a character that no continuation can
+  // finish) are dropped.
   void step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out);
   bool can_end(const std::vector<Head>& heads);
   // Sets the bit of every text token some head survives (not end of sequence).
@@ -95,8 +99,24 @@ class Engine {
   uint32_t add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state);
   uint32_t intern_pending(std::vector<std::pair<uint32_t, std::string>> set);
 
+  void step_token_unchecked(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out);
   void step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out);
-  void start_lexemes(uint32_t node, uint32_t pending, uint8_t byte, std::vector<Head>& out);
+  // Lexemes that start with `byte` at `node`; `in_char` is the UTF-8 state
+  // there (only except! text can continue a character begun by any!).
+  void start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out);
+  // Where the character stands for a head in except! text.
+  uint8_t except_char_state(const Head& h) const;
+  // Whether some continuation completes the text from one of these heads
+  // (a token is allowed only then). Every head is, except one inside a
+  // character (after an any! token, or in except! text near its token
+  // limit): those are searched over the next bytes, up to `depth` of them,
+  // assuming (as the oracle does) that the vocabulary spells every byte.
+  bool viable(const std::vector<Head>& heads, int depth = 4);
+  bool surely_viable(const Head& h) const;
+  // Whether an any! token shifted from `tops` that leaves the character in
+  // state `in_char` can still be completed.
+  bool viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, uint32_t pending);
+  void keep_viable(std::vector<Head>& heads);
   bool can_continue_into_token(const Head& h) const;
   // The exact allowed text tokens, by walking the trie below `root` from
   // `heads` (which stand at the depth of `root`).
@@ -131,6 +151,7 @@ class Engine {
   const ir::LrTable& table_;
   std::optional<uint32_t> any_terminal_;
   std::vector<std::bitset<256>> first_bytes_;  // per terminal
+  std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
   std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
@@ -146,7 +167,7 @@ class Engine {
   std::unordered_map<uint64_t, uint32_t> except_pending_;  // (pending, except, AC state) → pending
   // Scratch buffers of the hot path (no allocation once warm).
   struct Ending {
-    uint32_t terminal, pending, node;
+    uint32_t terminal, pending, in_char, node;
     auto operator<=>(const Ending&) const = default;
   };
   std::vector<Ending> ending_;

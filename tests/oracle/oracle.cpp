@@ -114,6 +114,9 @@ void compute_byte_classes(OracleGrammar& g) {
   for (const ExceptRule& e : g.excepts)
     for (const std::string& str : e.strings)
       for (char c : str) cuts.insert(static_cast<uint8_t>(c)), cuts.insert(static_cast<uint8_t>(c) + 1);
+  // Where UTF-8 tells bytes apart: continuation sub-ranges, and lead bytes
+  // of each length and of the restricted second bytes.
+  for (int c : {0x80, 0x90, 0xA0, 0xC0, 0xC2, 0xE0, 0xE1, 0xED, 0xEE, 0xF0, 0xF1, 0xF4, 0xF5}) cuts.insert(c);
   for (int c : cuts)
     if (c < 256) g.representative_bytes.push_back(static_cast<uint8_t>(c));
 }
@@ -161,6 +164,7 @@ Recognizer::Recognizer(std::shared_ptr<const OracleGrammar> grammar, bool segmen
   intern({});  // id 0: nothing pending
   columns_.emplace_back();
   boundary_.push_back(1);
+  utf8_.push_back(Utf8::Whole);
   add(columns_[0], {g_->accept_production, 0, 0, 0, 0});
   close(0);
 }
@@ -292,10 +296,36 @@ void Recognizer::complete_spans(size_t e) {
   }
 }
 
+// The text is over UTF-8: decode the last character from its lead byte and
+// ask whether the code points its bytes still allow include a valid one of
+// that length (not overlong, not a surrogate, at most U+10FFFF).
+Recognizer::Utf8 Recognizer::utf8_after_last_byte() const {
+  if (utf8_.back() == Utf8::Invalid) return Utf8::Invalid;
+  auto at = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(text_[i])); };
+  size_t lead = text_.size() - 1;
+  while (lead > 0 && (at(lead) & 0xC0) == 0x80 && text_.size() - lead < 4) --lead;
+  if (utf8_[lead] != Utf8::Whole) return Utf8::Invalid;
+  const uint32_t b0 = at(lead);
+  const size_t have = text_.size() - lead;
+  const size_t length = b0 < 0x80 ? 1 : (b0 & 0xE0) == 0xC0 ? 2 : (b0 & 0xF0) == 0xE0 ? 3 : (b0 & 0xF8) == 0xF0 ? 4 : 0;
+  if (length == 0 || have > length) return Utf8::Invalid;
+  uint32_t bits = b0 & (0xFFu >> (length + 1));
+  for (size_t i = lead + 1; i < text_.size(); ++i) bits = bits << 6 | (at(i) & 0x3F);
+  const size_t missing = length - have;
+  uint32_t lo = bits << (6 * missing), hi = lo + (1u << (6 * missing)) - 1;
+  static constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
+  static constexpr uint32_t kMost[] = {0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+  lo = std::max(lo, kLeast[length - 1]);
+  hi = std::min(hi, kMost[length - 1]);
+  if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return Utf8::Invalid;
+  return missing == 0 ? Utf8::Whole : Utf8::Partial;
+}
+
 void Recognizer::push_byte(uint8_t byte, bool boundary_after) {
   const size_t k = text_.size();
   text_ += static_cast<char>(byte);
   boundary_.push_back(boundary_after);
+  utf8_.push_back(utf8_after_last_byte());
   columns_.emplace_back();
   for (size_t j = 0; j < columns_[k].items.size(); ++j) {
     const Item item = columns_[k].items[j];
@@ -324,15 +354,18 @@ void Recognizer::pop_bytes(size_t n) {
   text_.resize(text_.size() - n);
   columns_.resize(columns_.size() - n);
   boundary_.resize(boundary_.size() - n);
+  utf8_.resize(utf8_.size() - n);
 }
 
 bool Recognizer::complete() const {
+  if (utf8_.back() != Utf8::Whole) return false;  // never inside a character
   for (const Item& item : columns_.back().items)
     if (item.production == g_->accept_production && item.dot == 1 && item.origin == 0) return true;
   return false;
 }
 
 bool Recognizer::has_clean_item() const {
+  if (utf8_.back() != Utf8::Whole) return false;
   for (const Item& item : columns_.back().items)
     if (item.pending == 0) return true;
   return false;
@@ -341,7 +374,7 @@ bool Recognizer::has_clean_item() const {
 bool Recognizer::viable() const {
   if (dead()) return false;
   if (has_clean_item()) return true;
-  return viable_within(2 * g_->longest_except_string + 1);
+  return viable_within(2 * g_->longest_except_string + 4);
 }
 
 bool Recognizer::viable_within(size_t depth) const {

@@ -17,10 +17,15 @@
 //    derivation in text order; an item whose pending occurrence completes
 //    dies. With a count n, at most n tokens may hold bytes of w.
 //
-// Viability of a prefix whose live items all carry pending occurrences is
-// decided by a bounded search over continuation bytes (depth twice the
-// longest string of S), which assumes the vocabulary can spell every byte —
-// true of byte-level BPE, tiktoken and byte-fallback vocabularies.
+// The text is over UTF-8: a text that is not a prefix of valid UTF-8 is
+// dead, and a complete sentence never ends inside a character (checked by
+// decoding, independently of the matcher's UTF-8 automaton).
+//
+// Viability of a prefix whose live items all carry pending occurrences, or
+// that ends inside a character, is decided by a bounded search over
+// continuation bytes (depth twice the longest string of S, plus a
+// character), which assumes the vocabulary can spell every byte — true of
+// byte-level BPE, tiktoken and byte-fallback vocabularies.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -85,7 +90,7 @@ class Recognizer {
   bool complete() const;
   // Some continuation makes the text a complete sentence.
   bool viable() const;
-  bool dead() const { return columns_.back().items.empty(); }
+  bool dead() const { return columns_.back().items.empty() || utf8_.back() == Utf8::Invalid; }
   // Whether an any! or except! span may have started at byte `pos` (such a
   // span has no item in later columns until it ends).
   bool span_may_start_at(size_t pos) const { return columns_[pos].has_span_waiters; }
@@ -114,6 +119,8 @@ class Recognizer {
   // A pending occurrence: a string of except spec `spec` began at `start`.
   using Pending = std::vector<std::pair<uint32_t, uint32_t>>;
 
+  enum class Utf8 : uint8_t { Whole, Partial, Invalid };
+  Utf8 utf8_after_last_byte() const;
   void push_byte(uint8_t byte, bool boundary_after);
   void add(Column& column, const Item& item);
   void close(size_t k);
@@ -133,6 +140,7 @@ class Recognizer {
   std::vector<Pending> pending_sets_;
   std::map<Pending, uint32_t> pending_ids_;
   std::vector<uint8_t> boundary_;  // boundary_[p]: a token starts or ends at p
+  std::vector<Utf8> utf8_;         // utf8_[p]: where the text's first p bytes stand
 };
 
 // Convenience: verdict and the longest viable prefix of a whole text.
