@@ -380,9 +380,13 @@ bool Recognizer::viable() const {
 bool Recognizer::viable_within(size_t depth) const {
   if (depth == 0) return false;
   Recognizer probe = *this;
-  probe.free_from_ = std::min(free_from_, text_.size());
+  // Inside a character begun in segmented text, the rest of it comes as
+  // one-byte tokens (every vocabulary spells each byte; except! counts see
+  // them); past that, the continuation is free text.
+  const bool byte_tokens = utf8_.back() == Utf8::Partial && text_.size() < free_from_;
+  if (!byte_tokens) probe.free_from_ = std::min(free_from_, text_.size());
   for (uint8_t b : g_->representative_bytes) {
-    probe.push_byte(b, false);
+    probe.push_byte(b, byte_tokens);
     bool ok = !probe.dead() && (probe.complete() || probe.has_clean_item() || probe.viable_within(depth - 1));
     probe.pop_bytes(1);
     if (ok) return true;

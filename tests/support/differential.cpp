@@ -6,9 +6,17 @@
 #include <random>
 
 #include "matcher.h"
+#include "utf8.h"
 
 namespace cgram::test {
 namespace {
+
+// Whether the bytes are whole UTF-8 characters (by the front end's decoder).
+bool whole_characters(std::string_view bytes) {
+  for (size_t i = 0; i < bytes.size();)
+    if (!decode_utf8(bytes, i)) return false;
+  return true;
+}
 
 // Compares one step; returns the oracle's mask.
 std::vector<uint32_t> compare(Matcher& matcher, OracleMasker& oracle, const std::vector<uint32_t>& history,
@@ -55,7 +63,7 @@ WalkStats walk_document(const std::shared_ptr<const CompiledGrammar>& grammar, O
 }
 
 WalkStats walk_random(const std::shared_ptr<const CompiledGrammar>& grammar, OracleMasker& oracle, uint64_t seed,
-                      size_t max_steps) {
+                      size_t max_steps, bool favour_partial_characters) {
   WalkStats stats;
   Matcher matcher(grammar);
   std::mt19937_64 rng(seed);
@@ -77,18 +85,28 @@ WalkStats walk_random(const std::shared_ptr<const CompiledGrammar>& grammar, Ora
     for (uint32_t id : allowed)
       if (!blank(id) && !vocab.is_eos(id)) preferred.push_back(id);
     bool can_stop = vocab.is_eos(allowed.back()) || std::any_of(allowed.begin(), allowed.end(), [&](uint32_t id) { return vocab.is_eos(id); });
-    const std::vector<uint32_t>& pool = !preferred.empty() && rng() % 5 != 0 ? preferred : allowed;
+    std::vector<uint32_t> partial;
+    if (favour_partial_characters)
+      for (uint32_t id : allowed)
+        if (!vocab.is_eos(id) && !whole_characters(vocab.bytes(id))) partial.push_back(id);
+    const std::vector<uint32_t>& pool = !partial.empty() && rng() % 2 == 0   ? partial
+                                        : !preferred.empty() && rng() % 5 != 0 ? preferred
+                                                                               : allowed;
     uint32_t token = pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
     if (can_stop && step > max_steps / 2 && rng() % 3 == 0) token = vocab.eos_ids().front();
     AdvanceResult r = matcher.advance(token);
     if (std::getenv("CGRAM_TRACE")) fmt::print(stderr, "step {}: {} allowed, took {} '{}'\n", step, allowed.size(), token, vocab.display(token));
-    if (r == AdvanceResult::Finished) break;
+    if (r == AdvanceResult::Finished) {
+      stats.finished = true;
+      break;
+    }
     if (r != AdvanceResult::Ongoing) {
       ++stats.mismatches;
       if (stats.first_mismatch.empty()) stats.first_mismatch = fmt::format("advance({}) refused an allowed token", token);
       break;
     }
     history.push_back(token);
+    stats.text += vocab.bytes(token);
   }
   return stats;
 }

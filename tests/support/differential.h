@@ -17,6 +17,8 @@ struct WalkStats {
   size_t pairs = 0;        // (step, token) pairs compared
   size_t mismatches = 0;
   std::string first_mismatch;  // a readable description, empty when none
+  std::string text;            // the bytes accepted
+  bool finished = false;       // the walk ended with end of sequence
 };
 
 // Follows `tokens` (a document's canonical tokenization); at each step
@@ -24,7 +26,10 @@ struct WalkStats {
 WalkStats walk_document(const std::shared_ptr<const CompiledGrammar>& grammar, OracleMasker& oracle,
                         const std::vector<uint32_t>& tokens);
 // Picks a random allowed token (end of sequence included) at each step.
+// With `favour_partial_characters`, half of the picks go to allowed tokens
+// that hold part of a character (byte-level and byte-fallback tokens), so
+// that walks stop inside characters often.
 WalkStats walk_random(const std::shared_ptr<const CompiledGrammar>& grammar, OracleMasker& oracle, uint64_t seed,
-                      size_t max_steps);
+                      size_t max_steps, bool favour_partial_characters = false);
 
 }  // namespace cgram::test
