@@ -294,12 +294,145 @@ Dfa minimize(const Dfa& dfa) {
   return out;
 }
 
+uint32_t embed_dfa(const Dfa& dfa, Nfa& nfa, uint32_t accept) {
+  const uint32_t base = static_cast<uint32_t>(nfa.size());
+  for (uint32_t s = 0; s < dfa.size(); ++s) nfa.add_state();
+  for (uint32_t s = 0; s < dfa.size(); ++s) {
+    for (int b = 0; b < 256;) {
+      const uint32_t target = dfa.next(s, static_cast<uint8_t>(b));
+      int run = b;
+      while (run + 1 < 256 && dfa.next(s, static_cast<uint8_t>(run + 1)) == target) ++run;
+      if (target != Dfa::kDead) nfa.add_edge(base + s, static_cast<uint8_t>(b), static_cast<uint8_t>(run), base + target);
+      b = run + 1;
+    }
+    if (dfa.accepting(s)) nfa.add_epsilon(base + s, accept);
+  }
+  return base + dfa.start();
+}
+
+namespace {
+
+// Builds the minimal DFA of a regex bottom-up, minimising every part before
+// it is combined, so that the subset construction never sees the copies of
+// a bounded repetition all at once. Used when the direct construction
+// exceeds the limit: the limit is on the minimal DFA, and the work in
+// between has its own, larger budget.
+class MinimalBuilder {
+ public:
+  explicit MinimalBuilder(const AutomatonLimits& limits) : limits_(limits) {}
+  struct TooLarge {};
+
+  Dfa build(const RegexNode& node) {
+    switch (node.kind) {
+      case RegexNode::Kind::Empty:
+      case RegexNode::Kind::Set: return direct(node);
+      case RegexNode::Kind::Concat: {
+        Dfa d = build(node.children[0]);
+        for (size_t i = 1; i < node.children.size(); ++i) d = concat(d, build(node.children[i]));
+        return d;
+      }
+      case RegexNode::Kind::Alternation: {
+        Dfa d = build(node.children[0]);
+        for (size_t i = 1; i < node.children.size(); ++i) {
+          const Dfa other = build(node.children[i]);
+          d = combine({&d, &other}, false);
+        }
+        return d;
+      }
+      case RegexNode::Kind::Repeat: {
+        const Dfa child = build(node.children[0]);
+        Dfa d = power(child, node.min);
+        if (node.max == kRegexUnbounded) return concat(d, star(child));
+        return concat(d, power(optional(child), node.max - node.min));
+      }
+    }
+    return Dfa{};
+  }
+
+ private:
+  Dfa direct(const RegexNode& node) {
+    NfaResult nfa = regex_to_nfa(node, limits_);
+    if (std::holds_alternative<AutomatonError>(nfa)) throw TooLarge{};
+    return finish(std::get<Nfa>(nfa));
+  }
+
+  Dfa finish(const Nfa& nfa) {
+    AutomatonLimits work = limits_;
+    work.max_dfa_states = limits_.max_intermediate_dfa_states;
+    DfaResult dfa = nfa_to_dfa(nfa, work);
+    if (std::holds_alternative<AutomatonError>(dfa)) throw TooLarge{};
+    return minimize(std::get<Dfa>(dfa));  // a part may be larger than the whole
+  }
+
+  static Dfa empty_string() {
+    Dfa d;
+    d.set_start(d.add_state(true));
+    for (int b = 0; b < 256; ++b) d.set(0, static_cast<uint8_t>(b), Dfa::kDead);
+    return d;
+  }
+
+  // Sequence (concatenate) or union of the parts.
+  Dfa combine(std::initializer_list<const Dfa*> parts, bool sequence) {
+    Nfa nfa;
+    nfa.start = nfa.add_state();
+    nfa.accept = nfa.add_state();
+    uint32_t at = nfa.start;
+    for (const Dfa* part : parts) {
+      if (part->empty_language()) {
+        if (sequence) return Dfa{};
+        continue;
+      }
+      const uint32_t end = sequence ? nfa.add_state() : nfa.accept;
+      nfa.add_epsilon(sequence ? at : nfa.start, embed_dfa(*part, nfa, end));
+      at = end;
+    }
+    if (sequence) nfa.add_epsilon(at, nfa.accept);
+    return finish(nfa);
+  }
+  Dfa concat(const Dfa& a, const Dfa& b) { return combine({&a, &b}, true); }
+  Dfa optional(const Dfa& a) {
+    const Dfa e = empty_string();
+    return combine({&e, &a}, false);
+  }
+  Dfa star(const Dfa& a) {
+    Nfa nfa;
+    nfa.start = nfa.add_state();
+    nfa.accept = nfa.start;
+    if (!a.empty_language()) nfa.add_epsilon(nfa.start, embed_dfa(a, nfa, nfa.start));
+    return finish(nfa);
+  }
+  // a^n by squaring: the parts stay minimal, and n costs log n steps.
+  Dfa power(const Dfa& a, uint32_t n) {
+    Dfa result = empty_string(), base = a;
+    for (; n > 0; n >>= 1) {
+      if (n & 1) result = concat(result, base);
+      if (n > 1) base = concat(base, base);
+    }
+    return result;
+  }
+
+  const AutomatonLimits& limits_;
+};
+
+}  // namespace
+
 DfaResult compile_regex(const RegexNode& regex, const AutomatonLimits& limits) {
   NfaResult nfa = regex_to_nfa(regex, limits);
   if (auto* e = std::get_if<AutomatonError>(&nfa)) return *e;
   DfaResult dfa = nfa_to_dfa(std::get<Nfa>(nfa), limits);
-  if (auto* e = std::get_if<AutomatonError>(&dfa)) return *e;
-  return minimize(std::get<Dfa>(dfa));
+  if (std::holds_alternative<Dfa>(dfa)) return minimize(std::get<Dfa>(dfa));
+  // The subset construction outgrew the limit before minimisation could
+  // shrink it: build part by part instead, and judge the minimal DFA.
+  try {
+    Dfa minimal = MinimalBuilder(limits).build(regex);
+    if (minimal.size() <= limits.max_dfa_states) return minimal;
+    throw MinimalBuilder::TooLarge{};
+  } catch (const MinimalBuilder::TooLarge&) {
+    return AutomatonError{fmt::format(
+        "this regex is too large: its minimal DFA needs more than {} states (bounded repetitions "
+        "of large classes, or alternatives that overlap for a long stretch, multiply the states)",
+        limits.max_dfa_states)};
+  }
 }
 
 Dfa literal_dfa(std::string_view bytes) {

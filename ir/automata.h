@@ -14,7 +14,8 @@ namespace cgram::ir {
 
 struct AutomatonLimits {
   size_t max_nfa_states = 1u << 20;
-  size_t max_dfa_states = 1u << 15;
+  size_t max_dfa_states = 1u << 15;               // of one minimal DFA
+  size_t max_intermediate_dfa_states = 1u << 16;  // before minimisation, when built part by part
 };
 
 class Nfa {
@@ -87,7 +88,12 @@ NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits = {
 DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits = {});
 // Removes states that cannot reach acceptance, then merges equivalent states.
 Dfa minimize(const Dfa& dfa);
-// The whole pipeline: regex → NFA → DFA → minimal DFA.
+// Copies `dfa` into `nfa`; returns the copy's start, and links every
+// accepting state to `accept` with an epsilon move.
+uint32_t embed_dfa(const Dfa& dfa, Nfa& nfa, uint32_t accept);
+// The whole pipeline: regex → NFA → DFA → minimal DFA; where the subset
+// construction outgrows the limit, the DFA is built part by part, each part
+// minimised, and the limit applies to the minimal DFA.
 DfaResult compile_regex(const RegexNode& regex, const AutomatonLimits& limits = {});
 Dfa literal_dfa(std::string_view bytes);
 // The DFA of a union of literals (a finite language).

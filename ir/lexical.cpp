@@ -20,24 +20,6 @@ Dfa without_empty_string(const Dfa& dfa, bool minimal) {
 
 namespace {
 
-// Copies `dfa` into `nfa`; returns the fragment's start, and links every
-// accepting state to `accept` with an epsilon move.
-uint32_t embed(const Dfa& dfa, Nfa& nfa, uint32_t accept) {
-  const uint32_t base = static_cast<uint32_t>(nfa.size());
-  for (uint32_t s = 0; s < dfa.size(); ++s) nfa.add_state();
-  for (uint32_t s = 0; s < dfa.size(); ++s) {
-    for (int b = 0; b < 256;) {
-      uint32_t target = dfa.next(s, static_cast<uint8_t>(b));
-      int run = b;
-      while (run + 1 < 256 && dfa.next(s, static_cast<uint8_t>(run + 1)) == target) ++run;
-      if (target != Dfa::kDead) nfa.add_edge(base + s, static_cast<uint8_t>(b), static_cast<uint8_t>(run), base + target);
-      b = run + 1;
-    }
-    if (dfa.accepting(s)) nfa.add_epsilon(base + s, accept);
-  }
-  return base + dfa.start();
-}
-
 // Rules whose language is regular and that recurse through no rule are
 // collapsed into one DFA each (within a size budget): in JSON, `string`,
 // `number` and `ws` become single terminals, so a token inside a string is
@@ -78,7 +60,7 @@ class RegularRules {
       for (Symbol s : ir_.productions[p].rhs) {
         const Dfa& part = s.kind == Symbol::Kind::Terminal ? ir_.terminals[s.index].dfa : *dfa_[s.index];
         uint32_t end = nfa.add_state();
-        nfa.add_epsilon(at, embed(part, nfa, end));
+        nfa.add_epsilon(at, embed_dfa(part, nfa, end));
         at = end;
       }
       nfa.add_epsilon(at, nfa.accept);

@@ -86,8 +86,8 @@ TEST_CASE("bad regexes: the position is inside the regex", "[diagnostics]") {
   expect_error("start ::= #'a{2000}';", 1, 14, "repetition bound in regex is too large (the limit is 1000)");
   expect_error("start ::= #'[^\\s\\S]';", 1, 11, "this regex matches no text at all (its language is empty)");
   expect_error("start ::= #'(a|b)*a(a|b){20}';", 1, 11,
-               "this regex is too large: its DFA needs more than 32768 states (bounded repetitions of "
-               "large classes, or alternatives that overlap for a long stretch, multiply the states)");
+               "this regex is too large: its minimal DFA needs more than 32768 states (bounded repetitions "
+               "of large classes, or alternatives that overlap for a long stretch, multiply the states)");
 }
 
 TEST_CASE("unsupported regex features say that regexes denote regular languages", "[diagnostics]") {

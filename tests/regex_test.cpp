@@ -159,3 +159,48 @@ TEST_CASE("minimisation gives the minimal DFA", "[regex]") {
   // Equal languages give equal sizes whatever the syntax.
   CHECK(compile("(ab|ac)").size() == compile("a(b|c)").size());
 }
+
+namespace {
+// Minimal DFAs are numbered in BFS order from the start, so two minimal DFAs
+// of one language are equal table for table.
+bool same_dfa(const ir::Dfa& a, const ir::Dfa& b) {
+  if (a.size() != b.size() || a.start() != b.start()) return false;
+  for (uint32_t s = 0; s < a.size(); ++s) {
+    if (a.accepting(s) != b.accepting(s)) return false;
+    for (int c = 0; c < 256; ++c)
+      if (a.next(s, static_cast<uint8_t>(c)) != b.next(s, static_cast<uint8_t>(c))) return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("the DFA limit applies to the minimal DFA, built part by part when needed", "[regex]") {
+  // The subset construction of {,3} outgrows 32768 states; the minimal DFA has 917, the
+  // same as the language spelled with three optional copies.
+  const std::string x = "(?:[^y-z]+.\\D{2,4}\\S{0,2}|a)";
+  ir::Dfa bounded = compile(x + "{,3}");
+  CHECK(bounded.size() == 917);
+  CHECK(same_dfa(bounded, compile(x + "?" + x + "?" + x + "?")));
+  // Forcing the part-by-part construction (limit = the minimal size) gives
+  // the same minimal DFA on generated regexes.
+  RegexGenerator gen(20261123);
+  size_t forced = 0;
+  for (int r = 0; r < 200; ++r) {
+    std::string pattern = gen.generate();
+    ir::Dfa direct = compile(pattern);
+    ir::AutomatonLimits tight;
+    tight.max_dfa_states = direct.size();
+    auto again = ir::compile_regex(std::get<ir::RegexNode>(ir::parse_regex(pattern)), tight);
+    INFO("pattern: " << pattern);
+    REQUIRE(std::holds_alternative<ir::Dfa>(again));
+    CHECK(same_dfa(direct, std::get<ir::Dfa>(again)));
+    ir::AutomatonLimits too_tight;
+    too_tight.max_dfa_states = direct.size() - 1;
+    if (direct.size() > 1) {
+      CHECK(std::holds_alternative<ir::AutomatonError>(
+          ir::compile_regex(std::get<ir::RegexNode>(ir::parse_regex(pattern)), too_tight)));
+      ++forced;
+    }
+  }
+  CHECK(forced > 100);
+}
