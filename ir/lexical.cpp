@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 namespace cgram::ir {
 
 Dfa without_empty_string(const Dfa& dfa, bool minimal) {
@@ -20,60 +22,170 @@ Dfa without_empty_string(const Dfa& dfa, bool minimal) {
 
 namespace {
 
-// Rules whose language is regular and that recurse through no rule are
-// collapsed into one DFA each (within a size budget): in JSON, `string`,
-// `number` and `ws` become single terminals, so a token inside a string is
-// classified by one DFA and only the closing quote ends the lexeme.
+// Rules whose language is regular by structure are collapsed into one DFA
+// each (within a size budget): in JSON, `string`, `number` and `ws` become
+// single terminals, so a token inside a string is classified by one DFA and
+// only the closing quote ends the lexeme. That holds whatever the notation:
+// EBNF repetition (its helpers recurse on one side), left- or right-linear
+// recursion through a group of rules, and nesting through other rules. A
+// strongly connected group of rules is regular when every production refers
+// to the group at most once, always at its end (right-linear) or always at
+// its start (left-linear), and otherwise only to regular rules and
+// terminals: it then cannot embed itself.
 class RegularRules {
  public:
-  explicit RegularRules(const GrammarIR& ir) : ir_(ir), dfa_(ir.nonterminals.size()), state_(ir.nonterminals.size(), 0) {
-    for (uint32_t n = 0; n < ir.nonterminals.size(); ++n) visit(n);
+  explicit RegularRules(const GrammarIR& ir)
+      : ir_(ir), dfa_(ir.nonterminals.size()), why_(ir.nonterminals.size()) {
+    for (const std::vector<uint32_t>& group : strongly_connected_groups()) collapse(group);
   }
   // The rule's DFA, or null when it stays in the skeleton.
   const Dfa* dfa(uint32_t n) const { return dfa_[n] ? &*dfa_[n] : nullptr; }
+  // Why a rule stays in the skeleton (empty when it was collapsed).
+  const std::string& why_context_free(uint32_t n) const { return why_[n]; }
 
  private:
   static constexpr size_t kBudget = 4096;
 
-  // 0 unvisited, 1 in progress (a cycle: not regular here), 2 done.
-  void visit(uint32_t n) {
-    if (state_[n] != 0) return;
-    state_[n] = 1;
-    bool regular = true;
-    for (uint32_t p : ir_.nonterminals[n].productions)
-      for (Symbol s : ir_.productions[p].rhs) {
-        if (s.kind == Symbol::Kind::AnyToken || s.kind == Symbol::Kind::Except) regular = false;
-        if (s.kind != Symbol::Kind::Nonterminal) continue;
-        visit(s.index);
-        if (state_[s.index] != 2 || !dfa_[s.index]) regular = false;
+  // Tarjan's algorithm, iteratively (deep grammars must not exhaust the
+  // stack); groups come out callees first.
+  std::vector<std::vector<uint32_t>> strongly_connected_groups() const {
+    const size_t n = ir_.nonterminals.size();
+    std::vector<std::vector<uint32_t>> groups;
+    std::vector<uint32_t> index(n, UINT32_MAX), low(n, 0), stack;
+    std::vector<bool> on_stack(n, false);
+    uint32_t counter = 0;
+    struct Frame {
+      uint32_t node;
+      size_t next;  // position in successors
+    };
+    std::vector<std::vector<uint32_t>> successors(n);
+    for (uint32_t a = 0; a < n; ++a)
+      for (uint32_t p : ir_.nonterminals[a].productions)
+        for (Symbol s : ir_.productions[p].rhs)
+          if (s.kind == Symbol::Kind::Nonterminal) successors[a].push_back(s.index);
+    for (uint32_t root = 0; root < n; ++root) {
+      if (index[root] != UINT32_MAX) continue;
+      std::vector<Frame> frames{{root, 0}};
+      index[root] = low[root] = counter++;
+      stack.push_back(root), on_stack[root] = true;
+      while (!frames.empty()) {
+        Frame& f = frames.back();
+        if (f.next < successors[f.node].size()) {
+          const uint32_t w = successors[f.node][f.next++];
+          if (index[w] == UINT32_MAX) {
+            index[w] = low[w] = counter++;
+            stack.push_back(w), on_stack[w] = true;
+            frames.push_back({w, 0});
+          } else if (on_stack[w]) {
+            low[f.node] = std::min(low[f.node], index[w]);
+          }
+          continue;
+        }
+        const uint32_t v = f.node;
+        frames.pop_back();
+        if (!frames.empty()) low[frames.back().node] = std::min(low[frames.back().node], low[v]);
+        if (low[v] != index[v]) continue;
+        std::vector<uint32_t> group;
+        uint32_t w;
+        do {
+          w = stack.back();
+          stack.pop_back(), on_stack[w] = false;
+          group.push_back(w);
+        } while (w != v);
+        groups.push_back(std::move(group));
       }
-    if (regular) build(n);
-    state_[n] = 2;
+    }
+    return groups;
   }
 
-  void build(uint32_t n) {
-    Nfa nfa;
-    nfa.start = nfa.add_state();
-    nfa.accept = nfa.add_state();
-    for (uint32_t p : ir_.nonterminals[n].productions) {
-      uint32_t at = nfa.start;
-      for (Symbol s : ir_.productions[p].rhs) {
-        const Dfa& part = s.kind == Symbol::Kind::Terminal ? ir_.terminals[s.index].dfa : *dfa_[s.index];
-        uint32_t end = nfa.add_state();
-        nfa.add_epsilon(at, embed_dfa(part, nfa, end));
-        at = end;
+  enum class Side : uint8_t { None, Left, Right };
+
+  void collapse(const std::vector<uint32_t>& group) {
+    std::vector<bool> in_group(ir_.nonterminals.size(), false);
+    for (uint32_t a : group) in_group[a] = true;
+    Side side = Side::None;
+    // Reasons by precedence: self-embedding says the most, then what the
+    // group uses, then mixed sides.
+    std::string embedding, uses, sides;
+    for (uint32_t a : group)
+      for (uint32_t p : ir_.nonterminals[a].productions) {
+        const std::vector<Symbol>& rhs = ir_.productions[p].rhs;
+        size_t inside = 0;
+        for (size_t i = 0; i < rhs.size(); ++i) {
+          const Symbol s = rhs[i];
+          if (s.kind == Symbol::Kind::AnyToken || s.kind == Symbol::Kind::Except) {
+            uses = "it holds any! or except!, which depend on token boundaries";
+          } else if (s.kind == Symbol::Kind::Nonterminal && in_group[s.index]) {
+            ++inside;
+            const Side here = rhs.size() == 1 ? side : i == 0 ? Side::Left : i + 1 == rhs.size() ? Side::Right : Side::None;
+            if (here == Side::None && rhs.size() > 1)
+              embedding = fmt::format("it recurses through '{}' in the middle of a sequence (self-embedding)",
+                                      ir_.nonterminals[s.index].name);
+            else if (here != Side::None && side != Side::None && here != side)
+              sides = "its recursion is on the left in one place and on the right in another";
+            else if (here != Side::None)
+              side = here;
+          } else if (s.kind == Symbol::Kind::Nonterminal && !dfa_[s.index] && uses.empty()) {
+            uses = fmt::format("it uses '{}', which is context-free", ir_.nonterminals[s.index].name);
+          }
+        }
+        if (inside > 1 && sides.empty()) sides = "it refers to its own recursion twice in one alternative";
       }
-      nfa.add_epsilon(at, nfa.accept);
+    std::string why = !embedding.empty() ? embedding : !uses.empty() ? uses : sides;
+    if (why.empty()) why = build(group, in_group, side == Side::None ? Side::Right : side);
+    if (why.empty()) return;
+    for (uint32_t a : group) {
+      dfa_[a].reset();
+      why_[a] = why;
+    }
+  }
+
+  // One NFA for the whole group; each rule's DFA reads it from its own
+  // start (right-linear) or to its own end (left-linear).
+  std::string build(const std::vector<uint32_t>& group, const std::vector<bool>& in_group, Side side) {
+    Nfa nfa;
+    const uint32_t outer = nfa.add_state();  // right-linear: the end; left-linear: the start
+    std::map<uint32_t, uint32_t> state_of;
+    for (uint32_t a : group) state_of[a] = nfa.add_state();
+    for (uint32_t a : group) {
+      for (uint32_t p : ir_.nonterminals[a].productions) {
+        const std::vector<Symbol>& rhs = ir_.productions[p].rhs;
+        // The production reads `from` → its regular symbols → `to`.
+        uint32_t from = side == Side::Left ? outer : state_of[a];
+        uint32_t to = side == Side::Left ? state_of[a] : outer;
+        size_t first = 0, end = rhs.size();
+        if (!rhs.empty() && rhs.front().kind == Symbol::Kind::Nonterminal && in_group[rhs.front().index] &&
+            side != Side::Right)
+          from = state_of[rhs.front().index], first = 1;
+        else if (!rhs.empty() && rhs.back().kind == Symbol::Kind::Nonterminal && in_group[rhs.back().index])
+          to = state_of[rhs.back().index], end = rhs.size() - 1;
+        uint32_t at = from;
+        for (size_t i = first; i < end; ++i) {
+          const Symbol s = rhs[i];
+          const Dfa& part = s.kind == Symbol::Kind::Terminal ? ir_.terminals[s.index].dfa : *dfa_[s.index];
+          const uint32_t next = nfa.add_state();
+          nfa.add_epsilon(at, embed_dfa(part, nfa, next));
+          at = next;
+        }
+        nfa.add_epsilon(at, to);
+      }
     }
     AutomatonLimits limits;
     limits.max_dfa_states = kBudget;
-    DfaResult result = nfa_to_dfa(nfa, limits);
-    if (auto* d = std::get_if<Dfa>(&result)) dfa_[n] = minimize(*d);
+    for (uint32_t a : group) {
+      nfa.start = side == Side::Left ? outer : state_of[a];
+      nfa.accept = side == Side::Left ? state_of[a] : outer;
+      DfaResult result = nfa_to_dfa(nfa, limits);
+      Dfa* d = std::get_if<Dfa>(&result);
+      if (!d) return fmt::format("as a DFA it would need more than {} states", kBudget);
+      dfa_[a] = minimize(*d);
+    }
+    return "";
   }
 
   const GrammarIR& ir_;
   std::vector<std::optional<Dfa>> dfa_;
-  std::vector<uint8_t> state_;
+  std::vector<std::string> why_;
 };
 
 class LexicalLowering {
@@ -83,6 +195,7 @@ class LexicalLowering {
   LexicalGrammar run() {
     // Skeleton nonterminals: the IR's, then S', then optional wrappers.
     for (const Nonterminal& n : ir_.nonterminals) out_.nonterminal_names.push_back(n.name);
+    for (uint32_t n = 0; n < ir_.nonterminals.size(); ++n) out_.context_free_reasons.push_back(regular_.why_context_free(n));
     out_.start = add_nonterminal("start'");
     out_.productions.push_back({out_.start, {{false, ir_.start}}});
     terminal_symbol_.resize(ir_.terminals.size());

@@ -49,6 +49,9 @@ struct LexicalGrammar {
   std::vector<std::string> nonterminal_names;
   std::vector<SkeletonProduction> productions;  // production 0 is S' -> start
   uint32_t start = 0;                           // the augmented start S'
+  // Per rule of the grammar IR: why it stays in the skeleton rather than
+  // being collapsed into a DFA (empty for collapsed rules).
+  std::vector<std::string> context_free_reasons;
 
   std::string dump() const;
 };

@@ -72,7 +72,30 @@ struct Encoder::State {
   std::shared_ptr<const Vocabulary> vocab;
   std::vector<std::unique_ptr<icu::RegexPattern>> patterns;
 
+  // Valid UTF-8 runs are encoded as the tokenizer would; each byte that is
+  // not part of a whole character (a prefix cut inside one, or invalid
+  // text) becomes its own byte token, so the tokens' bytes are exactly the
+  // text's.
   void encode_span(std::string_view text, std::vector<uint32_t>& out, bool first) const {
+    size_t run = 0;
+    for (size_t pos = 0; pos < text.size();) {
+      const size_t at = pos;
+      if (decode_utf8(text, pos)) continue;
+      encode_valid(text.substr(run, at - run), out, first && run == 0);
+      pos = at + 1;
+      byte_token(static_cast<uint8_t>(text[at]), out);
+      run = pos;
+    }
+    encode_valid(text.substr(run), out, first && run == 0);
+  }
+
+  void byte_token(uint8_t byte, std::vector<uint32_t>& out) const {
+    const char c = static_cast<char>(byte);
+    if (vocab->kind() == TokenizerKind::SentencePiece) return byte_fallback(std::string_view(&c, 1), out);
+    if (auto id = vocab->find(std::string_view(&c, 1))) out.push_back(*id);
+  }
+
+  void encode_valid(std::string_view text, std::vector<uint32_t>& out, bool first) const {
     if (text.empty()) return;
     if (vocab->kind() == TokenizerKind::SentencePiece) return encode_sentencepiece(text, out, first);
     for (const std::string& piece : pretokenize(text)) {

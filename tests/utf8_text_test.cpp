@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "differential.h"
+#include "encoder.h"
 #include "helpers.h"
 #include "matcher.h"
 #include "utf8.h"
@@ -222,4 +223,35 @@ TEST_CASE("differential: random walks through partial characters stay UTF-8", "[
     }
   CHECK(finished > 0);
   CHECK(pairs > 500'000);
+}
+
+TEST_CASE("a prefix is bytes: encoders keep cut and invalid characters as byte tokens", "[utf8][encoder]") {
+  std::vector<std::shared_ptr<const Vocabulary>> vocabs{bundled()};
+  for (const char* name : {"gguf/ggml-vocab-gpt-2.gguf", "cl100k_base.tiktoken", "llama3-tokenizer.json"}) {
+    const std::filesystem::path path = std::string(CGRAM_SOURCE_DIR "/../shared/vocab/") + name;
+    if (std::filesystem::exists(path))
+      vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path.string())));
+  }
+  const std::string texts[] = {"\"ab\xE7", "\"ab\xE7\x94", "x\xFFy", "a\xC0\x80" "b \xED\xA0\x80", "\xF0\x9F\x98"};
+  for (const auto& vocab : vocabs) {
+    auto created = Encoder::create(vocab);
+    REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
+    const Encoder& enc = *std::get<std::unique_ptr<Encoder>>(created);
+    for (const std::string& text : texts) {
+      std::string bytes;
+      for (uint32_t id : enc.encode_continuation(text)) bytes += vocab->bytes(id);
+      INFO(vocab->name() << ": " << text);
+      CHECK(bytes == text);
+    }
+    // After '"ab' and the first byte of a 3-byte character, only what
+    // continues that character is allowed.
+    Matcher m(compile("start ::= #'\"[^\"]*\"' ;", vocab));
+    for (uint32_t id : enc.encode_continuation("\"ab\xE7")) REQUIRE(m.advance(id) == AdvanceResult::Ongoing);
+    for (uint32_t id : m.current_possible_tokens()) {
+      INFO(vocab->name() << ": token " << id);
+      const uint8_t first = static_cast<uint8_t>(vocab->bytes(id)[0]);
+      CHECK((first >= 0x80 && first <= 0xBF));
+    }
+    CHECK_FALSE(m.can_end());
+  }
 }

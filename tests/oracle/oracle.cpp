@@ -374,11 +374,15 @@ bool Recognizer::has_clean_item() const {
 bool Recognizer::viable() const {
   if (dead()) return false;
   if (has_clean_item()) return true;
-  return viable_within(2 * g_->longest_except_string + 4);
+  return viable_within(2 * g_->longest_except_string + 1);
 }
 
+// Bytes that leave the text inside a character do not count against the
+// depth (a character has at most three more), and inside a character only
+// continuation bytes are tried: the rest are invalid UTF-8.
 bool Recognizer::viable_within(size_t depth) const {
-  if (depth == 0) return false;
+  const bool in_char = utf8_.back() == Utf8::Partial;
+  if (depth == 0 && !in_char) return false;
   Recognizer probe = *this;
   // Inside a character begun in segmented text, the rest of it comes as
   // one-byte tokens (every vocabulary spells each byte; except! counts see
@@ -386,8 +390,10 @@ bool Recognizer::viable_within(size_t depth) const {
   const bool byte_tokens = utf8_.back() == Utf8::Partial && text_.size() < free_from_;
   if (!byte_tokens) probe.free_from_ = std::min(free_from_, text_.size());
   for (uint8_t b : g_->representative_bytes) {
+    if (in_char && (b < 0x80 || b > 0xBF)) continue;
     probe.push_byte(b, byte_tokens);
-    bool ok = !probe.dead() && (probe.complete() || probe.has_clean_item() || probe.viable_within(depth - 1));
+    const size_t left = probe.utf8_.back() == Utf8::Partial || depth == 0 ? depth : depth - 1;
+    bool ok = !probe.dead() && (probe.complete() || probe.has_clean_item() || probe.viable_within(left));
     probe.pop_bytes(1);
     if (ok) return true;
   }

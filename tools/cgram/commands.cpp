@@ -138,7 +138,11 @@ int run_check(const CheckArgs& args) {
     ir::LexicalGrammar lexical = ir::lower_lexical(ir);
     ir::LrTable table(lexical);
     std::cout << "== grammar IR\n" << ir.dump() << "== skeleton over " << lexical.terminals.size()
-              << " lexical terminals\n" << lexical.dump()
+              << " lexical terminals\n" << lexical.dump() << "== rules kept context-free, and why\n";
+    for (size_t n = 0; n < ir.nonterminals.size(); ++n)
+      if (!lexical.context_free_reasons[n].empty())
+        std::cout << ir.nonterminals[n].name << ": " << lexical.context_free_reasons[n] << "\n";
+    std::cout
               << fmt::format("== LALR(1): {} states, {} conflicting cells (run generalised)\n", table.state_count(),
                              table.conflict_count());
   }

@@ -39,7 +39,9 @@ struct VocabArgs {
 };
 
 struct MaskArgs : VocabArgs {
-  std::string prefix;
+  std::string prefix;       // bytes, tokenized by the vocabulary's encoder
+  std::string prefix_file;  // the same from a file (any bytes, NUL included)
+  std::string tokens_file;  // the prefix as token ids
   size_t show = 40;
 };
 int run_mask(const MaskArgs& args);
@@ -52,6 +54,7 @@ int run_generate(const GenerateArgs& args);
 
 struct BenchArgs : VocabArgs {
   std::string docs;
+  std::string tokens_file;  // documents as token ids, one a line
 };
 int run_bench(const BenchArgs& args);
 

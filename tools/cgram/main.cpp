@@ -39,7 +39,15 @@ int main(int argc, char** argv) {
   MaskArgs mask;
   CLI::App* mask_cmd = app.add_subcommand("mask", "The tokens allowed after a prefix (ids and bytes)");
   vocab_options(mask_cmd, mask);
-  mask_cmd->add_option("--prefix", mask.prefix, "The text so far, tokenized with the vocabulary's encoder");
+  auto* prefix_opt = mask_cmd->add_option(
+      "--prefix", mask.prefix,
+      "The text so far, as bytes (a prefix may end inside a character), tokenized with the vocabulary's encoder");
+  auto* prefix_file_opt =
+      mask_cmd->add_option("--prefix-file", mask.prefix_file, "The text so far from a file (any bytes, NUL included)");
+  auto* tokens_opt = mask_cmd->add_option("--tokens", mask.tokens_file,
+                                          "The tokens so far as ids: a file of whitespace-separated token ids");
+  prefix_opt->excludes(prefix_file_opt)->excludes(tokens_opt);
+  prefix_file_opt->excludes(tokens_opt);
   mask_cmd->add_option("--show", mask.show, "How many allowed tokens to list in text mode")->capture_default_str();
 
   GenerateArgs generate;
@@ -53,8 +61,9 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd = app.add_subcommand(
       "bench", "Mask and advance latency over documents, compile time, memory, time to first mask");
   vocab_options(bench_cmd, bench);
-  bench_cmd->add_option("--docs", bench.docs, "A text file, or a folder of them, tokenized with the vocabulary")
-      ->required();
+  bench_cmd->add_option("--docs", bench.docs, "A text file, or a folder of them, tokenized with the vocabulary");
+  bench_cmd->add_option("--tokens", bench.tokens_file,
+                        "Documents as token ids: a file of whitespace-separated ids, one document a line");
   bench_cmd->add_flag("--eager-index", bench.eager_index,
                       "Build the whole token index at compile time (as AOT and eager JIT do) instead of on first use");
 
@@ -69,6 +78,10 @@ int main(int argc, char** argv) {
   }
   if (*match_cmd && !match.text && !match.text_file) {
     std::cerr << "cgram match: expected the text to match: give TEXT or --file PATH\n";
+    return kExitUsage;
+  }
+  if (*bench_cmd && bench.docs.empty() && bench.tokens_file.empty()) {
+    std::cerr << "cgram bench: expected documents: give --docs PATH or --tokens FILE\n";
     return kExitUsage;
   }
   if (*demo_cmd) return run_demo();

@@ -96,6 +96,62 @@ std::unique_ptr<Encoder> encoder_for(const std::shared_ptr<const Vocabulary>& vo
   return std::move(std::get<std::unique_ptr<Encoder>>(created));
 }
 
+// Token id sequences from a file of whitespace-separated ids, one sequence
+// per line (empty lines skipped); every id must be below the vocabulary size.
+std::optional<std::vector<std::vector<uint32_t>>> read_token_ids(const std::string& path, size_t vocab_size,
+                                                                 std::string& error) {
+  auto text = read_text(path, error);
+  if (!text) return std::nullopt;
+  std::vector<std::vector<uint32_t>> sequences;
+  std::istringstream lines(*text);
+  std::string line;
+  for (size_t number = 1; std::getline(lines, line); ++number) {
+    std::istringstream words(line);
+    std::vector<uint32_t> ids;
+    for (std::string word; words >> word;) {
+      uint64_t id = 0;
+      const bool digits = word.size() <= 12 && std::all_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (digits) id = std::stoull(word);
+      if (!digits || id >= vocab_size) {
+        error = fmt::format("{}:{}: '{}' is not a token id of this vocabulary (0 to {})", path, number, word,
+                            vocab_size - 1);
+        return std::nullopt;
+      }
+      ids.push_back(static_cast<uint32_t>(id));
+    }
+    if (!ids.empty()) sequences.push_back(std::move(ids));
+  }
+  return sequences;
+}
+
+// The prefix of `cgram mask` as token ids: given as ids, or as bytes
+// (--prefix, --prefix-file) tokenized by the vocabulary's encoder.
+std::optional<std::vector<uint32_t>> prefix_tokens(const MaskArgs& args, const Loaded& loaded) {
+  std::string error;
+  if (!args.tokens_file.empty()) {
+    auto sequences = read_token_ids(args.tokens_file, loaded.vocab->size(), error);
+    if (!sequences) {
+      std::cerr << "cgram: error: " << error << "\n";
+      return std::nullopt;
+    }
+    std::vector<uint32_t> all;
+    for (const auto& seq : *sequences) all.insert(all.end(), seq.begin(), seq.end());
+    return all;
+  }
+  std::string prefix = args.prefix;
+  if (!args.prefix_file.empty()) {
+    auto text = read_text(args.prefix_file, error);
+    if (!text) {
+      std::cerr << "cgram: error: " << error << "\n";
+      return std::nullopt;
+    }
+    prefix = *text;
+  }
+  auto encoder = encoder_for(loaded.vocab);
+  if (!encoder) return std::nullopt;
+  return encoder->encode_continuation(prefix);
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -108,10 +164,10 @@ double percentile(std::vector<double> v, double p) {
 int run_mask(const MaskArgs& args) {
   auto loaded = load(args);
   if (!loaded) return 3;
-  auto encoder = encoder_for(loaded->vocab);
-  if (!encoder) return 3;
+  auto prefix = prefix_tokens(args, *loaded);
+  if (!prefix) return 3;
   Matcher matcher(loaded->compiled);
-  std::vector<uint32_t> tokens = encoder->encode_continuation(args.prefix);
+  const std::vector<uint32_t>& tokens = *prefix;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (matcher.advance(tokens[i]) != AdvanceResult::Ongoing) {
       std::cerr << fmt::format("cgram mask: the prefix leaves the language at token {} ('{}')\n", i,
@@ -177,28 +233,48 @@ int run_bench(const BenchArgs& args) {
   }
   // From the grammar's text to its first mask, the vocabulary already loaded.
   double first_mask_ms = ms_since(loaded->grammar_arrived);
-  auto encoder = encoder_for(loaded->vocab);
-  if (!encoder) return 3;
-  std::vector<std::string> paths;
-  std::error_code ec;
-  if (std::filesystem::is_directory(args.docs, ec)) {
-    for (const auto& e : std::filesystem::directory_iterator(args.docs))
-      if (e.is_regular_file()) paths.push_back(e.path().string());
-    std::sort(paths.begin(), paths.end());
-  } else {
-    paths.push_back(args.docs);
+  // The documents as token ids: text files tokenized by the vocabulary's
+  // encoder (--docs), or ids given directly (--tokens, one document a line).
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> docs;
+  std::string error;
+  if (!args.docs.empty()) {
+    auto encoder = encoder_for(loaded->vocab);
+    if (!encoder) return 3;
+    std::vector<std::string> paths;
+    std::error_code ec;
+    if (std::filesystem::is_directory(args.docs, ec)) {
+      for (const auto& e : std::filesystem::directory_iterator(args.docs, ec))
+        if (e.is_regular_file()) paths.push_back(e.path().string());
+      std::sort(paths.begin(), paths.end());
+    } else {
+      paths.push_back(args.docs);
+    }
+    if (ec) {
+      std::cerr << fmt::format("cgram: error: cannot read the folder {}: {}\n", args.docs, ec.message());
+      return 3;
+    }
+    for (const std::string& path : paths) {
+      auto doc = read_text(path, error);
+      if (!doc) {
+        std::cerr << "cgram: error: " << error << "\n";
+        return 3;
+      }
+      docs.emplace_back(path, encoder->encode_continuation(*doc));
+    }
+  }
+  if (!args.tokens_file.empty()) {
+    auto sequences = read_token_ids(args.tokens_file, loaded->vocab->size(), error);
+    if (!sequences) {
+      std::cerr << "cgram: error: " << error << "\n";
+      return 3;
+    }
+    for (size_t i = 0; i < sequences->size(); ++i)
+      docs.emplace_back(fmt::format("{} line {}", args.tokens_file, i + 1), std::move((*sequences)[i]));
   }
   std::vector<double> mask_us, advance_us;
   std::vector<uint32_t> words(loaded->compiled->mask_words());
   size_t documents = 0, left_language = 0;
-  for (const std::string& path : paths) {
-    std::string error;
-    auto doc = read_text(path, error);
-    if (!doc) {
-      std::cerr << "cgram: error: " << error << "\n";
-      return 3;
-    }
-    std::vector<uint32_t> tokens = encoder->encode_continuation(*doc);
+  for (const auto& [path, tokens] : docs) {
     Matcher matcher(loaded->compiled);
     ++documents;
     for (size_t i = 0; i < tokens.size(); ++i) {
