@@ -2,6 +2,7 @@
 // The `cgram` subcommands. Each returns the process exit code.
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cgram::cli {
 
@@ -53,6 +54,9 @@ struct GenerateArgs : VocabArgs {
 int run_generate(const GenerateArgs& args);
 
 struct BenchArgs : VocabArgs {
+  std::vector<std::string> vocabs;  // --vocab, repeatable with --suite
+  std::string suite;                // a suite folder: FORMAT/*.cgram and FORMAT/docs/
+  std::string only;                 // one format of the suite
   std::string docs;
   std::string tokens_file;  // documents as token ids, one a line
 };

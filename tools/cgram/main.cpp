@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   match_cmd->add_option("--start", match.start, "The start rule")->capture_default_str();
   match_cmd->add_flag("--json", match.json, "Print the result as one JSON object");
 
-  auto vocab_options = [](CLI::App* cmd, VocabArgs& a) {
+  auto vocab_options = [](CLI::App* cmd, VocabArgs& a, bool single = true) {
+    if (!single) return;
     cmd->add_option("FILE", a.file, "The .cgram grammar")->required();
     cmd->add_option("--vocab", a.vocab,
                     "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
@@ -60,7 +61,17 @@ int main(int argc, char** argv) {
   BenchArgs bench;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench", "Mask and advance latency over documents, compile time, memory, time to first mask");
-  vocab_options(bench_cmd, bench);
+  vocab_options(bench_cmd, bench, /*single=*/false);
+  bench_cmd->add_option("FILE", bench.file, "The .cgram grammar (or --suite)");
+  bench_cmd->add_option("--vocab", bench.vocabs,
+                        "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled "
+                        "Phi-3); with --suite, repeat it for several");
+  bench_cmd->add_option("--start", bench.start, "The start rule")->capture_default_str();
+  bench_cmd->add_flag("--json", bench.json, "Print the result as JSON");
+  bench_cmd->add_option("--suite", bench.suite,
+                        "A benchmark suite folder (FORMAT/*.cgram, FORMAT/docs/): one table of format × spelling × "
+                        "vocabulary, eager index, with the first mask timed on the lazy index");
+  bench_cmd->add_option("--only", bench.only, "With --suite: just this format");
   bench_cmd->add_option("--docs", bench.docs, "A text file, or a folder of them, tokenized with the vocabulary");
   bench_cmd->add_option("--tokens", bench.tokens_file,
                         "Documents as token ids: a file of whitespace-separated ids, one document a line");
@@ -80,9 +91,13 @@ int main(int argc, char** argv) {
     std::cerr << "cgram match: expected the text to match: give TEXT or --file PATH\n";
     return kExitUsage;
   }
-  if (*bench_cmd && bench.docs.empty() && bench.tokens_file.empty()) {
-    std::cerr << "cgram bench: expected documents: give --docs PATH or --tokens FILE\n";
-    return kExitUsage;
+  if (*bench_cmd && bench.suite.empty()) {
+    if (bench.file.empty() || (bench.docs.empty() && bench.tokens_file.empty()) || bench.vocabs.size() > 1) {
+      std::cerr << "cgram bench: expected FILE with documents (give --docs PATH or --tokens FILE) and at most one "
+                   "--vocab, or --suite DIR\n";
+      return kExitUsage;
+    }
+    if (!bench.vocabs.empty()) bench.vocab = bench.vocabs[0];
   }
   if (*demo_cmd) return run_demo();
   if (*mask_cmd) return run_mask(mask);

@@ -223,7 +223,76 @@ int run_generate(const GenerateArgs& args) {
   return 0;
 }
 
-int run_bench(const BenchArgs& args) {
+namespace {
+
+using Documents = std::vector<std::pair<std::string, std::vector<uint32_t>>>;
+
+// Text files (a file, or every file of a folder, sorted) tokenized by the
+// vocabulary's encoder.
+bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vocabulary>& vocab, Documents& docs) {
+  auto encoder = encoder_for(vocab);
+  if (!encoder) return false;
+  std::vector<std::string> paths;
+  std::error_code ec;
+  if (std::filesystem::is_directory(docs_path, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(docs_path, ec))
+      if (e.is_regular_file()) paths.push_back(e.path().string());
+    std::sort(paths.begin(), paths.end());
+  } else {
+    paths.push_back(docs_path);
+  }
+  if (ec) {
+    std::cerr << fmt::format("cgram: error: cannot read the folder {}: {}\n", docs_path, ec.message());
+    return false;
+  }
+  std::string error;
+  for (const std::string& path : paths) {
+    auto doc = read_text(path, error);
+    if (!doc) {
+      std::cerr << "cgram: error: " << error << "\n";
+      return false;
+    }
+    docs.emplace_back(path, encoder->encode_continuation(*doc));
+  }
+  return true;
+}
+
+struct Latencies {
+  size_t documents = 0, left_language = 0;
+  std::vector<double> mask_us, advance_us;
+};
+
+// One matcher per document: every mask and every advance timed.
+Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, const Documents& docs) {
+  Latencies out;
+  std::vector<uint32_t> words(compiled->mask_words());
+  for (const auto& [path, tokens] : docs) {
+    Matcher matcher(compiled);
+    ++out.documents;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      auto t0 = Clock::now();
+      matcher.fill_mask(words);
+      out.mask_us.push_back(ms_since(t0) * 1000);
+      if (!(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) {
+        std::cerr << fmt::format("cgram bench: {} leaves the language at token {} ('{}'); the rest is skipped\n",
+                                 path, i, compiled->vocabulary().display(tokens[i]));
+        ++out.left_language;
+        break;
+      }
+      auto t1 = Clock::now();
+      matcher.advance(tokens[i]);
+      out.advance_us.push_back(ms_since(t1) * 1000);
+    }
+  }
+  return out;
+}
+
+json percentiles(const std::vector<double>& v) {
+  return {{"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)},
+          {"max", percentile(v, 100)}};
+}
+
+int bench_file(const BenchArgs& args) {
   auto loaded = load(args);
   if (!loaded) return 3;
   std::vector<uint32_t> first_mask(loaded->compiled->mask_words());
@@ -235,33 +304,9 @@ int run_bench(const BenchArgs& args) {
   double first_mask_ms = ms_since(loaded->grammar_arrived);
   // The documents as token ids: text files tokenized by the vocabulary's
   // encoder (--docs), or ids given directly (--tokens, one document a line).
-  std::vector<std::pair<std::string, std::vector<uint32_t>>> docs;
+  Documents docs;
   std::string error;
-  if (!args.docs.empty()) {
-    auto encoder = encoder_for(loaded->vocab);
-    if (!encoder) return 3;
-    std::vector<std::string> paths;
-    std::error_code ec;
-    if (std::filesystem::is_directory(args.docs, ec)) {
-      for (const auto& e : std::filesystem::directory_iterator(args.docs, ec))
-        if (e.is_regular_file()) paths.push_back(e.path().string());
-      std::sort(paths.begin(), paths.end());
-    } else {
-      paths.push_back(args.docs);
-    }
-    if (ec) {
-      std::cerr << fmt::format("cgram: error: cannot read the folder {}: {}\n", args.docs, ec.message());
-      return 3;
-    }
-    for (const std::string& path : paths) {
-      auto doc = read_text(path, error);
-      if (!doc) {
-        std::cerr << "cgram: error: " << error << "\n";
-        return 3;
-      }
-      docs.emplace_back(path, encoder->encode_continuation(*doc));
-    }
-  }
+  if (!args.docs.empty() && !read_documents(args.docs, loaded->vocab, docs)) return 3;
   if (!args.tokens_file.empty()) {
     auto sequences = read_token_ids(args.tokens_file, loaded->vocab->size(), error);
     if (!sequences) {
@@ -271,36 +316,17 @@ int run_bench(const BenchArgs& args) {
     for (size_t i = 0; i < sequences->size(); ++i)
       docs.emplace_back(fmt::format("{} line {}", args.tokens_file, i + 1), std::move((*sequences)[i]));
   }
-  std::vector<double> mask_us, advance_us;
-  std::vector<uint32_t> words(loaded->compiled->mask_words());
-  size_t documents = 0, left_language = 0;
-  for (const auto& [path, tokens] : docs) {
-    Matcher matcher(loaded->compiled);
-    ++documents;
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      auto t0 = Clock::now();
-      matcher.fill_mask(words);
-      mask_us.push_back(ms_since(t0) * 1000);
-      if (!(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) {
-        std::cerr << fmt::format("cgram bench: {} leaves the language at token {} ('{}'); the rest is skipped\n",
-                                 path, i, loaded->vocab->display(tokens[i]));
-        ++left_language;
-        break;
-      }
-      auto t1 = Clock::now();
-      matcher.advance(tokens[i]);
-      advance_us.push_back(ms_since(t1) * 1000);
-    }
-  }
+  const Latencies run = run_documents(loaded->compiled, docs);
+  const std::vector<double>& mask_us = run.mask_us;
+  const std::vector<double>& advance_us = run.advance_us;
   const CompileTimings& t = loaded->compiled->timings();
   json out = {{"grammar", args.file},
               {"vocabulary", loaded->vocab->name()},
               {"vocab_size", loaded->vocab->size()},
-              {"documents", documents},
-              {"documents_leaving_language", left_language},
+              {"documents", run.documents},
+              {"documents_leaving_language", run.left_language},
               {"steps", mask_us.size()},
-              {"mask_us", {{"p50", percentile(mask_us, 50)}, {"p90", percentile(mask_us, 90)},
-                           {"p99", percentile(mask_us, 99)}, {"max", percentile(mask_us, 100)}}},
+              {"mask_us", percentiles(mask_us)},
               {"advance_us", {{"p50", percentile(advance_us, 50)}, {"p99", percentile(advance_us, 99)},
                               {"max", percentile(advance_us, 100)}}},
               {"compile_ms", {{"parse", loaded->parse_ms}, {"lower", t.lower_ms}, {"index", t.index_ms},
@@ -320,14 +346,129 @@ int run_bench(const BenchArgs& args) {
       "compile  parse {:.2f} ms  lower {:.2f} ms  index {:.2f} ms ({})\n"
       "first mask after the grammar arrives: {:.2f} ms (vocabulary loaded beforehand in {:.1f} ms)\n"
       "memory of the compiled grammar: {:.2f} MB (and the vocabulary trie, shared by all grammars: {:.2f} MB)\n",
-      args.file, loaded->vocab->name(), loaded->vocab->size(), tokenizer_kind_name(loaded->vocab->kind()), documents,
-      mask_us.size(),
-      percentile(mask_us, 50), percentile(mask_us, 90), percentile(mask_us, 99), percentile(mask_us, 100),
-      percentile(advance_us, 50), percentile(advance_us, 99), percentile(advance_us, 100), loaded->parse_ms,
-      t.lower_ms, t.index_ms, args.eager_index ? "eager: every entry built" : "lazy: entries are built by the masks",
-      first_mask_ms, loaded->vocab_ms, loaded->compiled->memory_bytes() / 1e6,
-      loaded->vocab->trie().memory_bytes() / 1e6);
+      args.file, loaded->vocab->name(), loaded->vocab->size(), tokenizer_kind_name(loaded->vocab->kind()),
+      run.documents, mask_us.size(), percentile(mask_us, 50), percentile(mask_us, 90), percentile(mask_us, 99),
+      percentile(mask_us, 100), percentile(advance_us, 50), percentile(advance_us, 99), percentile(advance_us, 100),
+      loaded->parse_ms, t.lower_ms, t.index_ms,
+      args.eager_index ? "eager: every entry built" : "lazy: entries are built by the masks", first_mask_ms,
+      loaded->vocab_ms, loaded->compiled->memory_bytes() / 1e6, loaded->vocab->trie().memory_bytes() / 1e6);
   return 0;
 }
+
+// One row of the suite: a grammar spelling of one format, with one vocabulary.
+struct SuiteRow {
+  std::string format, spelling, vocabulary;
+  size_t steps = 0, left_language = 0;
+  std::vector<double> mask_us;
+  double first_mask_ms = 0, compile_ms = 0, memory_mb = 0;
+};
+
+std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::filesystem::path& grammar_path,
+                                        const std::shared_ptr<const Vocabulary>& vocab, const Documents& docs) {
+  std::string error;
+  auto text = read_text(grammar_path.string(), error);
+  if (!text) {
+    std::cerr << "cgram: error: " << error << "\n";
+    return std::nullopt;
+  }
+  SuiteRow row;
+  row.format = format;
+  row.spelling = grammar_path.stem().string();
+  row.vocabulary = std::filesystem::path(vocab->name()).filename().string();
+  // First mask with the lazy index, from the grammar's text.
+  auto arrived = Clock::now();
+  Grammar::Outcome outcome = Grammar::parse(*text, grammar_path.string());
+  std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
+  if (!outcome.ok()) return std::nullopt;
+  auto lazy = CompiledGrammar::compile(outcome.grammar, vocab);
+  if (auto* e = std::get_if<CompileError>(&lazy)) {
+    std::cerr << "cgram: error: " << e->message << "\n";
+    return std::nullopt;
+  }
+  {
+    Matcher first(std::get<std::shared_ptr<const CompiledGrammar>>(lazy));
+    std::vector<uint32_t> words(first.mask_words());
+    first.fill_mask(words);
+  }
+  row.first_mask_ms = ms_since(arrived);
+  // Eager compile (parse, lower, the whole index), then the documents.
+  auto start = Clock::now();
+  Grammar::Outcome again = Grammar::parse(*text, grammar_path.string());
+  CompileOptions eager;
+  eager.eager_index = true;
+  auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
+  row.compile_ms = ms_since(start);
+  row.memory_mb = compiled->memory_bytes() / 1e6;
+  Latencies run = run_documents(compiled, docs);
+  row.steps = run.mask_us.size();
+  row.left_language = run.left_language;
+  row.mask_us = std::move(run.mask_us);
+  return row;
+}
+
+int bench_suite(const BenchArgs& args) {
+  std::vector<std::shared_ptr<const Vocabulary>> vocabs;
+  for (const std::string& path : args.vocabs.empty() ? std::vector<std::string>{""} : args.vocabs) {
+    VocabularyResult vocab = path.empty() ? Vocabulary::bundled() : Vocabulary::load(path);
+    if (auto* e = std::get_if<VocabularyError>(&vocab)) {
+      std::cerr << "cgram: error: " << e->message << "\n";
+      return 3;
+    }
+    vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(vocab));
+    vocabs.back()->trie();
+  }
+  std::error_code ec;
+  std::vector<std::filesystem::path> formats;
+  for (const auto& e : std::filesystem::directory_iterator(args.suite, ec))
+    if (e.is_directory() && (args.only.empty() || e.path().filename() == args.only)) formats.push_back(e.path());
+  if (ec || formats.empty()) {
+    std::cerr << fmt::format("cgram: error: no benchmark formats in '{}'{}\n", args.suite,
+                             ec ? ": " + ec.message() : "");
+    return 3;
+  }
+  std::sort(formats.begin(), formats.end());
+  std::vector<SuiteRow> rows;
+  for (const auto& format : formats) {
+    std::vector<std::filesystem::path> grammars;
+    for (const auto& e : std::filesystem::directory_iterator(format, ec))
+      if (e.path().extension() == ".cgram") grammars.push_back(e.path());
+    std::sort(grammars.begin(), grammars.end());
+    for (const auto& vocab : vocabs) {
+      Documents docs;
+      if (!read_documents((format / "docs").string(), vocab, docs)) return 3;
+      for (const auto& grammar : grammars) {
+        auto row = bench_suite_row(format.filename().string(), grammar, vocab, docs);
+        if (!row) return 3;
+        if (!args.json)
+          std::cerr << fmt::format("{} {} {}: p50 {:.1f} µs\n", row->format, row->spelling, row->vocabulary,
+                                   percentile(row->mask_us, 50));
+        rows.push_back(std::move(*row));
+      }
+    }
+  }
+  if (args.json) {
+    json out = json::array();
+    for (const SuiteRow& r : rows)
+      out.push_back({{"format", r.format}, {"spelling", r.spelling}, {"vocabulary", r.vocabulary},
+                     {"steps", r.steps}, {"documents_leaving_language", r.left_language},
+                     {"mask_us", percentiles(r.mask_us)}, {"first_mask_ms", r.first_mask_ms},
+                     {"compile_ms", r.compile_ms}, {"memory_mb", r.memory_mb}});
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "| format | spelling | vocabulary | steps | mask p50 | p90 | p99 | max | first mask (lazy) | "
+               "eager compile | memory |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const SuiteRow& r : rows)
+    std::cout << fmt::format("| {} | {} | {} | {}{} | {:.1f} µs | {:.1f} µs | {:.1f} µs | {:.1f} µs | {:.2f} ms | "
+                             "{:.1f} ms | {:.2f} MB |\n",
+                             r.format, r.spelling, r.vocabulary, r.steps, r.left_language ? " (left)" : "",
+                             percentile(r.mask_us, 50), percentile(r.mask_us, 90), percentile(r.mask_us, 99),
+                             percentile(r.mask_us, 100), r.first_mask_ms, r.compile_ms, r.memory_mb);
+  return 0;
+}
+
+}  // namespace
+
+int run_bench(const BenchArgs& args) { return args.suite.empty() ? bench_file(args) : bench_suite(args); }
 
 }  // namespace cgram::cli
