@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <bitset>
 #include <map>
 
 namespace cgram::ir {
@@ -36,7 +37,9 @@ class RegularRules {
  public:
   explicit RegularRules(const GrammarIR& ir)
       : ir_(ir), dfa_(ir.nonterminals.size()), why_(ir.nonterminals.size()) {
+    compute_follow();
     for (const std::vector<uint32_t>& group : strongly_connected_groups()) collapse(group);
+    keep_shared_readings();
   }
   // The rule's DFA, or null when it stays in the skeleton.
   const Dfa* dfa(uint32_t n) const { return dfa_[n] ? &*dfa_[n] : nullptr; }
@@ -100,6 +103,102 @@ class RegularRules {
 
   enum class Side : uint8_t { None, Left, Right };
 
+  std::bitset<256> first_of(Symbol s) const {
+    std::bitset<256> out;
+    switch (s.kind) {
+      case Symbol::Kind::Nonterminal: return ir_.first_bytes[s.index];
+      case Symbol::Kind::Terminal: {
+        const Dfa& dfa = ir_.terminals[s.index].dfa;
+        for (int b = 0; b < 256; ++b) out[b] = dfa.next(dfa.start(), static_cast<uint8_t>(b)) != Dfa::kDead;
+        return out;
+      }
+      default: return out.set();
+    }
+  }
+  bool nullable(Symbol s) const {
+    switch (s.kind) {
+      case Symbol::Kind::Nonterminal: return ir_.nullable[s.index];
+      case Symbol::Kind::Terminal: return ir_.terminals[s.index].dfa.accepts_empty();
+      case Symbol::Kind::Except: return true;
+      case Symbol::Kind::AnyToken: return false;
+    }
+    return false;
+  }
+  // The bytes that can follow the rest of `rhs` from position i, and whether
+  // all of it can be empty.
+  std::pair<std::bitset<256>, bool> first_of_rest(const std::vector<Symbol>& rhs, size_t i) const {
+    std::bitset<256> out;
+    for (; i < rhs.size(); ++i) {
+      out |= first_of(rhs[i]);
+      if (!nullable(rhs[i])) return {out, false};
+    }
+    return {out, true};
+  }
+
+  // FOLLOW at the byte level: what the next byte can be after each rule.
+  void compute_follow() {
+    follow_.assign(ir_.nonterminals.size(), {});
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Production& p : ir_.productions)
+        for (size_t i = 0; i < p.rhs.size(); ++i) {
+          if (p.rhs[i].kind != Symbol::Kind::Nonterminal) continue;
+          auto [bytes, rest_nullable] = first_of_rest(p.rhs, i + 1);
+          if (rest_nullable) bytes |= follow_[p.lhs];
+          std::bitset<256>& f = follow_[p.rhs[i].index];
+          if ((f | bytes) != f) f |= bytes, changed = true;
+        }
+    }
+  }
+
+  // A rule collapsed into a terminal of the skeleton may end where it could
+  // also go on, at a byte that can follow it there: the matcher would then
+  // carry two readings of every such byte (the lexeme going on, and the
+  // lexeme ended and the next begun) where the parser shares one, as in
+  // `type ::= base { ws '*' }` before `sp`. Rules collapsed only thanks to
+  // the recursion they contain (new terminals the parser did not have) are
+  // put back into the skeleton then; rules that are not recursive all the
+  // way down stay collapsed, as they always were.
+  void keep_shared_readings() {
+    const size_t n = ir_.nonterminals.size();
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::vector<std::bitset<256>> after(n);
+      std::vector<bool> in_skeleton(n, false);
+      in_skeleton[ir_.start] = true;
+      for (const Production& p : ir_.productions) {
+        if (dfa_[p.lhs]) continue;  // collapsed: its parts are inside its DFA
+        for (size_t i = 0; i < p.rhs.size(); ++i) {
+          if (p.rhs[i].kind != Symbol::Kind::Nonterminal) continue;
+          const uint32_t a = p.rhs[i].index;
+          in_skeleton[a] = true;
+          auto [bytes, rest_nullable] = first_of_rest(p.rhs, i + 1);
+          after[a] |= bytes;
+          if (rest_nullable) after[a] |= follow_[p.lhs];
+        }
+      }
+      for (uint32_t a = 0; a < n; ++a) {
+        if (!dfa_[a] || !through_recursion_[a] || !in_skeleton[a]) continue;
+        if (auto byte = end_that_goes_on(*dfa_[a], after[a])) {
+          dfa_[a].reset();
+          why_[a] = fmt::format("where it may end it may also go on with byte 0x{:02X}, which can also follow it: "
+                                "the parser shares that reading, a lexeme would split it in two",
+                                *byte);
+          changed = true;
+        }
+      }
+    }
+  }
+
+  static std::optional<uint8_t> end_that_goes_on(const Dfa& dfa, const std::bitset<256>& after) {
+    for (uint32_t q = 0; q < dfa.size(); ++q) {
+      if (!dfa.accepting(q)) continue;
+      for (int b = 0; b < 256; ++b)
+        if (after[b] && dfa.next(q, static_cast<uint8_t>(b)) != Dfa::kDead) return static_cast<uint8_t>(b);
+    }
+    return std::nullopt;
+  }
+
   void collapse(const std::vector<uint32_t>& group) {
     std::vector<bool> in_group(ir_.nonterminals.size(), false);
     for (uint32_t a : group) in_group[a] = true;
@@ -133,6 +232,16 @@ class RegularRules {
       }
     std::string why = !embedding.empty() ? embedding : !uses.empty() ? uses : sides;
     if (why.empty()) why = build(group, in_group, side == Side::None ? Side::Right : side);
+    if (why.empty()) {
+      // Collapsed because of recursion (its own or a part's): see keep_shared_readings.
+      bool recursive = side != Side::None;
+      for (uint32_t a : group)
+        for (uint32_t p : ir_.nonterminals[a].productions)
+          for (Symbol s : ir_.productions[p].rhs)
+            if (s.kind == Symbol::Kind::Nonterminal && (in_group[s.index] || through_recursion_[s.index])) recursive = true;
+      for (uint32_t a : group) through_recursion_[a] = recursive;
+      return;
+    }
     if (why.empty()) return;
     for (uint32_t a : group) {
       dfa_[a].reset();
@@ -186,6 +295,8 @@ class RegularRules {
   const GrammarIR& ir_;
   std::vector<std::optional<Dfa>> dfa_;
   std::vector<std::string> why_;
+  std::vector<std::bitset<256>> follow_;
+  std::vector<bool> through_recursion_ = std::vector<bool>(ir_.nonterminals.size(), false);
 };
 
 class LexicalLowering {
