@@ -1,5 +1,6 @@
 #include "compiled_grammar.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "utf8_dfa.h"
@@ -15,7 +16,20 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
   lexical_ = ir::lower_lexical(grammar_->ir());
   table_ = std::make_unique<ir::LrTable>(lexical_);
   auto t1 = Clock::now();
-  index_ = std::make_unique<TokenIndex>(lexical_, vocab_->trie(), mask_words());
+  // What may follow each terminal: the terminals with an action in a state
+  // that shifting it leads to (reductions there take the next terminal as
+  // lookahead).
+  std::vector<std::vector<uint32_t>> followers(lexical_.terminals.size());
+  for (uint32_t s = 0; s < table_->state_count(); ++s)
+    for (uint32_t t = 0; t < lexical_.terminals.size(); ++t)
+      if (uint32_t target = table_->shift(s, t); target != ir::LrTable::kNone)
+        for (uint32_t u : table_->terminals_with_actions(target))
+          if (u < lexical_.terminals.size()) followers[t].push_back(u);
+  for (auto& f : followers) {
+    std::sort(f.begin(), f.end());
+    f.erase(std::unique(f.begin(), f.end()), f.end());
+  }
+  index_ = std::make_unique<TokenIndex>(lexical_, vocab_->trie(), mask_words(), std::move(followers));
   if (options.eager_index) index_->build_all();
   if (grammar_->ir().uses_any_token()) {
     for (uint32_t id = 0; id < vocab_->size(); ++id) {

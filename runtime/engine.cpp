@@ -630,6 +630,57 @@ void Engine::walk_crossings(const StateIndex& index, const std::vector<Head>& af
   --crossing_depth_;
 }
 
+void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words) {
+  if (!index.crosses() || after.empty()) return;
+  // An except! lexeme may start after this one: its pending occurrences
+  // depend on the bytes, so those tokens take the walk.
+  for (const Head& a : after)
+    for (uint32_t t : shiftable(a.node))
+      if (lex_.terminals[t].kind == ir::LexTerminal::Kind::Except) return walk_crossings(index, after, words);
+  const VocabTrie& trie = g_.trie();
+  ScratchPool<uint32_t>::Lease nodes(node_scratch_);
+  ScratchPool<Head>::Lease ended(head_scratch_);
+  ScratchPool<Head>::Lease one(head_scratch_);
+  ScratchPool<Head>::Lease next(head_scratch_);
+  for (const CrossInto& into : index.into) {
+    nodes->clear();
+    for (const Head& a : after) {
+      const auto& can = shiftable(a.node);
+      if (std::binary_search(can.begin(), can.end(), into.terminal)) nodes->push_back(a.node);
+    }
+    if (nodes->empty()) continue;
+    // Tokens whose rest stays inside the next lexeme: one OR.
+    if (!into.words.empty())
+      for (size_t w = 0; w < into.words.size(); ++w) words[w] |= into.words[w];
+    for (uint32_t id : into.ids) words[id / 32] |= 1u << (id % 32);
+    // Tokens that also cross the end of that lexeme: walked from there, once
+    // per (state where it ends, byte that starts the one after).
+    for (size_t i = 0; i < into.second.size();) {
+      const uint32_t state = into.second[i].state;
+      const uint8_t byte = trie.byte(into.second[i].node);
+      size_t j = i;
+      while (j < into.second.size() && into.second[j].state == state && trie.byte(into.second[j].node) == byte) ++j;
+      ended->clear();
+      for (uint32_t n : *nodes) {
+        heads_after_lexeme(Head{n, into.terminal, state, 0, 1}, *one);
+        ended->insert(ended->end(), one->begin(), one->end());
+      }
+      normalize(*ended);
+      step_byte(*ended, byte, /*first_of_token=*/false, *next);
+      if (!next->empty()) {
+        const bool ending_here_viable = viable(*next);
+        for (size_t k = i; k < j; ++k) {
+          const uint32_t x = into.second[k].node;
+          if (ending_here_viable)
+            for (uint32_t id : trie.tokens(x)) words[id / 32] |= 1u << (id % 32);
+          if (trie.subtree_end(x) > x + 1) walk_range(x + 1, trie.subtree_end(x), trie.depth(x), *next, words);
+        }
+      }
+      i = j;
+    }
+  }
+}
+
 void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words) {
   ScratchPool<Head>::Lease heads(head_scratch_);
   if (pending != 0) {
@@ -659,7 +710,7 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
       if (!ix.crosses()) continue;
       // The lexeme of t ends inside the token: the rest follows the parser.
       heads_after_lexeme(Head{v, t, term.dfa.start(), 0, 0}, *heads);
-      walk_crossings(ix, *heads, words);
+      cross_precomputed(ix, *heads, words);
     }
   }
 }
@@ -744,7 +795,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
       mask_between(*nodes, pending_after(h), words);
     }
     if (!can_continue_into_token(h)) continue;
-    walk_crossings(ix, *after, words);
+    cross_precomputed(ix, *after, words);
   }
   truncate(start);
 }

@@ -128,6 +128,10 @@ class Engine {
   // token is walked from `after` (the heads once the lexeme has ended), but
   // only below children whose byte can start a lexeme there.
   void walk_crossings(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words);
+  // The same from the index's precomputed sets: the tokens that cross into
+  // one next lexeme are OR'ed by the terminals the parser can shift, and
+  // only those that cross a second lexeme end are walked.
+  void cross_precomputed(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words);
   // The fast road for one head inside a byte lexeme with nothing pending:
   // the subtree [first, end) is walked with the terminal's DFA alone, and
   // the parser is consulted only where the lexeme can end and the next byte

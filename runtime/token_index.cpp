@@ -4,8 +4,19 @@
 
 namespace cgram {
 
-TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie, size_t mask_words)
-    : lexical_(lexical), trie_(trie), words_(mask_words) {
+TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie, size_t mask_words,
+                       std::vector<std::vector<uint32_t>> followers)
+    : lexical_(lexical), trie_(trie), words_(mask_words), followers_(std::move(followers)) {
+  for (const auto& next : followers_) {
+    std::bitset<256> bytes;
+    for (uint32_t u : next) {
+      const ir::LexTerminal& t = lexical.terminals[u];
+      if (t.kind != ir::LexTerminal::Kind::Bytes) bytes.set();  // except! starts anywhere; any! never mid-token
+      else
+        for (int b = 0; b < 256; ++b) bytes[b] = bytes[b] || t.dfa.next(t.dfa.start(), static_cast<uint8_t>(b)) != ir::Dfa::kDead;
+    }
+    after_first_.push_back(bytes);
+  }
   for (const ir::LexTerminal& t : lexical.terminals) {
     offset_.push_back(slot_count_);
     slot_count_ += t.dfa.size();
@@ -44,7 +55,56 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
   for (int b = 0; b < 256; ++b) out->cross_begin[b + 1] += out->cross_begin[b];
   for (auto [b, node] : crossing) out->cross_nodes.push_back(node);
   out->inside.shrink_to_fit();
+  if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) build_into(*out, terminal);
   return out;
+}
+
+void TokenIndex::build_into(StateIndex& index, uint32_t terminal) const {
+  std::vector<uint8_t> seen(words_ * 32, 0);
+  for (uint32_t u : followers_[terminal]) {
+    const ir::LexTerminal& next = lexical_.terminals[u];
+    if (next.kind != ir::LexTerminal::Kind::Bytes) continue;  // the matcher walks those
+    CrossInto into;
+    into.terminal = u;
+    for (uint32_t node : index.cross_nodes) into_subtree(node, u, into, seen);
+    if (into.ids.empty() && into.second.empty()) continue;
+    std::sort(into.ids.begin(), into.ids.end());
+    into.ids.erase(std::unique(into.ids.begin(), into.ids.end()), into.ids.end());
+    for (uint32_t id : into.ids) seen[id] = 0;
+    if (into.ids.size() > words_ / 2) {  // a bitset is smaller and faster to OR
+      into.words.assign(words_, 0);
+      for (uint32_t id : into.ids) into.words[id / 32] |= 1u << (id % 32);
+      into.ids.clear();
+      into.ids.shrink_to_fit();
+    }
+    std::sort(into.second.begin(), into.second.end(), [&](const CrossInto::Second& a, const CrossInto::Second& b) {
+      return std::pair(a.state, trie_.byte(a.node)) < std::pair(b.state, trie_.byte(b.node));
+    });
+    index.into.push_back(std::move(into));
+  }
+}
+
+// The tokens below crossing node `node` (whose byte starts a lexeme of u)
+// that stay inside u, and the places where u may end with more bytes after.
+void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::vector<uint8_t>& seen) const {
+  const ir::Dfa& dfa = lexical_.terminals[u].dfa;
+  const uint32_t base = trie_.depth(node) - 1;
+  std::vector<uint32_t> at(trie_.max_depth() + 2);
+  at[0] = dfa.start();
+  for (uint32_t y = node; y < trie_.subtree_end(node);) {
+    const uint32_t d = trie_.depth(y) - base;
+    const uint32_t before = at[d - 1];
+    if (y != node && dfa.accepting(before) && after_first_[u][trie_.byte(y)]) into.second.push_back({before, y});
+    const uint32_t q = dfa.next(before, trie_.byte(y));
+    if (q == ir::Dfa::kDead) {
+      y = trie_.subtree_end(y);
+      continue;
+    }
+    at[d] = q;
+    for (uint32_t id : trie_.tokens(y))
+      if (!seen[id]) seen[id] = 1, into.ids.push_back(id);
+    ++y;
+  }
 }
 
 const StateIndex& TokenIndex::get(uint32_t terminal, uint32_t state) const {
@@ -92,7 +152,11 @@ size_t TokenIndex::memory_bytes() const {
   size_t bytes = slot_count_ * sizeof(Slot);
   for (size_t i = 0; i < slot_count_; ++i)
     if (slots_[i].value)
+    {
       bytes += (slots_[i].value->inside.capacity() + slots_[i].value->cross_nodes.capacity() + 257) * 4;
+      for (const CrossInto& c : slots_[i].value->into)
+        bytes += sizeof(c) + (c.ids.capacity() + c.words.capacity() + 2 * c.second.capacity()) * 4;
+    }
   {
     std::lock_guard lock(subtree_mutex_);
     for (const auto& [key, ix] : subtrees_) bytes += (ix->inside.capacity() + ix->cross_nodes.capacity() + 257) * 4;

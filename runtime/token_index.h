@@ -9,6 +9,7 @@
 //    crossing nodes share their prefixes in the trie);
 //  - dead: everything else.
 // Entries are built on first use (thread-safe) or all at once (eager).
+#include <bitset>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,6 +23,23 @@
 
 namespace cgram {
 
+// Tokens that cross out of the lexeme into a next lexeme of terminal U,
+// precomputed (for whole-vocabulary entries): the parser state after the
+// lexeme ends is the same wherever in the token it ends, so at run time the
+// tokens whose rest stays inside U are allowed exactly when U can be
+// shifted then — one OR. Only tokens that cross a second lexeme end are
+// walked, from the recorded places where U may end.
+struct CrossInto {
+  uint32_t terminal = 0;
+  std::vector<uint32_t> ids;    // the tokens whose rest stays inside U, when they are few
+  std::vector<uint32_t> words;  // the same as mask words, when they are many
+  struct Second {
+    uint32_t state;  // U's DFA state, accepting, before `node`'s byte
+    uint32_t node;   // the trie node whose byte starts the lexeme after U
+  };
+  std::vector<Second> second;  // sorted by (state, byte)
+};
+
 struct StateIndex {
   std::vector<uint32_t> inside;  // mask words
   // Where the terminal may end mid-token: the trie nodes just after such an
@@ -29,6 +47,7 @@ struct StateIndex {
   // a byte no next lexeme can start with costs nothing at run time.
   std::vector<uint32_t> cross_begin;  // 257 offsets into cross_nodes, by byte
   std::vector<uint32_t> cross_nodes;
+  std::vector<CrossInto> into;  // by next terminal; whole-vocabulary entries only
   bool crosses() const { return !cross_nodes.empty(); }
   std::span<const uint32_t> crossing(uint8_t byte) const {
     return {cross_nodes.data() + cross_begin[byte], cross_nodes.data() + cross_begin[byte + 1]};
@@ -37,7 +56,10 @@ struct StateIndex {
 
 class TokenIndex {
  public:
-  TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie, size_t mask_words);
+  // followers[t]: the terminals that may come right after a lexeme of t (a
+  // superset is fine: the matcher checks the parser).
+  TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie, size_t mask_words,
+             std::vector<std::vector<uint32_t>> followers);
 
   const StateIndex& get(uint32_t terminal, uint32_t state) const;
   // The same for the tokens below trie node `root`, reading their bytes
@@ -56,10 +78,14 @@ class TokenIndex {
     std::unique_ptr<StateIndex> value;
   };
   std::unique_ptr<StateIndex> build(uint32_t root, uint32_t terminal, uint32_t state) const;
+  void build_into(StateIndex& index, uint32_t terminal) const;
+  void into_subtree(uint32_t node, uint32_t terminal, CrossInto& into, std::vector<uint8_t>& seen) const;
 
   const ir::LexicalGrammar& lexical_;
   const VocabTrie& trie_;
   size_t words_;
+  std::vector<std::vector<uint32_t>> followers_;
+  std::vector<std::bitset<256>> after_first_;  // per terminal: bytes that can start a follower
   std::vector<size_t> offset_;  // first slot of each terminal
   std::unique_ptr<Slot[]> slots_;
   size_t slot_count_ = 0;

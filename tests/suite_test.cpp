@@ -1,0 +1,121 @@
+// The benchmark suite (bench/suite/FORMAT/*.cgram and FORMAT/docs/) joins
+// the differential tests: every grammar of every format, in every spelling,
+// against the oracle, bit for bit, on its documents and on random walks.
+// The quick run takes the start of one document per grammar with the
+// bundled vocabulary; the long run takes more of each document with three
+// vocabulary kinds.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "differential.h"
+#include "encoder.h"
+#include "helpers.h"
+
+using namespace cgram;
+using namespace cgram::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct SuiteGrammar {
+  std::string label;  // format/spelling
+  std::string source;
+  std::vector<std::string> documents;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<SuiteGrammar> suite() {
+  std::vector<SuiteGrammar> out;
+  const fs::path root = fs::path(CGRAM_SOURCE_DIR) / "bench" / "suite";
+  std::vector<fs::path> formats;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory()) formats.push_back(e.path());
+  std::sort(formats.begin(), formats.end());
+  for (const fs::path& format : formats) {
+    std::vector<fs::path> grammars, docs;
+    for (const auto& e : fs::directory_iterator(format))
+      if (e.path().extension() == ".cgram") grammars.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(format / "docs")) docs.push_back(e.path());
+    std::sort(grammars.begin(), grammars.end());
+    std::sort(docs.begin(), docs.end());
+    for (const fs::path& g : grammars) {
+      SuiteGrammar sg{format.filename().string() + "/" + g.stem().string(), read_file(g), {}};
+      for (const fs::path& d : docs) sg.documents.push_back(read_file(d));
+      out.push_back(std::move(sg));
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const CompiledGrammar> compile(const std::shared_ptr<const Grammar>& g,
+                                               std::shared_ptr<const Vocabulary> vocab) {
+  auto result = CompiledGrammar::compile(g, std::move(vocab));
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
+  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+}
+
+// The first `max_tokens` tokens of each of `documents` documents, then
+// random walks: every mask against the oracle's. Returns the pairs compared.
+size_t differential(const SuiteGrammar& sg, const std::shared_ptr<const Vocabulary>& vocab, size_t documents,
+                    size_t max_tokens, std::initializer_list<uint64_t> seeds, size_t walk_steps) {
+  auto g = grammar(sg.source);
+  auto compiled = compile(g, vocab);
+  OracleMasker oracle(oracle_grammar(*g), vocab);
+  auto created = Encoder::create(vocab);
+  REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
+  const Encoder& enc = *std::get<std::unique_ptr<Encoder>>(created);
+  size_t pairs = 0;
+  for (size_t d = 0; d < documents && d < sg.documents.size(); ++d) {
+    std::vector<uint32_t> tokens = enc.encode_continuation(sg.documents[d]);
+    if (tokens.size() > max_tokens) tokens.resize(max_tokens);
+    WalkStats s = walk_document(compiled, oracle, tokens);
+    INFO(sg.label << " document " << d + 1 << " with " << vocab->name() << ": " << s.first_mismatch);
+    CHECK(s.mismatches == 0);
+    CHECK(s.steps == tokens.size() + 1);  // the document stays in the language
+    pairs += s.pairs;
+  }
+  for (uint64_t seed : seeds) {
+    WalkStats s = walk_random(compiled, oracle, seed, walk_steps);
+    INFO(sg.label << " random walk " << seed << " with " << vocab->name() << ": " << s.first_mismatch);
+    CHECK(s.mismatches == 0);
+    pairs += s.pairs;
+  }
+  return pairs;
+}
+
+}  // namespace
+
+TEST_CASE("differential: the benchmark suite, every format and spelling, bundled vocabulary",
+          "[suite][differential]") {
+  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  const std::vector<SuiteGrammar> grammars = suite();
+  REQUIRE(grammars.size() >= 24);
+  size_t pairs = 0;
+  for (const SuiteGrammar& sg : grammars) pairs += differential(sg, vocab, 1, 24, {1}, 8);
+  WARN("benchmark suite (quick): " << pairs << " (step, token) pairs compared");
+}
+
+TEST_CASE("differential, exhaustive: the benchmark suite with three vocabulary kinds", "[long][differential]") {
+  const std::string shared = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/";
+  REQUIRE(fs::exists(shared + "llama3-tokenizer.json"));
+  const std::vector<SuiteGrammar> grammars = suite();
+  size_t pairs = 0;
+  for (std::string file : {"llama3-tokenizer.json", "gemma-tokenizer.json", "cl100k_base.tiktoken"}) {
+    auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));
+    size_t vocab_pairs = 0;
+    for (const SuiteGrammar& sg : grammars) vocab_pairs += differential(sg, vocab, 1, 32, {1}, 10);
+    WARN(file << ": benchmark suite, " << vocab_pairs << " (step, token) pairs compared");
+    pairs += vocab_pairs;
+  }
+  WARN("benchmark suite (exhaustive): " << pairs << " (step, token) pairs compared in all");
+}
