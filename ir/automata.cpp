@@ -243,31 +243,89 @@ Dfa minimize(const Dfa& dfa) {
       if (!live[p]) live[p] = 1, stack.push_back(p);
   }
   if (!live[dfa.start()]) return Dfa{};
-  // 2. Moore partition refinement over live states; class 0 is dead.
-  std::vector<uint32_t> cls(n);
-  for (uint32_t s = 0; s < n; ++s) cls[s] = !live[s] ? 0 : dfa.accepting(s) ? 1 : 2;
-  size_t classes = 0;
-  for (;;) {
-    std::map<std::vector<uint32_t>, uint32_t> signature_ids;
-    std::vector<uint32_t> next_cls(n);
-    std::vector<uint32_t> sig(257);
-    for (uint32_t s = 0; s < n; ++s) {
-      if (!live[s]) {
-        next_cls[s] = 0;
-        continue;
-      }
-      sig[0] = cls[s];
-      for (int b = 0; b < 256; ++b) {
-        uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
-        sig[b + 1] = t == Dfa::kDead ? 0 : cls[t];
-      }
-      auto [it, inserted] = signature_ids.emplace(sig, static_cast<uint32_t>(signature_ids.size() + 1));
-      next_cls[s] = it->second;
-    }
-    cls = std::move(next_cls);
-    if (signature_ids.size() == classes) break;
-    classes = signature_ids.size();
+  // 2. Hopcroft's partition refinement over the live states (O(256·n log n):
+  // long chains, as bounded repetitions make, need no round per state).
+  // Class 0 is dead; the live classes are numbered from 1.
+  std::vector<uint32_t> cls(n, 0);
+  std::vector<std::vector<uint32_t>> blocks;
+  {
+    std::vector<uint32_t> accepting, other;
+    for (uint32_t s = 0; s < n; ++s)
+      if (live[s]) (dfa.accepting(s) ? accepting : other).push_back(s);
+    for (auto* b : {&accepting, &other})
+      if (!b->empty()) blocks.push_back(std::move(*b));
   }
+  std::vector<uint32_t> block_of(n, UINT32_MAX);
+  for (uint32_t i = 0; i < blocks.size(); ++i)
+    for (uint32_t s : blocks[i]) block_of[s] = i;
+  // Predecessors by byte, live states only: pred[offset[t*256+b] ..] = sources.
+  std::vector<uint32_t> offset(size_t(n) * 256 + 1, 0), pred;
+  for (uint32_t s = 0; s < n; ++s)
+    if (live[s])
+      for (int b = 0; b < 256; ++b) {
+        const uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
+        if (t != Dfa::kDead && live[t]) ++offset[size_t(t) * 256 + b + 1];
+      }
+  for (size_t i = 1; i < offset.size(); ++i) offset[i] += offset[i - 1];
+  pred.resize(offset.back());
+  {
+    std::vector<uint32_t> fill(offset.begin(), offset.end() - 1);
+    for (uint32_t s = 0; s < n; ++s)
+      if (live[s])
+        for (int b = 0; b < 256; ++b) {
+          const uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
+          if (t != Dfa::kDead && live[t]) pred[fill[size_t(t) * 256 + b]++] = s;
+        }
+  }
+  // Dead is a block of its own that splits too: a live state going to dead
+  // on b differs from one going live. Splitting by "goes live into A" for
+  // every block A covers it, as long as every block is a splitter once.
+  std::vector<uint32_t> work;
+  std::vector<bool> in_work;
+  for (uint32_t i = 0; i < blocks.size(); ++i) work.push_back(i), in_work.push_back(true);
+  std::vector<uint32_t> hits(n, 0), touched, splitter;
+  std::vector<uint32_t> count(blocks.size(), 0);  // per block: states hit (reset after each byte)
+  while (!work.empty()) {
+    const uint32_t a = work.back();
+    work.pop_back();
+    in_work[a] = false;
+    splitter = blocks[a];  // a snapshot: blocks[a] may split below
+    for (int b = 0; b < 256; ++b) {
+      // X: the states that go into the splitter on b.
+      touched.clear();
+      for (uint32_t t : splitter)
+        for (size_t k = offset[size_t(t) * 256 + b]; k < offset[size_t(t) * 256 + b + 1]; ++k) {
+          const uint32_t s = pred[k];
+          if (hits[s]++ == 0) {
+            if (count[block_of[s]]++ == 0) touched.push_back(block_of[s]);
+          }
+        }
+      for (uint32_t y : touched) {
+        const size_t hit = count[y];
+        count[y] = 0;
+        if (hit == blocks[y].size()) continue;
+        std::vector<uint32_t> in, out;
+        for (uint32_t s : blocks[y]) (hits[s] ? in : out).push_back(s);
+        const uint32_t z = static_cast<uint32_t>(blocks.size());
+        blocks[y] = std::move(in);
+        blocks.push_back(std::move(out));
+        for (uint32_t s : blocks[z]) block_of[s] = z;
+        in_work.push_back(false);
+        count.push_back(0);
+        if (in_work[y]) {
+          work.push_back(z), in_work[z] = true;
+        } else {
+          const uint32_t smaller = blocks[y].size() <= blocks[z].size() ? y : z;
+          work.push_back(smaller), in_work[smaller] = true;
+        }
+      }
+      for (uint32_t t : splitter)
+        for (size_t k = offset[size_t(t) * 256 + b]; k < offset[size_t(t) * 256 + b + 1]; ++k) hits[pred[k]] = 0;
+    }
+  }
+  size_t classes = blocks.size();
+  for (uint32_t i = 0; i < blocks.size(); ++i)
+    for (uint32_t s : blocks[i]) cls[s] = i + 1;
   // 3. Emit, numbering classes in BFS order from the start for determinism.
   Dfa out;
   std::vector<uint32_t> new_id(classes + 1, Dfa::kDead);
