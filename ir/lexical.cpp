@@ -38,10 +38,15 @@ class RegularRules {
   explicit RegularRules(const GrammarIR& ir)
       : ir_(ir), dfa_(ir.nonterminals.size()), why_(ir.nonterminals.size()) {
     compute_follow();
+    for (const Production& p : ir.productions)
+      for (Symbol s : p.rhs)
+        if (s.kind == Symbol::Kind::Nonterminal) ++uses_[s.index];
     for (const std::vector<uint32_t>& group : strongly_connected_groups()) collapse(group);
-    keep_shared_readings();
+    settle();
   }
-  // The rule's DFA, or null when it stays in the skeleton.
+  // Whether the rule is collapsed (inside a lexeme, or one itself).
+  bool collapsed(uint32_t n) const { return regular_[n]; }
+  // The DFA of a collapsed rule that the skeleton uses as a terminal.
   const Dfa* dfa(uint32_t n) const { return dfa_[n] ? &*dfa_[n] : nullptr; }
   // Why a rule stays in the skeleton (empty when it was collapsed).
   const std::string& why_context_free(uint32_t n) const { return why_[n]; }
@@ -159,7 +164,7 @@ class RegularRules {
   // the recursion they contain (new terminals the parser did not have) are
   // put back into the skeleton then; rules that are not recursive all the
   // way down stay collapsed, as they always were.
-  void keep_shared_readings() {
+  void settle() {
     const size_t n = ir_.nonterminals.size();
     for (bool changed = true; changed;) {
       changed = false;
@@ -167,7 +172,7 @@ class RegularRules {
       std::vector<bool> in_skeleton(n, false);
       in_skeleton[ir_.start] = true;
       for (const Production& p : ir_.productions) {
-        if (dfa_[p.lhs]) continue;  // collapsed: its parts are inside its DFA
+        if (regular_[p.lhs]) continue;  // collapsed: its parts are inside its DFA
         for (size_t i = 0; i < p.rhs.size(); ++i) {
           if (p.rhs[i].kind != Symbol::Kind::Nonterminal) continue;
           const uint32_t a = p.rhs[i].index;
@@ -178,9 +183,21 @@ class RegularRules {
         }
       }
       for (uint32_t a = 0; a < n; ++a) {
-        if (!dfa_[a] || !through_recursion_[a] || !in_skeleton[a]) continue;
+        if (!regular_[a] || !in_skeleton[a]) continue;
+        if (!dfa_[a]) {
+          // Inlined into a rule that stays with the parser after all: the
+          // skeleton needs its own DFA now.
+          if (std::string why = build_inlined(a); !why.empty()) {
+            regular_[a] = false;
+            why_[a] = why;
+            changed = true;
+            continue;
+          }
+        }
+        if (!through_recursion_[a]) continue;
         if (auto byte = end_that_goes_on(*dfa_[a], after[a])) {
           dfa_[a].reset();
+          regular_[a] = false;
           why_[a] = fmt::format("where it may end it may also go on with byte 0x{:02X}, which can also follow it: "
                                 "the parser shares that reading, a lexeme would split it in two",
                                 *byte);
@@ -224,16 +241,24 @@ class RegularRules {
               sides = "its recursion is on the left in one place and on the right in another";
             else if (here != Side::None)
               side = here;
-          } else if (s.kind == Symbol::Kind::Nonterminal && !dfa_[s.index] && uses.empty()) {
+          } else if (s.kind == Symbol::Kind::Nonterminal && !regular_[s.index] && uses.empty()) {
             uses = fmt::format("it uses '{}', which is context-free", ir_.nonterminals[s.index].name);
           }
         }
         if (inside > 1 && sides.empty()) sides = "it refers to its own recursion twice in one alternative";
       }
     std::string why = !embedding.empty() ? embedding : !uses.empty() ? uses : sides;
-    if (why.empty()) why = build(group, in_group, side == Side::None ? Side::Right : side);
+    // A helper used once, outside any recursion (a level of a bounded
+    // repetition, a group in parentheses), is copied into its user's NFA
+    // rather than given a DFA of its own: x{0,256} then costs one subset
+    // construction, not 256.
+    const uint32_t first = group[0];
+    const bool inline_it = why.empty() && group.size() == 1 && side == Side::None && uses_[first] == 1 &&
+                           first != ir_.start && ir_.nonterminals[first].name.find('#') != std::string::npos;
+    if (why.empty() && !inline_it) why = build(group, in_group, side == Side::None ? Side::Right : side);
     if (why.empty()) {
-      // Collapsed because of recursion (its own or a part's): see keep_shared_readings.
+      for (uint32_t a : group) regular_[a] = true;
+      // Collapsed because of recursion (its own or a part's): see settle.
       bool recursive = side != Side::None;
       for (uint32_t a : group)
         for (uint32_t p : ir_.nonterminals[a].productions)
@@ -247,6 +272,30 @@ class RegularRules {
       dfa_[a].reset();
       why_[a] = why;
     }
+  }
+
+  // A symbol of a collapsed rule as an NFA fragment ending in `accept`.
+  uint32_t embed_symbol(Symbol s, Nfa& nfa, uint32_t accept) const {
+    if (s.kind == Symbol::Kind::Terminal) return embed_dfa(ir_.terminals[s.index].dfa, nfa, accept);
+    if (dfa_[s.index]) return embed_dfa(*dfa_[s.index], nfa, accept);
+    // An inlined helper: its productions, copied.
+    const uint32_t start = nfa.add_state();
+    for (uint32_t p : ir_.nonterminals[s.index].productions) {
+      uint32_t at = start;
+      for (Symbol part : ir_.productions[p].rhs) {
+        const uint32_t next = nfa.add_state();
+        nfa.add_epsilon(at, embed_symbol(part, nfa, next));
+        at = next;
+      }
+      nfa.add_epsilon(at, accept);
+    }
+    return start;
+  }
+
+  std::string build_inlined(uint32_t a) {
+    std::vector<bool> in_group(ir_.nonterminals.size(), false);
+    in_group[a] = true;
+    return build({a}, in_group, Side::Right);
   }
 
   // One NFA for the whole group; each rule's DFA reads it from its own
@@ -271,9 +320,8 @@ class RegularRules {
         uint32_t at = from;
         for (size_t i = first; i < end; ++i) {
           const Symbol s = rhs[i];
-          const Dfa& part = s.kind == Symbol::Kind::Terminal ? ir_.terminals[s.index].dfa : *dfa_[s.index];
           const uint32_t next = nfa.add_state();
-          nfa.add_epsilon(at, embed_dfa(part, nfa, next));
+          nfa.add_epsilon(at, embed_symbol(s, nfa, next));
           at = next;
         }
         nfa.add_epsilon(at, to);
@@ -297,6 +345,8 @@ class RegularRules {
   std::vector<std::string> why_;
   std::vector<std::bitset<256>> follow_;
   std::vector<bool> through_recursion_ = std::vector<bool>(ir_.nonterminals.size(), false);
+  std::vector<bool> regular_ = std::vector<bool>(ir_.nonterminals.size(), false);
+  std::vector<uint32_t> uses_ = std::vector<uint32_t>(ir_.nonterminals.size(), 0);
 };
 
 class LexicalLowering {
@@ -316,7 +366,7 @@ class LexicalLowering {
     if (auto lowered = symbol({Symbol::Kind::Nonterminal, ir_.start})) out_.productions[0].rhs = {*lowered};
     else out_.productions[0].rhs.clear();
     for (const Production& p : ir_.productions) {
-      if (regular_.dfa(p.lhs)) continue;  // collapsed: no skeleton production
+      if (regular_.collapsed(p.lhs)) continue;  // collapsed: no skeleton production
       SkeletonProduction sp{p.lhs, {}};
       for (Symbol s : p.rhs)
         if (auto lowered = symbol(s)) sp.rhs.push_back(*lowered);
