@@ -47,7 +47,7 @@ class RegularRules {
   // Whether the rule is collapsed (inside a lexeme, or one itself).
   bool collapsed(uint32_t n) const { return regular_[n]; }
   // The DFA of a collapsed rule that the skeleton uses as a terminal.
-  const Dfa* dfa(uint32_t n) const { return dfa_[n] ? &*dfa_[n] : nullptr; }
+  const Dfa* dfa(uint32_t n) const { return regular_[n] && dfa_[n] ? &*dfa_[n] : nullptr; }
   // Why a rule stays in the skeleton (empty when it was collapsed).
   const std::string& why_context_free(uint32_t n) const { return why_[n]; }
 
@@ -196,8 +196,7 @@ class RegularRules {
         }
         if (!through_recursion_[a]) continue;
         if (auto byte = end_that_goes_on(*dfa_[a], after[a])) {
-          dfa_[a].reset();
-          regular_[a] = false;
+          regular_[a] = false;  // its DFA stays: collapsed rules that use it embed it
           why_[a] = fmt::format("where it may end it may also go on with byte 0x{:02X}, which can also follow it: "
                                 "the parser shares that reading, a lexeme would split it in two",
                                 *byte);
@@ -223,6 +222,7 @@ class RegularRules {
     // Reasons by precedence: self-embedding says the most, then what the
     // group uses, then mixed sides.
     std::string embedding, uses, sides;
+    bool recurses = false;  // some production refers to the group (a unit self-loop sets no side)
     for (uint32_t a : group)
       for (uint32_t p : ir_.nonterminals[a].productions) {
         const std::vector<Symbol>& rhs = ir_.productions[p].rhs;
@@ -233,6 +233,7 @@ class RegularRules {
             uses = "it holds any! or except!, which depend on token boundaries";
           } else if (s.kind == Symbol::Kind::Nonterminal && in_group[s.index]) {
             ++inside;
+            recurses = true;
             const Side here = rhs.size() == 1 ? side : i == 0 ? Side::Left : i + 1 == rhs.size() ? Side::Right : Side::None;
             if (here == Side::None && rhs.size() > 1)
               embedding = fmt::format("it recurses through '{}' in the middle of a sequence (self-embedding)",
@@ -253,13 +254,13 @@ class RegularRules {
     // rather than given a DFA of its own: x{0,256} then costs one subset
     // construction, not 256.
     const uint32_t first = group[0];
-    const bool inline_it = why.empty() && group.size() == 1 && side == Side::None && uses_[first] == 1 &&
+    const bool inline_it = why.empty() && group.size() == 1 && !recurses && uses_[first] == 1 &&
                            first != ir_.start && ir_.nonterminals[first].name.find('#') != std::string::npos;
     if (why.empty() && !inline_it) why = build(group, in_group, side == Side::None ? Side::Right : side);
     if (why.empty()) {
       for (uint32_t a : group) regular_[a] = true;
       // Collapsed because of recursion (its own or a part's): see settle.
-      bool recursive = side != Side::None;
+      bool recursive = recurses;
       for (uint32_t a : group)
         for (uint32_t p : ir_.nonterminals[a].productions)
           for (Symbol s : ir_.productions[p].rhs)

@@ -726,6 +726,53 @@ bool Engine::viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, u
   return result;
 }
 
+bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
+  if (h.terminal == Head::kBetween || h.pending != 0) return false;
+  const ir::LexTerminal& t = lex_.terminals[h.terminal];
+  if (t.kind != ir::LexTerminal::Kind::Except || lex_.excepts[t.except_index].max_tokens) return false;
+  const StateIndex& ix = g_.index().get(h.terminal, h.state);
+  // Tokens that stay inside the text: its DFA is trimmed and nothing limits
+  // its tokens, so each of them can go on to a complete sentence.
+  for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
+  ScratchPool<Head>::Lease after(head_scratch_);
+  ScratchPool<uint32_t>::Lease nodes(node_scratch_);
+  if (t.dfa.accepting(h.state)) {  // the text ends before the token
+    heads_after_lexeme(h, *after);
+    nodes->clear();
+    for (const Head& a : *after) nodes->push_back(a.node);
+    mask_between(*nodes, pending_after(h), words);
+  }
+  // The text ends inside the token: what may follow depends on where (the
+  // occurrences left pending), so crossings are walked per (state where it
+  // ended, first byte after), each group once.
+  if (!ix.crosses()) return true;
+  ScratchPool<Head>::Lease next(head_scratch_);
+  const VocabTrie& trie = g_.trie();
+  const std::bitset<256>& can_follow = g_.index().follower_first_bytes(h.terminal);
+  for (int b = 0; b < 256; ++b) {
+    if (!can_follow[b]) continue;  // no lexeme that may come next starts with it
+    const uint32_t begin = ix.cross_begin[b], end = ix.cross_begin[b + 1];
+    for (uint32_t i = begin; i < end;) {
+      const uint32_t state = ix.cross_states[i];
+      uint32_t j = i;
+      while (j < end && ix.cross_states[j] == state) ++j;
+      heads_after_lexeme(Head{h.node, h.terminal, state, 0, h.lexeme_tokens}, *after);
+      step_byte(*after, static_cast<uint8_t>(b), /*first_of_token=*/false, *next);
+      if (!next->empty()) {
+        const bool ending_here_viable = viable(*next);
+        for (uint32_t k = i; k < j; ++k) {
+          const uint32_t x = ix.cross_nodes[k];
+          if (ending_here_viable)
+            for (uint32_t id : trie.tokens(x)) words[id / 32] |= 1u << (id % 32);
+          if (trie.subtree_end(x) > x + 1) walk_range(x + 1, trie.subtree_end(x), trie.depth(x), *next, words);
+        }
+      }
+      i = j;
+    }
+  }
+  return true;
+}
+
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();
@@ -769,6 +816,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
   const TokenIndex& index = g_.index();
   ScratchPool<Head>::Lease single(head_scratch_);
   for (const Head& h : heads) {
+    if (except_from_index(h, words)) continue;
     // A pending except! occurrence, an except! lexeme, or a character begun
     // by any!: the exact walk.
     if (h.pending != 0 || (h.terminal == Head::kBetween && h.state != ir::utf8::kBoundary) ||

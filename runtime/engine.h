@@ -132,6 +132,10 @@ class Engine {
   // one next lexeme are OR'ed by the terminals the parser can shift, and
   // only those that cross a second lexeme end are walked.
   void cross_precomputed(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words);
+  // The mask of a head in except! text with no token limit and nothing
+  // pending, from the index: inside tokens as a bitset, and only the
+  // crossings walked. False when the head needs the whole walk.
+  bool except_from_index(const Head& h, std::span<uint32_t> words);
   // The fast road for one head inside a byte lexeme with nothing pending:
   // the subtree [first, end) is walked with the terminal's DFA alone, and
   // the parser is consulted only where the lexeme can end and the next byte

@@ -1,6 +1,7 @@
 #include "token_index.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace cgram {
 
@@ -30,7 +31,12 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
   const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
   const uint32_t base = trie_.depth(root);
   std::vector<uint32_t> at(trie_.max_depth() + 2);
-  std::vector<std::pair<uint8_t, uint32_t>> crossing;  // (byte, node after the end)
+  struct Crossing {
+    uint8_t byte;     // the first byte of the next lexeme
+    uint32_t state;   // where the terminal ended
+    uint32_t node;    // the trie node of that byte
+  };
+  std::vector<Crossing> crossing;
   at[0] = state;
   for (uint32_t node = root + 1; node < trie_.subtree_end(root);) {
     const uint32_t d = trie_.depth(node) - base;
@@ -38,7 +44,7 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
     // The lexeme may end before this node's byte (not before the token).
     // (At the root of the whole trie that would be before the token: the
     // matcher handles that case itself.)
-    if ((root != 0 || d > 1) && dfa.accepting(before)) crossing.emplace_back(trie_.byte(node), node);
+    if ((root != 0 || d > 1) && dfa.accepting(before)) crossing.push_back({trie_.byte(node), before, node});
     const uint32_t q = dfa.next(before, trie_.byte(node));
     if (q == ir::Dfa::kDead) {
       node = trie_.subtree_end(node);
@@ -49,11 +55,14 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
     ++node;
   }
   std::stable_sort(crossing.begin(), crossing.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+                   [](const Crossing& a, const Crossing& b) { return std::tie(a.byte, a.state) < std::tie(b.byte, b.state); });
   out->cross_begin.assign(257, 0);
-  for (auto [b, node] : crossing) ++out->cross_begin[b + 1];
+  for (const Crossing& c : crossing) ++out->cross_begin[c.byte + 1];
   for (int b = 0; b < 256; ++b) out->cross_begin[b + 1] += out->cross_begin[b];
-  for (auto [b, node] : crossing) out->cross_nodes.push_back(node);
+  for (const Crossing& c : crossing) {
+    out->cross_nodes.push_back(c.node);
+    out->cross_states.push_back(c.state);
+  }
   out->inside.shrink_to_fit();
   if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) build_into(*out, terminal);
   return out;
@@ -153,13 +162,13 @@ size_t TokenIndex::memory_bytes() const {
   for (size_t i = 0; i < slot_count_; ++i)
     if (slots_[i].value)
     {
-      bytes += (slots_[i].value->inside.capacity() + slots_[i].value->cross_nodes.capacity() + 257) * 4;
+      bytes += (slots_[i].value->inside.capacity() + 2 * slots_[i].value->cross_nodes.capacity() + 257) * 4;
       for (const CrossInto& c : slots_[i].value->into)
         bytes += sizeof(c) + (c.ids.capacity() + c.words.capacity() + 2 * c.second.capacity()) * 4;
     }
   {
     std::lock_guard lock(subtree_mutex_);
-    for (const auto& [key, ix] : subtrees_) bytes += (ix->inside.capacity() + ix->cross_nodes.capacity() + 257) * 4;
+    for (const auto& [key, ix] : subtrees_) bytes += (ix->inside.capacity() + 2 * ix->cross_nodes.capacity() + 257) * 4;
   }
   std::lock_guard lock(union_mutex_);
   for (const auto& [key, bits] : unions_) bytes += bits->capacity() * 4 + key.capacity() * 4;

@@ -47,6 +47,7 @@ struct StateIndex {
   // a byte no next lexeme can start with costs nothing at run time.
   std::vector<uint32_t> cross_begin;  // 257 offsets into cross_nodes, by byte
   std::vector<uint32_t> cross_nodes;
+  std::vector<uint32_t> cross_states;  // per crossing node: the terminal's state where it ends (sorted within a byte)
   std::vector<CrossInto> into;  // by next terminal; whole-vocabulary entries only
   bool crosses() const { return !cross_nodes.empty(); }
   std::span<const uint32_t> crossing(uint8_t byte) const {
@@ -68,6 +69,8 @@ class TokenIndex {
   const StateIndex& get_subtree(uint32_t root, uint32_t terminal, uint32_t state) const;
   // Union of the inside sets of these terminals from their start states.
   const std::vector<uint32_t>& inside_from_start(const std::vector<uint32_t>& terminals) const;
+  // Bytes that can start a lexeme right after one of `terminal`.
+  const std::bitset<256>& follower_first_bytes(uint32_t terminal) const { return after_first_[terminal]; }
   // Builds every entry now (AOT and eager JIT compilation).
   void build_all() const;
   size_t memory_bytes() const;
