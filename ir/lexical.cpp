@@ -38,6 +38,13 @@ class RegularRules {
   explicit RegularRules(const GrammarIR& ir)
       : ir_(ir), dfa_(ir.nonterminals.size()), why_(ir.nonterminals.size()) {
     compute_follow();
+    // Rules with an alternative that begins with something that may be empty.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Production& p : ir.productions)
+        if (!leading_optional_[p.lhs] && !p.rhs.empty() && begins_with_optional(p.rhs.front()))
+          leading_optional_[p.lhs] = true, changed = true;
+    }
     for (const Production& p : ir.productions)
       for (Symbol s : p.rhs)
         if (s.kind == Symbol::Kind::Nonterminal) ++uses_[s.index];
@@ -120,6 +127,9 @@ class RegularRules {
       default: return out.set();
     }
   }
+  bool begins_with_optional(Symbol s) const {
+    return nullable(s) || (s.kind == Symbol::Kind::Nonterminal && leading_optional_[s.index]);
+  }
   bool nullable(Symbol s) const {
     switch (s.kind) {
       case Symbol::Kind::Nonterminal: return ir_.nullable[s.index];
@@ -160,10 +170,10 @@ class RegularRules {
   // also go on, at a byte that can follow it there: the matcher would then
   // carry two readings of every such byte (the lexeme going on, and the
   // lexeme ended and the next begun) where the parser shares one, as in
-  // `type ::= base { ws '*' }` before `sp`. Rules collapsed only thanks to
-  // the recursion they contain (new terminals the parser did not have) are
-  // put back into the skeleton then; rules that are not recursive all the
-  // way down stay collapsed, as they always were.
+  // `type ::= base { ws '*' }` before `sp`. Repetitions whose unit starts
+  // with something that may be empty (a separator list), and the rules that
+  // embed them, are put back into the skeleton then. A plain repetition
+  // (`blank*`, `digit+`) stays a lexeme, as its regex spelling would be.
   void settle() {
     const size_t n = ir_.nonterminals.size();
     for (bool changed = true; changed;) {
@@ -194,7 +204,7 @@ class RegularRules {
             continue;
           }
         }
-        if (!through_recursion_[a]) continue;
+        if (!separator_unit_[a]) continue;
         if (auto byte = end_that_goes_on(*dfa_[a], after[a])) {
           regular_[a] = false;  // its DFA stays: collapsed rules that use it embed it
           why_[a] = fmt::format("where it may end it may also go on with byte 0x{:02X}, which can also follow it: "
@@ -266,6 +276,20 @@ class RegularRules {
           for (Symbol s : ir_.productions[p].rhs)
             if (s.kind == Symbol::Kind::Nonterminal && (in_group[s.index] || through_recursion_[s.index])) recursive = true;
       for (uint32_t a : group) through_recursion_[a] = recursive;
+      // A repetition whose unit starts with something that may be empty,
+      // as in `{ ws '*' }` or `{ ws ',' ws param }`: see settle.
+      bool separator = false;
+      for (uint32_t a : group)
+        for (uint32_t p : ir_.nonterminals[a].productions) {
+          const std::vector<Symbol>& rhs = ir_.productions[p].rhs;
+          for (Symbol sym : rhs)  // inherited from the parts it embeds
+            if (sym.kind == Symbol::Kind::Nonterminal && !in_group[sym.index] && separator_unit_[sym.index]) separator = true;
+          if (rhs.size() < 2) continue;
+          const bool left = rhs.front().kind == Symbol::Kind::Nonterminal && in_group[rhs.front().index];
+          const bool right = rhs.back().kind == Symbol::Kind::Nonterminal && in_group[rhs.back().index];
+          if (left || right) separator = separator || begins_with_optional(rhs[left ? 1 : 0]);
+        }
+      for (uint32_t a : group) separator_unit_[a] = separator;
       return;
     }
     if (why.empty()) return;
@@ -347,6 +371,8 @@ class RegularRules {
   std::vector<std::bitset<256>> follow_;
   std::vector<bool> through_recursion_ = std::vector<bool>(ir_.nonterminals.size(), false);
   std::vector<bool> regular_ = std::vector<bool>(ir_.nonterminals.size(), false);
+  std::vector<bool> separator_unit_ = std::vector<bool>(ir_.nonterminals.size(), false);
+  std::vector<bool> leading_optional_ = std::vector<bool>(ir_.nonterminals.size(), false);
   std::vector<uint32_t> uses_ = std::vector<uint32_t>(ir_.nonterminals.size(), 0);
 };
 
