@@ -11,6 +11,11 @@
 #include "regex.h"
 
 namespace cgram::ir {
+class BinaryWriter;
+class BinaryReader;
+}  // namespace cgram::ir
+
+namespace cgram::ir {
 
 struct AutomatonLimits {
   size_t max_nfa_states = 1u << 20;
@@ -70,6 +75,12 @@ class Dfa {
   void set(uint32_t state, uint8_t byte, uint32_t target) { table_[size_t(state) * 256 + byte] = target; }
   void set_start(uint32_t s) { start_ = s; }
   void set_accepting(uint32_t s, bool a) { accepting_[s] = a; }
+
+  // The transitions of `state`, by byte (code generation reads them).
+  std::span<const uint32_t> row(uint32_t state) const { return {table_.data() + size_t(state) * 256, 256}; }
+  // Saving and loading (table_io.cpp): load checks every target.
+  void save(BinaryWriter& out) const;
+  static bool load(BinaryReader& in, Dfa& dfa);
 
  private:
   uint32_t start_ = kDead;

@@ -13,6 +13,7 @@
 //    is a suffix of w).
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ namespace cgram::ir {
 class ExceptAutomaton {
  public:
   explicit ExceptAutomaton(std::span<const std::string> strings);
+  // Saving and loading (table_io.cpp); null with a message in `in` when invalid.
+  void save(BinaryWriter& out) const;
+  static std::shared_ptr<const ExceptAutomaton> load(BinaryReader& in);
 
   const Dfa& dfa() const { return dfa_; }
   const std::vector<std::string>& strings() const { return strings_; }
@@ -37,6 +41,7 @@ class ExceptAutomaton {
   uint32_t start_in_char(uint8_t c) const { return start_in_char_[c]; }
 
  private:
+  ExceptAutomaton() = default;
   std::vector<std::string> strings_;
   Dfa dfa_;
   std::vector<std::vector<std::string>> pending_;

@@ -54,6 +54,9 @@ struct LexicalGrammar {
   std::vector<std::string> context_free_reasons;
 
   std::string dump() const;
+  // Saving and loading (table_io.cpp): load checks every index.
+  void save(BinaryWriter& out) const;
+  static bool load(BinaryReader& in, LexicalGrammar& grammar);
 };
 
 LexicalGrammar lower_lexical(const GrammarIR& ir);

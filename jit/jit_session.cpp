@@ -12,14 +12,15 @@ namespace cgram::jit {
 namespace {
 std::string to_message(llvm::Error error) { return llvm::toString(std::move(error)); }
 
-void initialize_native_target_once() {
+}  // namespace
+
+void initialize_native_target() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
 }
-}  // namespace
 
 struct JitSession::State {
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -31,7 +32,7 @@ JitSession::JitSession(Key) : state_(std::make_unique<State>()) {}
 JitSession::~JitSession() = default;
 
 std::variant<std::unique_ptr<JitSession>, JitError> JitSession::create() {
-  initialize_native_target_once();
+  initialize_native_target();
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) return JitError{"cannot start the LLVM JIT: " + to_message(jit.takeError())};
   auto session = std::make_unique<JitSession>(Key{});

@@ -20,6 +20,9 @@ struct JitError {
   std::string message;
 };
 
+// Registers the host target with LLVM (once per process; thread-safe).
+void initialize_native_target();
+
 class JitSession {
  public:
   static std::variant<std::unique_ptr<JitSession>, JitError> create();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "binary_io.h"
 #include "utf8_dfa.h"
 
 namespace cgram {
@@ -12,8 +13,12 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)) {
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  source_name_ = grammar_->file().name();
+  // The grammar's identity: its text and the start rule it was lowered for.
+  const ir::GrammarIR& ir = grammar_->ir();
+  grammar_hash_ = ir::hash_bytes(grammar_->file().text(), ir::hash_bytes(ir.nonterminals[ir.start].name));
   auto t0 = Clock::now();
-  lexical_ = ir::lower_lexical(grammar_->ir());
+  lexical_ = ir::lower_lexical(ir);
   table_ = std::make_unique<ir::LrTable>(lexical_);
   auto t1 = Clock::now();
   // What may follow each terminal: the terminals with an action in a state
@@ -31,18 +36,65 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
   }
   index_ = std::make_unique<TokenIndex>(lexical_, vocab_->trie(), mask_words(), std::move(followers));
   if (options.eager_index) index_->build_all();
-  if (grammar_->ir().uses_any_token()) {
-    for (uint32_t id = 0; id < vocab_->size(); ++id) {
-      if (vocab_->is_special(id)) continue;
-      const uint8_t c = ir::utf8::run(ir::utf8::kBoundary, vocab_->bytes(id));
-      if (c == ir::utf8::kInvalid) continue;
-      std::vector<uint32_t>& set = any_tokens_by_char_state_[c];
-      if (set.empty()) set.resize(mask_words());
-      set[id / 32] |= 1u << (id % 32);
-    }
-  }
+  build_any_token_sets();
   auto t2 = Clock::now();
   timings_ = {ms(t0, t1), ms(t1, t2)};
+}
+
+void CompiledGrammar::build_any_token_sets() {
+  const bool uses_any = std::any_of(lexical_.terminals.begin(), lexical_.terminals.end(), [](const ir::LexTerminal& t) {
+    return t.kind == ir::LexTerminal::Kind::AnyToken;
+  });
+  if (!uses_any) return;
+  for (uint32_t id = 0; id < vocab_->size(); ++id) {
+    if (vocab_->is_special(id)) continue;
+    const uint8_t c = ir::utf8::run(ir::utf8::kBoundary, vocab_->bytes(id));
+    if (c == ir::utf8::kInvalid) continue;
+    std::vector<uint32_t>& set = any_tokens_by_char_state_[c];
+    if (set.empty()) set.resize(mask_words());
+    set[id / 32] |= 1u << (id % 32);
+  }
+}
+
+bool CompiledGrammar::install_kernels(std::shared_ptr<const Kernels> kernels) const {
+  if (!kernels) return false;
+  std::lock_guard lock(kernels_mutex_);
+  if (kernels_owner_) return false;
+  kernels_owner_ = std::move(kernels);
+  kernels_.store(kernels_owner_.get(), std::memory_order_release);
+  return true;
+}
+
+std::string CompiledGrammar::save_tables() const {
+  ir::BinaryWriter out;
+  out.put_bytes(source_name_);
+  out.put<uint64_t>(grammar_hash_);
+  lexical_.save(out);
+  table_->save(out);
+  index_->save(out);
+  for (const auto& set : any_tokens_by_char_state_) out.put_vector(set);
+  return out.take();
+}
+
+CompiledGrammar::Result CompiledGrammar::load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab) {
+  if (!vocab) return CompileError{"load: no vocabulary"};
+  auto g = std::make_shared<CompiledGrammar>(Loading{}, std::move(vocab));
+  ir::BinaryReader in(bytes);
+  auto failed = [&] { return CompileError{"invalid tables: " + (in.ok() ? std::string("inconsistent data") : in.error())}; };
+  g->source_name_ = std::string(in.get_bytes());
+  g->grammar_hash_ = in.get<uint64_t>();
+  if (!ir::LexicalGrammar::load(in, g->lexical_)) return failed();
+  g->table_ = ir::LrTable::load(in, g->lexical_);
+  if (!g->table_) return failed();
+  g->index_ = TokenIndex::load(in, g->lexical_, g->vocab_->trie(), g->mask_words(), g->vocab_->size());
+  if (!g->index_) return failed();
+  for (auto& set : g->any_tokens_by_char_state_) {
+    set = in.get_vector<uint32_t>();
+    if (!set.empty() && set.size() != g->mask_words()) in.fail("an any! token set of the wrong size");
+  }
+  if (in.ok() && !in.at_end()) in.fail("data after the tables");
+  if (!in.ok()) return failed();
+  return std::shared_ptr<const CompiledGrammar>(std::move(g));
 }
 
 size_t CompiledGrammar::memory_bytes() const {

@@ -3,12 +3,15 @@
 // table, the vocabulary trie. Immutable once built; shared by every matcher
 // and safe to use from many threads.
 #include <array>
+#include <atomic>
 #include <memory>
 #include <span>
+#include <mutex>
 #include <string>
 #include <variant>
 
 #include "compile.h"
+#include "kernels.h"
 #include "lexical.h"
 #include "lr.h"
 #include "token_index.h"
@@ -39,7 +42,13 @@ class CompiledGrammar {
   static Result compile(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
                         const CompileOptions& options = {});
 
-  const Grammar& grammar() const { return *grammar_; }
+  // The checked grammar; null for a compiled grammar loaded from a shared
+  // object (which holds the tables, not the grammar).
+  const Grammar* grammar() const { return grammar_.get(); }
+  // The grammar's file name and the hash that identifies it (its text and
+  // start rule), kept in shared objects.
+  const std::string& source_name() const { return source_name_; }
+  uint64_t grammar_hash() const { return grammar_hash_; }
   const Vocabulary& vocabulary() const { return *vocab_; }
   const std::shared_ptr<const Vocabulary>& vocabulary_ptr() const { return vocab_; }
   const ir::LexicalGrammar& lexical() const { return lexical_; }
@@ -56,17 +65,47 @@ class CompiledGrammar {
   // counting the vocabulary and its trie, which grammars share.
   size_t memory_bytes() const;
 
+  // Tier-up: compiled code for these tables (JIT or AOT). Matchers pick it
+  // up at their next call and give the same masks. Installed at most once;
+  // false when code was already there.
+  bool install_kernels(std::shared_ptr<const Kernels> kernels) const;
+  const Kernels* kernels() const { return kernels_.load(std::memory_order_acquire); }
+  const char* tier() const {
+    const Kernels* k = kernels();
+    return k ? k->tier : "table";
+  }
+
+  // The tables, whole index included, as bytes (build_all first), and back:
+  // `load_tables` checks every index against the vocabulary and never trusts
+  // the bytes (a message instead of a crash).
+  std::string save_tables() const;
+  static Result load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
+
   CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
                   const CompileOptions& options);
 
  private:
+  struct Loading {};  // a key: only load_tables can name it
+
+ public:
+  CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {}
+
+ private:
+  void build_index(bool eager);
+  void build_any_token_sets();
+
   std::shared_ptr<const Grammar> grammar_;
+  std::string source_name_;
+  uint64_t grammar_hash_ = 0;
   std::shared_ptr<const Vocabulary> vocab_;
   ir::LexicalGrammar lexical_;
   std::unique_ptr<ir::LrTable> table_;
   std::unique_ptr<TokenIndex> index_;
   CompileTimings timings_;
   std::array<std::vector<uint32_t>, 8> any_tokens_by_char_state_;
+  mutable std::mutex kernels_mutex_;
+  mutable std::shared_ptr<const Kernels> kernels_owner_;
+  mutable std::atomic<const Kernels*> kernels_{nullptr};
 };
 
 }  // namespace cgram

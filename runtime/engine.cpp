@@ -53,7 +53,13 @@ void Engine::truncate(Mark m) {
   edges_.resize(m.edges);
 }
 
+void Engine::refresh_tier() {
+  const Kernels* k = g_.kernels();
+  k_ = k ? &k->functions : nullptr;
+}
+
 std::vector<Head> Engine::initial_heads() {
+  refresh_tier();
   nodes_.clear();
   edges_.clear();
   status_.clear();
@@ -74,7 +80,7 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
   while (!work.empty()) {
     auto [v, via] = work.back();
     work.pop_back();
-    for (uint32_t p : table_.reductions(nodes_[v].state, terminal)) {
+    for (uint32_t p : reductions(nodes_[v].state, terminal)) {
       if (p == 0) {
         if (accepted) *accepted = true;
         continue;
@@ -100,7 +106,7 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
       }
       for (size_t i = 0; i < path_ends_.size(); ++i) {
         uint32_t u = path_ends_[i];
-        uint32_t target = table_.go(nodes_[u].state, prod.lhs);
+        uint32_t target = lr_go(nodes_[u].state, prod.lhs);
         if (target == ir::LrTable::kNone) continue;
         auto it = std::find_if(scope.begin(), scope.end(), [&](const auto& e) { return e.first == target; });
         if (it == scope.end()) {
@@ -136,7 +142,7 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
   auto& shifted = shift_scope_;
   shifted.clear();
   for (uint32_t x : reduced_) {
-    uint32_t target = table_.shift(nodes_[x].state, terminal);
+    uint32_t target = lr_shift(nodes_[x].state, terminal);
     if (target == ir::LrTable::kNone) continue;
     auto it = std::find_if(shifted.begin(), shifted.end(), [&](const auto& e) { return e.first == target; });
     uint32_t y;
@@ -195,13 +201,13 @@ bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
   uint8_t& status = status_[nodes_[node].status + (pos - active.begin())];
   if (status != 0) return status == 1;
   bool can;
-  if (table_.reductions(state, terminal).empty()) {
-    can = table_.shift(state, terminal) != ir::LrTable::kNone;
+  if (reductions(state, terminal).empty()) {
+    can = lr_shift(state, terminal) != ir::LrTable::kNone;
   } else {
     Mark m = mark();
     reduce_closure(std::span<const uint32_t>(&node, 1), terminal, nullptr, closure_scratch_);
     can = false;
-    for (uint32_t x : closure_scratch_) can = can || table_.shift(nodes_[x].state, terminal) != ir::LrTable::kNone;
+    for (uint32_t x : closure_scratch_) can = can || lr_shift(nodes_[x].state, terminal) != ir::LrTable::kNone;
     truncate(m);
   }
   // Re-read: truncate() may have shrunk status_ only past this node's entries.
@@ -278,7 +284,7 @@ void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uin
       continue;
     }
     if (!is_shiftable(node, t)) continue;
-    uint32_t q = term.dfa.next(from, byte);
+    uint32_t q = dfa_next(t, from, byte);
     if (q != ir::Dfa::kDead) out.push_back({node, t, q, *after, 1});
   }
 }
@@ -294,7 +300,7 @@ bool Engine::surely_viable(const Head& h) const {
   const ir::LexTerminal& t = lex_.terminals[h.terminal];
   if (t.kind != ir::LexTerminal::Kind::Except) return true;  // its DFA is trimmed
   // except! text: it can end now, or go on with no token limit in the way.
-  return t.dfa.accepting(h.state) || !lex_.excepts[t.except_index].max_tokens;
+  return dfa_accepting(h.terminal, h.state) || !lex_.excepts[t.except_index].max_tokens;
 }
 
 bool Engine::viable(const std::vector<Head>& heads, int depth) {
@@ -353,14 +359,13 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
       ending_.push_back({Head::kBetween, h.pending, h.state, h.node});
       continue;
     }
-    const ir::LexTerminal& t = lex_.terminals[h.terminal];
     if (!first_of_token || can_continue_into_token(h)) {
-      uint32_t q = t.dfa.next(h.state, byte);
+      uint32_t q = dfa_next(h.terminal, h.state, byte);
       if (q != ir::Dfa::kDead)
         if (auto p = advance_pending(h.pending, byte))
           out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
     }
-    if (t.dfa.accepting(h.state)) ending_.push_back({h.terminal, pending_after(h), ir::utf8::kBoundary, h.node});
+    if (dfa_accepting(h.terminal, h.state)) ending_.push_back({h.terminal, pending_after(h), ir::utf8::kBoundary, h.node});
   }
   std::sort(ending_.begin(), ending_.end());
   ending_.erase(std::unique(ending_.begin(), ending_.end()), ending_.end());
@@ -384,6 +389,7 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
 }
 
 void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
+  refresh_tier();
   step_token_unchecked(in, bytes, out);
   keep_viable(out);
 }
@@ -426,6 +432,7 @@ void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view 
 }
 
 bool Engine::can_end(const std::vector<Head>& heads) {
+  refresh_tier();
   Mark m = mark();
   bool accepted = false;
   ScratchPool<Head>::Lease after(head_scratch_);
@@ -434,7 +441,7 @@ bool Engine::can_end(const std::vector<Head>& heads) {
     tops->clear();
     if (h.terminal == Head::kBetween) {
       if (h.state == ir::utf8::kBoundary) tops->push_back(h.node);  // never inside a character
-    } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
+    } else if (dfa_accepting(h.terminal, h.state)) {
       heads_after_lexeme(h, *after);
       for (const Head& a : *after) tops->push_back(a.node);
     }
@@ -459,7 +466,7 @@ void Engine::heads_between_lexemes(const std::vector<Head>& heads, std::vector<H
   for (const Head& h : heads) {
     if (h.terminal == Head::kBetween) {
       out.push_back(h);
-    } else if (lex_.terminals[h.terminal].dfa.accepting(h.state)) {
+    } else if (dfa_accepting(h.terminal, h.state)) {
       heads_after_lexeme(h, *ended);
       out.insert(out.end(), ended->begin(), ended->end());
     }
@@ -538,7 +545,6 @@ std::bitset<256> Engine::startable_bytes(const std::vector<Head>& heads) {
 void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head,
                         std::span<uint32_t> words) {
   const VocabTrie& trie = g_.trie();
-  const ir::Dfa& dfa = lex_.terminals[head.terminal].dfa;
   // Where the lexeme ends, the parser takes over: the nodes after it, the
   // bytes that can start the next lexeme, and the heads after each such byte
   // are the same at every node below, so each is computed once.
@@ -569,9 +575,9 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
     const uint32_t d = trie.depth(node) - parent_depth;
     const uint32_t q = at[d - 1];
     const uint8_t b = trie.byte(node);
-    const uint32_t q2 = dfa.next(q, b);
+    const uint32_t q2 = dfa_next(head.terminal, q, b);
     bool ending_live = false;
-    if (dfa.accepting(q) && can_start[b] && !after.empty()) {
+    if (dfa_accepting(head.terminal, q) && can_start[b] && !after.empty()) {
       if (known[b] == 0) {
         step_byte(after, b, /*first_of_token=*/false, next[b]);
         known[b] = next[b].empty() ? -1 : 1;
@@ -736,7 +742,7 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
   for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
   ScratchPool<Head>::Lease after(head_scratch_);
   ScratchPool<uint32_t>::Lease nodes(node_scratch_);
-  if (t.dfa.accepting(h.state)) {  // the text ends before the token
+  if (dfa_accepting(h.terminal, h.state)) {  // the text ends before the token
     heads_after_lexeme(h, *after);
     nodes->clear();
     for (const Head& a : *after) nodes->push_back(a.node);
@@ -774,6 +780,7 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
 }
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
+  refresh_tier();
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();
   ScratchPool<Head>::Lease after(head_scratch_);
@@ -830,11 +837,10 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
       mask_between(*nodes, 0, words);
       continue;
     }
-    const ir::LexTerminal& t = lex_.terminals[h.terminal];
     const StateIndex& ix = index.get(h.terminal, h.state);
     if (can_continue_into_token(h))
       for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
-    bool ends_here = t.dfa.accepting(h.state);
+    bool ends_here = dfa_accepting(h.terminal, h.state);
     if (!ends_here && !ix.crosses()) continue;
     heads_after_lexeme(h, *after);
     if (ends_here) {

@@ -55,6 +55,8 @@ class Engine {
   struct Mark {
     size_t nodes, edges, status;
   };
+  // Which tier answers the table lookups now ("table", "jit", "aot").
+  const char* tier() const { return k_ ? g_.tier() : "table"; }
   Mark mark() const { return {nodes_.size(), edges_.size(), status_.size()}; }
   void truncate(Mark m);
 
@@ -78,6 +80,25 @@ class Engine {
     uint32_t next;
   };
   static constexpr uint32_t kNoEdge = UINT32_MAX;
+
+  // Table lookups: answered by the grammar's compiled code once it has some
+  // (tier-up, picked up at each public call), else by the tables.
+  void refresh_tier();
+  uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
+    return k_ ? k_->dfa_next(terminal, state, byte) : lex_.terminals[terminal].dfa.next(state, byte);
+  }
+  bool dfa_accepting(uint32_t terminal, uint32_t state) const {
+    return k_ ? k_->dfa_accepting(terminal, state) != 0 : lex_.terminals[terminal].dfa.accepting(state);
+  }
+  uint32_t lr_shift(uint32_t state, uint32_t terminal) const {
+    return k_ ? k_->lr_shift(state, terminal) : table_.shift(state, terminal);
+  }
+  uint32_t lr_go(uint32_t state, uint32_t nonterminal) const {
+    return k_ ? k_->lr_goto(state, nonterminal) : table_.go(state, nonterminal);
+  }
+  const std::vector<uint32_t>& reductions(uint32_t state, uint32_t terminal) const {
+    return k_ ? table_.reduction_list(k_->lr_reduce(state, terminal)) : table_.reductions(state, terminal);
+  }
 
   uint32_t new_node(uint32_t state);
   bool add_edge(uint32_t node, uint32_t parent);  // false when already there
@@ -157,6 +178,7 @@ class Engine {
   const CompiledGrammar& g_;
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;
+  const KernelFunctions* k_ = nullptr;
   std::optional<uint32_t> any_terminal_;
   std::vector<std::bitset<256>> first_bytes_;  // per terminal
   std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)

@@ -175,4 +175,97 @@ size_t TokenIndex::memory_bytes() const {
   return bytes;
 }
 
+namespace {
+void save_state_index(ir::BinaryWriter& out, const StateIndex& ix) {
+  out.put_vector(ix.inside);
+  out.put_vector(ix.cross_begin);
+  out.put_vector(ix.cross_nodes);
+  out.put_vector(ix.cross_states);
+  out.put<uint64_t>(ix.into.size());
+  for (const CrossInto& c : ix.into) {
+    out.put<uint32_t>(c.terminal);
+    out.put_vector(c.ids);
+    out.put_vector(c.words);
+    out.put_vector(c.second);
+  }
+}
+
+// Mask words: the right count, and no bit past the last token.
+bool valid_words(const std::vector<uint32_t>& words, size_t count, size_t vocab_size) {
+  if (words.size() != count) return false;
+  if (vocab_size % 32 == 0 || count == 0) return true;
+  return (words.back() >> (vocab_size % 32)) == 0;
+}
+}  // namespace
+
+void TokenIndex::save(ir::BinaryWriter& out) const {
+  build_all();
+  out.put<uint64_t>(followers_.size());
+  for (const auto& f : followers_) out.put_vector(f);
+  out.put<uint64_t>(slot_count_);
+  for (size_t i = 0; i < slot_count_; ++i) save_state_index(out, *slots_[i].value);
+}
+
+std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::LexicalGrammar& lexical,
+                                             const VocabTrie& trie, size_t mask_words, size_t vocab_size) {
+  const size_t terminals = lexical.terminals.size();
+  auto bad = [&](const char* message) {
+    in.fail(message);
+    return nullptr;
+  };
+  if (in.get<uint64_t>() != terminals) return bad("the token index does not match the terminals");
+  std::vector<std::vector<uint32_t>> followers(terminals);
+  for (auto& f : followers) {
+    f = in.get_vector<uint32_t>();
+    for (uint32_t u : f)
+      if (u >= terminals) return bad("the token index names a terminal that does not exist");
+  }
+  if (!in.ok()) return nullptr;
+  auto index = std::make_unique<TokenIndex>(lexical, trie, mask_words, std::move(followers));
+  if (in.get<uint64_t>() != index->slot_count_) return bad("the token index does not match the lexer states");
+  auto valid_node = [&](uint32_t node) { return node != 0 && node < trie.size(); };
+  for (uint32_t t = 0; t < terminals; ++t) {
+    const size_t states = lexical.terminals[t].dfa.size();
+    for (size_t q = 0; q < states; ++q) {
+      auto ix = std::make_unique<StateIndex>();
+      ix->inside = in.get_vector<uint32_t>();
+      ix->cross_begin = in.get_vector<uint32_t>();
+      ix->cross_nodes = in.get_vector<uint32_t>();
+      ix->cross_states = in.get_vector<uint32_t>();
+      const uint64_t into_count = in.get_count(28);
+      for (uint64_t i = 0; i < into_count && in.ok(); ++i) {
+        CrossInto c;
+        c.terminal = in.get<uint32_t>();
+        c.ids = in.get_vector<uint32_t>();
+        c.words = in.get_vector<uint32_t>();
+        c.second = in.get_vector<CrossInto::Second>();
+        ix->into.push_back(std::move(c));
+      }
+      if (!in.ok()) return nullptr;
+      if (!valid_words(ix->inside, mask_words, vocab_size)) return bad("a token index entry of the wrong size");
+      if (ix->cross_begin.size() != 257 || ix->cross_begin[0] != 0 ||
+          !std::is_sorted(ix->cross_begin.begin(), ix->cross_begin.end()) ||
+          ix->cross_begin[256] != ix->cross_nodes.size() || ix->cross_states.size() != ix->cross_nodes.size())
+        return bad("a token index entry with inconsistent crossings");
+      if (!std::all_of(ix->cross_nodes.begin(), ix->cross_nodes.end(), valid_node) ||
+          !std::all_of(ix->cross_states.begin(), ix->cross_states.end(), [&](uint32_t s) { return s < states; }))
+        return bad("a token index crossing out of range");
+      for (const CrossInto& c : ix->into) {
+        if (c.terminal >= terminals || lexical.terminals[c.terminal].kind != ir::LexTerminal::Kind::Bytes)
+          return bad("a token index crossing into a terminal that does not exist");
+        if (!c.words.empty() && !valid_words(c.words, mask_words, vocab_size))
+          return bad("a token index set of the wrong size");
+        if (!std::all_of(c.ids.begin(), c.ids.end(), [&](uint32_t id) { return id < vocab_size; }))
+          return bad("a token index holds a token id past the vocabulary");
+        const size_t next_states = lexical.terminals[c.terminal].dfa.size();
+        for (const CrossInto::Second& x : c.second)
+          if (x.state >= next_states || !valid_node(x.node)) return bad("a token index crossing out of range");
+      }
+      Slot& slot = index->slots_[index->offset_[t] + q];
+      std::call_once(slot.once, [&] { slot.value = std::move(ix); });
+    }
+  }
+  return index;
+}
+
 }  // namespace cgram

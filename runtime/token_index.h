@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "binary_io.h"
 #include "lexical.h"
 #include "vocab_trie.h"
 
@@ -73,6 +74,12 @@ class TokenIndex {
   const std::bitset<256>& follower_first_bytes(uint32_t terminal) const { return after_first_[terminal]; }
   // Builds every entry now (AOT and eager JIT compilation).
   void build_all() const;
+  // Every entry as bytes (builds them first), and back. Loading checks every
+  // token id, trie node and DFA state; null with a message in `in` when the
+  // bytes are invalid.
+  void save(ir::BinaryWriter& out) const;
+  static std::unique_ptr<TokenIndex> load(ir::BinaryReader& in, const ir::LexicalGrammar& lexical,
+                                          const VocabTrie& trie, size_t mask_words, size_t vocab_size);
   size_t memory_bytes() const;
 
  private:

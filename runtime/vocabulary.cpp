@@ -1,5 +1,7 @@
 #include "vocabulary.h"
 
+#include "binary_io.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -133,6 +135,19 @@ VocabularyResult Vocabulary::Builder::build(const VocabularyOptions& options) {
 
 Vocabulary::Vocabulary() = default;
 Vocabulary::~Vocabulary() = default;
+
+uint64_t Vocabulary::fingerprint() const {
+  std::call_once(fingerprint_once_, [&] {
+    auto view = [](const auto& v) {
+      return std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
+    };
+    uint64_t h = ir::hash_bytes(data_, size());
+    h = ir::hash_bytes(view(offsets_), h);
+    h = ir::hash_bytes(view(special_), h);
+    fingerprint_ = ir::hash_bytes(view(eos_ids_), h);
+  });
+  return fingerprint_;
+}
 
 const VocabTrie& Vocabulary::trie() const {
   std::call_once(trie_once_, [this] { trie_ = std::make_unique<VocabTrie>(*this); });

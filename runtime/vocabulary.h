@@ -81,6 +81,9 @@ class Vocabulary {
   // The trie of the text tokens, built once on first use and shared by
   // every grammar compiled for this vocabulary.
   const VocabTrie& trie() const;
+  // A hash of every token's bytes, the special ids and the end-of-sequence
+  // ids (computed once): compiled objects are refused for any other vocabulary.
+  uint64_t fingerprint() const;
 
   // What the encoder needs.
   struct EncoderData {
@@ -111,6 +114,8 @@ class Vocabulary {
   EncoderData encoder_;
   mutable std::once_flag trie_once_;
   mutable std::unique_ptr<VocabTrie> trie_;
+  mutable std::once_flag fingerprint_once_;
+  mutable uint64_t fingerprint_ = 0;
 };
 
 // GPT-2's byte ↔ unicode table used by byte-level BPE vocabularies.

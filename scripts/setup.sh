@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   antlr4 libantlr4-runtime-dev
-  llvm-19-dev
+  llvm-19-dev lld-19
   libfmt-dev librange-v3-dev catch2
   nlohmann-json3-dev libcli11-dev libsimdjson-dev libicu-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev

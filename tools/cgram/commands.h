@@ -37,7 +37,16 @@ struct VocabArgs {
   std::string vocab;
   bool json = false;
   bool eager_index = false;  // build the whole token index at compile time
+  // "table", or "jit": compile the kernels with the JIT before running. A
+  // FILE ending in .so is an AOT object made by `cgram compile` (tier "aot").
+  std::string tier = "table";
 };
+
+struct CompileArgs : VocabArgs {
+  std::string output;
+};
+// Writes an AOT shared object. Exit 0, or 3 on any error.
+int run_compile(const CompileArgs& args);
 
 struct MaskArgs : VocabArgs {
   std::string prefix;       // bytes, tokenized by the vocabulary's encoder

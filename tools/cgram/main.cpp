@@ -36,6 +36,11 @@ int main(int argc, char** argv) {
                     "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
     cmd->add_option("--start", a.start, "The start rule")->capture_default_str();
     cmd->add_flag("--json", a.json, "Print the result as JSON");
+    cmd->add_option("--tier", a.tier,
+                    "table: run on the tables; jit: compile the kernels with the LLVM JIT first. A FILE ending "
+                    "in .so is an object made by cgram compile")
+        ->check(CLI::IsMember({"table", "jit"}))
+        ->capture_default_str();
   };
   MaskArgs mask;
   CLI::App* mask_cmd = app.add_subcommand("mask", "The tokens allowed after a prefix (ids and bytes)");
@@ -67,6 +72,10 @@ int main(int argc, char** argv) {
                         "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled "
                         "Phi-3); with --suite, repeat it for several");
   bench_cmd->add_option("--start", bench.start, "The start rule")->capture_default_str();
+  bench_cmd->add_option("--tier", bench.tier,
+                        "table, or jit (compile the kernels first; with --suite, both are measured and compared)")
+      ->check(CLI::IsMember({"table", "jit"}))
+      ->capture_default_str();
   bench_cmd->add_flag("--json", bench.json, "Print the result as JSON");
   bench_cmd->add_option("--suite", bench.suite,
                         "A benchmark suite folder (FORMAT/*.cgram, FORMAT/docs/): one table of format × spelling × "
@@ -77,6 +86,15 @@ int main(int argc, char** argv) {
                         "Documents as token ids: a file of whitespace-separated ids, one document a line");
   bench_cmd->add_flag("--eager-index", bench.eager_index,
                       "Build the whole token index at compile time (as AOT and eager JIT do) instead of on first use");
+
+  CompileArgs compile;
+  CLI::App* compile_cmd = app.add_subcommand(
+      "compile", "Compile a grammar for a vocabulary into a shared object (AOT): kernels, tables, whole token index");
+  compile_cmd->add_option("FILE", compile.file, "The .cgram grammar")->required();
+  compile_cmd->add_option("--vocab", compile.vocab,
+                          "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
+  compile_cmd->add_option("--start", compile.start, "The start rule")->capture_default_str();
+  compile_cmd->add_option("-o,--output", compile.output, "The shared object to write")->required();
 
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
@@ -100,6 +118,7 @@ int main(int argc, char** argv) {
     if (!bench.vocabs.empty()) bench.vocab = bench.vocabs[0];
   }
   if (*demo_cmd) return run_demo();
+  if (*compile_cmd) return run_compile(compile);
   if (*mask_cmd) return run_mask(mask);
   if (*generate_cmd) return run_generate(generate);
   if (*bench_cmd) return run_bench(bench);

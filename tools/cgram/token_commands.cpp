@@ -15,7 +15,9 @@
 #include "commands.h"
 #include "compile.h"
 #include "encoder.h"
+#include "kernel_jit.h"
 #include "matcher.h"
+#include "shared_object.h"
 #include "vocab_trie.h"
 
 namespace cgram::cli {
@@ -34,8 +36,24 @@ struct Loaded {
   double vocab_ms = 0;  // loading the vocabulary and building its trie (once per vocabulary)
   double parse_ms = 0;
   double compile_ms = 0;
+  double jit_ms = 0;   // --tier jit: IR, -O2 and native code
+  double load_ms = 0;  // an AOT object: from its path to a compiled grammar
   Clock::time_point grammar_arrived;
 };
+
+// Compiles the grammar's kernels with the JIT and switches it to them.
+std::optional<std::string> jit_compile(const CompiledGrammar& compiled, double* ms) {
+  auto start = Clock::now();
+  auto jit = jit::KernelJit::create();
+  if (auto* e = std::get_if<jit::JitError>(&jit)) return e->message;
+  auto kernels = std::get<std::shared_ptr<jit::KernelJit>>(jit)->compile(compiled);
+  if (auto* e = std::get_if<jit::JitError>(&kernels)) return e->message;
+  compiled.install_kernels(std::get<std::shared_ptr<const Kernels>>(kernels));
+  if (ms) *ms = ms_since(start);
+  return std::nullopt;
+}
+
+bool is_shared_object(const std::string& path) { return std::filesystem::path(path).extension() == ".so"; }
 
 std::optional<std::string> read_text(const std::string& path, std::string& error) {
   std::ifstream in(path, std::ios::binary);
@@ -60,6 +78,18 @@ std::optional<Loaded> load(const VocabArgs& args) {
   out.vocab = std::get<std::shared_ptr<const Vocabulary>>(vocab);
   out.vocab->trie();
   out.vocab_ms = ms_since(vocab_start);
+  if (is_shared_object(args.file)) {
+    auto start = Clock::now();
+    out.grammar_arrived = start;
+    auto loaded = load_shared_object(args.file, out.vocab);
+    out.load_ms = ms_since(start);
+    if (auto* e = std::get_if<CompileError>(&loaded)) {
+      std::cerr << "cgram: error: " << e->message << "\n";
+      return std::nullopt;
+    }
+    out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
+    return out;
+  }
   std::string error;
   auto text = read_text(args.file, error);
   if (!text) {
@@ -84,6 +114,12 @@ std::optional<Loaded> load(const VocabArgs& args) {
     return std::nullopt;
   }
   out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(compiled);
+  if (args.tier == "jit") {
+    if (auto jit_error = jit_compile(*out.compiled, &out.jit_ms)) {
+      std::cerr << "cgram: error: " << *jit_error << "\n";
+      return std::nullopt;
+    }
+  }
   return out;
 }
 
@@ -331,6 +367,9 @@ int bench_file(const BenchArgs& args) {
                               {"max", percentile(advance_us, 100)}}},
               {"compile_ms", {{"parse", loaded->parse_ms}, {"lower", t.lower_ms}, {"index", t.index_ms},
                               {"total", loaded->parse_ms + loaded->compile_ms}}},
+              {"tier", loaded->compiled->tier()},
+              {"jit_ms", loaded->jit_ms},
+              {"aot_load_ms", loaded->load_ms},
               {"vocabulary_load_ms", loaded->vocab_ms},
               {"time_to_first_mask_ms", first_mask_ms},
               {"memory_bytes", loaded->compiled->memory_bytes()},
@@ -352,6 +391,10 @@ int bench_file(const BenchArgs& args) {
       loaded->parse_ms, t.lower_ms, t.index_ms,
       args.eager_index ? "eager: every entry built" : "lazy: entries are built by the masks", first_mask_ms,
       loaded->vocab_ms, loaded->compiled->memory_bytes() / 1e6, loaded->vocab->trie().memory_bytes() / 1e6);
+  std::cout << fmt::format("tier: {}", loaded->compiled->tier());
+  if (loaded->jit_ms > 0) std::cout << fmt::format(" (JIT compile {:.1f} ms)", loaded->jit_ms);
+  if (loaded->load_ms > 0) std::cout << fmt::format(" (AOT object loaded in {:.2f} ms)", loaded->load_ms);
+  std::cout << "\n";
   return 0;
 }
 
@@ -470,5 +513,30 @@ int bench_suite(const BenchArgs& args) {
 }  // namespace
 
 int run_bench(const BenchArgs& args) { return args.suite.empty() ? bench_file(args) : bench_suite(args); }
+
+int run_compile(const CompileArgs& args) {
+  if (is_shared_object(args.file)) {
+    std::cerr << "cgram compile: expected a grammar, not a shared object\n";
+    return kExitUsage;
+  }
+  VocabArgs table_args = args;
+  table_args.eager_index = true;  // the object holds the whole index
+  table_args.tier = "table";
+  auto loaded = load(table_args);
+  if (!loaded) return 3;
+  SharedObjectTimings t;
+  auto saved = save_shared_object(*loaded->compiled, args.output, &t);
+  if (auto* e = std::get_if<CompileError>(&saved)) {
+    std::cerr << "cgram: error: " << e->message << "\n";
+    return 3;
+  }
+  std::cout << fmt::format(
+      "{}: {} for {} ({} ids), {:.2f} MB\n"
+      "compile {:.1f} ms (parse {:.1f}, lower and index {:.1f}), code {:.1f} ms, link {:.1f} ms\n",
+      args.output, args.file, loaded->vocab->name(), loaded->vocab->size(), t.bytes / 1e6,
+      loaded->parse_ms + loaded->compile_ms + t.codegen_ms + t.link_ms, loaded->parse_ms, loaded->compile_ms,
+      t.codegen_ms, t.link_ms);
+  return 0;
+}
 
 }  // namespace cgram::cli

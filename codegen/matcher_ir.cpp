@@ -1,0 +1,240 @@
+#include "matcher_ir.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+
+#include <map>
+#include <vector>
+
+namespace cgram::codegen {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+// uint32_t name(uint32_t, uint32_t[, uint32_t]), external, not throwing.
+llvm::Function* declare(llvm::Module& module, std::string_view name, unsigned arity) {
+  llvm::LLVMContext& ctx = module.getContext();
+  auto* i32 = llvm::Type::getInt32Ty(ctx);
+  auto* type = llvm::FunctionType::get(i32, std::vector<llvm::Type*>(arity, i32), false);
+  auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, llvm::StringRef(name), module);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  fn->addFnAttr(llvm::Attribute::WillReturn);
+  return fn;
+}
+
+// A block that returns `value`.
+llvm::BasicBlock* returning(llvm::Function* fn, uint32_t value, std::string_view label) {
+  auto* block = llvm::BasicBlock::Create(fn->getContext(), llvm::StringRef(label), fn);
+  llvm::IRBuilder<> b(block);
+  b.CreateRet(b.getInt32(value));
+  return block;
+}
+
+// A switch on `key` over (case value → result) pairs, the rest giving
+// `otherwise`; a block per distinct result.
+void emit_value_switch(llvm::IRBuilder<>& b, llvm::Function* fn, llvm::Value* key,
+                       const std::vector<std::pair<uint32_t, uint32_t>>& cases, uint32_t otherwise) {
+  std::map<uint32_t, llvm::BasicBlock*> blocks;
+  auto block_for = [&](uint32_t result) {
+    auto [it, inserted] = blocks.emplace(result, nullptr);
+    if (inserted) it->second = returning(fn, result, "ret");
+    return it->second;
+  };
+  llvm::BasicBlock* fallback = block_for(otherwise);
+  auto* sw = b.CreateSwitch(key, fallback, static_cast<unsigned>(cases.size()));
+  for (auto [value, result] : cases)
+    if (result != otherwise) sw->addCase(b.getInt32(value), block_for(result));
+}
+
+// A switch on argument 0 with one block per row, each built by `row(i, builder)`.
+template <typename Row>
+void emit_row_switch(llvm::Function* fn, size_t rows, uint32_t otherwise, Row row) {
+  llvm::LLVMContext& ctx = fn->getContext();
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  llvm::BasicBlock* none = returning(fn, otherwise, "none");
+  llvm::IRBuilder<> b(entry);
+  auto* sw = b.CreateSwitch(fn->getArg(0), none, static_cast<unsigned>(rows));
+  for (size_t i = 0; i < rows; ++i) {
+    auto* block = llvm::BasicBlock::Create(ctx, fmt::format("row{}", i), fn);
+    llvm::IRBuilder<> rb(block);
+    if (!row(static_cast<uint32_t>(i), rb)) {
+      block->eraseFromParent();
+      continue;
+    }
+    sw->addCase(b.getInt32(static_cast<uint32_t>(i)), block);
+  }
+}
+
+// A DFA too large to direct-code: a constant table and a bounds-checked load.
+llvm::Function* emit_dfa_table(llvm::Module& module, const ir::Dfa& dfa, std::string_view name) {
+  llvm::LLVMContext& ctx = module.getContext();
+  std::vector<uint32_t> flat;
+  flat.reserve(dfa.size() * 256);
+  for (uint32_t q = 0; q < dfa.size(); ++q) {
+    auto row = dfa.row(q);
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  auto* data = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint32_t>(flat));
+  // LLVM idiom: the module owns its globals (hence new without a delete).
+  auto* table = new llvm::GlobalVariable(module, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data,
+                                         fmt::format("{}.table", name));
+  llvm::Function* fn = declare(module, name, 2);
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  auto* load = llvm::BasicBlock::Create(ctx, "load", fn);
+  llvm::BasicBlock* dead = returning(fn, kNone, "dead");
+  llvm::IRBuilder<> b(entry);
+  llvm::Value* in_range = b.CreateAnd(b.CreateICmpULT(fn->getArg(0), b.getInt32(static_cast<uint32_t>(dfa.size()))),
+                                      b.CreateICmpULT(fn->getArg(1), b.getInt32(256)));
+  b.CreateCondBr(in_range, load, dead);
+  b.SetInsertPoint(load);
+  llvm::Value* at = b.CreateAdd(b.CreateMul(b.CreateZExt(fn->getArg(0), b.getInt64Ty()), b.getInt64(256)),
+                                b.CreateZExt(fn->getArg(1), b.getInt64Ty()));
+  llvm::Value* slot = b.CreateInBoundsGEP(b.getInt32Ty(), table, at);
+  b.CreateRet(b.CreateLoad(b.getInt32Ty(), slot));
+  return fn;
+}
+
+// The distinct transitions of a state, as (byte, target), and its most
+// common target (the switch's default).
+std::pair<std::vector<std::pair<uint32_t, uint32_t>>, uint32_t> byte_cases(std::span<const uint32_t> row) {
+  std::map<uint32_t, unsigned> counts;
+  for (uint32_t target : row) ++counts[target];
+  uint32_t common = row[0];
+  for (auto [target, n] : counts)
+    if (n > counts[common]) common = target;
+  std::vector<std::pair<uint32_t, uint32_t>> cases;
+  for (uint32_t byte = 0; byte < 256; ++byte)
+    if (row[byte] != common) cases.emplace_back(byte, row[byte]);
+  return {cases, common};
+}
+
+}  // namespace
+
+KernelNames KernelNames::with_prefix(std::string_view prefix) {
+  return {fmt::format("{}dfa_next", prefix), fmt::format("{}dfa_accepting", prefix), fmt::format("{}lr_shift", prefix),
+          fmt::format("{}lr_goto", prefix), fmt::format("{}lr_reduce", prefix)};
+}
+
+llvm::Function* emit_dfa(llvm::Module& module, const ir::Dfa& dfa, std::string_view name) {
+  size_t cases = 0;
+  for (uint32_t q = 0; q < dfa.size(); ++q) cases += byte_cases(dfa.row(q)).first.size();
+  if (cases > kMaxDirectCases) return emit_dfa_table(module, dfa, name);
+  llvm::Function* fn = declare(module, name, 2);
+  emit_row_switch(fn, dfa.size(), kNone, [&](uint32_t q, llvm::IRBuilder<>& b) {
+    auto [byte_switch, common] = byte_cases(dfa.row(q));
+    emit_value_switch(b, fn, fn->getArg(1), byte_switch, common);
+    return true;
+  });
+  return fn;
+}
+
+llvm::Function* emit_dfa_dispatch(llvm::Module& module, const ir::LexicalGrammar& lexical, std::string_view name,
+                                  std::string_view per_terminal_prefix) {
+  llvm::Function* fn = declare(module, name, 3);
+  std::vector<llvm::Function*> per_terminal;
+  for (uint32_t t = 0; t < lexical.terminals.size(); ++t)
+    per_terminal.push_back(lexical.terminals[t].dfa.size() == 0
+                               ? nullptr
+                               : emit_dfa(module, lexical.terminals[t].dfa, fmt::format("{}{}", per_terminal_prefix, t)));
+  for (llvm::Function* f : per_terminal)
+    if (f) f->setLinkage(llvm::GlobalValue::InternalLinkage);
+  emit_row_switch(fn, per_terminal.size(), kNone, [&](uint32_t t, llvm::IRBuilder<>& b) {
+    if (!per_terminal[t]) return false;
+    llvm::CallInst* call = b.CreateCall(per_terminal[t], {fn->getArg(1), fn->getArg(2)});
+    call->setTailCall();
+    b.CreateRet(call);
+    return true;
+  });
+  return fn;
+}
+
+llvm::Function* emit_accepting(llvm::Module& module, const ir::LexicalGrammar& lexical, std::string_view name) {
+  llvm::Function* fn = declare(module, name, 2);
+  emit_row_switch(fn, lexical.terminals.size(), 0, [&](uint32_t t, llvm::IRBuilder<>& b) {
+    const ir::Dfa& dfa = lexical.terminals[t].dfa;
+    std::vector<std::pair<uint32_t, uint32_t>> cases;
+    for (uint32_t q = 0; q < dfa.size(); ++q)
+      if (dfa.accepting(q)) cases.emplace_back(q, 1);
+    if (cases.empty()) return false;
+    emit_value_switch(b, fn, fn->getArg(1), cases, 0);
+    return true;
+  });
+  return fn;
+}
+
+llvm::Function* emit_lr_shift(llvm::Module& module, const ir::LrTable& table, std::string_view name) {
+  llvm::Function* fn = declare(module, name, 2);
+  emit_row_switch(fn, table.state_count(), kNone, [&](uint32_t s, llvm::IRBuilder<>& b) {
+    if (table.shifts(s).empty()) return false;
+    emit_value_switch(b, fn, fn->getArg(1), table.shifts(s), kNone);
+    return true;
+  });
+  return fn;
+}
+
+llvm::Function* emit_lr_goto(llvm::Module& module, const ir::LrTable& table, std::string_view name) {
+  llvm::Function* fn = declare(module, name, 2);
+  emit_row_switch(fn, table.state_count(), kNone, [&](uint32_t s, llvm::IRBuilder<>& b) {
+    if (table.gotos(s).empty()) return false;
+    emit_value_switch(b, fn, fn->getArg(1), table.gotos(s), kNone);
+    return true;
+  });
+  return fn;
+}
+
+llvm::Function* emit_lr_reduce(llvm::Module& module, const ir::LrTable& table, std::string_view name) {
+  llvm::Function* fn = declare(module, name, 2);
+  emit_row_switch(fn, table.state_count(), 0, [&](uint32_t s, llvm::IRBuilder<>& b) {
+    std::vector<std::pair<uint32_t, uint32_t>> cases;
+    for (uint32_t t = 0; t <= table.terminal_count(); ++t)
+      if (uint32_t id = table.reduction_list_id(s, t); id != 0) cases.emplace_back(t, id);
+    if (cases.empty()) return false;
+    emit_value_switch(b, fn, fn->getArg(1), cases, 0);
+    return true;
+  });
+  return fn;
+}
+
+llvm::GlobalVariable* emit_constant_data(llvm::Module& module, std::string_view bytes, std::string_view name) {
+  llvm::LLVMContext& ctx = module.getContext();
+  auto* data = llvm::ConstantDataArray::getString(ctx, llvm::StringRef(bytes.data(), bytes.size()), false);
+  auto* global = new llvm::GlobalVariable(module, data->getType(), true, llvm::GlobalValue::ExternalLinkage, data,
+                                          llvm::StringRef(name));
+  global->setAlignment(llvm::Align(16));
+  auto* i64 = llvm::Type::getInt64Ty(ctx);
+  new llvm::GlobalVariable(module, i64, true, llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantInt::get(i64, bytes.size()), fmt::format("{}_size", name));
+  return global;
+}
+
+std::unique_ptr<llvm::Module> build_matcher_module(llvm::LLVMContext& context, const ir::LexicalGrammar& lexical,
+                                                   const ir::LrTable& table, const KernelNames& names) {
+  auto module = std::make_unique<llvm::Module>("cgram_matcher", context);
+  emit_dfa_dispatch(*module, lexical, names.dfa_next, names.dfa_next + "_t");
+  emit_accepting(*module, lexical, names.dfa_accepting);
+  emit_lr_shift(*module, table, names.lr_shift);
+  emit_lr_goto(*module, table, names.lr_goto);
+  emit_lr_reduce(*module, table, names.lr_reduce);
+  if (llvm::verifyModule(*module, nullptr)) return nullptr;
+  return module;
+}
+
+void optimize(llvm::Module& module, llvm::TargetMachine* machine) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, modules);
+}
+
+}  // namespace cgram::codegen

@@ -1,0 +1,64 @@
+#pragma once
+// LLVM IR for one compiled grammar's hot lookups (runtime/kernels.h gives
+// their C ABI). One generator serves the JIT and the AOT shared objects:
+//  - the lexer DFAs, direct-coded: a switch on the state, then on the byte
+//    (huge DFAs fall back to a constant table, see kMaxDirectCases);
+//  - the LR actions (shift, goto, reduce) as switches;
+//  - the lexeme-end checks as switches on the accepting states;
+//  - constant data (the AOT payload: the tables and the token index).
+// Each emit_* function builds one function of one kind, alone, so that each
+// can be verified and tested against the table it came from.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "lexical.h"
+#include "lr.h"
+
+namespace llvm {
+class Function;
+class GlobalVariable;
+class LLVMContext;
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace cgram::codegen {
+
+// The symbols of one grammar's kernels: prefix + "dfa_next", and so on.
+struct KernelNames {
+  std::string dfa_next, dfa_accepting, lr_shift, lr_goto, lr_reduce;
+  static KernelNames with_prefix(std::string_view prefix);
+};
+
+// A DFA with more transitions than this (states × distinct targets per
+// state) is emitted as a constant table read by a small function: a switch
+// that large gains nothing and costs compile time.
+inline constexpr size_t kMaxDirectCases = 1u << 16;
+
+// uint32_t name(uint32_t state, uint32_t byte): the DFA's transition
+// (UINT32_MAX for dead, and for a state out of range).
+llvm::Function* emit_dfa(llvm::Module& module, const ir::Dfa& dfa, std::string_view name);
+// uint32_t name(uint32_t terminal, uint32_t state, uint32_t byte): a switch
+// on the terminal to each terminal's DFA function.
+llvm::Function* emit_dfa_dispatch(llvm::Module& module, const ir::LexicalGrammar& lexical, std::string_view name,
+                                  std::string_view per_terminal_prefix);
+// uint32_t name(uint32_t terminal, uint32_t state): 1 when the state accepts.
+llvm::Function* emit_accepting(llvm::Module& module, const ir::LexicalGrammar& lexical, std::string_view name);
+// uint32_t name(uint32_t state, uint32_t terminal|nonterminal|lookahead).
+llvm::Function* emit_lr_shift(llvm::Module& module, const ir::LrTable& table, std::string_view name);
+llvm::Function* emit_lr_goto(llvm::Module& module, const ir::LrTable& table, std::string_view name);
+llvm::Function* emit_lr_reduce(llvm::Module& module, const ir::LrTable& table, std::string_view name);
+// A read-only byte array `name` and a uint64_t `name`_size holding `bytes`.
+llvm::GlobalVariable* emit_constant_data(llvm::Module& module, std::string_view bytes, std::string_view name);
+
+// Every kernel of one grammar in one module (verified; null if the IR is
+// invalid, which would be a bug here).
+std::unique_ptr<llvm::Module> build_matcher_module(llvm::LLVMContext& context, const ir::LexicalGrammar& lexical,
+                                                   const ir::LrTable& table, const KernelNames& names);
+
+// The standard -O2 pipeline (switches become jump and lookup tables).
+void optimize(llvm::Module& module, llvm::TargetMachine* machine);
+
+}  // namespace cgram::codegen

@@ -1,0 +1,153 @@
+#include "compile_service.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "binary_io.h"
+#include "compile.h"
+
+namespace cgram::jit {
+
+struct CompileService::Entry {
+  std::once_flag once;
+  CompiledGrammar::Result result = CompileError{"not compiled"};
+  size_t bytes = 0;  // counted in stats_.bytes once compiled
+  bool counted = false;
+  std::list<std::string>::iterator position;
+  bool listed = false;
+};
+
+CompileService::CompileService(Private, const ServiceOptions& options, std::shared_ptr<KernelJit> jit)
+    : options_(options), jit_(std::move(jit)) {
+  for (size_t i = 0; i < options_.compile_threads && jit_; ++i) workers_.emplace_back([this] { worker(); });
+}
+
+std::variant<std::unique_ptr<CompileService>, JitError> CompileService::create(const ServiceOptions& options) {
+  std::shared_ptr<KernelJit> jit;
+  if (options.compile_threads > 0) {
+    auto created = KernelJit::create();
+    if (auto* error = std::get_if<JitError>(&created)) return *error;
+    jit = std::get<std::shared_ptr<KernelJit>>(created);
+  }
+  return std::make_unique<CompileService>(Private{}, options, std::move(jit));
+}
+
+CompileService::~CompileService() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void CompileService::touch(const std::string& key, Entry& entry) {
+  if (entry.listed) lru_.erase(entry.position);
+  lru_.push_front(key);
+  entry.position = lru_.begin();
+  entry.listed = true;
+}
+
+void CompileService::evict_locked() {
+  // The most recent entry always stays (one grammar larger than the budget
+  // is still served).
+  while (stats_.bytes > options_.max_bytes && lru_.size() > 1) {
+    const std::string key = lru_.back();
+    lru_.pop_back();
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      if (it->second->counted) stats_.bytes -= it->second->bytes;
+      entries_.erase(it);
+      ++stats_.evictions;
+    }
+  }
+  stats_.entries = entries_.size();
+}
+
+CompiledGrammar::Result CompileService::get(const GrammarRequest& request, const std::shared_ptr<const Vocabulary>& vocab) {
+  if (!vocab) return CompileError{"compile: no vocabulary"};
+  const std::string key = fmt::format("{:016x}:{:016x}:{}:{}", ir::hash_bytes(request.text), vocab->fingerprint(),
+                                      options_.compile.eager_index ? 1 : 0, request.start);
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = entries_.emplace(key, nullptr);
+    if (inserted) it->second = std::make_shared<Entry>();
+    entry = it->second;
+    touch(key, *entry);
+    ++(inserted ? stats_.misses : stats_.hits);
+  }
+  bool compiled_here = false;
+  std::call_once(entry->once, [&] {
+    compiled_here = true;
+    ParseOptions parse_options;
+    parse_options.start = request.start;
+    Grammar::Outcome parsed = Grammar::parse(request.text, request.name, parse_options);
+    if (!parsed.ok()) {
+      entry->result = CompileError{parsed.diagnostics.render()};
+      return;
+    }
+    entry->result = CompiledGrammar::compile(parsed.grammar, vocab, options_.compile);
+  });
+  if (compiled_here) {
+    std::lock_guard lock(mutex_);
+    auto* compiled = std::get_if<std::shared_ptr<const CompiledGrammar>>(&entry->result);
+    entry->bytes = compiled ? (*compiled)->memory_bytes() : request.text.size();
+    entry->counted = true;
+    stats_.bytes += entry->bytes;
+    if (compiled && jit_) {
+      queue_.emplace_back(*compiled, entry);
+      wake_.notify_one();
+    }
+    evict_locked();
+  }
+  return entry->result;
+}
+
+void CompileService::worker() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    auto [weak_grammar, weak_entry] = queue_.front();
+    queue_.pop_front();
+    std::shared_ptr<const CompiledGrammar> grammar = weak_grammar.lock();
+    if (!grammar) continue;  // evicted and unused before its turn came
+    ++busy_;
+    lock.unlock();
+    KernelTimings timings;
+    auto kernels = jit_->compile(*grammar, &timings);
+    size_t code_bytes = 0;
+    if (auto* k = std::get_if<std::shared_ptr<const Kernels>>(&kernels)) {
+      grammar->install_kernels(*k);
+      code_bytes = (*k)->code_bytes;
+    }
+    lock.lock();
+    --busy_;
+    if (std::holds_alternative<JitError>(kernels)) {
+      ++stats_.jit_failed;
+    } else {
+      ++stats_.jit_compiled;
+      stats_.jit_ms_total += timings.ir_ms + timings.optimize_ms + timings.native_ms;
+      if (auto entry = weak_entry.lock(); entry && entry->counted) {
+        entry->bytes += code_bytes;
+        stats_.bytes += code_bytes;
+        evict_locked();
+      }
+    }
+    if (queue_.empty() && busy_ == 0) idle_.notify_all();
+  }
+}
+
+void CompileService::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return (queue_.empty() && busy_ == 0) || workers_.empty(); });
+}
+
+ServiceStats CompileService::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace cgram::jit

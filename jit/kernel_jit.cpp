@@ -1,0 +1,120 @@
+#include "kernel_jit.h"
+
+#include <fmt/format.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectTransformLayer.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+#include "matcher_ir.h"
+
+namespace cgram::jit {
+namespace {
+std::string to_message(llvm::Error error) { return llvm::toString(std::move(error)); }
+// Object bytes emitted on this thread (the lookup that materialises a
+// grammar's kernels runs its compilation on the calling thread).
+thread_local size_t object_bytes_here = 0;
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+struct KernelJit::State {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::mutex machine_mutex;  // the target machine is not thread-safe
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::atomic<uint64_t> next_id{0};
+};
+
+namespace {
+// Owns one grammar's code: frees it (its resource tracker, then its
+// JITDylib) when the last Kernels referring to it goes.
+struct JitCode {
+  std::shared_ptr<KernelJit::State> state;
+  llvm::orc::JITDylib* dylib = nullptr;
+  llvm::orc::ResourceTrackerSP tracker;
+  ~JitCode() {
+    if (tracker) llvm::consumeError(tracker->remove());
+    if (dylib) llvm::consumeError(state->jit->getExecutionSession().removeJITDylib(*dylib));
+  }
+};
+}  // namespace
+
+KernelJit::~KernelJit() = default;
+
+std::variant<std::shared_ptr<KernelJit>, JitError> KernelJit::create() {
+  initialize_native_target();
+  auto state = std::make_shared<State>();
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) return JitError{"cannot start the LLVM JIT: " + to_message(jit.takeError())};
+  state->jit = std::move(*jit);
+  state->jit->getObjTransformLayer().setTransform([](std::unique_ptr<llvm::MemoryBuffer> object) {
+    object_bytes_here += object->getBufferSize();
+    return llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>(std::move(object));
+  });
+  auto host = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!host) return JitError{"cannot describe the host to LLVM: " + to_message(host.takeError())};
+  auto machine = host->createTargetMachine();
+  if (!machine) return JitError{"cannot create the host target machine: " + to_message(machine.takeError())};
+  state->machine = std::move(*machine);
+  return std::shared_ptr<KernelJit>(new KernelJit(std::move(state)));
+}
+
+std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const CompiledGrammar& grammar,
+                                                                         KernelTimings* timings) {
+  using Clock = std::chrono::steady_clock;
+  KernelTimings local;
+  KernelTimings& t = timings ? *timings : local;
+  auto t0 = Clock::now();
+  auto context = std::make_unique<llvm::LLVMContext>();
+  const codegen::KernelNames names = codegen::KernelNames::with_prefix("cgram_");
+  auto module = codegen::build_matcher_module(*context, grammar.lexical(), grammar.table(), names);
+  if (!module) return JitError{"the generated IR does not verify (a bug in cgram's code generator)"};
+  t.ir_ms = ms_since(t0);
+  auto t1 = Clock::now();
+  {
+    std::lock_guard lock(state_->machine_mutex);
+    module->setDataLayout(state_->machine->createDataLayout());
+    module->setTargetTriple(state_->machine->getTargetTriple().str());
+    codegen::optimize(*module, state_->machine.get());
+  }
+  t.optimize_ms = ms_since(t1);
+  auto t2 = Clock::now();
+  auto code = std::make_shared<JitCode>();
+  code->state = state_;
+  auto& session = state_->jit->getExecutionSession();
+  auto dylib = session.createJITDylib(fmt::format("cgram_grammar_{}", state_->next_id++));
+  if (!dylib) return JitError{"cannot create a JITDylib: " + to_message(dylib.takeError())};
+  code->dylib = &*dylib;
+  code->tracker = code->dylib->createResourceTracker();
+  llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(context));
+  if (auto error = state_->jit->addIRModule(code->tracker, std::move(tsm)))
+    return JitError{"cannot add the kernels to the JIT: " + to_message(std::move(error))};
+  auto kernels = std::make_shared<Kernels>();
+  kernels->tier = "jit";
+  auto find = [&](const std::string& name, auto& slot) -> std::optional<JitError> {
+    auto address = state_->jit->lookup(*code->dylib, name);
+    if (!address) return JitError{"JIT lookup of '" + name + "' failed: " + to_message(address.takeError())};
+    slot = address->toPtr<std::remove_reference_t<decltype(slot)>>();
+    return std::nullopt;
+  };
+  KernelFunctions& f = kernels->functions;
+  object_bytes_here = 0;
+  for (auto error : {find(names.dfa_next, f.dfa_next), find(names.dfa_accepting, f.dfa_accepting),
+                     find(names.lr_shift, f.lr_shift), find(names.lr_goto, f.lr_goto), find(names.lr_reduce, f.lr_reduce)})
+    if (error) return *error;
+  t.native_ms = ms_since(t2);
+  kernels->code_bytes = object_bytes_here;
+  kernels->owner = std::move(code);
+  return std::shared_ptr<const Kernels>(std::move(kernels));
+}
+
+}  // namespace cgram::jit
