@@ -1,0 +1,139 @@
+// The IR generator, one kind of table at a time: each function is built
+// alone in its own module, must verify, and, compiled by the JIT, must give
+// exactly what the table it came from gives, on every input (states, bytes,
+// symbols, and out-of-range arguments).
+#include <catch2/catch.hpp>
+
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <random>
+
+#include "compiled_grammar.h"
+#include "helpers.h"
+#include "jit_session.h"
+#include "matcher_ir.h"
+
+using namespace cgram;
+
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+std::unique_ptr<jit::JitSession> session() {
+  auto created = jit::JitSession::create();
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::JitSession>>(created));
+  return std::move(std::get<std::unique_ptr<jit::JitSession>>(created));
+}
+
+// Builds one function with `emit` in a fresh module, verifies it, JITs it.
+template <typename Fn, typename Emit>
+Fn* compile_one(jit::JitSession& s, std::string_view name, Emit emit) {
+  auto module = std::make_unique<llvm::Module>("one", s.context());
+  emit(*module);
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  INFO(errors);
+  REQUIRE_FALSE(llvm::verifyModule(*module, &os));
+  REQUIRE(std::holds_alternative<std::monostate>(s.add(std::move(module))));
+  auto address = s.lookup(name);
+  REQUIRE(std::holds_alternative<void*>(address));
+  return reinterpret_cast<Fn*>(std::get<void*>(address));
+}
+
+std::shared_ptr<const CompiledGrammar> compile(std::string_view source) {
+  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  auto result = CompiledGrammar::compile(test::grammar(source), vocab);
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
+  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+}
+
+void check_dfa(jit::JitSession& s, const ir::Dfa& dfa, const std::string& name) {
+  using Fn = uint32_t(uint32_t, uint32_t);
+  Fn* fn = compile_one<Fn>(s, name, [&](llvm::Module& m) { codegen::emit_dfa(m, dfa, name); });
+  for (uint32_t q = 0; q < dfa.size(); ++q)
+    for (uint32_t b = 0; b < 256; ++b) REQUIRE(fn(q, b) == dfa.next(q, static_cast<uint8_t>(b)));
+  CHECK(fn(static_cast<uint32_t>(dfa.size()), 0) == kNone);
+  CHECK(fn(kNone, 'a') == kNone);
+}
+
+}  // namespace
+
+TEST_CASE("codegen: each kind of table alone, equal to its table, on every example", "[codegen]") {
+  auto s = session();
+  int id = 0;
+  for (const std::string& name : test::example_names()) {
+    INFO(name);
+    auto g = compile(test::read_example(name));
+    const ir::LexicalGrammar& lex = g->lexical();
+    const ir::LrTable& table = g->table();
+    const std::string prefix = "g" + std::to_string(id++) + "_";
+    for (uint32_t t = 0; t < lex.terminals.size(); ++t)
+      if (lex.terminals[t].dfa.size() > 0) check_dfa(*s, lex.terminals[t].dfa, prefix + "dfa" + std::to_string(t));
+
+    using Fn2 = uint32_t(uint32_t, uint32_t);
+    Fn2* accepting = compile_one<Fn2>(*s, prefix + "accepting", [&](llvm::Module& m) {
+      codegen::emit_accepting(m, lex, prefix + "accepting");
+    });
+    for (uint32_t t = 0; t < lex.terminals.size(); ++t)
+      for (uint32_t q = 0; q <= lex.terminals[t].dfa.size(); ++q)
+        REQUIRE((accepting(t, q) != 0) == lex.terminals[t].dfa.accepting(q < lex.terminals[t].dfa.size() ? q : kNone));
+    CHECK(accepting(static_cast<uint32_t>(lex.terminals.size()), 0) == 0);
+
+    Fn2* shift = compile_one<Fn2>(*s, prefix + "shift", [&](llvm::Module& m) {
+      codegen::emit_lr_shift(m, table, prefix + "shift");
+    });
+    Fn2* go = compile_one<Fn2>(*s, prefix + "goto", [&](llvm::Module& m) {
+      codegen::emit_lr_goto(m, table, prefix + "goto");
+    });
+    Fn2* reduce = compile_one<Fn2>(*s, prefix + "reduce", [&](llvm::Module& m) {
+      codegen::emit_lr_reduce(m, table, prefix + "reduce");
+    });
+    for (uint32_t st = 0; st < table.state_count(); ++st) {
+      for (uint32_t t = 0; t < table.terminal_count(); ++t) REQUIRE(shift(st, t) == table.shift(st, t));
+      for (uint32_t a = 0; a < table.nonterminal_count(); ++a) REQUIRE(go(st, a) == table.go(st, a));
+      for (uint32_t t = 0; t <= table.terminal_count(); ++t)
+        REQUIRE(table.reduction_list(reduce(st, t)) == table.reductions(st, t));
+    }
+    const auto states = static_cast<uint32_t>(table.state_count());
+    CHECK(shift(states, 0) == kNone);
+    CHECK(go(states, 0) == kNone);
+    CHECK(reduce(states, 0) == 0);
+
+    using Fn3 = uint32_t(uint32_t, uint32_t, uint32_t);
+    Fn3* next = compile_one<Fn3>(*s, prefix + "next", [&](llvm::Module& m) {
+      codegen::emit_dfa_dispatch(m, lex, prefix + "next", prefix + "next_t");
+    });
+    for (uint32_t t = 0; t < lex.terminals.size(); ++t)
+      for (uint32_t q = 0; q < lex.terminals[t].dfa.size(); ++q)
+        for (uint32_t b = 0; b < 256; b += 7) REQUIRE(next(t, q, b) == lex.terminals[t].dfa.next(q, static_cast<uint8_t>(b)));
+    CHECK(next(static_cast<uint32_t>(lex.terminals.size()), 0, 'a') == kNone);
+  }
+}
+
+TEST_CASE("codegen: a DFA too large for a switch becomes a constant table, with the same transitions", "[codegen]") {
+  ir::Dfa dfa;
+  std::mt19937 rng(7);
+  const uint32_t states = 400;
+  for (uint32_t q = 0; q < states; ++q) dfa.add_state(q % 3 == 0);
+  dfa.set_start(0);
+  for (uint32_t q = 0; q < states; ++q)
+    for (int b = 0; b < 256; ++b) dfa.set(q, static_cast<uint8_t>(b), rng() % 5 == 0 ? ir::Dfa::kDead : rng() % states);
+  auto s = session();
+  check_dfa(*s, dfa, "big_dfa");
+}
+
+TEST_CASE("codegen: constant data keeps its bytes and its size", "[codegen]") {
+  auto s = session();
+  std::string bytes(1000, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 37);
+  auto module = std::make_unique<llvm::Module>("data", s->context());
+  codegen::emit_constant_data(*module, bytes, "blob");
+  REQUIRE_FALSE(llvm::verifyModule(*module, nullptr));
+  REQUIRE(std::holds_alternative<std::monostate>(s->add(std::move(module))));
+  auto data = s->lookup("blob");
+  auto size = s->lookup("blob_size");
+  REQUIRE(std::holds_alternative<void*>(data));
+  REQUIRE(std::holds_alternative<void*>(size));
+  CHECK(*static_cast<const uint64_t*>(std::get<void*>(size)) == bytes.size());
+  CHECK(std::string_view(static_cast<const char*>(std::get<void*>(data)), bytes.size()) == bytes);
+}

@@ -1,0 +1,475 @@
+// The compile tiers give the table tier's masks bit for bit: JIT kernels
+// (installed before the first mask, and in the middle of a sequence:
+// tier-up), and AOT shared objects, on every example and benchmark-suite
+// grammar, on documents and random walks. Then every refusal of a
+// mismatched or damaged shared object, and the compile service's cache.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "compile_service.h"
+#include "encoder.h"
+#include "helpers.h"
+#include "kernel_jit.h"
+#include "matcher.h"
+#include "shared_object.h"
+#include "version.h"
+
+using namespace cgram;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Case {
+  std::string label, source, document;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every example, and every spelling of every suite format with its first document.
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const std::string& name : test::example_names()) out.push_back({name, test::read_example(name), ""});
+  const fs::path root = fs::path(CGRAM_SOURCE_DIR) / "bench" / "suite";
+  std::vector<fs::path> formats;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory()) formats.push_back(e.path());
+  std::sort(formats.begin(), formats.end());
+  for (const fs::path& format : formats) {
+    std::vector<fs::path> grammars, docs;
+    for (const auto& e : fs::directory_iterator(format))
+      if (e.path().extension() == ".cgram") grammars.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(format / "docs")) docs.push_back(e.path());
+    std::sort(grammars.begin(), grammars.end());
+    std::sort(docs.begin(), docs.end());
+    for (const fs::path& g : grammars)
+      out.push_back({format.filename().string() + "/" + g.stem().string(), read_file(g),
+                     docs.empty() ? "" : read_file(docs[0])});
+  }
+  return out;
+}
+
+std::shared_ptr<const Vocabulary> bundled() {
+  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  return vocab;
+}
+
+std::shared_ptr<const CompiledGrammar> compile(const std::string& source, std::shared_ptr<const Vocabulary> vocab,
+                                               bool eager = false) {
+  CompileOptions options;
+  options.eager_index = eager;
+  auto result = CompiledGrammar::compile(test::grammar(source), std::move(vocab), options);
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
+  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+}
+
+std::shared_ptr<jit::KernelJit> kernel_jit() {
+  static auto jit = [] {
+    auto created = jit::KernelJit::create();
+    REQUIRE(std::holds_alternative<std::shared_ptr<jit::KernelJit>>(created));
+    return std::get<std::shared_ptr<jit::KernelJit>>(created);
+  }();
+  return jit;
+}
+
+void install_jit(const CompiledGrammar& g) {
+  auto kernels = kernel_jit()->compile(g);
+  INFO((std::holds_alternative<jit::JitError>(kernels) ? std::get<jit::JitError>(kernels).message : ""));
+  REQUIRE(std::holds_alternative<std::shared_ptr<const Kernels>>(kernels));
+  REQUIRE(g.install_kernels(std::get<std::shared_ptr<const Kernels>>(kernels)));
+}
+
+std::string temp_path(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("cgram_tiers_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+// The same steps on both grammars: a document's tokens, then random picks
+// from the reference mask. Masks, can_end and every advance must agree.
+// `midway` runs once, after `midway_step` steps (tier-up in the middle).
+size_t compare_tiers(const std::shared_ptr<const CompiledGrammar>& reference,
+                     const std::shared_ptr<const CompiledGrammar>& other, const std::vector<uint32_t>& tokens,
+                     uint64_t seed, size_t random_steps, size_t midway_step = SIZE_MAX,
+                     const std::function<void()>& midway = {}) {
+  Matcher a(reference), b(other);
+  const Vocabulary& vocab = reference->vocabulary();
+  std::vector<uint32_t> wa(a.mask_words()), wb(b.mask_words());
+  std::mt19937_64 rng(seed);
+  size_t steps = 0;
+  for (size_t i = 0; i < tokens.size() + random_steps; ++i) {
+    if (i == midway_step && midway) midway();
+    a.fill_mask(wa);
+    b.fill_mask(wb);
+    INFO("step " << i);
+    REQUIRE(wa == wb);
+    REQUIRE(a.can_end() == b.can_end());
+    ++steps;
+    uint32_t token;
+    if (i < tokens.size()) {
+      token = tokens[i];
+      if (!(wa[token / 32] >> (token % 32) & 1)) break;  // the document leaves the language
+    } else {
+      std::vector<uint32_t> allowed;
+      for (uint32_t id = 0; id < vocab.size(); ++id)
+        if ((wa[id / 32] >> (id % 32) & 1) && !vocab.is_eos(id)) allowed.push_back(id);
+      if (allowed.empty()) break;
+      token = allowed[rng() % allowed.size()];
+    }
+    REQUIRE(a.advance(token) == b.advance(token));
+  }
+  return steps;
+}
+
+std::vector<uint32_t> document_tokens(const std::shared_ptr<const Vocabulary>& vocab, const std::string& text,
+                                      size_t limit) {
+  if (text.empty()) return {};
+  auto created = Encoder::create(vocab);
+  REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
+  std::vector<uint32_t> tokens = std::get<std::unique_ptr<Encoder>>(created)->encode_continuation(text);
+  if (tokens.size() > limit) tokens.resize(limit);
+  return tokens;
+}
+
+void jit_equals_table(const std::shared_ptr<const Vocabulary>& vocab, size_t doc_tokens, size_t random_steps) {
+  size_t steps = 0;
+  for (const Case& c : cases()) {
+    INFO(c.label << " with " << vocab->name());
+    auto table = compile(c.source, vocab);
+    auto jitted = compile(c.source, vocab);
+    install_jit(*jitted);
+    REQUIRE(std::string(jitted->tier()) == "jit");
+    const auto tokens = document_tokens(vocab, c.document, doc_tokens);
+    steps += compare_tiers(table, jitted, tokens, 1, random_steps);
+    steps += compare_tiers(table, jitted, {}, 2, random_steps);
+  }
+  WARN("JIT against table tier, " << vocab->name() << ": " << steps << " steps, every mask equal");
+}
+
+void aot_equals_table(const std::shared_ptr<const Vocabulary>& vocab, size_t doc_tokens, size_t random_steps) {
+  size_t steps = 0;
+  const std::string path = temp_path("tier.so");
+  for (const Case& c : cases()) {
+    INFO(c.label << " with " << vocab->name());
+    auto table = compile(c.source, vocab);
+    auto eager = compile(c.source, vocab, /*eager=*/true);
+    auto saved = save_shared_object(*eager, path);
+    INFO((std::holds_alternative<CompileError>(saved) ? std::get<CompileError>(saved).message : ""));
+    REQUIRE(std::holds_alternative<std::monostate>(saved));
+    auto loaded = load_shared_object(path, vocab);
+    INFO((std::holds_alternative<CompileError>(loaded) ? std::get<CompileError>(loaded).message : ""));
+    REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(loaded));
+    auto aot = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
+    REQUIRE(std::string(aot->tier()) == "aot");
+    CHECK(aot->grammar() == nullptr);
+    CHECK(aot->grammar_hash() == eager->grammar_hash());
+    const auto tokens = document_tokens(vocab, c.document, doc_tokens);
+    steps += compare_tiers(table, aot, tokens, 3, random_steps);
+    steps += compare_tiers(table, aot, {}, 4, random_steps);
+  }
+  fs::remove(path);
+  WARN("AOT against table tier, " << vocab->name() << ": " << steps << " steps, every mask equal");
+}
+
+const std::string& json_source() {
+  static const std::string source = test::read_example("json.cgram");
+  return source;
+}
+
+// A saved JSON object for the refusal tests (compiled once).
+const std::string& json_object() {
+  static const std::string path = [] {
+    const std::string p = temp_path("json.so");
+    auto g = compile(json_source(), bundled(), true);
+    REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*g, p)));
+    return p;
+  }();
+  return path;
+}
+
+std::string refusal(const std::string& path, std::shared_ptr<const Vocabulary> vocab = bundled(),
+                    const SharedObjectLimits& limits = {}) {
+  auto loaded = load_shared_object(path, std::move(vocab), limits);
+  REQUIRE(std::holds_alternative<CompileError>(loaded));
+  return std::get<CompileError>(loaded).message;
+}
+
+// A copy of the JSON object with `edit` applied to its bytes.
+std::string edited_copy(const std::string& name, const std::function<void(std::string&)>& edit) {
+  std::string bytes = read_file(json_object());
+  edit(bytes);
+  const std::string path = temp_path(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+SharedObjectTrailer trailer_of(const std::string& bytes) {
+  SharedObjectTrailer t;
+  std::memcpy(&t, bytes.data() + bytes.size() - sizeof(t), sizeof(t));
+  return t;
+}
+
+void set_trailer(std::string& bytes, const SharedObjectTrailer& t) {
+  std::memcpy(bytes.data() + bytes.size() - sizeof(t), &t, sizeof(t));
+}
+
+}  // namespace
+
+TEST_CASE("tiers: JIT kernels give the table tier's masks on every example and suite grammar", "[tiers][jit]") {
+  jit_equals_table(bundled(), 24, 8);
+}
+
+TEST_CASE("tiers: a matcher tiers up in the middle of a sequence with the same masks", "[tiers][jit]") {
+  auto vocab = bundled();
+  for (const char* name : {"json.cgram", "c_subset.cgram", "reply.cgram"}) {
+    INFO(name);
+    const std::string source = test::read_example(name);
+    auto reference = compile(source, vocab);
+    auto tiered = compile(source, vocab);
+    size_t steps = compare_tiers(reference, tiered, {}, 5, 30, 10, [&] {
+      CHECK(std::string(tiered->tier()) == "table");
+      install_jit(*tiered);
+    });
+    CHECK(std::string(tiered->tier()) == "jit");
+    CHECK(steps > 10);
+  }
+}
+
+TEST_CASE("tiers: kernels are installed once", "[tiers][jit]") {
+  auto g = compile(json_source(), bundled());
+  install_jit(*g);
+  auto again = kernel_jit()->compile(*g);
+  REQUIRE(std::holds_alternative<std::shared_ptr<const Kernels>>(again));
+  CHECK_FALSE(g->install_kernels(std::get<std::shared_ptr<const Kernels>>(again)));
+  CHECK_FALSE(g->install_kernels(nullptr));
+}
+
+TEST_CASE("tiers: AOT shared objects give the table tier's masks on every example and suite grammar",
+          "[tiers][aot]") {
+  aot_equals_table(bundled(), 24, 8);
+}
+
+TEST_CASE("tiers, exhaustive: JIT and AOT on three vocabulary kinds", "[long][tiers]") {
+  const std::string shared = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/";
+  REQUIRE(fs::exists(shared + "llama3-tokenizer.json"));
+  for (std::string file : {"llama3-tokenizer.json", "gemma-tokenizer.json", "cl100k_base.tiktoken"}) {
+    auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));
+    jit_equals_table(vocab, 64, 24);
+    aot_equals_table(vocab, 64, 24);
+  }
+}
+
+TEST_CASE("AOT: the object holds what was compiled and loads without the grammar", "[aot]") {
+  auto loaded = load_shared_object(json_object(), bundled());
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(loaded));
+  auto g = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
+  CHECK(g->source_name() == "test.cgram");
+  const std::string bytes = read_file(json_object());
+  const SharedObjectTrailer t = trailer_of(bytes);
+  CHECK(std::string(t.magic, 8) == "CGRAMAOT");
+  CHECK(t.abi_version == kAbiVersion);
+  CHECK(std::string(t.cgram_version) == kVersion);
+  CHECK(t.vocab_fingerprint == bundled()->fingerprint());
+  CHECK(t.body_size + sizeof(t) == bytes.size());
+  CHECK(bytes.compare(0, 4, "\x7f" "ELF") == 0);
+}
+
+TEST_CASE("AOT refuses an object compiled for another vocabulary", "[aot]") {
+  auto other = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::from_tokens({"a", "b", "{", "}"}, {}));
+  const std::string message = refusal(json_object(), other);
+  CHECK_THAT(message, Catch::Contains("another vocabulary"));
+  // The same tokens with other end-of-sequence ids are another vocabulary too.
+  auto eos = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::from_tokens({"a", "b", "{", "}"}, {1}));
+  CHECK(eos->fingerprint() != other->fingerprint());
+}
+
+TEST_CASE("AOT refuses an object of another cgram version", "[aot]") {
+  auto path = edited_copy("version.so", [](std::string& bytes) {
+    SharedObjectTrailer t = trailer_of(bytes);
+    std::memset(t.cgram_version, 0, sizeof(t.cgram_version));
+    std::memcpy(t.cgram_version, "0.0.9", 5);
+    set_trailer(bytes, t);
+  });
+  const std::string message = refusal(path);
+  CHECK_THAT(message, Catch::Contains("made by cgram 0.0.9") && Catch::Contains("recompile"));
+}
+
+TEST_CASE("AOT refuses an object of another ABI version", "[aot]") {
+  auto path = edited_copy("abi.so", [](std::string& bytes) {
+    SharedObjectTrailer t = trailer_of(bytes);
+    t.abi_version = kAbiVersion + 1;
+    set_trailer(bytes, t);
+  });
+  CHECK_THAT(refusal(path), Catch::Contains("ABI version"));
+}
+
+TEST_CASE("AOT refuses a truncated object", "[aot]") {
+  auto cut_end = edited_copy("cut_end.so", [](std::string& bytes) { bytes.resize(bytes.size() - 100); });
+  CHECK_THAT(refusal(cut_end), Catch::Contains("truncated"));
+  // Cut in the middle, the trailer moved back to the end: the size disagrees.
+  auto cut_middle = edited_copy("cut_middle.so", [](std::string& bytes) {
+    const SharedObjectTrailer t = trailer_of(bytes);
+    bytes.resize(bytes.size() / 2);
+    bytes.append(reinterpret_cast<const char*>(&t), sizeof(t));
+  });
+  CHECK_THAT(refusal(cut_middle), Catch::Contains("truncated"));
+}
+
+TEST_CASE("AOT refuses an edited object", "[aot]") {
+  auto path = edited_copy("edited.so", [](std::string& bytes) { bytes[bytes.size() / 2] ^= 0x40; });
+  CHECK_THAT(refusal(path), Catch::Contains("corrupted"));
+}
+
+TEST_CASE("AOT refuses what is not a cgram object", "[aot]") {
+  const std::string text = temp_path("grammar.so");
+  std::ofstream(text) << json_source();
+  CHECK_THAT(refusal(text), Catch::Contains("not a cgram object"));
+  const std::string empty = temp_path("empty.so");
+  std::ofstream{empty};
+  CHECK_THAT(refusal(empty), Catch::Contains("not a cgram object"));
+  // An ELF shared object without the trailer.
+  auto stripped = edited_copy("stripped.so", [](std::string& bytes) { bytes.resize(trailer_of(bytes).body_size); });
+  CHECK_THAT(refusal(stripped), Catch::Contains("not a complete cgram object"));
+  CHECK_THAT(refusal(temp_path("missing.so")), Catch::Contains("cannot open"));
+  SharedObjectLimits small;
+  small.max_file_bytes = 1000;
+  CHECK_THAT(refusal(json_object(), bundled(), small), Catch::Contains("limit"));
+}
+
+TEST_CASE("AOT: the tables are checked, never trusted (random damage with a valid checksum)", "[aot]") {
+  auto g = compile(json_source(), bundled(), true);
+  const std::string tables = g->save_tables();
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::load_tables(tables, bundled())));
+  std::mt19937 rng(11);
+  size_t refused = 0, accepted = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string damaged = tables;
+    switch (i % 3) {
+      case 0:
+        damaged.resize(rng() % damaged.size());
+        break;
+      case 1:
+        for (int k = 0; k < 4; ++k) damaged[rng() % damaged.size()] = static_cast<char>(rng());
+        break;
+      default: {
+        // A count or an index in the first part (the lexer and LR tables).
+        const size_t at = rng() % std::min<size_t>(damaged.size() - 4, 4096);
+        const uint32_t v = rng() % 3 == 0 ? UINT32_MAX : rng() % 1000;
+        std::memcpy(damaged.data() + at, &v, 4);
+      }
+    }
+    auto result = CompiledGrammar::load_tables(damaged, bundled());
+    if (std::holds_alternative<CompileError>(result)) {
+      ++refused;
+      continue;
+    }
+    // Accepted: every index was in range, so masking must not crash.
+    ++accepted;
+    Matcher m(std::get<std::shared_ptr<const CompiledGrammar>>(result));
+    std::vector<uint32_t> words(m.mask_words());
+    m.fill_mask(words);
+  }
+  CHECK(refused > 150);
+  WARN("damaged tables: " << refused << " refused, " << accepted << " accepted (in range)");
+}
+
+TEST_CASE("compile service: cached by text, vocabulary and start; tier-up in the background", "[service]") {
+  auto created = jit::CompileService::create({});
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
+  auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
+  auto a = service.get({json_source(), "json.cgram"}, bundled());
+  auto b = service.get({json_source(), "json.cgram"}, bundled());
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(a));
+  const auto ga = std::get<std::shared_ptr<const CompiledGrammar>>(a);
+  CHECK(ga == std::get<std::shared_ptr<const CompiledGrammar>>(b));
+  auto other_start = service.get({json_source(), "json.cgram", "value"}, bundled());
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(other_start));
+  CHECK(std::get<std::shared_ptr<const CompiledGrammar>>(other_start) != ga);
+  auto broken = service.get({"start ::= 'a' ", "broken.cgram"}, bundled());
+  REQUIRE(std::holds_alternative<CompileError>(broken));
+  CHECK_THAT(std::get<CompileError>(broken).message, Catch::Contains("broken.cgram:") && Catch::Contains("error"));
+  service.wait_idle();
+  CHECK(std::string(ga->tier()) == "jit");
+  const jit::ServiceStats s = service.stats();
+  CHECK(s.hits == 1);
+  CHECK(s.misses == 3);
+  CHECK(s.jit_compiled == 2);
+  CHECK(s.entries == 3);
+}
+
+TEST_CASE("compile service: bounded by bytes, least recently used out, held grammars still work", "[service]") {
+  jit::ServiceOptions options;
+  options.max_bytes = 1;  // every new grammar evicts the others
+  auto created = jit::CompileService::create(options);
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
+  auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
+  auto first = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({json_source(), "a"}, bundled()));
+  Matcher held(first);
+  for (int i = 0; i < 5; ++i)
+    REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(
+        service.get({"start ::= 'x'{" + std::to_string(i + 1) + "} ;", "b"}, bundled())));
+  service.wait_idle();
+  const jit::ServiceStats s = service.stats();
+  CHECK(s.entries == 1);
+  CHECK(s.evictions == 5);
+  // Evicted from the cache, alive in the matcher: it still masks, and a new
+  // request compiles it again (a miss).
+  std::vector<uint32_t> words(held.mask_words());
+  held.fill_mask(words);
+  CHECK(std::any_of(words.begin(), words.end(), [](uint32_t w) { return w != 0; }));
+  auto again = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({json_source(), "a"}, bundled()));
+  CHECK(again != first);
+  CHECK(service.stats().misses == 7);
+}
+
+TEST_CASE("compile service: many threads, twenty grammars, masks equal to the table tier", "[service]") {
+  auto created = jit::CompileService::create({});
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
+  auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
+  std::vector<std::string> grammars;
+  for (int i = 0; i < 20; ++i)
+    grammars.push_back(fmt::format("start ::= item ( ',' item )* ; item ::= 'k{}' | #'[0-9]{{1,{}}}' ;", i, i % 5 + 1));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round)
+        for (size_t i = 0; i < grammars.size(); ++i) {
+          auto got = service.get({grammars[(i + t) % grammars.size()], "g"}, bundled());
+          if (!std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(got)) {
+            ++failures;
+            continue;
+          }
+          Matcher m(std::get<std::shared_ptr<const CompiledGrammar>>(got));
+          std::vector<uint32_t> words(m.mask_words());
+          m.fill_mask(words);
+          if (std::all_of(words.begin(), words.end(), [](uint32_t w) { return w == 0; })) ++failures;
+        }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(failures == 0);
+  service.wait_idle();
+  CHECK(service.stats().misses == 20);
+  CHECK(service.stats().jit_compiled == 20);
+  for (size_t i = 0; i < grammars.size(); i += 7) {
+    auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({grammars[i], "g"}, bundled()));
+    REQUIRE(std::string(jitted->tier()) == "jit");
+    compare_tiers(compile(grammars[i], bundled()), jitted, {}, i, 12);
+  }
+}
