@@ -6,6 +6,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Transforms/Scalar/SimplifyCFG.h>
 
 #include <map>
 #include <vector>
@@ -234,7 +235,18 @@ void optimize(llvm::Module& module, llvm::TargetMachine* machine) {
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, modules);
+  // The kernels are switches and nothing else: the one transformation that
+  // matters is turning them into lookup tables (SimplifyCFG), which the
+  // full -O2 pipeline does at many times the cost.
+  llvm::FunctionPassManager passes;
+  passes.addPass(llvm::SimplifyCFGPass(llvm::SimplifyCFGOptions()
+                                           .convertSwitchRangeToICmp(true)
+                                           .convertSwitchToLookupTable(true)
+                                           .forwardSwitchCondToPhi(true)
+                                           .needCanonicalLoops(false)));
+  llvm::ModulePassManager module_passes;
+  module_passes.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(passes)));
+  module_passes.run(module, modules);
 }
 
 }  // namespace cgram::codegen

@@ -251,18 +251,6 @@ void LrTable::build_dense() {
   }
 }
 
-uint32_t LrTable::shift(uint32_t state, uint32_t terminal) const {
-  return shift_dense_[size_t(state) * terminal_count_ + terminal];
-}
-
-uint32_t LrTable::go(uint32_t state, uint32_t nonterminal) const {
-  return go_dense_[size_t(state) * nonterminal_count_ + nonterminal];
-}
-
-const std::vector<uint32_t>& LrTable::reductions(uint32_t state, uint32_t terminal) const {
-  return reduce_lists_[reduce_dense_[size_t(state) * (terminal_count_ + 1) + terminal]];
-}
-
 size_t LrTable::memory_bytes() const {
   size_t bytes = (shift_dense_.capacity() + go_dense_.capacity() + reduce_dense_.capacity()) * 4;
   for (size_t s = 0; s < shifts_.size(); ++s) {

@@ -27,11 +27,17 @@ class LrTable {
   uint32_t end_marker() const { return terminal_count_; }
   size_t terminal_count() const { return terminal_count_; }
 
-  uint32_t shift(uint32_t state, uint32_t terminal) const;
-  uint32_t go(uint32_t state, uint32_t nonterminal) const;
+  uint32_t shift(uint32_t state, uint32_t terminal) const {
+    return shift_dense_[size_t(state) * terminal_count_ + terminal];
+  }
+  uint32_t go(uint32_t state, uint32_t nonterminal) const {
+    return go_dense_[size_t(state) * nonterminal_count_ + nonterminal];
+  }
   // Productions to reduce in `state` when the lookahead is `terminal` (or
   // end_marker()). Production 0 (S' -> start) on the end marker is accept.
-  const std::vector<uint32_t>& reductions(uint32_t state, uint32_t terminal) const;
+  const std::vector<uint32_t>& reductions(uint32_t state, uint32_t terminal) const {
+    return reduce_lists_[reduce_dense_[size_t(state) * (terminal_count_ + 1) + terminal]];
+  }
   // The same as an id of a distinct list (0: none), for generated code.
   uint32_t reduction_list_id(uint32_t state, uint32_t terminal) const {
     return reduce_dense_[size_t(state) * (terminal_count_ + 1) + terminal];

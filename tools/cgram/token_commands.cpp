@@ -37,16 +37,18 @@ struct Loaded {
   double parse_ms = 0;
   double compile_ms = 0;
   double jit_ms = 0;   // --tier jit: IR, -O2 and native code
+  jit::KernelTimings jit_timings;
   double load_ms = 0;  // an AOT object: from its path to a compiled grammar
   Clock::time_point grammar_arrived;
 };
 
 // Compiles the grammar's kernels with the JIT and switches it to them.
-std::optional<std::string> jit_compile(const CompiledGrammar& compiled, double* ms) {
-  auto start = Clock::now();
-  auto jit = jit::KernelJit::create();
+std::optional<std::string> jit_compile(const CompiledGrammar& compiled, double* ms,
+                                       jit::KernelTimings* timings = nullptr) {
+  static auto jit = jit::KernelJit::create();  // one per process, as in a server
   if (auto* e = std::get_if<jit::JitError>(&jit)) return e->message;
-  auto kernels = std::get<std::shared_ptr<jit::KernelJit>>(jit)->compile(compiled);
+  auto start = Clock::now();
+  auto kernels = std::get<std::shared_ptr<jit::KernelJit>>(jit)->compile(compiled, timings);
   if (auto* e = std::get_if<jit::JitError>(&kernels)) return e->message;
   compiled.install_kernels(std::get<std::shared_ptr<const Kernels>>(kernels));
   if (ms) *ms = ms_since(start);
@@ -115,7 +117,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
   }
   out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(compiled);
   if (args.tier == "jit") {
-    if (auto jit_error = jit_compile(*out.compiled, &out.jit_ms)) {
+    if (auto jit_error = jit_compile(*out.compiled, &out.jit_ms, &out.jit_timings)) {
       std::cerr << "cgram: error: " << *jit_error << "\n";
       return std::nullopt;
     }
@@ -368,7 +370,8 @@ int bench_file(const BenchArgs& args) {
               {"compile_ms", {{"parse", loaded->parse_ms}, {"lower", t.lower_ms}, {"index", t.index_ms},
                               {"total", loaded->parse_ms + loaded->compile_ms}}},
               {"tier", loaded->compiled->tier()},
-              {"jit_ms", loaded->jit_ms},
+              {"jit_ms", {{"total", loaded->jit_ms}, {"ir", loaded->jit_timings.ir_ms},
+                          {"optimize", loaded->jit_timings.optimize_ms}, {"native", loaded->jit_timings.native_ms}}},
               {"aot_load_ms", loaded->load_ms},
               {"vocabulary_load_ms", loaded->vocab_ms},
               {"time_to_first_mask_ms", first_mask_ms},
@@ -392,7 +395,9 @@ int bench_file(const BenchArgs& args) {
       args.eager_index ? "eager: every entry built" : "lazy: entries are built by the masks", first_mask_ms,
       loaded->vocab_ms, loaded->compiled->memory_bytes() / 1e6, loaded->vocab->trie().memory_bytes() / 1e6);
   std::cout << fmt::format("tier: {}", loaded->compiled->tier());
-  if (loaded->jit_ms > 0) std::cout << fmt::format(" (JIT compile {:.1f} ms)", loaded->jit_ms);
+  if (loaded->jit_ms > 0)
+    std::cout << fmt::format(" (JIT compile {:.1f} ms: IR {:.1f}, optimize {:.1f}, native code {:.1f})", loaded->jit_ms,
+                             loaded->jit_timings.ir_ms, loaded->jit_timings.optimize_ms, loaded->jit_timings.native_ms);
   if (loaded->load_ms > 0) std::cout << fmt::format(" (AOT object loaded in {:.2f} ms)", loaded->load_ms);
   std::cout << "\n";
   return 0;
@@ -404,10 +409,15 @@ struct SuiteRow {
   size_t steps = 0, left_language = 0;
   std::vector<double> mask_us;
   double first_mask_ms = 0, compile_ms = 0, memory_mb = 0;
+  // --tier jit: the same documents on the JIT tier (after a warm-up run of
+  // each tier, so that both are measured warm).
+  std::vector<double> jit_mask_us;
+  double jit_ms = 0;
 };
 
 std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::filesystem::path& grammar_path,
-                                        const std::shared_ptr<const Vocabulary>& vocab, const Documents& docs) {
+                                        const std::shared_ptr<const Vocabulary>& vocab, const Documents& docs,
+                                        bool compare_jit) {
   std::string error;
   auto text = read_text(grammar_path.string(), error);
   if (!text) {
@@ -442,10 +452,20 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
   row.compile_ms = ms_since(start);
   row.memory_mb = compiled->memory_bytes() / 1e6;
+  if (compare_jit) run_documents(compiled, docs);  // warm-up
   Latencies run = run_documents(compiled, docs);
   row.steps = run.mask_us.size();
   row.left_language = run.left_language;
   row.mask_us = std::move(run.mask_us);
+  if (compare_jit) {
+    auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
+    if (auto error = jit_compile(*jitted, &row.jit_ms)) {
+      std::cerr << "cgram: error: " << *error << "\n";
+      return std::nullopt;
+    }
+    run_documents(jitted, docs);  // warm-up
+    row.jit_mask_us = run_documents(jitted, docs).mask_us;
+  }
   return row;
 }
 
@@ -480,7 +500,7 @@ int bench_suite(const BenchArgs& args) {
       Documents docs;
       if (!read_documents((format / "docs").string(), vocab, docs)) return 3;
       for (const auto& grammar : grammars) {
-        auto row = bench_suite_row(format.filename().string(), grammar, vocab, docs);
+        auto row = bench_suite_row(format.filename().string(), grammar, vocab, docs, args.tier == "jit");
         if (!row) return 3;
         if (!args.json)
           std::cerr << fmt::format("{} {} {}: p50 {:.1f} µs\n", row->format, row->spelling, row->vocabulary,
@@ -496,7 +516,23 @@ int bench_suite(const BenchArgs& args) {
                      {"steps", r.steps}, {"documents_leaving_language", r.left_language},
                      {"mask_us", percentiles(r.mask_us)}, {"first_mask_ms", r.first_mask_ms},
                      {"compile_ms", r.compile_ms}, {"memory_mb", r.memory_mb}});
+    if (args.tier == "jit")
+      for (size_t i = 0; i < rows.size(); ++i)
+        out[i]["jit"] = {{"mask_us", percentiles(rows[i].jit_mask_us)}, {"compile_ms", rows[i].jit_ms}};
     std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (args.tier == "jit") {
+    std::cout << "| format | spelling | vocabulary | steps | table p50 | JIT p50 | ratio p50 | table p99 | JIT p99 | "
+                 "ratio p99 | JIT compile |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const SuiteRow& r : rows) {
+      const double t50 = percentile(r.mask_us, 50), j50 = percentile(r.jit_mask_us, 50);
+      const double t99 = percentile(r.mask_us, 99), j99 = percentile(r.jit_mask_us, 99);
+      std::cout << fmt::format("| {} | {} | {} | {} | {:.1f} µs | {:.1f} µs | {:.2f} | {:.1f} µs | {:.1f} µs | {:.2f} | "
+                               "{:.1f} ms |\n",
+                               r.format, r.spelling, r.vocabulary, r.steps, t50, j50, t50 / j50, t99, j99, t99 / j99,
+                               r.jit_ms);
+    }
     return 0;
   }
   std::cout << "| format | spelling | vocabulary | steps | mask p50 | p90 | p99 | max | first mask (lazy) | "
