@@ -74,7 +74,9 @@ class Engine {
     uint32_t node = UINT32_MAX, serial = 0, terminal = 0, count = 0;
     std::array<uint32_t, 4> results{}, serials{};
   };
-  static constexpr size_t kEndCacheSize = 4096;
+  // 1024 entries (48 KB), allocated on first use: a server holds thousands
+  // of matchers.
+  static constexpr size_t kEndCacheSize = 1024;
   struct Edge {
     uint32_t parent;
     uint32_t next;
@@ -186,7 +188,7 @@ class Engine {
   std::vector<Edge> edges_;
   std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
   uint32_t next_serial_ = 1;
-  std::vector<EndCacheEntry> end_cache_ = std::vector<EndCacheEntry>(kEndCacheSize);
+  std::vector<EndCacheEntry> end_cache_;
   std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
   std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
   std::deque<std::bitset<256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals
