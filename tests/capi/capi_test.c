@@ -1,0 +1,762 @@
+/* The C API, tested from C: every call, used well and misused.
+ *
+ *   capi_test TMPDIR EXAMPLES_DIR
+ *
+ * A tiny harness: CHECK counts failures, and the exit status is nonzero
+ * when any check failed. Masks are checked exactly against a grammar small
+ * enough to work out by hand. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgram.h"
+
+static int checks = 0;
+static int failures = 0;
+
+#define CHECK(cond)                                                                                       \
+  do {                                                                                                    \
+    ++checks;                                                                                             \
+    if (!(cond)) {                                                                                        \
+      ++failures;                                                                                         \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n  (last error: %s)\n", __FILE__, __LINE__, #cond,        \
+              cgram_last_error());                                                                        \
+    }                                                                                                     \
+  } while (0)
+
+/* A call's status must be `expected`; on failure, the message must say something. */
+#define CHECK_STATUS(call, expected)                                                                      \
+  do {                                                                                                    \
+    cgram_status status_ = (call);                                                                        \
+    ++checks;                                                                                             \
+    if (status_ != (expected)) {                                                                          \
+      ++failures;                                                                                         \
+      fprintf(stderr, "%s:%d: %s\n  gave %s, expected %s\n  (last error: %s)\n", __FILE__, __LINE__, #call, \
+              cgram_status_name(status_), cgram_status_name(expected), cgram_last_error());               \
+    } else if (status_ != CGRAM_OK && cgram_last_error()[0] == '\0') {                                    \
+      ++failures;                                                                                         \
+      fprintf(stderr, "%s:%d: %s failed with no message\n", __FILE__, __LINE__, #call);                  \
+    }                                                                                                     \
+  } while (0)
+
+#define CHECK_OK(call) CHECK_STATUS(call, CGRAM_OK)
+#define CHECK_INVALID(call) CHECK_STATUS(call, CGRAM_ERROR_INVALID_ARGUMENT)
+
+static int contains(const char* text, const char* part) { return text && strstr(text, part) != NULL; }
+
+static const char* tmp_dir;
+static const char* examples_dir;
+
+static void path_in(char* out, size_t size, const char* dir, const char* name) {
+  snprintf(out, size, "%s/%s", dir, name);
+}
+
+static int write_file(const char* path, const char* content) {
+  FILE* f = fopen(path, "wb");
+  if (!f) return 0;
+  fputs(content, f);
+  return fclose(f) == 0;
+}
+
+/* The whole file, NUL-terminated (freed by the caller); NULL when unreadable. */
+static char* read_file(const char* path, size_t* length) {
+  FILE* f = fopen(path, "rb");
+  char* text = NULL;
+  long size;
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+    text = malloc((size_t)size + 1);
+    if (text && fread(text, 1, (size_t)size, f) == (size_t)size) {
+      text[size] = '\0';
+      *length = (size_t)size;
+    } else {
+      free(text);
+      text = NULL;
+    }
+  }
+  fclose(f);
+  return text;
+}
+
+/* ------------------------------------------------------------------------
+ * The tiny vocabulary: ids 0..5 are "a" "b" "c" "ab" "ac" "x", 6 is the end
+ * of sequence. */
+enum { A = 0, B = 1, C = 2, AB = 3, AC = 4, X = 5, EOS = 6, TINY_SIZE = 7 };
+#define BIT(t) (1u << (t))
+
+static cgram_vocab* tiny_vocab(void) {
+  static const char* const tokens[TINY_SIZE] = {"a", "b", "c", "ab", "ac", "x", "</s>"};
+  const uint32_t eos = EOS;
+  cgram_vocab* vocab = NULL;
+  CHECK_OK(cgram_vocab_from_tokens(tokens, NULL, TINY_SIZE, &eos, 1, NULL, 0, &vocab));
+  return vocab;
+}
+
+static cgram_grammar* compile_text(const cgram_vocab* vocab, const char* text, cgram_tier tier) {
+  cgram_compile_options options;
+  cgram_grammar* grammar = NULL;
+  char* diagnostics = NULL;
+  cgram_compile_options_init(&options);
+  options.tier = tier;
+  CHECK_OK(cgram_grammar_compile(vocab, text, strlen(text), &options, &grammar, &diagnostics));
+  CHECK(diagnostics == NULL);
+  cgram_string_free(diagnostics);
+  return grammar;
+}
+
+static uint32_t mask_of(cgram_matcher* m) {
+  uint32_t word = 0xDEADBEEF;
+  CHECK_OK(cgram_matcher_fill_mask(m, &word, 1));
+  return word;
+}
+
+static cgram_advance_result advance(cgram_matcher* m, uint32_t token) {
+  cgram_advance_result result = CGRAM_ADVANCE_REJECTED;
+  CHECK_OK(cgram_matcher_advance(m, token, &result));
+  return result;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_versions(void) {
+  CHECK(cgram_abi_version() == CGRAM_ABI_VERSION);
+  CHECK(cgram_version() != NULL && strlen(cgram_version()) >= 5);
+  CHECK(strcmp(cgram_status_name(CGRAM_OK), "CGRAM_OK") == 0);
+  CHECK(strcmp(cgram_status_name(CGRAM_ERROR_LOAD), "CGRAM_ERROR_LOAD") == 0);
+  CHECK(strcmp(cgram_status_name((cgram_status)1234), "unknown status") == 0);
+  CHECK(cgram_last_error() != NULL);
+  cgram_string_free(NULL);
+}
+
+static void test_tiny_vocabulary(void) {
+  cgram_vocab* vocab = tiny_vocab();
+  uint32_t ids[4] = {0, 0, 0, 0};
+  size_t count = 99, length = 0;
+  const char* bytes = NULL;
+  bool special = false;
+  if (!vocab) return;
+
+  CHECK(cgram_vocab_size(vocab) == TINY_SIZE);
+  CHECK_OK(cgram_vocab_eos_ids(vocab, ids, 4, &count));
+  CHECK(count == 1 && ids[0] == EOS);
+  count = 99;
+  CHECK_STATUS(cgram_vocab_eos_ids(vocab, NULL, 0, &count), CGRAM_ERROR_BUFFER_TOO_SMALL);
+  CHECK(count == 1); /* the size needed */
+  CHECK_INVALID(cgram_vocab_eos_ids(vocab, NULL, 1, &count));
+  CHECK_INVALID(cgram_vocab_eos_ids(vocab, ids, 4, NULL));
+  CHECK_INVALID(cgram_vocab_eos_ids(NULL, ids, 4, &count));
+
+  CHECK_OK(cgram_vocab_token_bytes(vocab, AC, &bytes, &length));
+  CHECK(length == 2 && memcmp(bytes, "ac", 2) == 0);
+  CHECK_INVALID(cgram_vocab_token_bytes(vocab, TINY_SIZE, &bytes, &length));
+  CHECK_INVALID(cgram_vocab_token_bytes(vocab, UINT32_MAX, &bytes, &length));
+  CHECK_INVALID(cgram_vocab_token_bytes(vocab, A, NULL, &length));
+  CHECK_INVALID(cgram_vocab_token_bytes(vocab, A, &bytes, NULL));
+  CHECK_INVALID(cgram_vocab_token_bytes(NULL, A, &bytes, &length));
+  CHECK(contains(cgram_last_error(), "cgram_vocab_token_bytes"));
+
+  CHECK_OK(cgram_vocab_is_special(vocab, EOS, &special));
+  CHECK(special);
+  CHECK_OK(cgram_vocab_is_special(vocab, X, &special));
+  CHECK(!special);
+  CHECK_INVALID(cgram_vocab_is_special(vocab, TINY_SIZE, &special));
+  CHECK_INVALID(cgram_vocab_is_special(vocab, A, NULL));
+  CHECK_INVALID(cgram_vocab_is_special(NULL, A, &special));
+  CHECK(cgram_vocab_size(NULL) == 0);
+  cgram_vocab_free(vocab);
+  cgram_vocab_free(NULL);
+}
+
+static void test_vocabulary_misuse(void) {
+  static const char* const tokens[3] = {"a", "b", "c"};
+  static const char* const with_null[2] = {"a", NULL};
+  static const char* const binary[2] = {"a\0b", "c"};
+  const size_t lengths[2] = {3, 1};
+  const uint32_t eos = 2, bad_eos = 3, bad_special = 7;
+  cgram_vocab* vocab = NULL;
+  const char* bytes = NULL;
+  size_t length = 0;
+  char path[4096];
+
+  CHECK_INVALID(cgram_vocab_from_tokens(tokens, NULL, 3, &eos, 1, NULL, 0, NULL));
+  CHECK_INVALID(cgram_vocab_from_tokens(NULL, NULL, 3, &eos, 1, NULL, 0, &vocab));
+  CHECK_INVALID(cgram_vocab_from_tokens(tokens, NULL, 3, NULL, 1, NULL, 0, &vocab));
+  CHECK_INVALID(cgram_vocab_from_tokens(tokens, NULL, 3, &eos, 1, NULL, 2, &vocab));
+  CHECK_INVALID(cgram_vocab_from_tokens(with_null, NULL, 2, NULL, 0, NULL, 0, &vocab));
+  CHECK_INVALID(cgram_vocab_from_tokens(tokens, NULL, 3, &eos, 1, &bad_special, 1, &vocab));
+  CHECK_INVALID(cgram_vocab_from_tokens(tokens, NULL, SIZE_MAX, &eos, 1, NULL, 0, &vocab));
+  CHECK_STATUS(cgram_vocab_from_tokens(tokens, NULL, 3, &bad_eos, 1, NULL, 0, &vocab), CGRAM_ERROR_VOCABULARY);
+  CHECK(contains(cgram_last_error(), "end-of-sequence"));
+  CHECK_STATUS(cgram_vocab_from_tokens(NULL, NULL, 0, NULL, 0, NULL, 0, &vocab), CGRAM_ERROR_VOCABULARY);
+  CHECK(vocab == NULL);
+
+  /* Explicit lengths carry NUL bytes. */
+  CHECK_OK(cgram_vocab_from_tokens(binary, lengths, 2, NULL, 0, NULL, 0, &vocab));
+  CHECK_OK(cgram_vocab_token_bytes(vocab, 0, &bytes, &length));
+  CHECK(length == 3 && memcmp(bytes, "a\0b", 3) == 0);
+  cgram_vocab_free(vocab);
+  vocab = NULL;
+
+  /* Files: a missing one, a malformed one, a JSON token list with an EOS override. */
+  CHECK_STATUS(cgram_vocab_load("/nonexistent/tokenizer.json", NULL, 0, &vocab), CGRAM_ERROR_VOCABULARY);
+  CHECK(contains(cgram_last_error(), "/nonexistent/tokenizer.json"));
+  CHECK(vocab == NULL);
+  CHECK_INVALID(cgram_vocab_load(NULL, NULL, 0, &vocab));
+  CHECK_INVALID(cgram_vocab_load("x", NULL, 0, NULL));
+  CHECK_INVALID(cgram_vocab_load("x", NULL, 2, &vocab));
+  path_in(path, sizeof path, tmp_dir, "list.json");
+  CHECK(write_file(path, "[\"a\", \"b\", {\"text\": \"<end>\", \"special\": true}]"));
+  {
+    const uint32_t override_eos = 2;
+    uint32_t ids[2];
+    size_t count = 0;
+    CHECK_OK(cgram_vocab_load(path, &override_eos, 1, &vocab));
+    CHECK(cgram_vocab_size(vocab) == 3);
+    CHECK_OK(cgram_vocab_eos_ids(vocab, ids, 2, &count));
+    CHECK(count == 1 && ids[0] == 2);
+    cgram_vocab_free(vocab);
+    vocab = NULL;
+    CHECK_STATUS(cgram_vocab_load(path, &bad_eos, 1, &vocab), CGRAM_ERROR_VOCABULARY);
+  }
+  path_in(path, sizeof path, tmp_dir, "broken.json");
+  CHECK(write_file(path, "{\"model\": 12"));
+  CHECK_STATUS(cgram_vocab_load(path, NULL, 0, &vocab), CGRAM_ERROR_VOCABULARY);
+
+  /* From memory. */
+  {
+    static const char list[] = "[\"x\", \"y\", \"</s>\"]";
+    CHECK_OK(cgram_vocab_from_memory(list, sizeof list - 1, "list", NULL, &eos, 1, &vocab));
+    CHECK(cgram_vocab_size(vocab) == 3);
+    cgram_vocab_free(vocab);
+    vocab = NULL;
+    CHECK_STATUS(cgram_vocab_from_memory("   ", 3, NULL, NULL, NULL, 0, &vocab), CGRAM_ERROR_VOCABULARY);
+    CHECK_STATUS(cgram_vocab_from_memory("[1, 2", 5, "bad", NULL, NULL, 0, &vocab), CGRAM_ERROR_VOCABULARY);
+    CHECK(contains(cgram_last_error(), "bad"));
+    CHECK_INVALID(cgram_vocab_from_memory(NULL, 3, "x", NULL, NULL, 0, &vocab));
+    CHECK_INVALID(cgram_vocab_from_memory(list, sizeof list - 1, "x", NULL, NULL, 0, NULL));
+    CHECK_INVALID(cgram_vocab_from_memory(list, sizeof list - 1, "x", NULL, NULL, 1, &vocab));
+    CHECK(vocab == NULL);
+  }
+
+  CHECK_INVALID(cgram_vocab_bundled(NULL, 0, NULL));
+  CHECK_INVALID(cgram_vocab_bundled(NULL, 3, &vocab));
+  CHECK_STATUS(cgram_vocab_bundled(&bad_special, 0, &vocab), CGRAM_OK); /* n_eos == 0: ignored */
+  cgram_vocab_free(vocab);
+  vocab = NULL;
+  {
+    const uint32_t huge = 40000;
+    CHECK_STATUS(cgram_vocab_bundled(&huge, 1, &vocab), CGRAM_ERROR_VOCABULARY);
+  }
+}
+
+/* start ::= 'ab' | 'ac' : every mask worked out by hand. */
+static void test_exact_masks(cgram_tier tier) {
+  cgram_vocab* vocab = tiny_vocab();
+  cgram_grammar* grammar = compile_text(vocab, "start ::= 'ab' | 'ac' ;", tier);
+  cgram_matcher *m = NULL, *copy = NULL;
+  bool flag = false;
+  uint32_t t;
+  if (!grammar) {
+    cgram_vocab_free(vocab);
+    return;
+  }
+  CHECK(strcmp(cgram_grammar_tier(grammar), tier == CGRAM_TIER_JIT ? "jit" : "table") == 0);
+  CHECK(cgram_grammar_mask_words(grammar) == 1);
+  CHECK_OK(cgram_matcher_new(grammar, &m));
+  CHECK(cgram_matcher_mask_words(m) == 1);
+
+  /* Start: a, ab, ac. */
+  CHECK(mask_of(m) == (BIT(A) | BIT(AB) | BIT(AC)));
+  for (t = 0; t < TINY_SIZE; ++t) {
+    CHECK_OK(cgram_matcher_is_allowed(m, t, &flag));
+    CHECK((uint32_t)flag == ((mask_of(m) >> t) & 1));
+  }
+  CHECK_OK(cgram_matcher_can_end(m, &flag));
+  CHECK(!flag);
+  CHECK(advance(m, X) == CGRAM_ADVANCE_REJECTED);
+  CHECK(advance(m, B) == CGRAM_ADVANCE_REJECTED);
+  CHECK(advance(m, EOS) == CGRAM_ADVANCE_REJECTED);
+  CHECK(cgram_matcher_tokens_accepted(m) == 0);
+
+  /* After "a": exactly b and c. */
+  CHECK(advance(m, A) == CGRAM_ADVANCE_ONGOING);
+  CHECK(mask_of(m) == (BIT(B) | BIT(C)));
+  CHECK(cgram_matcher_tokens_accepted(m) == 1);
+  CHECK_OK(cgram_matcher_clone(m, &copy));
+
+  /* After "ab": only the end. */
+  CHECK(advance(m, B) == CGRAM_ADVANCE_ONGOING);
+  CHECK(mask_of(m) == BIT(EOS));
+  CHECK_OK(cgram_matcher_can_end(m, &flag));
+  CHECK(flag);
+  CHECK(!cgram_matcher_is_finished(m));
+
+  /* The clone went its own way. */
+  CHECK(mask_of(copy) == (BIT(B) | BIT(C)));
+  CHECK(advance(copy, C) == CGRAM_ADVANCE_ONGOING);
+  CHECK(mask_of(copy) == BIT(EOS));
+  CHECK(cgram_matcher_tokens_accepted(copy) == 2);
+
+  /* The end, and what a finished matcher says. */
+  CHECK(advance(m, EOS) == CGRAM_ADVANCE_FINISHED);
+  CHECK(cgram_matcher_is_finished(m));
+  CHECK(cgram_matcher_tokens_accepted(m) == 3);
+  CHECK(mask_of(m) == 0);
+  CHECK_OK(cgram_matcher_is_allowed(m, EOS, &flag));
+  CHECK(!flag);
+  CHECK_OK(cgram_matcher_can_end(m, &flag));
+  CHECK(!flag);
+  {
+    cgram_advance_result result = CGRAM_ADVANCE_ONGOING;
+    float logits[TINY_SIZE] = {0};
+    size_t count = 7;
+    uint32_t forced[4];
+    CHECK_STATUS(cgram_matcher_advance(m, A, &result), CGRAM_ERROR_STATE);
+    CHECK(contains(cgram_last_error(), "finished"));
+    CHECK_STATUS(cgram_matcher_advance(m, EOS, &result), CGRAM_ERROR_STATE);
+    CHECK_STATUS(cgram_matcher_modify_possible_logits(m, A, logits, TINY_SIZE, &result), CGRAM_ERROR_STATE);
+    CHECK(result == CGRAM_ADVANCE_ONGOING); /* untouched */
+    CHECK(logits[A] == 0.0f);
+    CHECK_OK(cgram_matcher_forced_tokens(m, forced, 4, &count));
+    CHECK(count == 0);
+    CHECK_OK(cgram_matcher_update_logits(m, logits, TINY_SIZE));
+    for (t = 0; t < TINY_SIZE; ++t) CHECK(isinf(logits[t]) && logits[t] < 0);
+  }
+
+  /* Rollback: the end, then "b". */
+  CHECK_INVALID(cgram_matcher_rollback(m, 4));
+  CHECK_INVALID(cgram_matcher_rollback(m, SIZE_MAX));
+  CHECK(cgram_matcher_tokens_accepted(m) == 3);
+  CHECK_OK(cgram_matcher_rollback(m, 1));
+  CHECK(!cgram_matcher_is_finished(m));
+  CHECK(mask_of(m) == BIT(EOS));
+  CHECK_OK(cgram_matcher_rollback(m, 1));
+  CHECK(mask_of(m) == (BIT(B) | BIT(C)));
+  CHECK_OK(cgram_matcher_rollback(m, 0));
+  CHECK(cgram_matcher_tokens_accepted(m) == 1);
+  CHECK_OK(cgram_matcher_reset(m));
+  CHECK(cgram_matcher_tokens_accepted(m) == 0);
+  CHECK(mask_of(m) == (BIT(A) | BIT(AB) | BIT(AC)));
+  CHECK_INVALID(cgram_matcher_rollback(m, 1));
+
+  /* Logits: n == size, padded past the size, too short. */
+  {
+    float logits[TINY_SIZE + 2];
+    cgram_advance_result result = CGRAM_ADVANCE_FINISHED;
+    for (t = 0; t < TINY_SIZE + 2; ++t) logits[t] = 1.0f;
+    CHECK_OK(cgram_matcher_update_logits(m, logits, TINY_SIZE + 2));
+    for (t = 0; t < TINY_SIZE + 2; ++t)
+      CHECK((t == A || t == AB || t == AC) ? logits[t] == 1.0f : (isinf(logits[t]) && logits[t] < 0));
+    CHECK_INVALID(cgram_matcher_update_logits(m, logits, TINY_SIZE - 1));
+    CHECK_INVALID(cgram_matcher_update_logits(m, logits, 0));
+    CHECK_INVALID(cgram_matcher_update_logits(m, NULL, TINY_SIZE));
+    CHECK_INVALID(cgram_matcher_update_logits(NULL, logits, TINY_SIZE));
+
+    /* A rejected token leaves the logits alone. */
+    for (t = 0; t < TINY_SIZE; ++t) logits[t] = 2.0f;
+    CHECK_OK(cgram_matcher_modify_possible_logits(m, X, logits, TINY_SIZE, &result));
+    CHECK(result == CGRAM_ADVANCE_REJECTED);
+    for (t = 0; t < TINY_SIZE; ++t) CHECK(logits[t] == 2.0f);
+    CHECK_OK(cgram_matcher_modify_possible_logits(m, A, logits, TINY_SIZE, &result));
+    CHECK(result == CGRAM_ADVANCE_ONGOING);
+    for (t = 0; t < TINY_SIZE; ++t)
+      CHECK((t == B || t == C) ? logits[t] == 2.0f : (isinf(logits[t]) && logits[t] < 0));
+    CHECK_INVALID(cgram_matcher_modify_possible_logits(m, B, logits, TINY_SIZE - 1, &result));
+    CHECK_INVALID(cgram_matcher_modify_possible_logits(m, B, NULL, TINY_SIZE, &result));
+    CHECK_INVALID(cgram_matcher_modify_possible_logits(m, B, logits, TINY_SIZE, NULL));
+    CHECK_INVALID(cgram_matcher_modify_possible_logits(m, TINY_SIZE, logits, TINY_SIZE, &result));
+    CHECK_INVALID(cgram_matcher_modify_possible_logits(m, UINT32_MAX, logits, TINY_SIZE, &result));
+    CHECK_INVALID(cgram_matcher_modify_possible_logits(NULL, B, logits, TINY_SIZE, &result));
+    CHECK(cgram_matcher_tokens_accepted(m) == 1); /* none of those advanced */
+  }
+
+  /* Bad token ids, short and NULL buffers, NULL everything. */
+  {
+    cgram_advance_result result;
+    uint32_t words[2] = {0xAAAAAAAAu, 0x55555555u};
+    CHECK_INVALID(cgram_matcher_advance(m, TINY_SIZE, &result));
+    CHECK(contains(cgram_last_error(), "not in the vocabulary"));
+    CHECK_INVALID(cgram_matcher_advance(m, UINT32_MAX, &result));
+    CHECK_INVALID(cgram_matcher_advance(m, A, NULL));
+    CHECK_INVALID(cgram_matcher_advance(NULL, A, &result));
+    CHECK_INVALID(cgram_matcher_is_allowed(m, TINY_SIZE, &flag));
+    CHECK_INVALID(cgram_matcher_is_allowed(m, UINT32_MAX, &flag));
+    CHECK_INVALID(cgram_matcher_is_allowed(m, A, NULL));
+    CHECK_INVALID(cgram_matcher_is_allowed(NULL, A, &flag));
+    CHECK_INVALID(cgram_matcher_fill_mask(m, words, 0));
+    CHECK(contains(cgram_last_error(), "needs 1 words"));
+    CHECK_INVALID(cgram_matcher_fill_mask(m, NULL, 1));
+    CHECK_INVALID(cgram_matcher_fill_mask(NULL, words, 1));
+    /* Longer is fine; only mask_words words are written. */
+    CHECK_OK(cgram_matcher_fill_mask(m, words, 2));
+    CHECK(words[0] == (BIT(B) | BIT(C)) && words[1] == 0x55555555u);
+    CHECK_INVALID(cgram_matcher_can_end(m, NULL));
+    CHECK_INVALID(cgram_matcher_can_end(NULL, &flag));
+    CHECK_INVALID(cgram_matcher_rollback(NULL, 0));
+    CHECK_INVALID(cgram_matcher_reset(NULL));
+    CHECK_INVALID(cgram_matcher_new(NULL, &copy));
+    CHECK_INVALID(cgram_matcher_new(grammar, NULL));
+    CHECK_INVALID(cgram_matcher_clone(NULL, &copy));
+    CHECK_INVALID(cgram_matcher_clone(m, NULL));
+    CHECK(!cgram_matcher_is_finished(NULL));
+    CHECK(cgram_matcher_tokens_accepted(NULL) == 0);
+    CHECK(cgram_matcher_mask_words(NULL) == 0);
+    CHECK(cgram_grammar_tier(NULL) == NULL);
+    CHECK(cgram_grammar_mask_words(NULL) == 0);
+  }
+
+  /* The grammar's vocabulary outlives every other handle on it. */
+  {
+    cgram_vocab* again = NULL;
+    CHECK_OK(cgram_grammar_vocab(grammar, &again));
+    CHECK(cgram_vocab_size(again) == TINY_SIZE);
+    CHECK_INVALID(cgram_grammar_vocab(NULL, &again));
+    CHECK_INVALID(cgram_grammar_vocab(grammar, NULL));
+    cgram_vocab_free(vocab);
+    cgram_grammar_free(grammar);
+    /* m and copy still hold the grammar. */
+    CHECK(mask_of(copy) == BIT(EOS));
+    CHECK(cgram_vocab_size(again) == TINY_SIZE);
+    cgram_vocab_free(again);
+  }
+  cgram_matcher_free(m);
+  cgram_matcher_free(copy);
+  cgram_matcher_free(NULL);
+}
+
+static void test_forced_tokens(void) {
+  cgram_vocab* vocab = tiny_vocab();
+  cgram_grammar* grammar = compile_text(vocab, "start ::= 'abx' ;", CGRAM_TIER_TABLE);
+  cgram_matcher* m = NULL;
+  uint32_t forced[4] = {99, 99, 99, 99};
+  size_t count = 99;
+  if (!grammar) {
+    cgram_vocab_free(vocab);
+    return;
+  }
+  CHECK_OK(cgram_matcher_new(grammar, &m));
+  /* Two ways to start ("a" and "ab"): nothing forced. */
+  CHECK_OK(cgram_matcher_forced_tokens(m, forced, 4, &count));
+  CHECK(count == 0);
+  CHECK(advance(m, AB) == CGRAM_ADVANCE_ONGOING);
+  CHECK_OK(cgram_matcher_forced_tokens(m, forced, 4, &count));
+  CHECK(count == 1 && forced[0] == X); /* the end of sequence is never listed */
+  CHECK_OK(cgram_matcher_forced_tokens(m, NULL, 0, &count));
+  CHECK(count == 0);
+  CHECK(cgram_matcher_tokens_accepted(m) == 1); /* looking ahead moves nothing */
+  CHECK_INVALID(cgram_matcher_forced_tokens(m, NULL, 4, &count));
+  CHECK_INVALID(cgram_matcher_forced_tokens(m, forced, 4, NULL));
+  CHECK_INVALID(cgram_matcher_forced_tokens(NULL, forced, 4, &count));
+  cgram_matcher_free(m);
+  cgram_grammar_free(grammar);
+  cgram_vocab_free(vocab);
+}
+
+static void test_grammar_errors(void) {
+  cgram_vocab* vocab = tiny_vocab();
+  cgram_grammar* grammar = NULL;
+  cgram_compile_options options;
+  char* diagnostics = (char*)"stale";
+  static const char bad[] = "start ::= vaule ;\nvalue ::= 'v' ;\n";
+  static const char good[] = "start ::= 'a' ;";
+
+  cgram_compile_options_init(&options);
+  options.filename = "broken.cgram";
+  CHECK_STATUS(cgram_grammar_compile(vocab, bad, strlen(bad), &options, &grammar, &diagnostics), CGRAM_ERROR_GRAMMAR);
+  CHECK(grammar == NULL);
+  CHECK(contains(diagnostics, "error"));
+  CHECK(contains(diagnostics, "broken.cgram:1:11"));
+  CHECK(contains(diagnostics, "vaule"));
+  CHECK(contains(cgram_last_error(), "error"));
+  cgram_string_free(diagnostics);
+  /* No diagnostics wanted: the message still says it. */
+  CHECK_STATUS(cgram_grammar_compile(vocab, bad, strlen(bad), NULL, &grammar, NULL), CGRAM_ERROR_GRAMMAR);
+  CHECK(contains(cgram_last_error(), "grammar.cgram:1:11: error"));
+  CHECK_STATUS(cgram_grammar_compile(vocab, "start ::= ", 10, NULL, &grammar, &diagnostics), CGRAM_ERROR_GRAMMAR);
+  CHECK(contains(diagnostics, "error"));
+  cgram_string_free(diagnostics);
+  /* The length counts, not a NUL: only "start ::= 'a' ;" is read here. */
+  CHECK_OK(cgram_grammar_compile(vocab, "start ::= 'a' ; garbage", 15, NULL, &grammar, NULL));
+  cgram_grammar_free(grammar);
+  grammar = NULL;
+
+  /* Start rule. */
+  options.start_rule = "nosuch";
+  CHECK_STATUS(cgram_grammar_compile(vocab, good, strlen(good), &options, &grammar, &diagnostics), CGRAM_ERROR_GRAMMAR);
+  CHECK(contains(diagnostics, "nosuch"));
+  cgram_string_free(diagnostics);
+  options.start_rule = "value";
+  CHECK_OK(cgram_grammar_compile(vocab, "start ::= value 'b' ; value ::= 'a' ;", 37, &options, &grammar, NULL));
+  if (grammar) {
+    cgram_matcher* m = NULL;
+    CHECK_OK(cgram_matcher_new(grammar, &m));
+    CHECK(m && mask_of(m) == (BIT(A)));
+    CHECK(m && advance(m, A) == CGRAM_ADVANCE_ONGOING);
+    CHECK(m && mask_of(m) == BIT(EOS));
+    cgram_matcher_free(m);
+  }
+  cgram_grammar_free(grammar);
+  grammar = NULL;
+
+  /* Misuse. */
+  cgram_compile_options_init(&options);
+  CHECK_INVALID(cgram_grammar_compile(NULL, good, strlen(good), &options, &grammar, &diagnostics));
+  CHECK(diagnostics == NULL); /* always set, so that it can always be freed */
+  CHECK_INVALID(cgram_grammar_compile(vocab, NULL, 3, &options, &grammar, &diagnostics));
+  CHECK_INVALID(cgram_grammar_compile(vocab, good, strlen(good), &options, NULL, &diagnostics));
+  options.struct_size = 3;
+  CHECK_INVALID(cgram_grammar_compile(vocab, good, strlen(good), &options, &grammar, NULL));
+  CHECK(contains(cgram_last_error(), "cgram_compile_options_init"));
+  cgram_compile_options_init(&options);
+  options.tier = (cgram_tier)7;
+  CHECK_INVALID(cgram_grammar_compile(vocab, good, strlen(good), &options, &grammar, NULL));
+  CHECK(grammar == NULL);
+  cgram_compile_options_init(NULL);
+
+  /* Eager index. */
+  cgram_compile_options_init(&options);
+  options.eager_index = true;
+  CHECK_OK(cgram_grammar_compile(vocab, good, strlen(good), &options, &grammar, NULL));
+  cgram_grammar_free(grammar);
+  cgram_vocab_free(vocab);
+}
+
+/* The first text token whose bytes are `text`, or UINT32_MAX. */
+static uint32_t find_token(const cgram_vocab* vocab, const char* text) {
+  size_t n = cgram_vocab_size(vocab), length = 0;
+  uint32_t id;
+  for (id = 0; id < n; ++id) {
+    const char* bytes = NULL;
+    bool special = true;
+    if (cgram_vocab_token_bytes(vocab, id, &bytes, &length) != CGRAM_OK) return UINT32_MAX;
+    if (cgram_vocab_is_special(vocab, id, &special) != CGRAM_OK) return UINT32_MAX;
+    if (!special && length == strlen(text) && memcmp(bytes, text, length) == 0) return id;
+  }
+  return UINT32_MAX;
+}
+
+static int masks_equal(cgram_matcher* a, cgram_matcher* b, size_t words) {
+  uint32_t* x = calloc(words, sizeof *x);
+  uint32_t* y = calloc(words, sizeof *y);
+  int same = x && y && cgram_matcher_fill_mask(a, x, words) == CGRAM_OK &&
+             cgram_matcher_fill_mask(b, y, words) == CGRAM_OK && memcmp(x, y, words * sizeof *x) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
+static void test_aot(void) {
+  cgram_vocab *bundled = NULL, *tiny = tiny_vocab();
+  cgram_grammar *compiled = NULL, *loaded = NULL, *wrong = NULL;
+  cgram_matcher *a = NULL, *b = NULL;
+  char object[4096], not_object[4096], unwritable[4096];
+  static const char text[] = "start ::= 'ab' | 'ac' ;";
+  uint32_t ta, tb;
+  size_t words;
+
+  CHECK_OK(cgram_vocab_bundled(NULL, 0, &bundled));
+  CHECK(cgram_vocab_size(bundled) == 32064);
+  compiled = compile_text(bundled, text, CGRAM_TIER_TABLE);
+  if (!compiled) goto done;
+  path_in(object, sizeof object, tmp_dir, "tiny.so");
+  CHECK_OK(cgram_save(compiled, object));
+  CHECK_INVALID(cgram_save(NULL, object));
+  CHECK_INVALID(cgram_save(compiled, NULL));
+  path_in(unwritable, sizeof unwritable, tmp_dir, "no/such/dir/x.so");
+  CHECK_STATUS(cgram_save(compiled, unwritable), CGRAM_ERROR_COMPILE);
+
+  CHECK_OK(cgram_load(object, bundled, &loaded));
+  if (!loaded) goto done;
+  CHECK(strcmp(cgram_grammar_tier(loaded), "aot") == 0);
+  words = cgram_grammar_mask_words(loaded);
+  CHECK(words == 1002);
+
+  /* The same masks as the grammar it was made from, step by step. */
+  ta = find_token(bundled, "a");
+  tb = find_token(bundled, "b");
+  CHECK(ta != UINT32_MAX && tb != UINT32_MAX);
+  CHECK_OK(cgram_matcher_new(compiled, &a));
+  CHECK_OK(cgram_matcher_new(loaded, &b));
+  if (a && b && ta != UINT32_MAX && tb != UINT32_MAX) {
+    bool end = false;
+    CHECK(masks_equal(a, b, words));
+    CHECK(advance(a, ta) == CGRAM_ADVANCE_ONGOING);
+    CHECK(advance(b, ta) == CGRAM_ADVANCE_ONGOING);
+    CHECK(masks_equal(a, b, words));
+    CHECK(advance(a, tb) == CGRAM_ADVANCE_ONGOING);
+    CHECK(advance(b, tb) == CGRAM_ADVANCE_ONGOING);
+    CHECK(masks_equal(a, b, words));
+    CHECK_OK(cgram_matcher_can_end(b, &end));
+    CHECK(end);
+    /* A long buffer: the word after the mask is never written. */
+    {
+      uint32_t* buffer = malloc((words + 1) * sizeof *buffer);
+      if (buffer) {
+        buffer[words] = 0x12345678u;
+        CHECK_OK(cgram_matcher_fill_mask(b, buffer, words + 1));
+        CHECK(buffer[words] == 0x12345678u);
+        CHECK_INVALID(cgram_matcher_fill_mask(b, buffer, words - 1));
+        free(buffer);
+      }
+    }
+  }
+
+  /* Refusals: another vocabulary, not an object, no file, NULLs. */
+  CHECK_STATUS(cgram_load(object, tiny, &wrong), CGRAM_ERROR_LOAD);
+  CHECK(contains(cgram_last_error(), "vocabulary"));
+  CHECK(wrong == NULL);
+  path_in(not_object, sizeof not_object, tmp_dir, "not-an-object.so");
+  CHECK(write_file(not_object, "start ::= 'a' ;\n"));
+  CHECK_STATUS(cgram_load(not_object, bundled, &wrong), CGRAM_ERROR_LOAD);
+  CHECK(contains(cgram_last_error(), "not a cgram object"));
+  CHECK_STATUS(cgram_load("/nonexistent/g.so", bundled, &wrong), CGRAM_ERROR_LOAD);
+  CHECK(wrong == NULL);
+  CHECK_INVALID(cgram_load(NULL, bundled, &wrong));
+  CHECK_INVALID(cgram_load(object, NULL, &wrong));
+  CHECK_INVALID(cgram_load(object, bundled, NULL));
+
+done:
+  cgram_matcher_free(a);
+  cgram_matcher_free(b);
+  cgram_grammar_free(compiled);
+  cgram_grammar_free(loaded);
+  cgram_vocab_free(bundled);
+  cgram_vocab_free(tiny);
+}
+
+/* Matchers at different points of a JSON document: the batch gives each the
+ * mask it gives alone, on the table tier and the JIT. */
+static void test_batch(void) {
+  /* {"a": [1, 2]} in the bundled vocabulary (cgram mask --json gives them). */
+  static const uint32_t doc[] = {6377, 29874, 1115, 518, 29896, 29892, 29871, 29906, 12258};
+  enum { N = 6, DOC = sizeof doc / sizeof doc[0] };
+  cgram_vocab *bundled = NULL, *tiny = tiny_vocab();
+  cgram_grammar *json = NULL, *jit = NULL, *small = NULL;
+  cgram_thread_pool* pool = NULL;
+  cgram_matcher* matchers[N] = {0};
+  cgram_matcher* other = NULL;
+  char path[4096];
+  char* text = NULL;
+  size_t length = 0, words = 0, i, j;
+  uint32_t *batch = NULL, *single = NULL;
+
+  path_in(path, sizeof path, examples_dir, "json.cgram");
+  text = read_file(path, &length);
+  CHECK(text != NULL);
+  CHECK_OK(cgram_vocab_bundled(NULL, 0, &bundled));
+  if (!text || !bundled) goto done;
+  json = compile_text(bundled, text, CGRAM_TIER_TABLE);
+  jit = compile_text(bundled, text, CGRAM_TIER_JIT);
+  if (!json || !jit) goto done;
+  CHECK(strcmp(cgram_grammar_tier(jit), "jit") == 0);
+  words = cgram_grammar_mask_words(json);
+  batch = calloc(N * words, sizeof *batch);
+  single = calloc(words, sizeof *single);
+  if (!batch || !single) goto done;
+
+  /* Matcher i has read i * 2 tokens of the document (the last one all of it). */
+  for (i = 0; i < N; ++i) {
+    CHECK_OK(cgram_matcher_new(json, &matchers[i]));
+    if (!matchers[i]) goto done;
+    for (j = 0; j < DOC && j < i * 2; ++j) CHECK(advance(matchers[i], doc[j]) == CGRAM_ADVANCE_ONGOING);
+  }
+  CHECK_OK(cgram_thread_pool_new(3, &pool));
+  if (!pool) goto done;
+  CHECK_OK(cgram_fill_masks(pool, matchers, N, batch, N * words));
+  for (i = 0; i < N; ++i) {
+    CHECK_OK(cgram_matcher_fill_mask(matchers[i], single, words));
+    CHECK(memcmp(batch + i * words, single, words * sizeof *single) == 0);
+  }
+  /* The JIT's masks are the table's, step by step along the document. */
+  {
+    cgram_matcher *t = NULL, *k = NULL;
+    CHECK_OK(cgram_matcher_new(json, &t));
+    CHECK_OK(cgram_matcher_new(jit, &k));
+    for (j = 0; t && k && j < DOC; ++j) {
+      CHECK(masks_equal(t, k, words));
+      CHECK(advance(t, doc[j]) == CGRAM_ADVANCE_ONGOING);
+      CHECK(advance(k, doc[j]) == CGRAM_ADVANCE_ONGOING);
+    }
+    CHECK(t && k && masks_equal(t, k, words));
+    {
+      bool end = false;
+      CHECK(k && cgram_matcher_can_end(k, &end) == CGRAM_OK && end);
+    }
+    cgram_matcher_free(t);
+    cgram_matcher_free(k);
+  }
+
+  /* Misuse. */
+  CHECK_OK(cgram_fill_masks(pool, NULL, 0, NULL, 0));
+  CHECK_INVALID(cgram_fill_masks(NULL, matchers, N, batch, N * words));
+  CHECK_INVALID(cgram_fill_masks(pool, NULL, N, batch, N * words));
+  CHECK_INVALID(cgram_fill_masks(pool, matchers, N, NULL, N * words));
+  CHECK_INVALID(cgram_fill_masks(pool, matchers, N, batch, N * words - 1));
+  CHECK(contains(cgram_last_error(), "n_words_total"));
+  CHECK_INVALID(cgram_fill_masks(pool, matchers, N, batch, 0));
+  {
+    cgram_matcher* twice[2];
+    cgram_matcher* with_null[2];
+    cgram_matcher* mixed[2];
+    twice[0] = matchers[0];
+    twice[1] = matchers[0];
+    CHECK_INVALID(cgram_fill_masks(pool, twice, 2, batch, 2 * words));
+    CHECK(contains(cgram_last_error(), "twice"));
+    with_null[0] = matchers[0];
+    with_null[1] = NULL;
+    CHECK_INVALID(cgram_fill_masks(pool, with_null, 2, batch, 2 * words));
+    small = compile_text(tiny, "start ::= 'a' ;", CGRAM_TIER_TABLE);
+    if (small) {
+      CHECK_OK(cgram_matcher_new(small, &other));
+      mixed[0] = matchers[0];
+      mixed[1] = other;
+      CHECK_INVALID(cgram_fill_masks(pool, mixed, 2, batch, 2 * words));
+    }
+  }
+  CHECK_INVALID(cgram_thread_pool_new(2, NULL));
+  CHECK_INVALID(cgram_thread_pool_new(SIZE_MAX, &pool));
+  {
+    cgram_thread_pool* everyone = NULL;
+    CHECK_OK(cgram_thread_pool_new(0, &everyone));
+    CHECK_OK(cgram_fill_masks(everyone, matchers, N, batch, N * words));
+    cgram_thread_pool_free(everyone);
+  }
+  cgram_thread_pool_free(NULL);
+
+done:
+  for (i = 0; i < N; ++i) cgram_matcher_free(matchers[i]);
+  cgram_matcher_free(other);
+  cgram_thread_pool_free(pool);
+  cgram_grammar_free(json);
+  cgram_grammar_free(jit);
+  cgram_grammar_free(small);
+  cgram_vocab_free(bundled);
+  cgram_vocab_free(tiny);
+  free(batch);
+  free(single);
+  free(text);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: capi_test TMPDIR EXAMPLES_DIR\n");
+    return 2;
+  }
+  tmp_dir = argv[1];
+  examples_dir = argv[2];
+
+  test_versions();
+  test_tiny_vocabulary();
+  test_vocabulary_misuse();
+  test_exact_masks(CGRAM_TIER_TABLE);
+  test_exact_masks(CGRAM_TIER_JIT);
+  test_forced_tokens();
+  test_grammar_errors();
+  test_aot();
+  test_batch();
+
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
