@@ -3,9 +3,12 @@
  *   capi_test TMPDIR EXAMPLES_DIR
  *
  * A tiny harness: CHECK counts failures, and the exit status is nonzero
- * when any check failed. Masks are checked exactly against a grammar small
+ * when any check failed (CHECK is used on the main thread only; the
+ * threads of test_threads report back through their results). Masks are checked exactly against a grammar small
  * enough to work out by hand. */
+#define _POSIX_C_SOURCE 200809L /* pthreads under -std=c11 */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -739,6 +742,91 @@ done:
   free(text);
 }
 
+/* One grammar shared by threads, each with its own matcher (the lazy token
+ * index fills itself under them), and each thread's own error message. */
+enum { THREADS = 4 };
+struct walk {
+  const cgram_grammar* grammar;
+  const uint32_t* doc;
+  size_t doc_length;
+  int index;
+  uint32_t* final_mask; /* mask_words words */
+  int ok;
+};
+
+static void* walk_document(void* arg) {
+  struct walk* w = arg;
+  cgram_matcher* m = NULL;
+  cgram_advance_result result;
+  size_t words = cgram_grammar_mask_words(w->grammar), j;
+  char expected[64];
+  int round;
+  w->ok = 0;
+  if (cgram_matcher_new(w->grammar, &m) != CGRAM_OK) return NULL;
+  w->ok = 1;
+  for (round = 0; round < 20 && w->ok; ++round) {
+    for (j = 0; j < w->doc_length && w->ok; ++j) {
+      w->ok = cgram_matcher_fill_mask(m, w->final_mask, words) == CGRAM_OK &&
+              cgram_matcher_advance(m, w->doc[j], &result) == CGRAM_OK && result == CGRAM_ADVANCE_ONGOING;
+      /* A failure of this thread's own, with a message only it could have. */
+      snprintf(expected, sizeof expected, "cannot roll back %d tokens", 1000 + w->index);
+      w->ok = w->ok && cgram_matcher_rollback(m, (size_t)(1000 + w->index)) == CGRAM_ERROR_INVALID_ARGUMENT &&
+              strstr(cgram_last_error(), expected) != NULL;
+    }
+    w->ok = w->ok && cgram_matcher_fill_mask(m, w->final_mask, words) == CGRAM_OK;
+    if (round + 1 < 20) w->ok = w->ok && cgram_matcher_reset(m) == CGRAM_OK;
+  }
+  cgram_matcher_free(m);
+  return NULL;
+}
+
+static void test_threads(void) {
+  static const uint32_t doc[] = {6377, 29874, 1115, 518, 29896, 29892, 29871, 29906, 12258};
+  cgram_vocab* bundled = NULL;
+  cgram_grammar* json = NULL;
+  cgram_matcher* reference = NULL;
+  pthread_t threads[THREADS];
+  struct walk walks[THREADS];
+  uint32_t* masks = NULL;
+  char path[4096];
+  char* text = NULL;
+  size_t length = 0, words, i, j;
+
+  path_in(path, sizeof path, examples_dir, "json.cgram");
+  text = read_file(path, &length);
+  CHECK_OK(cgram_vocab_bundled(NULL, 0, &bundled));
+  if (!text || !bundled) goto done;
+  json = compile_text(bundled, text, CGRAM_TIER_TABLE); /* lazy index: filled by the threads */
+  if (!json) goto done;
+  words = cgram_grammar_mask_words(json);
+  masks = calloc((THREADS + 1) * words, sizeof *masks);
+  if (!masks) goto done;
+  for (i = 0; i < THREADS; ++i) {
+    walks[i].grammar = json;
+    walks[i].doc = doc;
+    walks[i].doc_length = sizeof doc / sizeof doc[0];
+    walks[i].index = (int)i;
+    walks[i].final_mask = masks + i * words;
+    walks[i].ok = 0;
+    CHECK(pthread_create(&threads[i], NULL, walk_document, &walks[i]) == 0);
+  }
+  for (i = 0; i < THREADS; ++i) CHECK(pthread_join(threads[i], NULL) == 0);
+  CHECK_OK(cgram_matcher_new(json, &reference));
+  for (j = 0; reference && j < sizeof doc / sizeof doc[0]; ++j) CHECK(advance(reference, doc[j]) == CGRAM_ADVANCE_ONGOING);
+  CHECK_OK(cgram_matcher_fill_mask(reference, masks + THREADS * words, words));
+  for (i = 0; i < THREADS; ++i) {
+    CHECK(walks[i].ok);
+    CHECK(memcmp(walks[i].final_mask, masks + THREADS * words, words * sizeof *masks) == 0);
+  }
+
+done:
+  cgram_matcher_free(reference);
+  cgram_grammar_free(json);
+  cgram_vocab_free(bundled);
+  free(masks);
+  free(text);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: capi_test TMPDIR EXAMPLES_DIR\n");
@@ -756,6 +844,7 @@ int main(int argc, char** argv) {
   test_grammar_errors();
   test_aot();
   test_batch();
+  test_threads();
 
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
