@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -46,6 +45,9 @@ struct cgram_grammar {
 };
 
 struct cgram_matcher {
+  // Built in place: a Matcher has no move constructor, only a copy.
+  explicit cgram_matcher(std::shared_ptr<const cgram::CompiledGrammar> grammar) : matcher(std::move(grammar)) {}
+  explicit cgram_matcher(const cgram::Matcher& other) : matcher(other) {}
   cgram::Matcher matcher;  // holds a shared_ptr to its compiled grammar
 };
 
@@ -96,10 +98,7 @@ class Call {
   cgram_status invalid(fmt::format_string<Args...> format, Args&&... args) const noexcept {
     return fail(CGRAM_ERROR_INVALID_ARGUMENT, format, std::forward<Args>(args)...);
   }
-  // The usual argument checks.
   cgram_status null(const char* argument) const noexcept { return invalid("{} is NULL", argument); }
-
-  const char* function() const { return function_; }
 
  private:
   const char* function_;
@@ -424,7 +423,7 @@ cgram_status cgram_matcher_new(const cgram_grammar* grammar, cgram_matcher** out
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!grammar) return call.null("grammar");
     if (!out) return call.null("out");
-    return hand_out(out, cgram::Matcher(grammar->compiled));
+    return hand_out(out, grammar->compiled);
   });
 }
 
@@ -432,7 +431,7 @@ cgram_status cgram_matcher_clone(const cgram_matcher* matcher, cgram_matcher** o
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
     if (!out) return call.null("out");
-    return hand_out(out, matcher->matcher.clone());
+    return hand_out(out, matcher->matcher);
   });
 }
 
@@ -588,7 +587,6 @@ cgram_status cgram_fill_masks(cgram_thread_pool* pool, cgram_matcher* const* mat
 
     // The jobs run on the pool's threads, where an exception would end the
     // process: each one catches its own, and the first is reported here.
-    std::atomic<bool> failed{false};
     std::exception_ptr first_error;
     std::mutex error_mutex;
     std::lock_guard turn(pool->mutex);
@@ -597,7 +595,7 @@ cgram_status cgram_fill_masks(cgram_thread_pool* pool, cgram_matcher* const* mat
         matchers[i]->matcher.fill_mask(std::span<uint32_t>(masks + i * words, words));
       } catch (...) {
         std::lock_guard lock(error_mutex);
-        if (!failed.exchange(true)) first_error = std::current_exception();
+        if (!first_error) first_error = std::current_exception();
       }
     });
     if (first_error) std::rethrow_exception(first_error);  // guarded turns it into a status
