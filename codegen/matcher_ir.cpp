@@ -16,11 +16,14 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
-// uint32_t name(uint32_t, uint32_t[, uint32_t]), external, not throwing.
-llvm::Function* declare(llvm::Module& module, std::string_view name, unsigned arity) {
+// uint32_t name([const void* tables,] uint32_t, uint32_t[, uint32_t]),
+// external, not throwing.
+llvm::Function* declare(llvm::Module& module, std::string_view name, unsigned arity, bool with_tables = false) {
   llvm::LLVMContext& ctx = module.getContext();
   auto* i32 = llvm::Type::getInt32Ty(ctx);
-  auto* type = llvm::FunctionType::get(i32, std::vector<llvm::Type*>(arity, i32), false);
+  std::vector<llvm::Type*> params(arity, i32);
+  if (with_tables) params.insert(params.begin(), llvm::PointerType::get(ctx, 0));
+  auto* type = llvm::FunctionType::get(i32, params, false);
   auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, llvm::StringRef(name), module);
   fn->addFnAttr(llvm::Attribute::NoUnwind);
   fn->addFnAttr(llvm::Attribute::WillReturn);
@@ -51,14 +54,14 @@ void emit_value_switch(llvm::IRBuilder<>& b, llvm::Function* fn, llvm::Value* ke
     if (result != otherwise) sw->addCase(b.getInt32(value), block_for(result));
 }
 
-// A switch on argument 0 with one block per row, each built by `row(i, builder)`.
+// A switch on argument `key` with one block per row, each built by `row(i, builder)`.
 template <typename Row>
-void emit_row_switch(llvm::Function* fn, size_t rows, uint32_t otherwise, Row row) {
+void emit_row_switch(llvm::Function* fn, size_t rows, uint32_t otherwise, Row row, unsigned key = 0) {
   llvm::LLVMContext& ctx = fn->getContext();
   auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
   llvm::BasicBlock* none = returning(fn, otherwise, "none");
   llvm::IRBuilder<> b(entry);
-  auto* sw = b.CreateSwitch(fn->getArg(0), none, static_cast<unsigned>(rows));
+  auto* sw = b.CreateSwitch(fn->getArg(key), none, static_cast<unsigned>(rows));
   for (size_t i = 0; i < rows; ++i) {
     auto* block = llvm::BasicBlock::Create(ctx, fmt::format("row{}", i), fn);
     llvm::IRBuilder<> rb(block);
@@ -70,33 +73,23 @@ void emit_row_switch(llvm::Function* fn, size_t rows, uint32_t otherwise, Row ro
   }
 }
 
-// A DFA too large to direct-code: a constant table and a bounds-checked load.
-llvm::Function* emit_dfa_table(llvm::Module& module, const ir::Dfa& dfa, std::string_view name) {
-  llvm::LLVMContext& ctx = module.getContext();
-  std::vector<uint32_t> flat;
-  flat.reserve(dfa.size() * 256);
-  for (uint32_t q = 0; q < dfa.size(); ++q) {
-    auto row = dfa.row(q);
-    flat.insert(flat.end(), row.begin(), row.end());
-  }
-  auto* data = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint32_t>(flat));
-  // LLVM idiom: the module owns its globals (hence new without a delete).
-  auto* table = new llvm::GlobalVariable(module, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data,
-                                         fmt::format("{}.table", name));
-  llvm::Function* fn = declare(module, name, 2);
+// A DFA too large to direct-code: a bounds-checked load from tables[terminal]
+// (the compiled grammar's own table; null reads as dead).
+void emit_dfa_table(llvm::Function* fn, const ir::Dfa& dfa, uint32_t terminal) {
+  llvm::LLVMContext& ctx = fn->getContext();
+  auto* ptr = llvm::PointerType::get(ctx, 0);
   auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
   auto* load = llvm::BasicBlock::Create(ctx, "load", fn);
   llvm::BasicBlock* dead = returning(fn, kNone, "dead");
   llvm::IRBuilder<> b(entry);
-  llvm::Value* in_range = b.CreateAnd(b.CreateICmpULT(fn->getArg(0), b.getInt32(static_cast<uint32_t>(dfa.size()))),
-                                      b.CreateICmpULT(fn->getArg(1), b.getInt32(256)));
-  b.CreateCondBr(in_range, load, dead);
+  llvm::Value* base = b.CreateLoad(ptr, b.CreateInBoundsGEP(ptr, fn->getArg(0), b.getInt64(terminal)));
+  llvm::Value* in_range = b.CreateAnd(b.CreateICmpULT(fn->getArg(1), b.getInt32(static_cast<uint32_t>(dfa.size()))),
+                                      b.CreateICmpULT(fn->getArg(2), b.getInt32(256)));
+  b.CreateCondBr(b.CreateAnd(in_range, b.CreateIsNotNull(base)), load, dead);
   b.SetInsertPoint(load);
-  llvm::Value* at = b.CreateAdd(b.CreateMul(b.CreateZExt(fn->getArg(0), b.getInt64Ty()), b.getInt64(256)),
-                                b.CreateZExt(fn->getArg(1), b.getInt64Ty()));
-  llvm::Value* slot = b.CreateInBoundsGEP(b.getInt32Ty(), table, at);
-  b.CreateRet(b.CreateLoad(b.getInt32Ty(), slot));
-  return fn;
+  llvm::Value* at = b.CreateAdd(b.CreateMul(b.CreateZExt(fn->getArg(1), b.getInt64Ty()), b.getInt64(256)),
+                                b.CreateZExt(fn->getArg(2), b.getInt64Ty()));
+  b.CreateRet(b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), base, at)));
 }
 
 // The distinct transitions of a state, as (byte, target), and its most
@@ -120,36 +113,39 @@ KernelNames KernelNames::with_prefix(std::string_view prefix) {
           fmt::format("{}lr_goto", prefix), fmt::format("{}lr_reduce", prefix)};
 }
 
-llvm::Function* emit_dfa(llvm::Module& module, const ir::Dfa& dfa, std::string_view name) {
-  size_t cases = 0;
-  for (uint32_t q = 0; q < dfa.size(); ++q) cases += byte_cases(dfa.row(q)).first.size();
-  if (cases > kMaxDirectCases) return emit_dfa_table(module, dfa, name);
-  llvm::Function* fn = declare(module, name, 2);
+llvm::Function* emit_dfa(llvm::Module& module, const ir::Dfa& dfa, uint32_t terminal, std::string_view name) {
+  llvm::Function* fn = declare(module, name, 2, /*with_tables=*/true);
+  size_t cases = dfa.size();  // a block per state, and one per case
+  for (uint32_t q = 0; q < dfa.size() && cases <= kMaxDirectCases; ++q) cases += byte_cases(dfa.row(q)).first.size();
+  if (cases > kMaxDirectCases) {
+    emit_dfa_table(fn, dfa, terminal);
+    return fn;
+  }
   emit_row_switch(fn, dfa.size(), kNone, [&](uint32_t q, llvm::IRBuilder<>& b) {
     auto [byte_switch, common] = byte_cases(dfa.row(q));
-    emit_value_switch(b, fn, fn->getArg(1), byte_switch, common);
+    emit_value_switch(b, fn, fn->getArg(2), byte_switch, common);
     return true;
-  });
+  }, /*key=*/1);
   return fn;
 }
 
 llvm::Function* emit_dfa_dispatch(llvm::Module& module, const ir::LexicalGrammar& lexical, std::string_view name,
                                   std::string_view per_terminal_prefix) {
-  llvm::Function* fn = declare(module, name, 3);
+  llvm::Function* fn = declare(module, name, 3, /*with_tables=*/true);
   std::vector<llvm::Function*> per_terminal;
   for (uint32_t t = 0; t < lexical.terminals.size(); ++t)
     per_terminal.push_back(lexical.terminals[t].dfa.size() == 0
                                ? nullptr
-                               : emit_dfa(module, lexical.terminals[t].dfa, fmt::format("{}{}", per_terminal_prefix, t)));
+                               : emit_dfa(module, lexical.terminals[t].dfa, t, fmt::format("{}{}", per_terminal_prefix, t)));
   for (llvm::Function* f : per_terminal)
     if (f) f->setLinkage(llvm::GlobalValue::InternalLinkage);
   emit_row_switch(fn, per_terminal.size(), kNone, [&](uint32_t t, llvm::IRBuilder<>& b) {
     if (!per_terminal[t]) return false;
-    llvm::CallInst* call = b.CreateCall(per_terminal[t], {fn->getArg(1), fn->getArg(2)});
+    llvm::CallInst* call = b.CreateCall(per_terminal[t], {fn->getArg(0), fn->getArg(2), fn->getArg(3)});
     call->setTailCall();
     b.CreateRet(call);
     return true;
-  });
+  }, /*key=*/1);
   return fn;
 }
 

@@ -32,16 +32,20 @@ struct KernelNames {
   static KernelNames with_prefix(std::string_view prefix);
 };
 
-// A DFA with more transitions than this (states × distinct targets per
-// state) is emitted as a constant table read by a small function: a switch
-// that large gains nothing and costs compile time.
-inline constexpr size_t kMaxDirectCases = 1u << 16;
+// A DFA with more blocks than this (a state's switch, and a case per distinct
+// transition of each state) is not direct-coded: a switch that large gains nothing and costs
+// compile time (and copying its table into the code would cost more: a
+// collapsed record grammar's DFA is 17 MB). Its function reads the table
+// the compiled grammar already holds: tables[terminal], passed in by the
+// runtime (KernelFunctions::dfa_next's first argument).
+inline constexpr size_t kMaxDirectCases = 1u << 12;
 
-// uint32_t name(uint32_t state, uint32_t byte): the DFA's transition
-// (UINT32_MAX for dead, and for a state out of range).
-llvm::Function* emit_dfa(llvm::Module& module, const ir::Dfa& dfa, std::string_view name);
-// uint32_t name(uint32_t terminal, uint32_t state, uint32_t byte): a switch
-// on the terminal to each terminal's DFA function.
+// uint32_t name(const uint32_t* const* tables, uint32_t state, uint32_t
+// byte): the DFA's transition (UINT32_MAX for dead, and for a state out of
+// range). `terminal` picks the table when the DFA is too large to direct-code.
+llvm::Function* emit_dfa(llvm::Module& module, const ir::Dfa& dfa, uint32_t terminal, std::string_view name);
+// uint32_t name(const uint32_t* const* tables, uint32_t terminal, uint32_t
+// state, uint32_t byte): a switch on the terminal to each terminal's DFA.
 llvm::Function* emit_dfa_dispatch(llvm::Module& module, const ir::LexicalGrammar& lexical, std::string_view name,
                                   std::string_view per_terminal_prefix);
 // uint32_t name(uint32_t terminal, uint32_t state): 1 when the state accepts.

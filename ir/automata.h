@@ -78,6 +78,8 @@ class Dfa {
 
   // The transitions of `state`, by byte (code generation reads them).
   std::span<const uint32_t> row(uint32_t state) const { return {table_.data() + size_t(state) * 256, 256}; }
+  // The whole table (state * 256 + byte), which large generated DFAs read.
+  const uint32_t* table_data() const { return table_.data(); }
   // Saving and loading (table_io.cpp): load checks every target.
   void save(BinaryWriter& out) const;
   static bool load(BinaryReader& in, Dfa& dfa);

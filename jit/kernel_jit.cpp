@@ -113,6 +113,7 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
     if (error) return *error;
   t.native_ms = ms_since(t2);
   kernels->code_bytes = object_bytes_here;
+  grammar.bind_tables(*kernels);
   kernels->owner = std::move(code);
   return std::shared_ptr<const Kernels>(std::move(kernels));
 }

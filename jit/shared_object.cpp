@@ -221,6 +221,7 @@ CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_
     return CompileError{fmt::format("'{}' lacks some of its kernels", path)};
   kernels->code_bytes = trailer.body_size - *payload_size;
   kernels->owner = std::move(owner);
+  grammar->bind_tables(*kernels);
   grammar->install_kernels(std::move(kernels));
   return loaded;
 }

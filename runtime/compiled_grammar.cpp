@@ -57,7 +57,9 @@ void CompiledGrammar::build_any_token_sets() {
 }
 
 bool CompiledGrammar::install_kernels(std::shared_ptr<const Kernels> kernels) const {
-  if (!kernels) return false;
+  if (!kernels || kernels->dfa_tables.size() != lexical_.terminals.size()) return false;
+  for (uint32_t t = 0; t < lexical_.terminals.size(); ++t)
+    if (kernels->dfa_tables[t] != lexical_.terminals[t].dfa.table_data()) return false;  // made for other tables
   std::lock_guard lock(kernels_mutex_);
   if (kernels_owner_) return false;
   kernels_owner_ = std::move(kernels);

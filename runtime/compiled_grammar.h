@@ -67,9 +67,15 @@ class CompiledGrammar {
 
   // Tier-up: compiled code for these tables (JIT or AOT). Matchers pick it
   // up at their next call and give the same masks. Installed at most once;
-  // false when code was already there.
+  // false when code was already there, or when the kernels were bound to
+  // another grammar's tables (see bind_tables).
   bool install_kernels(std::shared_ptr<const Kernels> kernels) const;
   const Kernels* kernels() const { return kernels_.load(std::memory_order_acquire); }
+  // Binds kernels to this grammar's DFA tables (which large DFAs read).
+  void bind_tables(Kernels& kernels) const {
+    kernels.dfa_tables.clear();
+    for (const ir::LexTerminal& t : lexical_.terminals) kernels.dfa_tables.push_back(t.dfa.table_data());
+  }
   const char* tier() const {
     const Kernels* k = kernels();
     return k ? k->tier : "table";

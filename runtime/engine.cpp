@@ -56,6 +56,7 @@ void Engine::truncate(Mark m) {
 void Engine::refresh_tier() {
   const Kernels* k = g_.kernels();
   k_ = k ? &k->functions : nullptr;
+  k_tables_ = k ? k->dfa_tables.data() : nullptr;
 }
 
 std::vector<Head> Engine::initial_heads() {

@@ -87,7 +87,7 @@ class Engine {
   // (tier-up, picked up at each public call), else by the tables.
   void refresh_tier();
   uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
-    return k_ ? k_->dfa_next(terminal, state, byte) : lex_.terminals[terminal].dfa.next(state, byte);
+    return k_ ? k_->dfa_next(k_tables_, terminal, state, byte) : lex_.terminals[terminal].dfa.next(state, byte);
   }
   bool dfa_accepting(uint32_t terminal, uint32_t state) const {
     return k_ ? k_->dfa_accepting(terminal, state) != 0 : lex_.terminals[terminal].dfa.accepting(state);
@@ -181,6 +181,7 @@ class Engine {
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;
   const KernelFunctions* k_ = nullptr;
+  const uint32_t* const* k_tables_ = nullptr;
   std::optional<uint32_t> any_terminal_;
   std::vector<std::bitset<256>> first_bytes_;  // per terminal
   std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)

@@ -7,6 +7,7 @@
 // masks because these functions are those tables.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace cgram {
 
@@ -14,7 +15,9 @@ namespace cgram {
 // arguments give kDead / kNone (UINT32_MAX) or 0, never undefined behaviour.
 struct KernelFunctions {
   // The terminal's DFA after `byte` from `state` (UINT32_MAX: dead).
-  uint32_t (*dfa_next)(uint32_t terminal, uint32_t state, uint32_t byte) = nullptr;
+  // `tables[t]` is terminal t's own DFA table (Dfa::table_data), which the
+  // DFAs too large to direct-code read.
+  uint32_t (*dfa_next)(const uint32_t* const* tables, uint32_t terminal, uint32_t state, uint32_t byte) = nullptr;
   // 1 when the terminal's lexeme may end in `state`.
   uint32_t (*dfa_accepting)(uint32_t terminal, uint32_t state) = nullptr;
   // The LR shift on `terminal` (UINT32_MAX: none).
@@ -30,6 +33,7 @@ struct KernelFunctions {
 // code lives exactly as long as the last compiled grammar that uses it.
 struct Kernels {
   KernelFunctions functions;
+  std::vector<const uint32_t*> dfa_tables;  // per terminal: the tables of the grammar they were made for
   const char* tier = "table";  // "jit" or "aot"
   size_t code_bytes = 0;
   std::shared_ptr<void> owner;

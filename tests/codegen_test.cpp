@@ -47,13 +47,21 @@ std::shared_ptr<const CompiledGrammar> compile(std::string_view source) {
   return std::get<std::shared_ptr<const CompiledGrammar>>(result);
 }
 
-void check_dfa(jit::JitSession& s, const ir::Dfa& dfa, const std::string& name) {
-  using Fn = uint32_t(uint32_t, uint32_t);
-  Fn* fn = compile_one<Fn>(s, name, [&](llvm::Module& m) { codegen::emit_dfa(m, dfa, name); });
+// `tables` as the runtime passes them: terminal t's DFA table at index t.
+void check_dfa(jit::JitSession& s, const ir::Dfa& dfa, uint32_t terminal, const std::vector<const uint32_t*>& tables,
+               const std::string& name) {
+  using Fn = uint32_t(const uint32_t* const*, uint32_t, uint32_t);
+  Fn* fn = compile_one<Fn>(s, name, [&](llvm::Module& m) { codegen::emit_dfa(m, dfa, terminal, name); });
   for (uint32_t q = 0; q < dfa.size(); ++q)
-    for (uint32_t b = 0; b < 256; ++b) REQUIRE(fn(q, b) == dfa.next(q, static_cast<uint8_t>(b)));
-  CHECK(fn(static_cast<uint32_t>(dfa.size()), 0) == kNone);
-  CHECK(fn(kNone, 'a') == kNone);
+    for (uint32_t b = 0; b < 256; ++b) REQUIRE(fn(tables.data(), q, b) == dfa.next(q, static_cast<uint8_t>(b)));
+  CHECK(fn(tables.data(), static_cast<uint32_t>(dfa.size()), 0) == kNone);
+  CHECK(fn(tables.data(), kNone, 'a') == kNone);
+}
+
+std::vector<const uint32_t*> tables_of(const ir::LexicalGrammar& lex) {
+  std::vector<const uint32_t*> tables;
+  for (const ir::LexTerminal& t : lex.terminals) tables.push_back(t.dfa.table_data());
+  return tables;
 }
 
 }  // namespace
@@ -67,8 +75,9 @@ TEST_CASE("codegen: each kind of table alone, equal to its table, on every examp
     const ir::LexicalGrammar& lex = g->lexical();
     const ir::LrTable& table = g->table();
     const std::string prefix = "g" + std::to_string(id++) + "_";
+    const auto tables = tables_of(lex);
     for (uint32_t t = 0; t < lex.terminals.size(); ++t)
-      if (lex.terminals[t].dfa.size() > 0) check_dfa(*s, lex.terminals[t].dfa, prefix + "dfa" + std::to_string(t));
+      if (lex.terminals[t].dfa.size() > 0) check_dfa(*s, lex.terminals[t].dfa, t, tables, prefix + "dfa" + std::to_string(t));
 
     using Fn2 = uint32_t(uint32_t, uint32_t);
     Fn2* accepting = compile_one<Fn2>(*s, prefix + "accepting", [&](llvm::Module& m) {
@@ -99,18 +108,20 @@ TEST_CASE("codegen: each kind of table alone, equal to its table, on every examp
     CHECK(go(states, 0) == kNone);
     CHECK(reduce(states, 0) == 0);
 
-    using Fn3 = uint32_t(uint32_t, uint32_t, uint32_t);
+    using Fn3 = uint32_t(const uint32_t* const*, uint32_t, uint32_t, uint32_t);
     Fn3* next = compile_one<Fn3>(*s, prefix + "next", [&](llvm::Module& m) {
       codegen::emit_dfa_dispatch(m, lex, prefix + "next", prefix + "next_t");
     });
     for (uint32_t t = 0; t < lex.terminals.size(); ++t)
       for (uint32_t q = 0; q < lex.terminals[t].dfa.size(); ++q)
-        for (uint32_t b = 0; b < 256; b += 7) REQUIRE(next(t, q, b) == lex.terminals[t].dfa.next(q, static_cast<uint8_t>(b)));
-    CHECK(next(static_cast<uint32_t>(lex.terminals.size()), 0, 'a') == kNone);
+        for (uint32_t b = 0; b < 256; b += 7)
+          REQUIRE(next(tables.data(), t, q, b) == lex.terminals[t].dfa.next(q, static_cast<uint8_t>(b)));
+    CHECK(next(tables.data(), static_cast<uint32_t>(lex.terminals.size()), 0, 'a') == kNone);
   }
 }
 
-TEST_CASE("codegen: a DFA too large for a switch becomes a constant table, with the same transitions", "[codegen]") {
+TEST_CASE("codegen: a DFA too large for a switch reads the grammar's own table, with the same transitions",
+          "[codegen]") {
   ir::Dfa dfa;
   std::mt19937 rng(7);
   const uint32_t states = 400;
@@ -119,7 +130,12 @@ TEST_CASE("codegen: a DFA too large for a switch becomes a constant table, with 
   for (uint32_t q = 0; q < states; ++q)
     for (int b = 0; b < 256; ++b) dfa.set(q, static_cast<uint8_t>(b), rng() % 5 == 0 ? ir::Dfa::kDead : rng() % states);
   auto s = session();
-  check_dfa(*s, dfa, "big_dfa");
+  // The table is found at the terminal's index; a null table reads as dead.
+  check_dfa(*s, dfa, 2, {nullptr, nullptr, dfa.table_data()}, "big_dfa");
+  using Fn = uint32_t(const uint32_t* const*, uint32_t, uint32_t);
+  auto* fn = compile_one<Fn>(*s, "big_dfa_again", [&](llvm::Module& m) { codegen::emit_dfa(m, dfa, 0, "big_dfa_again"); });
+  const std::vector<const uint32_t*> none = {nullptr};
+  CHECK(fn(none.data(), 0, 'a') == kNone);
 }
 
 TEST_CASE("codegen: constant data keeps its bytes and its size", "[codegen]") {

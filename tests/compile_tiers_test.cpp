@@ -258,6 +258,11 @@ TEST_CASE("tiers: kernels are installed once", "[tiers][jit]") {
   REQUIRE(std::holds_alternative<std::shared_ptr<const Kernels>>(again));
   CHECK_FALSE(g->install_kernels(std::get<std::shared_ptr<const Kernels>>(again)));
   CHECK_FALSE(g->install_kernels(nullptr));
+  // Kernels bound to another grammar's tables are refused.
+  auto other = compile(json_source(), bundled());
+  auto foreign = kernel_jit()->compile(*g);
+  REQUIRE(std::holds_alternative<std::shared_ptr<const Kernels>>(foreign));
+  CHECK_FALSE(other->install_kernels(std::get<std::shared_ptr<const Kernels>>(foreign)));
 }
 
 TEST_CASE("tiers: AOT shared objects give the table tier's masks on every example and suite grammar",
