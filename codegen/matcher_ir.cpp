@@ -163,24 +163,26 @@ llvm::Function* emit_accepting(llvm::Module& module, const ir::LexicalGrammar& l
   return fn;
 }
 
-llvm::Function* emit_lr_shift(llvm::Module& module, const ir::LrTable& table, std::string_view name) {
+namespace {
+// A switch on the state, then on the symbol, from sorted (symbol, target) rows.
+template <typename Rows>
+llvm::Function* emit_lr_rows(llvm::Module& module, const ir::LrTable& table, std::string_view name, Rows rows) {
   llvm::Function* fn = declare(module, name, 2);
   emit_row_switch(fn, table.state_count(), kNone, [&](uint32_t s, llvm::IRBuilder<>& b) {
-    if (table.shifts(s).empty()) return false;
-    emit_value_switch(b, fn, fn->getArg(1), table.shifts(s), kNone);
+    if (rows(s).empty()) return false;
+    emit_value_switch(b, fn, fn->getArg(1), rows(s), kNone);
     return true;
   });
   return fn;
 }
+}  // namespace
+
+llvm::Function* emit_lr_shift(llvm::Module& module, const ir::LrTable& table, std::string_view name) {
+  return emit_lr_rows(module, table, name, [&](uint32_t s) -> const auto& { return table.shifts(s); });
+}
 
 llvm::Function* emit_lr_goto(llvm::Module& module, const ir::LrTable& table, std::string_view name) {
-  llvm::Function* fn = declare(module, name, 2);
-  emit_row_switch(fn, table.state_count(), kNone, [&](uint32_t s, llvm::IRBuilder<>& b) {
-    if (table.gotos(s).empty()) return false;
-    emit_value_switch(b, fn, fn->getArg(1), table.gotos(s), kNone);
-    return true;
-  });
-  return fn;
+  return emit_lr_rows(module, table, name, [&](uint32_t s) -> const auto& { return table.gotos(s); });
 }
 
 llvm::Function* emit_lr_reduce(llvm::Module& module, const ir::LrTable& table, std::string_view name) {

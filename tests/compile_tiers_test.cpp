@@ -35,33 +35,12 @@ struct Case {
   std::string label, source, document;
 };
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Every example, and every spelling of every suite format with its first document.
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const std::string& name : test::example_names()) out.push_back({name, test::read_example(name), ""});
-  const fs::path root = fs::path(CGRAM_SOURCE_DIR) / "bench" / "suite";
-  std::vector<fs::path> formats;
-  for (const auto& e : fs::directory_iterator(root))
-    if (e.is_directory()) formats.push_back(e.path());
-  std::sort(formats.begin(), formats.end());
-  for (const fs::path& format : formats) {
-    std::vector<fs::path> grammars, docs;
-    for (const auto& e : fs::directory_iterator(format))
-      if (e.path().extension() == ".cgram") grammars.push_back(e.path());
-    for (const auto& e : fs::directory_iterator(format / "docs")) docs.push_back(e.path());
-    std::sort(grammars.begin(), grammars.end());
-    std::sort(docs.begin(), docs.end());
-    for (const fs::path& g : grammars)
-      out.push_back({format.filename().string() + "/" + g.stem().string(), read_file(g),
-                     docs.empty() ? "" : read_file(docs[0])});
-  }
+  for (const test::SuiteGrammar& g : test::suite_grammars())
+    out.push_back({g.label, g.source, g.documents.empty() ? "" : g.documents[0]});
   return out;
 }
 
@@ -212,7 +191,7 @@ std::string refusal(const std::string& path, std::shared_ptr<const Vocabulary> v
 
 // A copy of the JSON object with `edit` applied to its bytes.
 std::string edited_copy(const std::string& name, const std::function<void(std::string&)>& edit) {
-  std::string bytes = read_file(json_object());
+  std::string bytes = test::read_file(json_object());
   edit(bytes);
   const std::string path = temp_path(name);
   std::ofstream(path, std::ios::binary) << bytes;
@@ -285,7 +264,7 @@ TEST_CASE("AOT: the object holds what was compiled and loads without the grammar
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(loaded));
   auto g = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
   CHECK(g->source_name() == "test.cgram");
-  const std::string bytes = read_file(json_object());
+  const std::string bytes = test::read_file(json_object());
   const SharedObjectTrailer t = trailer_of(bytes);
   CHECK(std::string(t.magic, 8) == "CGRAMAOT");
   CHECK(t.abi_version == kAbiVersion);

@@ -21,42 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct SuiteGrammar {
-  std::string label;  // format/spelling
-  std::string source;
-  std::vector<std::string> documents;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<SuiteGrammar> suite() {
-  std::vector<SuiteGrammar> out;
-  const fs::path root = fs::path(CGRAM_SOURCE_DIR) / "bench" / "suite";
-  std::vector<fs::path> formats;
-  for (const auto& e : fs::directory_iterator(root))
-    if (e.is_directory()) formats.push_back(e.path());
-  std::sort(formats.begin(), formats.end());
-  for (const fs::path& format : formats) {
-    std::vector<fs::path> grammars, docs;
-    for (const auto& e : fs::directory_iterator(format))
-      if (e.path().extension() == ".cgram") grammars.push_back(e.path());
-    for (const auto& e : fs::directory_iterator(format / "docs")) docs.push_back(e.path());
-    std::sort(grammars.begin(), grammars.end());
-    std::sort(docs.begin(), docs.end());
-    for (const fs::path& g : grammars) {
-      SuiteGrammar sg{format.filename().string() + "/" + g.stem().string(), read_file(g), {}};
-      for (const fs::path& d : docs) sg.documents.push_back(read_file(d));
-      out.push_back(std::move(sg));
-    }
-  }
-  return out;
-}
-
 std::shared_ptr<const CompiledGrammar> compile(const std::shared_ptr<const Grammar>& g,
                                                std::shared_ptr<const Vocabulary> vocab) {
   auto result = CompiledGrammar::compile(g, std::move(vocab));
@@ -98,7 +62,7 @@ size_t differential(const SuiteGrammar& sg, const std::shared_ptr<const Vocabula
 TEST_CASE("differential: the benchmark suite, every format and spelling, bundled vocabulary",
           "[suite][differential]") {
   auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  const std::vector<SuiteGrammar> grammars = suite();
+  const std::vector<SuiteGrammar> grammars = suite_grammars();
   REQUIRE(grammars.size() >= 24);
   size_t pairs = 0;
   for (const SuiteGrammar& sg : grammars) pairs += differential(sg, vocab, 1, 24, {1}, 8);
@@ -108,7 +72,7 @@ TEST_CASE("differential: the benchmark suite, every format and spelling, bundled
 TEST_CASE("differential, exhaustive: the benchmark suite with three vocabulary kinds", "[long][differential]") {
   const std::string shared = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/";
   REQUIRE(fs::exists(shared + "llama3-tokenizer.json"));
-  const std::vector<SuiteGrammar> grammars = suite();
+  const std::vector<SuiteGrammar> grammars = suite_grammars();
   size_t pairs = 0;
   for (std::string file : {"llama3-tokenizer.json", "gemma-tokenizer.json", "cl100k_base.tiktoken"}) {
     auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));

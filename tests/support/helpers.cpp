@@ -54,4 +54,35 @@ std::vector<std::string> example_names() {
   return names;
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<SuiteGrammar> suite_grammars() {
+  namespace fs = std::filesystem;
+  std::vector<SuiteGrammar> out;
+  const fs::path root = fs::path(CGRAM_SOURCE_DIR) / "bench" / "suite";
+  std::vector<fs::path> formats;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory()) formats.push_back(e.path());
+  std::sort(formats.begin(), formats.end());
+  for (const fs::path& format : formats) {
+    std::vector<fs::path> grammars, docs;
+    for (const auto& e : fs::directory_iterator(format))
+      if (e.path().extension() == ".cgram") grammars.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(format / "docs")) docs.push_back(e.path());
+    std::sort(grammars.begin(), grammars.end());
+    std::sort(docs.begin(), docs.end());
+    for (const fs::path& g : grammars) {
+      SuiteGrammar sg{format.filename().string() + "/" + g.stem().string(), read_file(g.string()), {}};
+      for (const fs::path& d : docs) sg.documents.push_back(read_file(d.string()));
+      out.push_back(std::move(sg));
+    }
+  }
+  return out;
+}
+
 }  // namespace cgram::test

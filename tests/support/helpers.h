@@ -23,4 +23,14 @@ oracle::Verdict verdict_tokens(std::string_view grammar_source, const std::vecto
 std::string read_example(std::string_view name);
 std::vector<std::string> example_names();
 
+// The benchmark suite (bench/suite/FORMAT/*.cgram, FORMAT/docs/): every
+// spelling of every format, sorted, with that format's documents.
+struct SuiteGrammar {
+  std::string label;  // format/spelling
+  std::string source;
+  std::vector<std::string> documents;
+};
+std::vector<SuiteGrammar> suite_grammars();
+std::string read_file(const std::string& path);
+
 }  // namespace cgram::test
