@@ -110,7 +110,7 @@ std::pair<std::vector<std::pair<uint32_t, uint32_t>>, uint32_t> byte_cases(std::
 
 KernelNames KernelNames::with_prefix(std::string_view prefix) {
   return {fmt::format("{}dfa_next", prefix), fmt::format("{}dfa_accepting", prefix), fmt::format("{}lr_shift", prefix),
-          fmt::format("{}lr_goto", prefix), fmt::format("{}lr_reduce", prefix)};
+          fmt::format("{}lr_goto", prefix),   fmt::format("{}lr_reduce", prefix),     fmt::format("{}can_follow", prefix)};
 }
 
 llvm::Function* emit_dfa(llvm::Module& module, const ir::Dfa& dfa, uint32_t terminal, std::string_view name) {
@@ -198,6 +198,30 @@ llvm::Function* emit_lr_reduce(llvm::Module& module, const ir::LrTable& table, s
   return fn;
 }
 
+llvm::Function* emit_crossing_check(llvm::Module& module, std::span<const std::bitset<256>> can_follow,
+                                    std::string_view name) {
+  llvm::Function* fn = declare(module, name, 2);
+  emit_row_switch(fn, can_follow.size(), 0, [&](uint32_t t, llvm::IRBuilder<>& b) {
+    if (can_follow[t].none()) return false;
+    uint64_t words[4] = {0, 0, 0, 0};
+    for (int byte = 0; byte < 256; ++byte)
+      if (can_follow[t][byte]) words[byte / 64] |= uint64_t(1) << (byte % 64);
+    // word = byte < 64 ? w0 : byte < 128 ? w1 : byte < 192 ? w2 : w3 (bytes
+    // past 255 read as absent), then one shift and mask.
+    llvm::Value* byte = fn->getArg(1);
+    llvm::Value* in_range = b.CreateICmpULT(byte, b.getInt32(256));
+    llvm::Value* quarter = b.CreateLShr(byte, b.getInt32(6));
+    llvm::Value* word = b.getInt64(words[3]);
+    for (int k = 2; k >= 0; --k)
+      word = b.CreateSelect(b.CreateICmpEQ(quarter, b.getInt32(k)), b.getInt64(words[k]), word);
+    word = b.CreateSelect(in_range, word, b.getInt64(0));
+    llvm::Value* bit = b.CreateLShr(word, b.CreateZExt(b.CreateAnd(byte, b.getInt32(63)), b.getInt64Ty()));
+    b.CreateRet(b.CreateTrunc(b.CreateAnd(bit, b.getInt64(1)), b.getInt32Ty()));
+    return true;
+  });
+  return fn;
+}
+
 llvm::GlobalVariable* emit_constant_data(llvm::Module& module, std::string_view bytes, std::string_view name) {
   llvm::LLVMContext& ctx = module.getContext();
   auto* data = llvm::ConstantDataArray::getString(ctx, llvm::StringRef(bytes.data(), bytes.size()), false);
@@ -211,13 +235,16 @@ llvm::GlobalVariable* emit_constant_data(llvm::Module& module, std::string_view 
 }
 
 std::unique_ptr<llvm::Module> build_matcher_module(llvm::LLVMContext& context, const ir::LexicalGrammar& lexical,
-                                                   const ir::LrTable& table, const KernelNames& names) {
+                                                   const ir::LrTable& table,
+                                                   std::span<const std::bitset<256>> can_follow,
+                                                   const KernelNames& names) {
   auto module = std::make_unique<llvm::Module>("cgram_matcher", context);
   emit_dfa_dispatch(*module, lexical, names.dfa_next, names.dfa_next + "_t");
   emit_accepting(*module, lexical, names.dfa_accepting);
   emit_lr_shift(*module, table, names.lr_shift);
   emit_lr_goto(*module, table, names.lr_goto);
   emit_lr_reduce(*module, table, names.lr_reduce);
+  emit_crossing_check(*module, can_follow, names.can_follow);
   if (llvm::verifyModule(*module, nullptr)) return nullptr;
   return module;
 }

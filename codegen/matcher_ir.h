@@ -8,7 +8,9 @@
 //  - constant data (the AOT payload: the tables and the token index).
 // Each emit_* function builds one function of one kind, alone, so that each
 // can be verified and tested against the table it came from.
+#include <bitset>
 #include <cstdint>
+#include <span>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,7 +30,7 @@ namespace cgram::codegen {
 
 // The symbols of one grammar's kernels: prefix + "dfa_next", and so on.
 struct KernelNames {
-  std::string dfa_next, dfa_accepting, lr_shift, lr_goto, lr_reduce;
+  std::string dfa_next, dfa_accepting, lr_shift, lr_goto, lr_reduce, can_follow;
   static KernelNames with_prefix(std::string_view prefix);
 };
 
@@ -54,13 +56,21 @@ llvm::Function* emit_accepting(llvm::Module& module, const ir::LexicalGrammar& l
 llvm::Function* emit_lr_shift(llvm::Module& module, const ir::LrTable& table, std::string_view name);
 llvm::Function* emit_lr_goto(llvm::Module& module, const ir::LrTable& table, std::string_view name);
 llvm::Function* emit_lr_reduce(llvm::Module& module, const ir::LrTable& table, std::string_view name);
+// uint32_t name(uint32_t terminal, uint32_t byte): the crossing check, 1
+// when `byte` can start a lexeme that may follow one of `terminal` (the token
+// index's follower bytes), as straight-line code: the byte's 64-bit word is
+// selected and its bit tested, with no branch on the byte.
+llvm::Function* emit_crossing_check(llvm::Module& module, std::span<const std::bitset<256>> can_follow,
+                                    std::string_view name);
 // A read-only byte array `name` and a uint64_t `name`_size holding `bytes`.
 llvm::GlobalVariable* emit_constant_data(llvm::Module& module, std::string_view bytes, std::string_view name);
 
 // Every kernel of one grammar in one module (verified; null if the IR is
 // invalid, which would be a bug here).
 std::unique_ptr<llvm::Module> build_matcher_module(llvm::LLVMContext& context, const ir::LexicalGrammar& lexical,
-                                                   const ir::LrTable& table, const KernelNames& names);
+                                                   const ir::LrTable& table,
+                                                   std::span<const std::bitset<256>> can_follow,
+                                                   const KernelNames& names);
 
 // The standard -O2 pipeline (switches become jump and lookup tables).
 void optimize(llvm::Module& module, llvm::TargetMachine* machine);

@@ -13,6 +13,12 @@
 namespace cgram::ir {
 
 namespace {
+// Bounds on what a loaded table may ask for: far above what the compiler
+// makes, far below what would exhaust memory (the dense LR table is built
+// on load: states × (terminals + nonterminals + 1) words).
+constexpr uint64_t kMaxProductionLength = 1u << 16;
+constexpr uint64_t kMaxDenseLrCells = uint64_t(1) << 26;  // 256 MB
+
 bool is_state_or_dead(uint32_t q, size_t states) { return q == Dfa::kDead || q < states; }
 
 void put_strings(BinaryWriter& out, const std::vector<std::string>& strings) {
@@ -23,7 +29,6 @@ void put_strings(BinaryWriter& out, const std::vector<std::string>& strings) {
 std::vector<std::string> get_strings(BinaryReader& in) {
   const uint64_t n = in.get_count(8);
   std::vector<std::string> strings;
-  strings.reserve(n);
   for (uint64_t i = 0; i < n && in.ok(); ++i) strings.emplace_back(in.get_bytes());
   return strings;
 }
@@ -182,6 +187,7 @@ bool LexicalGrammar::load(BinaryReader& in, LexicalGrammar& g) {
     SkeletonProduction p;
     p.lhs = in.get<uint32_t>();
     const uint64_t length = in.get_count(5);
+    if (length > kMaxProductionLength) return in.fail("a production longer than any grammar makes");
     for (uint64_t k = 0; k < length && in.ok(); ++k) {
       SkeletonSymbol s;
       s.terminal = in.get<uint8_t>() != 0;
@@ -194,10 +200,16 @@ bool LexicalGrammar::load(BinaryReader& in, LexicalGrammar& g) {
   g.context_free_reasons = get_strings(in);
   if (!in.ok()) return false;
   for (const LexTerminal& t : g.terminals) {
-    if (t.kind == LexTerminal::Kind::Except && t.except_index >= g.excepts.size())
-      return in.fail("a terminal names an except! automaton that does not exist");
-    if (t.kind == LexTerminal::Kind::Except && t.dfa.size() > g.excepts[t.except_index].automaton->dfa().size() + 1)
-      return in.fail("an except! terminal larger than its automaton");
+    // The matcher starts every byte lexeme at its DFA's start state.
+    if (t.kind != LexTerminal::Kind::AnyToken && (t.dfa.size() == 0 || t.dfa.start() >= t.dfa.size()))
+      return in.fail("a terminal whose DFA has no start state");
+    if (t.kind != LexTerminal::Kind::Except) continue;
+    if (t.except_index >= g.excepts.size()) return in.fail("a terminal names an except! automaton that does not exist");
+    // Its DFA is the automaton's, or that with the start split off (lower_except):
+    // the automaton's states (pending strings, character states) are its first ones.
+    const size_t automaton_states = g.excepts[t.except_index].automaton->dfa().size();
+    if (t.dfa.size() != automaton_states && t.dfa.size() != automaton_states + 1)
+      return in.fail("an except! terminal that does not match its automaton");
   }
   const size_t nonterminals = g.nonterminal_names.size();
   if (g.productions.empty() || g.start >= nonterminals) return in.fail("a skeleton grammar without its start");
@@ -249,6 +261,7 @@ std::unique_ptr<LrTable> LrTable::load(BinaryReader& in, const LexicalGrammar& g
   };
   if (n == 0) return bad("an LR table without states");
   const size_t T = table->terminal_count_, N = table->nonterminal_count_;
+  if (T + N + 1 > kMaxDenseLrCells / n) return bad("an LR table larger than the loader's limit");
   for (size_t s = 0; s < n; ++s) {
     for (auto [t, target] : table->shifts_[s])
       if (t >= T || target >= n) return bad("an LR shift out of range");

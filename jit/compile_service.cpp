@@ -58,6 +58,7 @@ void CompileService::evict_locked() {
     auto it = entries_.find(key);
     if (it != entries_.end()) {
       if (it->second->counted) stats_.bytes -= it->second->bytes;
+      it->second->counted = false;
       entries_.erase(it);
       ++stats_.evictions;
     }
@@ -67,8 +68,11 @@ void CompileService::evict_locked() {
 
 CompiledGrammar::Result CompileService::get(const GrammarRequest& request, const std::shared_ptr<const Vocabulary>& vocab) {
   if (!vocab) return CompileError{"compile: no vocabulary"};
-  const std::string key = fmt::format("{:016x}:{:016x}:{}:{}", ir::hash_bytes(request.text), vocab->fingerprint(),
-                                      options_.compile.eager_index ? 1 : 0, request.start);
+  // The whole text is in the key (a hash alone could be made to collide,
+  // and serve one client another's grammar).
+  const std::string key = fmt::format("{:016x}:{}:{}:{}", vocab->fingerprint(), options_.compile.eager_index ? 1 : 0,
+                                      request.start.size(), request.start) +
+                          std::string(request.text);
   std::shared_ptr<Entry> entry;
   {
     std::lock_guard lock(mutex_);
@@ -81,19 +85,27 @@ CompiledGrammar::Result CompileService::get(const GrammarRequest& request, const
   bool compiled_here = false;
   std::call_once(entry->once, [&] {
     compiled_here = true;
-    ParseOptions parse_options;
-    parse_options.start = request.start;
-    Grammar::Outcome parsed = Grammar::parse(request.text, request.name, parse_options);
-    if (!parsed.ok()) {
-      entry->result = CompileError{parsed.diagnostics.render()};
-      return;
+    try {
+      ParseOptions parse_options;
+      parse_options.start = request.start;
+      Grammar::Outcome parsed = Grammar::parse(request.text, request.name, parse_options);
+      if (!parsed.ok()) {
+        entry->result = CompileError{parsed.diagnostics.render()};
+        return;
+      }
+      entry->result = CompiledGrammar::compile(parsed.grammar, vocab, options_.compile);
+    } catch (const std::bad_alloc&) {
+      entry->result = CompileError{"compile: out of memory"};
+    } catch (const std::exception& e) {
+      entry->result = CompileError{std::string("compile: ") + e.what()};
     }
-    entry->result = CompiledGrammar::compile(parsed.grammar, vocab, options_.compile);
   });
   if (compiled_here) {
     std::lock_guard lock(mutex_);
     auto* compiled = std::get_if<std::shared_ptr<const CompiledGrammar>>(&entry->result);
-    entry->bytes = compiled ? (*compiled)->memory_bytes() : request.text.size();
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second != entry) return entry->result;  // evicted while it compiled
+    entry->bytes = compiled ? (*compiled)->memory_bytes() + key.size() : key.size();
     entry->counted = true;
     stats_.bytes += entry->bytes;
     if (compiled && jit_) {
@@ -112,28 +124,33 @@ void CompileService::worker() {
     if (stop_) return;
     auto [weak_grammar, weak_entry] = queue_.front();
     queue_.pop_front();
-    std::shared_ptr<const CompiledGrammar> grammar = weak_grammar.lock();
-    if (!grammar) continue;  // evicted and unused before its turn came
-    ++busy_;
-    lock.unlock();
-    KernelTimings timings;
-    auto kernels = jit_->compile(*grammar, &timings);
-    size_t code_bytes = 0;
-    if (auto* k = std::get_if<std::shared_ptr<const Kernels>>(&kernels)) {
-      grammar->install_kernels(*k);
-      code_bytes = (*k)->code_bytes;
-    }
-    lock.lock();
-    --busy_;
-    if (std::holds_alternative<JitError>(kernels)) {
-      ++stats_.jit_failed;
-    } else {
-      ++stats_.jit_compiled;
-      stats_.jit_ms_total += timings.ir_ms + timings.optimize_ms + timings.native_ms;
-      if (auto entry = weak_entry.lock(); entry && entry->counted) {
-        entry->bytes += code_bytes;
-        stats_.bytes += code_bytes;
-        evict_locked();
+    // Evicted and unused before its turn came: nothing to compile.
+    if (std::shared_ptr<const CompiledGrammar> grammar = weak_grammar.lock()) {
+      ++busy_;
+      lock.unlock();
+      KernelTimings timings;
+      std::shared_ptr<const Kernels> kernels;
+      try {
+        auto compiled = jit_->compile(*grammar, &timings);
+        if (auto* k = std::get_if<std::shared_ptr<const Kernels>>(&compiled)) {
+          kernels = *k;
+          grammar->install_kernels(kernels);
+        }
+      } catch (...) {
+        kernels = nullptr;  // out of memory inside LLVM, say: the grammar stays on the table tier
+      }
+      lock.lock();
+      --busy_;
+      if (!kernels) {
+        ++stats_.jit_failed;
+      } else {
+        ++stats_.jit_compiled;
+        stats_.jit_ms_total += timings.ir_ms + timings.optimize_ms + timings.native_ms;
+        if (auto entry = weak_entry.lock(); entry && entry->counted) {
+          entry->bytes += kernels->code_bytes;
+          stats_.bytes += kernels->code_bytes;
+          evict_locked();
+        }
       }
     }
     if (queue_.empty() && busy_ == 0) idle_.notify_all();

@@ -53,7 +53,10 @@ KernelJit::~KernelJit() = default;
 std::variant<std::shared_ptr<KernelJit>, JitError> KernelJit::create() {
   initialize_native_target();
   auto state = std::make_shared<State>();
-  auto jit = llvm::orc::LLJITBuilder().create();
+  // Several threads compile at once (the compile service's workers, C API
+  // callers): each compile gets its own target machine. Compilation stays
+  // on the thread that looks the kernels up (no compile threads of ORC's own).
+  auto jit = llvm::orc::LLJITBuilder().setSupportConcurrentCompilation(true).create();
   if (!jit) return JitError{"cannot start the LLVM JIT: " + to_message(jit.takeError())};
   state->jit = std::move(*jit);
   state->jit->getObjTransformLayer().setTransform([](std::unique_ptr<llvm::MemoryBuffer> object) {
@@ -76,7 +79,8 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
   auto t0 = Clock::now();
   auto context = std::make_unique<llvm::LLVMContext>();
   const codegen::KernelNames names = codegen::KernelNames::with_prefix("cgram_");
-  auto module = codegen::build_matcher_module(*context, grammar.lexical(), grammar.table(), names);
+  auto module = codegen::build_matcher_module(*context, grammar.lexical(), grammar.table(),
+                                              grammar.index().follower_first_bytes(), names);
   if (!module) return JitError{"the generated IR does not verify (a bug in cgram's code generator)"};
   t.ir_ms = ms_since(t0);
   auto t1 = Clock::now();
@@ -109,7 +113,8 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
   KernelFunctions& f = kernels->functions;
   object_bytes_here = 0;
   for (auto error : {find(names.dfa_next, f.dfa_next), find(names.dfa_accepting, f.dfa_accepting),
-                     find(names.lr_shift, f.lr_shift), find(names.lr_goto, f.lr_goto), find(names.lr_reduce, f.lr_reduce)})
+                     find(names.lr_shift, f.lr_shift), find(names.lr_goto, f.lr_goto), find(names.lr_reduce, f.lr_reduce),
+                     find(names.can_follow, f.can_follow)})
     if (error) return *error;
   t.native_ms = ms_since(t2);
   kernels->code_bytes = object_bytes_here;

@@ -10,9 +10,13 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstring>
@@ -54,6 +58,7 @@ std::variant<std::string, CompileError> emit_object(const CompiledGrammar& gramm
   if (!machine) return CompileError{"cannot create a target machine for " + triple};
   llvm::LLVMContext context;
   auto module = codegen::build_matcher_module(context, grammar.lexical(), grammar.table(),
+                                              grammar.index().follower_first_bytes(),
                                               codegen::KernelNames::with_prefix(kPrefix));
   if (!module) return CompileError{"the generated IR does not verify (a bug in cgram's code generator)"};
   module->setTargetTriple(triple);
@@ -95,17 +100,37 @@ std::optional<std::string> link_shared(const std::string& object, const std::str
   return run({"cc", "-shared", "-nostdlib", "-o", output, object});
 }
 
-std::optional<std::string> read_file(const std::string& path, size_t limit, std::string& out) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return fmt::format("cannot open '{}': {}", path, ec.message());
+// An open file, closed when it goes.
+struct FileDescriptor {
+  int fd = -1;
+  explicit FileDescriptor(int f) : fd(f) {}
+  ~FileDescriptor() {
+    if (fd >= 0) close(fd);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+};
+
+// Reads all of an open file, refusing one over `limit` bytes before reading.
+std::optional<std::string> read_all(int fd, const std::string& path, size_t limit, std::string& out) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fmt::format("'{}' is not a regular file", path);
+  const auto size = static_cast<uint64_t>(st.st_size);
   if (size > limit) return fmt::format("'{}' is {} bytes, over the {}-byte limit for shared objects", path, size, limit);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fmt::format("cannot open '{}'", path);
   out.resize(size);
-  in.read(out.data(), static_cast<std::streamsize>(size));
-  if (static_cast<size_t>(in.gcount()) != size) return fmt::format("cannot read '{}'", path);
+  for (size_t done = 0; done < size;) {
+    const ssize_t got = pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
+    if (got <= 0) return fmt::format("cannot read '{}'", path);
+    done += static_cast<size_t>(got);
+  }
   return std::nullopt;
+}
+
+std::optional<std::string> read_file(const std::string& path, size_t limit, std::string& out) {
+  FileDescriptor file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.fd < 0) return fmt::format("cannot open '{}': {}", path, std::strerror(errno));
+  return read_all(file.fd, path, limit, out);
 }
 
 std::string version_string(const char (&field)[16]) { return std::string(field, strnlen(field, sizeof(field))); }
@@ -163,8 +188,13 @@ std::variant<std::monostate, CompileError> save_shared_object(const CompiledGram
 CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_ptr<const Vocabulary> vocab,
                                            const SharedObjectLimits& limits) {
   if (!vocab) return CompileError{"load: no vocabulary"};
+  // The file is opened once: what is checked is what gets mapped (dlopen
+  // goes through this descriptor, not the path, which could be replaced in
+  // between, or found on the library search path).
+  auto descriptor = std::make_shared<FileDescriptor>(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (descriptor->fd < 0) return CompileError{fmt::format("cannot open '{}': {}", path, std::strerror(errno))};
   std::string file;
-  if (auto error = read_file(path, limits.max_file_bytes, file)) return CompileError{*error};
+  if (auto error = read_all(descriptor->fd, path, limits.max_file_bytes, file)) return CompileError{*error};
   SharedObjectTrailer trailer{};
   const bool has_trailer = file.size() >= sizeof(trailer) &&
                            std::memcmp(file.data() + file.size() - sizeof(trailer), kMagic, sizeof(kMagic)) == 0;
@@ -193,9 +223,13 @@ CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_
     return CompileError{fmt::format("'{}' is corrupted: its checksum does not match (edited or damaged)", path)};
 
   // Verified: map it.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // The descriptor stays open as long as the object is loaded: glibc knows
+  // loaded objects by name, and a reused descriptor number would hand back
+  // an older object.
+  const std::string mapped = fmt::format("/proc/self/fd/{}", descriptor->fd);
+  void* handle = dlopen(mapped.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return CompileError{fmt::format("cannot load '{}': {}", path, dlerror())};
-  std::shared_ptr<void> owner(handle, [](void* h) { dlclose(h); });
+  std::shared_ptr<void> owner(handle, [descriptor](void* h) { dlclose(h); });
   auto symbol = [&](const std::string& name) { return dlsym(handle, name.c_str()); };
   const auto* payload = static_cast<const char*>(symbol(kPayload));
   const auto* payload_size = static_cast<const uint64_t*>(symbol(std::string(kPayload) + "_size"));
@@ -217,7 +251,8 @@ CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_
   f.lr_shift = reinterpret_cast<decltype(f.lr_shift)>(symbol(names.lr_shift));
   f.lr_goto = reinterpret_cast<decltype(f.lr_goto)>(symbol(names.lr_goto));
   f.lr_reduce = reinterpret_cast<decltype(f.lr_reduce)>(symbol(names.lr_reduce));
-  if (!f.dfa_next || !f.dfa_accepting || !f.lr_shift || !f.lr_goto || !f.lr_reduce)
+  f.can_follow = reinterpret_cast<decltype(f.can_follow)>(symbol(names.can_follow));
+  if (!f.dfa_next || !f.dfa_accepting || !f.lr_shift || !f.lr_goto || !f.lr_reduce || !f.can_follow)
     return CompileError{fmt::format("'{}' lacks some of its kernels", path)};
   kernels->code_bytes = trailer.body_size - *payload_size;
   kernels->owner = std::move(owner);

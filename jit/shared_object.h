@@ -9,9 +9,14 @@
 // versions, the vocabulary's fingerprint, the grammar's hash and a checksum
 // of the whole file.
 //
-// Loading trusts nothing: the trailer, the size and the checksum are
-// checked before the file is mapped; then every table index is checked
-// against the vocabulary. Each refusal is a message, never a crash.
+// Loading checks everything it can: the trailer, the size and the checksum
+// before the file is mapped (through the descriptor that was read, so the
+// bytes checked are the bytes mapped); then every table index against the
+// vocabulary. Each refusal is a message, never a crash. A shared object is
+// native code all the same: dlopen runs it, and the kernels are trusted to
+// be the ones cgram generated. Load only objects you (or your build) made;
+// the checks catch accidents, wrong vocabularies and versions, truncated and
+// edited files, not a forger.
 #include <memory>
 #include <string>
 #include <variant>

@@ -80,6 +80,17 @@ std::string CompiledGrammar::save_tables() const {
 
 CompiledGrammar::Result CompiledGrammar::load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab) {
   if (!vocab) return CompileError{"load: no vocabulary"};
+  try {
+    return load_tables_checked(bytes, std::move(vocab));
+  } catch (const std::bad_alloc&) {
+    return CompileError{"invalid tables: they ask for more memory than there is"};
+  } catch (const std::exception& e) {
+    return CompileError{std::string("invalid tables: ") + e.what()};
+  }
+}
+
+CompiledGrammar::Result CompiledGrammar::load_tables_checked(std::string_view bytes,
+                                                             std::shared_ptr<const Vocabulary> vocab) {
   auto g = std::make_shared<CompiledGrammar>(Loading{}, std::move(vocab));
   ir::BinaryReader in(bytes);
   auto failed = [&] { return CompileError{"invalid tables: " + (in.ok() ? std::string("inconsistent data") : in.error())}; };
@@ -90,9 +101,11 @@ CompiledGrammar::Result CompiledGrammar::load_tables(std::string_view bytes, std
   if (!g->table_) return failed();
   g->index_ = TokenIndex::load(in, g->lexical_, g->vocab_->trie(), g->mask_words(), g->vocab_->size());
   if (!g->index_) return failed();
+  const size_t tail_bits = g->vocab_->size() % 32;
   for (auto& set : g->any_tokens_by_char_state_) {
     set = in.get_vector<uint32_t>();
-    if (!set.empty() && set.size() != g->mask_words()) in.fail("an any! token set of the wrong size");
+    if (!set.empty() && (set.size() != g->mask_words() || (tail_bits && set.back() >> tail_bits)))
+      in.fail("an any! token set of the wrong size");
   }
   if (in.ok() && !in.at_end()) in.fail("data after the tables");
   if (!in.ok()) return failed();

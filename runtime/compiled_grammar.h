@@ -97,7 +97,7 @@ class CompiledGrammar {
   CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {}
 
  private:
-  void build_index(bool eager);
+  static Result load_tables_checked(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
   void build_any_token_sets();
 
   std::shared_ptr<const Grammar> grammar_;

@@ -89,21 +89,25 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
       const ir::SkeletonProduction& prod = table_.production(p);
       const size_t length = prod.rhs.size();
       if (length == 0 && via != kNoEdge) continue;  // done when v was first seen
-      // Every node `length` edges below v (through `via` first, if given).
+      // Every node `length` edges below v (through `via` first, if given),
+      // level by level: the set of nodes at each depth, not every path (a
+      // graph-structured stack of an ambiguous grammar has exponentially
+      // many paths, and the recursion would be as deep as the production).
       path_ends_.clear();
-      auto walk = [&](auto&& self, uint32_t node, size_t left) -> void {
-        if (left == 0) {
-          path_ends_.push_back(node);
-          return;
+      if (length == 0) {
+        path_ends_.push_back(v);
+      } else {
+        path_ends_.push_back(via != kNoEdge ? edges_[via].parent : v);
+        for (size_t level = via != kNoEdge ? 1 : 0; level < length && !path_ends_.empty(); ++level) {
+          path_next_.clear();
+          for (uint32_t node : path_ends_)
+            for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next) path_next_.push_back(edges_[e].parent);
+          if (path_next_.size() > 1) {
+            std::sort(path_next_.begin(), path_next_.end());
+            path_next_.erase(std::unique(path_next_.begin(), path_next_.end()), path_next_.end());
+          }
+          path_ends_.swap(path_next_);
         }
-        for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next) self(self, edges_[e].parent, left - 1);
-      };
-      if (length == 0) path_ends_.push_back(v);
-      else if (via != kNoEdge) walk(walk, edges_[via].parent, length - 1);
-      else walk(walk, v, length);
-      if (path_ends_.size() > 1) {
-        std::sort(path_ends_.begin(), path_ends_.end());
-        path_ends_.erase(std::unique(path_ends_.begin(), path_ends_.end()), path_ends_.end());
       }
       for (size_t i = 0; i < path_ends_.size(); ++i) {
         uint32_t u = path_ends_[i];
@@ -253,7 +257,11 @@ std::optional<uint32_t> Engine::advance_pending(uint32_t pending, std::string_vi
 }
 
 uint32_t Engine::add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state) {
-  const auto& strings = lex_.excepts[except_index].automaton->pending(ac_state);
+  const ir::ExceptAutomaton& automaton = *lex_.excepts[except_index].automaton;
+  // The lexeme's own start (split off, see lower_except) is never where a
+  // text ends; a loaded table is not trusted to agree.
+  if (ac_state >= automaton.dfa().size()) return pending;
+  const auto& strings = automaton.pending(ac_state);
   if (strings.empty()) return pending;
   const uint64_t key = (uint64_t(pending) << 40) ^ (uint64_t(except_index) << 24) ^ ac_state;
   if (auto it = except_pending_.find(key); it != except_pending_.end()) return it->second;
@@ -756,9 +764,8 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
   if (!ix.crosses()) return true;
   ScratchPool<Head>::Lease next(head_scratch_);
   const VocabTrie& trie = g_.trie();
-  const std::bitset<256>& can_follow = g_.index().follower_first_bytes(h.terminal);
   for (int b = 0; b < 256; ++b) {
-    if (!can_follow[b]) continue;  // no lexeme that may come next starts with it
+    if (!can_follow(h.terminal, static_cast<uint8_t>(b))) continue;  // no lexeme that may come next starts with it
     const uint32_t begin = ix.cross_begin[b], end = ix.cross_begin[b + 1];
     for (uint32_t i = begin; i < end;) {
       const uint32_t state = ix.cross_states[i];

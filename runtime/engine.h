@@ -98,6 +98,9 @@ class Engine {
   uint32_t lr_go(uint32_t state, uint32_t nonterminal) const {
     return k_ ? k_->lr_goto(state, nonterminal) : table_.go(state, nonterminal);
   }
+  bool can_follow(uint32_t terminal, uint8_t byte) const {
+    return k_ ? k_->can_follow(terminal, byte) != 0 : g_.index().follower_first_bytes(terminal)[byte];
+  }
   const std::vector<uint32_t>& reductions(uint32_t state, uint32_t terminal) const {
     return k_ ? table_.reduction_list(k_->lr_reduce(state, terminal)) : table_.reductions(state, terminal);
   }
@@ -206,7 +209,7 @@ class Engine {
   std::vector<Ending> ending_;
   std::vector<uint32_t> group_, reduced_, shifted_nodes_, closure_scratch_;
   std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_, work_;
-  std::vector<uint32_t> path_ends_;
+  std::vector<uint32_t> path_ends_, path_next_;
   std::deque<std::vector<Head>> crossing_heads_;  // one per nesting level of walk_crossings
   ScratchPool<Head> head_scratch_;
   ScratchPool<uint32_t> node_scratch_;

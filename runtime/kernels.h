@@ -26,6 +26,9 @@ struct KernelFunctions {
   uint32_t (*lr_goto)(uint32_t state, uint32_t nonterminal) = nullptr;
   // The id of the list of productions to reduce on this lookahead (0: none).
   uint32_t (*lr_reduce)(uint32_t state, uint32_t lookahead) = nullptr;
+  // The crossing check: 1 when `byte` can start a lexeme that may follow one
+  // of `terminal` (TokenIndex::follower_first_bytes).
+  uint32_t (*can_follow)(uint32_t terminal, uint32_t byte) = nullptr;
 };
 
 // Compiled code for one compiled grammar. Whoever made it (the JIT's

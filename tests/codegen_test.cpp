@@ -108,6 +108,15 @@ TEST_CASE("codegen: each kind of table alone, equal to its table, on every examp
     CHECK(go(states, 0) == kNone);
     CHECK(reduce(states, 0) == 0);
 
+    Fn2* follow = compile_one<Fn2>(*s, prefix + "follow", [&](llvm::Module& m) {
+      codegen::emit_crossing_check(m, g->index().follower_first_bytes(), prefix + "follow");
+    });
+    for (uint32_t t = 0; t < lex.terminals.size(); ++t)
+      for (uint32_t b = 0; b < 256; ++b)
+        REQUIRE((follow(t, b) != 0) == g->index().follower_first_bytes(t)[b]);
+    CHECK(follow(0, 256) == 0);
+    CHECK(follow(static_cast<uint32_t>(lex.terminals.size()), 'a') == 0);
+
     using Fn3 = uint32_t(const uint32_t* const*, uint32_t, uint32_t, uint32_t);
     Fn3* next = compile_one<Fn3>(*s, prefix + "next", [&](llvm::Module& m) {
       codegen::emit_dfa_dispatch(m, lex, prefix + "next", prefix + "next_t");

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "binary_io.h"
 #include "compile_service.h"
 #include "encoder.h"
 #include "helpers.h"
@@ -456,4 +457,82 @@ TEST_CASE("compile service: many threads, twenty grammars, masks equal to the ta
     REQUIRE(std::string(jitted->tier()) == "jit");
     compare_tiers(compile(grammars[i], bundled()), jitted, {}, i, 12);
   }
+}
+
+TEST_CASE("AOT: a relative path loads that file, and a recompiled object replaces a loaded one", "[aot]") {
+  const fs::path dir = fs::path(json_object()).parent_path();
+  const fs::path before = fs::current_path();
+  fs::current_path(dir);
+  auto relative = load_shared_object("json.so", bundled());
+  fs::current_path(before);
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(relative));
+  // Same path, another grammar, while the first object is still loaded.
+  const std::string path = temp_path("replaced.so");
+  auto first_grammar = compile(json_source(), bundled(), true);
+  REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*first_grammar, path)));
+  auto first = load_shared_object(path, bundled());
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(first));
+  auto second_grammar = compile("start ::= 'yes' | 'no' ;", bundled(), true);
+  REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*second_grammar, path)));
+  auto second = load_shared_object(path, bundled());
+  INFO((std::holds_alternative<CompileError>(second) ? std::get<CompileError>(second).message : ""));
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(second));
+  CHECK(std::get<std::shared_ptr<const CompiledGrammar>>(second)->grammar_hash() == second_grammar->grammar_hash());
+  compare_tiers(second_grammar, std::get<std::shared_ptr<const CompiledGrammar>>(second), {}, 9, 4);
+  compare_tiers(first_grammar, std::get<std::shared_ptr<const CompiledGrammar>>(first), {}, 9, 8);
+}
+
+namespace {
+std::string load_error(const ir::LexicalGrammar& g) {
+  ir::BinaryWriter out;
+  g.save(out);
+  ir::LexicalGrammar loaded;
+  ir::BinaryReader in(out.bytes());
+  REQUIRE_FALSE(ir::LexicalGrammar::load(in, loaded));
+  return in.error();
+}
+}  // namespace
+
+TEST_CASE("AOT: tables the matcher could not run are refused on load", "[aot]") {
+  auto g = compile(test::read_example("reply.cgram"), bundled());
+  {
+    ir::LexicalGrammar bad = g->lexical();
+    for (ir::LexTerminal& t : bad.terminals)
+      if (t.kind == ir::LexTerminal::Kind::Bytes) {
+        t.dfa.set_start(ir::Dfa::kDead);  // no start state
+        break;
+      }
+    CHECK_THAT(load_error(bad), Catch::Contains("no start state"));
+  }
+  {
+    ir::LexicalGrammar bad = g->lexical();
+    bool found = false;
+    for (ir::LexTerminal& t : bad.terminals)
+      if (t.kind == ir::LexTerminal::Kind::Except) {
+        t.dfa = ir::literal_dfa("x");  // not its automaton's states
+        found = true;
+      }
+    REQUIRE(found);
+    CHECK_THAT(load_error(bad), Catch::Contains("does not match its automaton"));
+  }
+  {
+    ir::LexicalGrammar bad = g->lexical();
+    bad.productions.back().rhs.assign(70000, bad.productions.back().rhs.empty() ? ir::SkeletonSymbol{true, 0}
+                                                                               : bad.productions.back().rhs[0]);
+    CHECK_THAT(load_error(bad), Catch::Contains("longer than any grammar makes"));
+  }
+}
+
+TEST_CASE("compile service: waiting is never stuck on a grammar evicted before its turn", "[service]") {
+  jit::ServiceOptions options;
+  options.max_bytes = 1;
+  auto created = jit::CompileService::create(options);
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
+  auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
+  for (int i = 0; i < 20; ++i) service.get({"start ::= 'x'{" + std::to_string(i + 1) + "} ;", "g"}, bundled());
+  service.wait_idle();  // returns: every queued job was compiled or skipped
+  const jit::ServiceStats s = service.stats();
+  CHECK(s.entries == 1);
+  CHECK(s.jit_compiled + s.jit_failed <= 20);
+  CHECK(s.bytes < (size_t(1) << 20));  // no bytes left behind by evicted entries
 }

@@ -15,6 +15,7 @@
 //   {"op":"close","seq":"s"}
 //   {"op":"stats"}                                         cache and memory figures
 #include <fmt/format.h>
+#include <csignal>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -194,16 +195,32 @@ void serve(Server& server, std::istream& in, std::ostream& out) {
   }
 }
 
-// A stream over a connected socket (stdio's buffering on a file descriptor).
-struct FdStreams {
-  explicit FdStreams(int fd) : file(fdopen(fd, "r+")) {}
-  ~FdStreams() {
-    if (file) fclose(file);
+// One connection: requests read through one stream, answers written
+// through another (a single read-write stdio stream would drop pipelined
+// input when it switches to writing).
+void serve_connection(Server& server, int fd) {
+  FILE* in = fdopen(fd, "r");
+  if (!in) {
+    close(fd);
+    return;
   }
-  FILE* file;
-};
+  const int out_fd = dup(fd);
+  FILE* out = out_fd >= 0 ? fdopen(out_fd, "w") : nullptr;
+  char* buffer = nullptr;
+  size_t capacity = 0;
+  while (out && getline(&buffer, &capacity, in) > 0) {
+    std::stringstream one(buffer), answer;
+    serve(server, one, answer);
+    if (fputs(answer.str().c_str(), out) < 0 || fflush(out) != 0) break;  // the client went away
+  }
+  free(buffer);  // allocated by getline(3)
+  if (out) fclose(out);
+  else if (out_fd >= 0) close(out_fd);
+  fclose(in);
+}
 
 int serve_socket(Server& server, const std::string& path) {
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up is an error on write, not the end of the server
   const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -220,17 +237,7 @@ int serve_socket(Server& server, const std::string& path) {
   std::cerr << "cgram-server: listening on " << path << "\n";
   while (true) {
     const int fd = accept(listener, nullptr, nullptr);
-    if (fd < 0) continue;
-    FdStreams conn(fd);
-    char* buffer = nullptr;
-    size_t capacity = 0;
-    while (getline(&buffer, &capacity, conn.file) > 0) {
-      std::stringstream one(buffer), answer;
-      serve(server, one, answer);
-      fputs(answer.str().c_str(), conn.file);
-      fflush(conn.file);
-    }
-    free(buffer);  // allocated by getline(3)
+    if (fd >= 0) serve_connection(server, fd);
   }
 }
 
