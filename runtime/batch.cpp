@@ -1,9 +1,19 @@
 #include "batch.h"
 
+#include <system_error>
+
 namespace cgram {
 
 ThreadPool::ThreadPool(size_t threads) {
-  for (size_t i = 1; i < std::max<size_t>(threads, 1); ++i) workers_.emplace_back([this] { work(); });
+  // The calling thread is one of them. When the system refuses a thread,
+  // the pool makes do with those it has (size() says how many).
+  for (size_t i = 1; i < std::max<size_t>(threads, 1); ++i) {
+    try {
+      workers_.emplace_back([this] { work(); });
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {
