@@ -14,7 +14,7 @@ struct CompileService::Entry {
   CompiledGrammar::Result result = CompileError{"not compiled"};
   size_t bytes = 0;  // counted in stats_.bytes once compiled
   bool counted = false;
-  std::list<std::string>::iterator position;
+  std::list<const std::string*>::iterator position;
   bool listed = false;
 };
 
@@ -42,7 +42,7 @@ CompileService::~CompileService() {
   for (std::thread& t : workers_) t.join();
 }
 
-void CompileService::touch(const std::string& key, Entry& entry) {
+void CompileService::touch(const std::string* key, Entry& entry) {
   if (entry.listed) lru_.erase(entry.position);
   lru_.push_front(key);
   entry.position = lru_.begin();
@@ -53,9 +53,8 @@ void CompileService::evict_locked() {
   // The most recent entry always stays (one grammar larger than the budget
   // is still served).
   while (stats_.bytes > options_.max_bytes && lru_.size() > 1) {
-    const std::string key = lru_.back();
+    auto it = entries_.find(*lru_.back());
     lru_.pop_back();
-    auto it = entries_.find(key);
     if (it != entries_.end()) {
       if (it->second->counted) stats_.bytes -= it->second->bytes;
       it->second->counted = false;
@@ -79,7 +78,7 @@ CompiledGrammar::Result CompileService::get(const GrammarRequest& request, const
     auto [it, inserted] = entries_.emplace(key, nullptr);
     if (inserted) it->second = std::make_shared<Entry>();
     entry = it->second;
-    touch(key, *entry);
+    touch(&it->first, *entry);
     ++(inserted ? stats_.misses : stats_.hits);
   }
   bool compiled_here = false;

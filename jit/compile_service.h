@@ -67,7 +67,7 @@ class CompileService {
 
  private:
   void worker();
-  void touch(const std::string& key, Entry& entry);
+  void touch(const std::string* key, Entry& entry);
   void evict_locked();
 
   ServiceOptions options_;
@@ -75,7 +75,7 @@ class CompileService {
   mutable std::mutex mutex_;
   std::condition_variable wake_, idle_;
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries_;
-  std::list<std::string> lru_;  // most recent first
+  std::list<const std::string*> lru_;  // the keys of entries_ (stable while listed), most recent first
   std::deque<std::pair<std::weak_ptr<const CompiledGrammar>, std::weak_ptr<Entry>>> queue_;
   size_t busy_ = 0;
   bool stop_ = false;

@@ -123,4 +123,13 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
   return std::shared_ptr<const Kernels>(std::move(kernels));
 }
 
+std::optional<JitError> tier_up_now(const CompiledGrammar& grammar, KernelTimings* timings) {
+  static const auto jit = KernelJit::create();
+  if (auto* error = std::get_if<JitError>(&jit)) return *error;
+  auto kernels = std::get<std::shared_ptr<KernelJit>>(jit)->compile(grammar, timings);
+  if (auto* error = std::get_if<JitError>(&kernels)) return *error;
+  grammar.install_kernels(std::get<std::shared_ptr<const Kernels>>(std::move(kernels)));
+  return std::nullopt;
+}
+
 }  // namespace cgram::jit

@@ -6,6 +6,7 @@
 // Thread-safe: many threads may compile at once (each module has its own
 // LLVM context).
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -35,5 +36,10 @@ class KernelJit {
   explicit KernelJit(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;  // shared with every Kernels it made (they outlive this handle)
 };
+
+// Compiles `grammar`'s kernels now, on one KernelJit shared by the whole
+// process, and installs them (a synchronous tier-up: the CLI's --tier jit,
+// the C API's CGRAM_TIER_JIT). Kernels already there are kept.
+std::optional<JitError> tier_up_now(const CompiledGrammar& grammar, KernelTimings* timings = nullptr);
 
 }  // namespace cgram::jit

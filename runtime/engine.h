@@ -55,8 +55,6 @@ class Engine {
   struct Mark {
     size_t nodes, edges, status;
   };
-  // Which tier answers the table lookups now ("table", "jit", "aot").
-  const char* tier() const { return k_ ? g_.tier() : "table"; }
   Mark mark() const { return {nodes_.size(), edges_.size(), status_.size()}; }
   void truncate(Mark m);
 

@@ -66,6 +66,7 @@ class Server {
   struct Sequence {
     std::unique_ptr<Matcher> matcher;
     bool finished = false;
+    std::vector<uint32_t> words;  // its mask, reused at every step
   };
 
   static json error(std::string message) { return {{"ok", false}, {"error", std::move(message)}}; }
@@ -89,7 +90,7 @@ class Server {
     auto result = get(it->first, it->second);
     if (auto* e = std::get_if<CompileError>(&result)) return error(e->message);
     sequences_[request.value("seq", "")] =
-        Sequence{std::make_unique<Matcher>(std::get<std::shared_ptr<const CompiledGrammar>>(result)), false};
+        Sequence{std::make_unique<Matcher>(std::get<std::shared_ptr<const CompiledGrammar>>(result)), false, {}};
     return {{"ok", true}};
   }
 
@@ -147,7 +148,8 @@ class Server {
       s.finished = r == AdvanceResult::Finished;
     }
     if (s.finished) return {{"ok", true}, {"finished", true}};
-    std::vector<uint32_t> words(m.mask_words());
+    std::vector<uint32_t>& words = s.words;
+    words.resize(m.mask_words());
     const auto start = std::chrono::steady_clock::now();
     m.fill_mask(words);
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

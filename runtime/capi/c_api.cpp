@@ -154,11 +154,6 @@ cgram_status hand_out_vocab(const Call& call, cgram::VocabularyResult result, cg
 
 // One LLJIT for the process, made on first use (thread-safe static);
 // compiled kernels keep its state alive for as long as they are used.
-const std::variant<std::shared_ptr<cgram::jit::KernelJit>, cgram::jit::JitError>& process_jit() {
-  static const auto jit = cgram::jit::KernelJit::create();
-  return jit;
-}
-
 cgram_status check_token(const Call& call, const cgram::Matcher& matcher, uint32_t token) {
   size_t size = matcher.grammar().vocabulary().size();
   if (token >= size) return call.invalid("token id {} is not in the vocabulary ({} ids)", token, size);
@@ -366,14 +361,7 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
     auto& grammar = std::get<std::shared_ptr<const cgram::CompiledGrammar>>(compiled);
 
     if (options->tier == CGRAM_TIER_JIT) {
-      const auto& jit = process_jit();
-      if (auto* error = std::get_if<cgram::jit::JitError>(&jit))
-        return call.fail(CGRAM_ERROR_COMPILE, "JIT: {}", error->message);
-      auto kernels = std::get<std::shared_ptr<cgram::jit::KernelJit>>(jit)->compile(*grammar);
-      if (auto* error = std::get_if<cgram::jit::JitError>(&kernels))
-        return call.fail(CGRAM_ERROR_COMPILE, "JIT: {}", error->message);
-      // A fresh grammar has no kernels yet: this installs them.
-      grammar->install_kernels(std::get<std::shared_ptr<const cgram::Kernels>>(std::move(kernels)));
+      if (auto error = cgram::jit::tier_up_now(*grammar)) return call.fail(CGRAM_ERROR_COMPILE, "JIT: {}", error->message);
     }
     return hand_out(out, std::move(grammar));
   });
