@@ -24,6 +24,7 @@
 #include <fstream>
 
 #include "binary_io.h"
+#include "file_io.h"
 #include "jit_session.h"
 #include "matcher_ir.h"
 #include "version.h"
@@ -100,37 +101,8 @@ std::optional<std::string> link_shared(const std::string& object, const std::str
   return run({"cc", "-shared", "-nostdlib", "-o", output, object});
 }
 
-// An open file, closed when it goes.
-struct FileDescriptor {
-  int fd = -1;
-  explicit FileDescriptor(int f) : fd(f) {}
-  ~FileDescriptor() {
-    if (fd >= 0) close(fd);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-};
-
-// Reads all of an open file, refusing one over `limit` bytes before reading.
-std::optional<std::string> read_all(int fd, const std::string& path, size_t limit, std::string& out) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return fmt::format("'{}' is not a regular file", path);
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (size > limit) return fmt::format("'{}' is {} bytes, over the {}-byte limit for shared objects", path, size, limit);
-  out.resize(size);
-  for (size_t done = 0; done < size;) {
-    const ssize_t got = pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
-    if (got <= 0) return fmt::format("cannot read '{}'", path);
-    done += static_cast<size_t>(got);
-  }
-  return std::nullopt;
-}
-
 std::optional<std::string> read_file(const std::string& path, size_t limit, std::string& out) {
-  FileDescriptor file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (file.fd < 0) return fmt::format("cannot open '{}': {}", path, std::strerror(errno));
-  return read_all(file.fd, path, limit, out);
+  return read_regular_file(path, "shared object", limit, out);
 }
 
 std::string version_string(const char (&field)[16]) { return std::string(field, strnlen(field, sizeof(field))); }
@@ -191,10 +163,11 @@ CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_
   // The file is opened once: what is checked is what gets mapped (dlopen
   // goes through this descriptor, not the path, which could be replaced in
   // between, or found on the library search path).
-  auto descriptor = std::make_shared<FileDescriptor>(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (descriptor->fd < 0) return CompileError{fmt::format("cannot open '{}': {}", path, std::strerror(errno))};
+  auto descriptor = std::make_shared<FileDescriptor>();
+  if (auto error = open_regular_file(path, "shared object", *descriptor)) return CompileError{*error};
   std::string file;
-  if (auto error = read_all(descriptor->fd, path, limits.max_file_bytes, file)) return CompileError{*error};
+  if (auto error = read_bounded(descriptor->get(), path, "shared object", limits.max_file_bytes, file))
+    return CompileError{*error};
   SharedObjectTrailer trailer{};
   const bool has_trailer = file.size() >= sizeof(trailer) &&
                            std::memcmp(file.data() + file.size() - sizeof(trailer), kMagic, sizeof(kMagic)) == 0;
@@ -226,7 +199,7 @@ CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_
   // The descriptor stays open as long as the object is loaded: glibc knows
   // loaded objects by name, and a reused descriptor number would hand back
   // an older object.
-  const std::string mapped = fmt::format("/proc/self/fd/{}", descriptor->fd);
+  const std::string mapped = fmt::format("/proc/self/fd/{}", descriptor->get());
   void* handle = dlopen(mapped.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return CompileError{fmt::format("cannot load '{}': {}", path, dlerror())};
   std::shared_ptr<void> owner(handle, [descriptor](void* h) { dlclose(h); });

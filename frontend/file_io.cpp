@@ -1,0 +1,99 @@
+#include "file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace cgram {
+
+FileDescriptor::~FileDescriptor() {
+  if (fd_ >= 0) close(fd_);
+}
+
+FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+namespace {
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+std::optional<std::string> open_regular_file(const std::string& path, std::string_view what, FileDescriptor& out) {
+  FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (fd.get() < 0) return fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno));
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = kind_of(st.st_mode);
+    return fmt::format("cannot read {} '{}': it is {}{}", what, path, kind,
+                       S_ISDIR(st.st_mode) ? "" : ", not a regular file");
+  }
+  // Regular files never block; reads go back to blocking mode.
+  int flags = fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  out = std::move(fd);
+  return std::nullopt;
+}
+
+std::optional<std::string> read_bounded(int fd, const std::string& path, std::string_view what, size_t limit,
+                                        std::string& out) {
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > limit)
+    return fmt::format("{} '{}' is {} bytes; the limit is {} bytes", what, path, static_cast<uint64_t>(st.st_size),
+                       limit);
+  out.clear();
+  // Read in chunks up to limit + 1 bytes: the size a file claims is not
+  // trusted (it may grow, or be a /proc file that says 0).
+  const size_t cap = limit == SIZE_MAX ? limit : limit + 1;
+  size_t chunk = 1 << 16;
+  for (;;) {
+    size_t want = std::min(chunk, cap - out.size());
+    if (want == 0) break;
+    size_t old = out.size();
+    out.resize(old + want);
+    ssize_t got = read(fd, out.data() + old, want);
+    if (got < 0) {
+      if (errno == EINTR) {
+        out.resize(old);
+        continue;
+      }
+      out.clear();
+      return fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno));
+    }
+    out.resize(old + static_cast<size_t>(got));
+    if (got == 0) break;
+    if (chunk < (1u << 24)) chunk *= 2;
+  }
+  if (out.size() > limit) {
+    out.clear();
+    return fmt::format("{} '{}' is larger than the limit of {} bytes", what, path, limit);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> read_regular_file(const std::string& path, std::string_view what, size_t limit,
+                                             std::string& out) {
+  FileDescriptor fd;
+  if (auto error = open_regular_file(path, what, fd)) return error;
+  return read_bounded(fd.get(), path, what, limit, out);
+}
+
+}  // namespace cgram

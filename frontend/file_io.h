@@ -1,0 +1,47 @@
+#pragma once
+// Reading input files (grammars, documents, vocabularies, shared objects)
+// without trusting them: only regular files, and never more than a limit.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cgram {
+
+// An open file descriptor, closed when it goes.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd = -1) : fd_(fd) {}
+  ~FileDescriptor();
+  FileDescriptor(FileDescriptor&& other) noexcept : fd_(other.release()) {}
+  FileDescriptor& operator=(FileDescriptor&& other) noexcept;
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+// Opens `path` for reading without blocking (a FIFO does not wait for a
+// writer) and refuses anything that is not a regular file: "is a directory",
+// "is not a regular file (a FIFO)". `what` names the file in messages
+// ("grammar", "vocabulary"). Returns the error, or nullopt with `out` set.
+std::optional<std::string> open_regular_file(const std::string& path, std::string_view what, FileDescriptor& out);
+
+// Reads at most `limit` bytes from an open regular file; a file that holds
+// more (whatever its size claims: /proc files say 0) is refused after
+// reading limit + 1 bytes, never more.
+std::optional<std::string> read_bounded(int fd, const std::string& path, std::string_view what, size_t limit,
+                                        std::string& out);
+
+// open_regular_file then read_bounded.
+std::optional<std::string> read_regular_file(const std::string& path, std::string_view what, size_t limit,
+                                             std::string& out);
+
+}  // namespace cgram
