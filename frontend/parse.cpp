@@ -212,9 +212,63 @@ std::vector<std::unique_ptr<antlr4::Token>> lex(CGramLexer& lexer, const TokenLo
   return tokens;
 }
 
+// Whether nesting stays within `max_nesting` levels. Every group, bracket,
+// brace and except! is a level, and so is every repetition suffix, which
+// wraps its item once more: `(('a')?)*` is four levels deep.
+bool check_nesting(const std::vector<std::unique_ptr<antlr4::Token>>& tokens, uint32_t max_nesting,
+                   const TokenLocator& locator, Diagnostics& diags) {
+  // For each open group, the deepest item inside it so far.
+  std::vector<uint64_t> deepest_inside{0};
+  uint64_t item = 0;  // depth of the item just read (its suffixes included)
+  auto too_deep = [&](const antlr4::Token* at) {
+    if (deepest_inside.size() - 1 + item <= max_nesting) return false;
+    diags.error(locator.range(at),
+                fmt::format("the grammar nests deeper than {} levels here (groups, brackets, braces and "
+                            "except! inside one another, and repetition suffixes on them); write it with "
+                            "helper rules instead",
+                            max_nesting));
+    return true;
+  };
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const size_t type = tokens[i]->getType();
+    const size_t next = i + 1 < tokens.size() ? tokens[i + 1]->getType() : antlr4::Token::EOF;
+    if (type == CGramLexer::LBRACE && (next == CGramLexer::INT || next == CGramLexer::COMMA)) {
+      // A bound `{m,n}`: one suffix; its numbers and '}' are skipped.
+      while (i + 1 < tokens.size() &&
+             (tokens[i + 1]->getType() == CGramLexer::INT || tokens[i + 1]->getType() == CGramLexer::COMMA))
+        ++i;
+      if (i + 1 < tokens.size() && tokens[i + 1]->getType() == CGramLexer::RBRACE) ++i;
+      ++item;
+    } else if (type == CGramLexer::QUESTION || type == CGramLexer::STAR || type == CGramLexer::PLUS) {
+      ++item;
+    } else if (type == CGramLexer::LPAREN || type == CGramLexer::LBRACK || type == CGramLexer::LBRACE) {
+      deepest_inside.push_back(0);
+      item = 0;
+    } else if (type == CGramLexer::RPAREN || type == CGramLexer::RBRACK || type == CGramLexer::RBRACE) {
+      if (deepest_inside.size() > 1) {
+        item = deepest_inside.back() + 1;
+        deepest_inside.pop_back();
+      }
+    } else if (type == CGramLexer::SEMI) {
+      deepest_inside.assign(1, 0);
+      item = 0;
+      continue;
+    } else if (type == CGramLexer::IDENT || type == CGramLexer::STRING || type == CGramLexer::REGEX ||
+               type == CGramLexer::ANY) {
+      item = 1;
+    } else {
+      continue;  // separators, except!'s count, '::='
+    }
+    deepest_inside.back() = std::max(deepest_inside.back(), item);
+    if (too_deep(tokens[i].get())) return false;
+  }
+  return true;
+}
+
 class AstBuilder {
  public:
-  AstBuilder(const TokenLocator& locator, Diagnostics& diags) : loc_(locator), diags_(diags) {}
+  AstBuilder(const TokenLocator& locator, Diagnostics& diags, const SyntaxLimits& limits)
+      : loc_(locator), diags_(diags), limits_(limits) {}
 
   ast::Grammar build(CGramParser::File_Context* file) {
     ast::Grammar grammar;
@@ -274,7 +328,7 @@ class AstBuilder {
       bool leading_comma = has_comma && (ints.empty() || q->COMMA()->getSymbol()->getTokenIndex() <
                                                              ints[0]->getSymbol()->getTokenIndex());
       std::vector<uint64_t> values;
-      for (auto* i : ints) values.push_back(number(i->getSymbol(), kMaxRepeatBound, "a repetition bound"));
+      for (auto* i : ints) values.push_back(number(i->getSymbol(), limits_.max_repeat_bound, "a repetition bound"));
       if (!has_comma) {
         e.min = e.max = values.empty() ? 0 : values[0];
       } else if (leading_comma) {
@@ -321,7 +375,7 @@ class AstBuilder {
       e.children.push_back(ex->expression() ? expression(ex->expression()) : poisoned(e.range));
       if (ex->INT()) {
         e.count_range = loc_.range(ex->INT()->getSymbol());
-        e.except_count = number(ex->INT()->getSymbol(), kMaxExceptCount, "an except! token count");
+        e.except_count = number(ex->INT()->getSymbol(), limits_.max_except_count, "an except! token count");
         if (*e.except_count == 0)
           diags_.error(e.count_range,
                        "except! token count must be at least 1 (a count of 0 allows no text at all)");
@@ -386,6 +440,7 @@ class AstBuilder {
 
   const TokenLocator& loc_;
   Diagnostics& diags_;
+  const SyntaxLimits& limits_;
 };
 
 }  // namespace
@@ -480,11 +535,11 @@ bool decode_literal(const SourceFile& file, uint32_t token_offset, std::string_v
   return ok;
 }
 
-ast::Grammar parse_grammar(const SourceFile& file, Diagnostics& diags) {
+ast::Grammar parse_grammar(const SourceFile& file, Diagnostics& diags, const SyntaxLimits& limits) {
   std::string_view text = file.text();
-  if (text.size() > kMaxSourceBytes) {
+  if (text.size() > limits.max_source_bytes) {
     diags.error_at_file(fmt::format("grammar file is {} bytes; the limit is {} bytes", text.size(),
-                                    kMaxSourceBytes));
+                                    limits.max_source_bytes));
     return {};
   }
   if (auto bad = first_invalid_utf8(text)) {
@@ -497,13 +552,17 @@ ast::Grammar parse_grammar(const SourceFile& file, Diagnostics& diags) {
   antlr4::ANTLRInputStream input(text.data(), text.size());
   CGramLexer lexer(&input);
   lexer.removeErrorListeners();
-  antlr4::ListTokenSource source(lex(lexer, locator, diags));
+  std::vector<std::unique_ptr<antlr4::Token>> lexed = lex(lexer, locator, diags);
+  // The parser and every walk after it recurse once per level of nesting:
+  // too deep a grammar is refused before it can overflow the stack.
+  if (!check_nesting(lexed, std::min(limits.max_nesting, kMaxNestingCeiling), locator, diags)) return {};
+  antlr4::ListTokenSource source(std::move(lexed));
   antlr4::CommonTokenStream tokens(&source);
   CGramParser parser(&tokens);
   parser.removeErrorListeners();
   parser.setErrorHandler(std::make_shared<FriendlyErrorStrategy>(locator, diags));
   CGramParser::File_Context* tree = parser.file_();
-  return AstBuilder(locator, diags).build(tree);
+  return AstBuilder(locator, diags, limits).build(tree);
 }
 
 }  // namespace cgram

@@ -36,9 +36,15 @@ class SourceFile {
   uint32_t offset_of(uint32_t line, uint32_t column) const;
 
  private:
+  // Characters before byte `byte_offset`. Constant time (at most one block
+  // walked), so that a grammar written on one line is not quadratic.
+  uint32_t character_index(uint32_t byte_offset) const;
+
+  static constexpr uint32_t kCheckpointBytes = 64;
   std::string name_;
   std::string text_;
   std::vector<uint32_t> line_starts_;
+  std::vector<uint32_t> checkpoints_;  // characters before each 64-byte block
 };
 
 }  // namespace cgram

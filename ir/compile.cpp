@@ -19,11 +19,12 @@ Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filena
   Outcome out;
   out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
   out.diagnostics = Diagnostics(out.file.get());
-  ast::Grammar tree = parse_grammar(*out.file, out.diagnostics);
+  ast::Grammar tree = parse_grammar(*out.file, out.diagnostics, options.syntax);
   if (out.diagnostics.has_errors() && tree.rules.empty()) return out;
   ir::LowerOptions lower_options;
   lower_options.start = options.start;
   lower_options.limits = options.limits;
+  lower_options.max_regex_nesting = options.syntax.max_nesting;
   // Lowering runs even after syntax errors, so that one run reports as much as it can.
   Diagnostics lowering(out.file.get());
   std::optional<ir::GrammarIR> ir = ir::lower(tree, *out.file, lower_options, lowering);

@@ -6,11 +6,13 @@
 
 #include "diagnostics.h"
 #include "grammar_ir.h"
+#include "parse.h"
 
 namespace cgram {
 
 struct ParseOptions {
   std::string start = "start";
+  SyntaxLimits syntax;
   ir::AutomatonLimits limits;
 };
 

@@ -288,7 +288,7 @@ class Lowering {
     auto key = std::make_pair(Terminal::Kind::Regex, e.text);
     if (auto it = terminal_ids_.find(key); it != terminal_ids_.end())
       return Symbol{Symbol::Kind::Terminal, it->second};
-    RegexParseResult parsed = parse_regex(e.text);
+    RegexParseResult parsed = parse_regex(e.text, options_.max_regex_nesting);
     if (auto* err = std::get_if<RegexError>(&parsed)) {
       SourceLoc b = file_.location_of(e.body_offset + err->offset);
       SourceLoc end = file_.location_of(e.body_offset + err->offset + err->length);

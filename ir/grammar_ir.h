@@ -80,6 +80,7 @@ struct GrammarIR {
 struct LowerOptions {
   std::string start = "start";
   AutomatonLimits limits;
+  uint32_t max_regex_nesting = kMaxRegexNesting;
 };
 
 // AST → IR with every semantic check of the language. Returns nullopt when

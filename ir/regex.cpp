@@ -34,7 +34,7 @@ struct ParseFailure {
 
 class RegexParser {
  public:
-  explicit RegexParser(std::string_view pattern) : p_(pattern) {}
+  RegexParser(std::string_view pattern, uint32_t max_nesting) : p_(pattern), max_nesting_(max_nesting) {}
 
   RegexNode parse() {
     RegexNode node = alternation();
@@ -195,6 +195,10 @@ class RegexParser {
 
   RegexNode group() {
     size_t open = pos_;
+    // Groups are parsed (and later walked) recursively: too deep a regex is
+    // refused before it can overflow the stack.
+    if (++open_groups_ > max_nesting_)
+      fail(open, 1, fmt::format("the regex nests groups deeper than {} levels here", max_nesting_));
     ++pos_;  // '('
     if (peek() == '?') {
       if (starts_with("?:")) {
@@ -219,6 +223,7 @@ class RegexParser {
     RegexNode inner = alternation();
     if (peek() != ')' || at_end()) fail(open, 1, "unclosed '(' in regex");
     ++pos_;
+    --open_groups_;
     return inner;
   }
 
@@ -369,13 +374,15 @@ class RegexParser {
 
   std::string_view p_;
   size_t pos_ = 0;
+  uint32_t max_nesting_;
+  uint32_t open_groups_ = 0;
 };
 
 }  // namespace
 
-RegexParseResult parse_regex(std::string_view pattern) {
+RegexParseResult parse_regex(std::string_view pattern, uint32_t max_nesting) {
   try {
-    return RegexParser(pattern).parse();
+    return RegexParser(pattern, std::min(max_nesting, kMaxRegexNestingCeiling)).parse();
   } catch (const ParseFailure& f) {
     return f.error;
   }

@@ -30,9 +30,14 @@ struct RegexError {
   std::string message;
 };
 
+// Groups inside one another: the default limit, and the most any option
+// can ask for (the parser and every walk of the tree recurse per group).
+inline constexpr uint32_t kMaxRegexNesting = 256;
+inline constexpr uint32_t kMaxRegexNestingCeiling = 1000;
+
 // Either the parsed regex or the first error.
 using RegexParseResult = std::variant<RegexNode, RegexError>;
-RegexParseResult parse_regex(std::string_view pattern);
+RegexParseResult parse_regex(std::string_view pattern, uint32_t max_nesting = kMaxRegexNesting);
 
 // Sets used by escapes and '.', shared with tests.
 CodePointSet regex_digit();

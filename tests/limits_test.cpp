@@ -1,0 +1,162 @@
+// Every documented limit (docs/LIMITS.md): a test at the limit and just past
+// it, and the hostile inputs that used to crash, hang or exhaust memory.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "helpers.h"
+#include "parse.h"
+#include "regex.h"
+
+using namespace cgram;
+using namespace cgram::test;
+
+namespace {
+
+std::string repeat(std::string_view s, size_t n) {
+  std::string out;
+  out.reserve(s.size() * n);
+  for (size_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+Grammar::Outcome parse_with(std::string_view source, const ParseOptions& options) {
+  return Grammar::parse(source, "limits.cgram", options);
+}
+
+// The single error of an outcome, or a failed test.
+std::string only_error(const Grammar::Outcome& outcome) {
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.diagnostics.error_count() == 1);
+  for (const Diagnostic& d : outcome.diagnostics.all())
+    if (d.severity == Severity::Error) return d.message;
+  return {};
+}
+
+// `levels` groups of the given kind around 'a' (with `a` itself one level).
+std::string nested(std::string_view open, std::string_view close, size_t groups) {
+  return "start ::= " + repeat(open, groups) + "'a'" + repeat(close, groups) + ";";
+}
+
+}  // namespace
+
+TEST_CASE("nesting: 256 levels parse, 257 are refused, 100,000 never overflow the stack", "[limits]") {
+  const std::pair<std::string_view, std::string_view> kinds[] = {{"(", ")"}, {"[", "]"}, {"{", "}"}};
+  for (auto [open, close] : kinds) {
+    INFO("group " << open << "..." << close);
+    CHECK(parse(nested(open, close, kMaxNesting - 1)).ok());
+    auto past = parse(nested(open, close, kMaxNesting));
+    CHECK_THAT(only_error(past), Catch::Contains("nests deeper than 256 levels"));
+    auto hostile = parse(nested(open, close, 100000));
+    CHECK_THAT(only_error(hostile), Catch::Contains("nests deeper than 256 levels"));
+  }
+  // except! is a level too.
+  CHECK(parse("start ::= except!(" + repeat("(", kMaxNesting - 2) + "'a'" + repeat(")", kMaxNesting - 2) + ");").ok());
+  CHECK_THAT(only_error(parse("start ::= except!(" + repeat("(", kMaxNesting - 1) + "'a'" +
+                              repeat(")", kMaxNesting - 1) + ");")),
+             Catch::Contains("nests deeper"));
+  // Stacked suffixes wrap the item once each.
+  CHECK(parse("start ::= 'a'" + repeat("?", kMaxNesting - 1) + ";").ok());
+  CHECK_THAT(only_error(parse("start ::= 'a'" + repeat("?", kMaxNesting) + ";")), Catch::Contains("nests deeper"));
+  CHECK_THAT(only_error(parse("start ::= 'a'" + repeat("*", 100000) + ";")), Catch::Contains("nests deeper"));
+  CHECK_THAT(only_error(parse("start ::= 'a'" + repeat("{1,2}", 100000) + ";")), Catch::Contains("nests deeper"));
+  // Suffixes on groups count with what the groups hold.
+  CHECK(parse("start ::= " + repeat("(", 127) + "'a'" + repeat(")?", 127) + ";").ok());
+  CHECK_THAT(only_error(parse("start ::= " + repeat("(", 128) + "'a'" + repeat(")?", 128) + ";")),
+             Catch::Contains("nests deeper"));
+  // Each rule starts afresh.
+  CHECK(parse(nested("(", ")", kMaxNesting - 1) + "\nb ::= start " + repeat("(", kMaxNesting - 1) + "'b'" +
+              repeat(")", kMaxNesting - 1) + ";")
+            .ok());
+}
+
+TEST_CASE("nesting: the limit is an option, capped where recursion stays safe", "[limits]") {
+  ParseOptions options;
+  options.syntax.max_nesting = 10;
+  CHECK(parse_with(nested("(", ")", 9), options).ok());
+  CHECK_THAT(only_error(parse_with(nested("(", ")", 10), options)), Catch::Contains("nests deeper than 10 levels"));
+  options.syntax.max_nesting = 1000000;  // asks for more than is safe: the ceiling holds
+  CHECK_THAT(only_error(parse_with(nested("(", ")", 100000), options)),
+             Catch::Contains(fmt::format("nests deeper than {} levels", kMaxNestingCeiling)));
+  CHECK(parse_with(nested("(", ")", kMaxNestingCeiling - 1), options).ok());
+}
+
+TEST_CASE("regex nesting: 256 groups parse, 257 are refused, 100,000 never overflow", "[limits][regex]") {
+  auto regex_grammar = [](size_t groups) {
+    return "start ::= #'" + repeat("(", groups) + "a" + repeat(")", groups) + "';";
+  };
+  CHECK(parse(regex_grammar(ir::kMaxRegexNesting)).ok());
+  CHECK_THAT(only_error(parse(regex_grammar(ir::kMaxRegexNesting + 1))),
+             Catch::Contains("nests groups deeper than 256 levels"));
+  CHECK_THAT(only_error(parse(regex_grammar(100000))), Catch::Contains("nests groups deeper"));
+  auto direct = ir::parse_regex(repeat("(?:", 100000) + "a" + repeat(")", 100000));
+  REQUIRE(std::holds_alternative<ir::RegexError>(direct));
+  CHECK(std::get<ir::RegexError>(direct).offset == 3 * ir::kMaxRegexNesting);
+  ParseOptions options;
+  options.syntax.max_nesting = 5;
+  CHECK(parse_with(regex_grammar(5), options).ok());
+  CHECK_THAT(only_error(parse_with(regex_grammar(6), options)), Catch::Contains("deeper than 5 levels"));
+}
+
+TEST_CASE("grammar text size: at the limit and past it", "[limits]") {
+  ParseOptions options;
+  const std::string base = "start ::= 'a';";
+  options.syntax.max_source_bytes = base.size() + 10;
+  CHECK(parse_with(base + std::string(10, ' '), options).ok());
+  CHECK_THAT(only_error(parse_with(base + std::string(11, ' '), options)),
+             Catch::Contains(fmt::format("the limit is {} bytes", base.size() + 10)));
+}
+
+TEST_CASE("repetition bounds: at the limit, past it, and absurd", "[limits]") {
+  CHECK(parse("start ::= 'a'{0,10000};").ok());
+  CHECK_THAT(only_error(parse("start ::= 'a'{0,10001};")), Catch::Contains("the limit is 10000"));
+  CHECK_THAT(only_error(parse("start ::= 'a'{0,100000};")), Catch::Contains("the limit is 10000"));
+  CHECK_THAT(only_error(parse("start ::= 'x'{4294967296};")), Catch::Contains("the limit is 10000"));
+  CHECK_THAT(only_error(parse("start ::= 'x'{99999999999999999999999999};")), Catch::Contains("too large"));
+  CHECK_THAT(only_error(parse("start ::= 'x'{5,0};")), Catch::Contains("the minimum is larger"));
+  ParseOptions options;
+  options.syntax.max_repeat_bound = 50;
+  CHECK(parse_with("start ::= 'a'{50};", options).ok());
+  CHECK_THAT(only_error(parse_with("start ::= 'a'{51};", options)), Catch::Contains("the limit is 50"));
+  CHECK(parse("start ::= #'a{1000}';").ok());
+  CHECK_THAT(only_error(parse("start ::= #'a{1001}';")), Catch::Contains("the limit is 1000"));
+}
+
+TEST_CASE("except! counts: at the limit and past it", "[limits]") {
+  CHECK(parse("start ::= except!('x', 1000000);").ok());
+  CHECK_THAT(only_error(parse("start ::= except!('x', 1000001);")), Catch::Contains("the limit is 1000000"));
+  ParseOptions options;
+  options.syntax.max_except_count = 7;
+  CHECK(parse_with("start ::= except!('x', 7);", options).ok());
+  CHECK_THAT(only_error(parse_with("start ::= except!('x', 8);", options)), Catch::Contains("the limit is 7"));
+}
+
+TEST_CASE("source locations: exact and linear on one long line", "[limits][diagnostics]") {
+  // 25,000 literals on one line, then an error at the end: the column is
+  // found without rescanning the line for every token.
+  std::string line = "start ::= " + repeat("'a' ", 25000) + "@;";
+  auto outcome = parse(line);
+  REQUIRE(outcome.diagnostics.error_count() >= 1);
+  const std::vector<Diagnostic> sorted = outcome.diagnostics.sorted();
+  const Diagnostic& d = sorted.front();
+  CHECK(d.range.begin.line == 1);
+  CHECK(d.range.begin.column == line.find('@') + 1);
+  // location_of and offset_of agree with a plain count on mixed UTF-8.
+  std::mt19937 rng(7);
+  const std::string_view pieces[] = {"a", "é", "€", "😀", "\n", " "};
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += pieces[rng() % 6];
+  SourceFile file("t", text);
+  uint32_t line_no = 1, column = 1;
+  for (uint32_t offset = 0; offset < text.size(); ++offset) {
+    if ((static_cast<unsigned char>(text[offset]) & 0xC0) == 0x80) continue;
+    SourceLoc loc = file.location_of(offset);
+    REQUIRE(loc.line == line_no);
+    REQUIRE(loc.column == column);
+    REQUIRE(file.offset_of(line_no, column) == offset);
+    if (text[offset] == '\n') ++line_no, column = 1;
+    else ++column;
+  }
+}
