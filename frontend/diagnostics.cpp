@@ -3,7 +3,58 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "utf8.h"
+
 namespace cgram {
+
+namespace {
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// Appends one character of grammar text (a lead byte and the continuation
+// bytes after it, as columns are counted) as a terminal may show it, and
+// returns its width in columns. Grammars come from anyone: a raw ESC would
+// start a terminal escape sequence, so control characters (C0, DEL, C1) and
+// bytes outside valid UTF-8 are shown as \xHH, one escape per byte. A tab is
+// kept when `keep_tab` (the source line: the caret line copies it).
+size_t append_shown(std::string& out, std::string_view unit, bool keep_tab) {
+  size_t pos = 0;
+  std::optional<uint32_t> cp = decode_utf8(unit, pos);
+  const bool control = cp && (*cp < 0x20 || *cp == 0x7F || (*cp >= 0x80 && *cp < 0xA0));
+  size_t width = 0;
+  if (cp && (!control || (keep_tab && *cp == '\t'))) {
+    out.append(unit.substr(0, pos));
+    width = 1;
+  } else {
+    pos = 0;
+  }
+  // The rest: a control character, or bytes that are not a character.
+  for (; pos < unit.size(); ++pos, width += 4)
+    out += fmt::format("\\x{:02X}", static_cast<unsigned char>(unit[pos]));
+  return width;
+}
+
+// The units of `text` in order: each lead byte with its continuation bytes
+// (a stray continuation byte at the start is a unit of its own).
+template <typename F>
+void for_each_unit(std::string_view text, F&& f) {
+  for (size_t i = 0; i < text.size();) {
+    size_t j = i + 1;
+    while (j < text.size() && is_continuation(text[j])) ++j;
+    f(text.substr(i, j - i));
+    i = j;
+  }
+}
+
+std::string shown(std::string_view text) {
+  std::string out;
+  for_each_unit(text, [&](std::string_view unit) { append_shown(out, unit, /*keep_tab=*/false); });
+  return out;
+}
+
+}  // namespace
 
 const char* severity_name(Severity severity) {
   switch (severity) {
@@ -48,7 +99,10 @@ std::vector<Diagnostic> Diagnostics::sorted() const {
 }
 
 std::string Diagnostics::render_one(const Diagnostic& d, bool color) const {
-  const std::string name = file_ ? file_->name() : std::string("<input>");
+  // The file name, the message and the source line are shown escaped (see
+  // append_shown); only the colors are raw escape sequences.
+  const std::string name = file_ ? shown(file_->name()) : std::string("<input>");
+  const std::string message = shown(d.message);
   const char* bold = color ? "\033[1m" : "";
   const char* reset = color ? "\033[0m" : "";
   const char* tint = !color ? ""
@@ -57,26 +111,43 @@ std::string Diagnostics::render_one(const Diagnostic& d, bool color) const {
                                                        : "\033[1;36m";
   if (d.range.begin.line == 0)
     return fmt::format("{}{}:{} {}{}:{} {}\n", bold, name, reset, tint, severity_name(d.severity),
-                       reset, d.message);
+                       reset, message);
   std::string out = fmt::format("{}{}:{}:{}:{} {}{}:{} {}{}{}\n", bold, name, d.range.begin.line,
                                 d.range.begin.column, reset, tint, severity_name(d.severity),
-                                reset, bold, d.message, reset);
+                                reset, bold, message, reset);
   if (!file_) return out;
-  std::string_view line = file_->line_text(d.range.begin.line);
-  out += fmt::format("{}\n", line);
-  // Caret under the first character; tildes under the rest of the range on that line.
-  // Tabs are copied so that the caret lines up whatever the tab width.
-  std::string marker;
-  uint32_t column = 1;
-  for (size_t i = 0; i < line.size() && column < d.range.begin.column; ++i) {
-    if ((static_cast<unsigned char>(line[i]) & 0xC0) == 0x80) continue;
-    marker += line[i] == '\t' ? '\t' : ' ';
-    ++column;
+  // Caret under the first character; tildes under the rest of the range on
+  // that line. Each character takes as many columns in the caret line as it
+  // is shown with (an escape is four per byte); tabs are copied so that the
+  // caret lines up whatever the tab width.
+  const uint32_t first = d.range.begin.column;
+  const uint32_t last = d.range.end.line == d.range.begin.line && d.range.end.column > first + 1
+                            ? d.range.end.column - 1
+                            : first;
+  std::string line, marker;
+  uint32_t column = 1;  // of the next character (stray continuation bytes take none)
+  bool caret = false;
+  for_each_unit(file_->line_text(d.range.begin.line), [&](std::string_view unit) {
+    const size_t width = append_shown(line, unit, /*keep_tab=*/true);
+    if (column < first) {
+      marker += unit == "\t" ? std::string("\t") : std::string(width, ' ');
+    } else if (!caret) {
+      marker += '^';
+      marker.append(width - 1, '~');
+      caret = true;
+    } else if (column <= last) {
+      marker.append(width, '~');
+    }
+    if (!is_continuation(unit[0])) ++column;
+  });
+  // A range that starts or goes on past the end of the line.
+  if (!caret) {
+    for (; column < first; ++column) marker += ' ';
+    marker += '^';
+    column = first + 1;
   }
-  for (; column < d.range.begin.column; ++column) marker += ' ';
-  marker += '^';
-  if (d.range.end.line == d.range.begin.line && d.range.end.column > d.range.begin.column + 1)
-    marker.append(d.range.end.column - d.range.begin.column - 1, '~');
+  if (column <= last) marker.append(last - column + 1, '~');
+  out += fmt::format("{}\n", line);
   out += fmt::format("{}{}{}\n", color ? "\033[1;32m" : "", marker, reset);
   return out;
 }

@@ -195,3 +195,32 @@ TEST_CASE("rendering: file:line:col, the source line and a caret", "[diagnostics
         "start ::=\t'a' |\t\tzz;\n"
         "         \t     \t\t^~\n");
 }
+
+TEST_CASE("rendering escapes control characters and invalid bytes, the caret stays aligned", "[diagnostics]") {
+  // Grammars come from anyone: a raw ESC in a diagnostic would start a
+  // terminal escape sequence. Each such byte is shown as \xHH (four columns).
+  auto esc = parse("start ::= '\x1b[31m' zz;");
+  CHECK(esc.diagnostics.render() ==
+        "test.cgram:1:19: error: undefined rule 'zz'\n"
+        "start ::= '\\x1B[31m' zz;\n" +
+            std::string(21, ' ') + "^~\n");
+  // The message, the file name and the line: NUL, BEL, DEL, a C1 control
+  // (U+009B, a one-character CSI), a bad byte, a multi-byte character and a
+  // tab before the spot; a range over an escaped character is underlined
+  // across its escape.
+  static const char raw[] = "r ::= '\xC3\xA9\x00\x07' \t\x7F\xC2\x9B\xFF zz;";
+  const std::string text(raw, sizeof raw - 1);
+  cgram::SourceFile file("evil\x1b]0;title\x07.cgram", text);
+  cgram::Diagnostics diags(&file);
+  const uint32_t zz = static_cast<uint32_t>(text.find("zz"));
+  diags.error({file.location_of(zz), file.location_of(zz + 2)}, "undefined rule '\x1b[2J\x7f'");
+  const uint32_t nul = static_cast<uint32_t>(text.find('\0'));
+  diags.error({file.location_of(nul), file.location_of(nul + 1)}, "unexpected character");
+  CHECK(diags.render() ==
+        "evil\\x1B]0;title\\x07.cgram:1:9: error: unexpected character\n"
+        "r ::= '\xC3\xA9\\x00\\x07' \t\\x7F\\xC2\\x9B\\xFF zz;\n"
+        "        ^~~~\n"
+        "evil\\x1B]0;title\\x07.cgram:1:18: error: undefined rule '\\x1B[2J\\x7F'\n"
+        "r ::= '\xC3\xA9\\x00\\x07' \t\\x7F\\xC2\\x9B\\xFF zz;\n" +
+        std::string(18, ' ') + "\t" + std::string(17, ' ') + "^~\n");
+}
