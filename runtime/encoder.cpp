@@ -4,7 +4,10 @@
 #include <unicode/regex.h>
 #include <unicode/unistr.h>
 
+#include <algorithm>
+#include <array>
 #include <optional>
+#include <string>
 
 #include "utf8.h"
 #include "vocab_loaders.h"
@@ -66,53 +69,198 @@ std::optional<std::vector<std::string>> patterns_for(const std::string& spec) {
   return std::nullopt;
 }
 
+// Byte-pair merging over a linked list of symbols, with the candidate pairs
+// in a priority queue: O(n log n) for a piece of n units, where rescanning
+// every pair after each merge was O(n²) (a SentencePiece piece is the whole
+// text: 90 KB took over a minute).
+//
+// The units are the text's initial symbols; unit k is work[w[k], w[k+1]).
+// `key_of(a, b)` gives the key of merging adjacent symbols a and b (a merge
+// rank, or minus a score), kNoMerge when they do not merge. The pair with
+// the lowest key merges first, ties going to the leftmost pair: exactly the
+// order of the quadratic algorithm, so the tokens are the same.
+constexpr double kNoMerge = 1e300;
+
+struct Symbol {
+  uint32_t begin, end;  // units [begin, end); end == 0 once merged into its left neighbour
+  int32_t prev, next;   // neighbours, -1 at the ends
+};
+
+template <typename KeyOf>
+std::vector<Symbol> merge_symbols(std::string_view work, const std::vector<uint32_t>& w, KeyOf&& key_of) {
+  const uint32_t n = static_cast<uint32_t>(w.size() - 1);
+  std::vector<Symbol> symbols(n);
+  for (uint32_t i = 0; i < n; ++i)
+    symbols[i] = {i, i + 1, static_cast<int32_t>(i) - 1, i + 1 < n ? static_cast<int32_t>(i + 1) : -1};
+  auto text = [&](const Symbol& s) { return work.substr(w[s.begin], w[s.end] - w[s.begin]); };
+  struct Candidate {
+    double key;
+    uint32_t left, right;          // symbol indices (a symbol's index is its first unit)
+    uint32_t left_end, right_end;  // their extents when queued: a changed one makes the candidate stale
+  };
+  auto later = [](const Candidate& a, const Candidate& b) {
+    return a.key > b.key || (a.key == b.key && a.left > b.left);
+  };
+  std::vector<Candidate> heap;
+  heap.reserve(n);
+  auto push = [&](int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return;
+    const Symbol& l = symbols[left];
+    const Symbol& r = symbols[right];
+    double key = key_of(text(l), text(r));
+    if (key >= kNoMerge) return;
+    heap.push_back({key, static_cast<uint32_t>(left), static_cast<uint32_t>(right), l.end, r.end});
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  for (uint32_t i = 0; i + 1 < n; ++i) push(static_cast<int32_t>(i), static_cast<int32_t>(i + 1));
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const Candidate c = heap.back();
+    heap.pop_back();
+    Symbol& l = symbols[c.left];
+    Symbol& r = symbols[c.right];
+    // Stale: one side grew or was merged away since the pair was queued.
+    if (l.end != c.left_end || r.end != c.right_end || l.next != static_cast<int32_t>(c.right)) continue;
+    l.end = r.end;
+    l.next = r.next;
+    if (r.next >= 0) symbols[r.next].prev = static_cast<int32_t>(c.left);
+    r.end = 0;
+    push(l.prev, static_cast<int32_t>(c.left));
+    push(static_cast<int32_t>(c.left), l.next);
+  }
+  std::vector<Symbol> out;
+  for (int32_t i = n ? 0 : -1; i >= 0; i = symbols[i].next) out.push_back(symbols[i]);
+  return out;
+}
+
+// A piece prepared for merging: `work` is the text as the vocabulary stores
+// it (through the byte-level table, '▁' for spaces), `original` the bytes it
+// stands for; unit k is work[w[k], w[k+1]) and original[o[k], o[k+1]).
+struct Units {
+  std::string work, original;
+  std::vector<uint32_t> w{0}, o{0};
+  void add(std::string_view work_unit, std::string_view original_unit) {
+    work += work_unit;
+    original += original_unit;
+    w.push_back(static_cast<uint32_t>(work.size()));
+    o.push_back(static_cast<uint32_t>(original.size()));
+  }
+};
+
+const char* regex_failure(UErrorCode status) {
+  switch (status) {
+    case U_REGEX_TIME_OUT: return "it ran past its time limit (a pattern that backtracks without end?)";
+    case U_REGEX_STACK_OVERFLOW: return "it ran out of backtracking stack";
+    default: return u_errorName(status);
+  }
+}
+
+int32_t saturate(int64_t v) { return static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX)); }
+
 }  // namespace
 
 struct Encoder::State {
   std::shared_ptr<const Vocabulary> vocab;
+  EncoderOptions options;
   std::vector<std::unique_ptr<icu::RegexPattern>> patterns;
+  // The token that spells each single byte, when there is one.
+  std::array<std::optional<uint32_t>, 256> byte_ids;
+  // User-defined tokens by their first byte, longest first.
+  std::array<std::vector<uint32_t>, 256> added_by_byte;
+
+  // One encoding call: the tokens so far, and the first error.
+  struct Run {
+    std::vector<uint32_t> out;
+    std::optional<VocabularyError> error;
+    bool dummy_prefix = false;  // a SentencePiece dummy-prefix space was added
+    std::string key;            // scratch for merge lookups
+    bool fail(std::string message) {
+      if (!error) error = VocabularyError{std::move(message)};
+      return false;
+    }
+  };
+
+  // The id of a token stored as `text`, when it spells exactly `original`
+  // and is text (never a special or control token).
+  std::optional<uint32_t> text_token(std::string_view text, std::string_view original) const {
+    const auto& ids = vocab->encoder_data().text_ids;
+    auto it = ids.find(std::string(text));
+    if (it == ids.end() || vocab->is_special(it->second) || vocab->bytes(it->second) != original) return std::nullopt;
+    return it->second;
+  }
+
+  // `offset` is the byte's offset in the caller's text; SIZE_MAX for the
+  // dummy-prefix space, which is not in it.
+  bool byte_token(uint8_t byte, size_t offset, Run& run) const {
+    if (byte_ids[byte]) {
+      run.out.push_back(*byte_ids[byte]);
+      return true;
+    }
+    if (offset == SIZE_MAX)
+      return run.fail(fmt::format("{}: the vocabulary cannot spell byte 0x{:02X}, the space SentencePiece adds "
+                                  "before the text",
+                                  vocab->name(), byte));
+    return run.fail(
+        fmt::format("{}: the vocabulary cannot spell byte 0x{:02X} at offset {}", vocab->name(), byte, offset));
+  }
+
+  bool byte_tokens(std::string_view bytes, size_t offset, Run& run) const {
+    for (size_t i = 0; i < bytes.size(); ++i)
+      if (!byte_token(static_cast<uint8_t>(bytes[i]), offset == SIZE_MAX ? SIZE_MAX : offset + i, run)) return false;
+    return true;
+  }
 
   // Valid UTF-8 runs are encoded as the tokenizer would; each byte that is
   // not part of a whole character (a prefix cut inside one, or invalid
   // text) becomes its own byte token, so the tokens' bytes are exactly the
-  // text's.
-  void encode_span(std::string_view text, std::vector<uint32_t>& out, bool first) const {
-    size_t run = 0;
+  // text's. Only valid UTF-8 reaches the regexes: ICU would turn the rest
+  // into U+FFFD, and the tokens would spell other bytes.
+  bool encode_span(std::string_view text, size_t base, bool first, Run& run) const {
+    size_t start = 0;
     for (size_t pos = 0; pos < text.size();) {
       const size_t at = pos;
       if (decode_utf8(text, pos)) continue;
-      encode_valid(text.substr(run, at - run), out, first && run == 0);
+      if (!encode_valid(text.substr(start, at - start), base + start, first && start == 0, run)) return false;
       pos = at + 1;
-      byte_token(static_cast<uint8_t>(text[at]), out);
-      run = pos;
+      if (!byte_token(static_cast<uint8_t>(text[at]), base + at, run)) return false;
+      start = pos;
     }
-    encode_valid(text.substr(run), out, first && run == 0);
+    return encode_valid(text.substr(start), base + start, first && start == 0, run);
   }
 
-  void byte_token(uint8_t byte, std::vector<uint32_t>& out) const {
-    const char c = static_cast<char>(byte);
-    if (vocab->kind() == TokenizerKind::SentencePiece) return byte_fallback(std::string_view(&c, 1), out);
-    if (auto id = vocab->find(std::string_view(&c, 1))) out.push_back(*id);
-  }
-
-  void encode_valid(std::string_view text, std::vector<uint32_t>& out, bool first) const {
-    if (text.empty()) return;
-    if (vocab->kind() == TokenizerKind::SentencePiece) return encode_sentencepiece(text, out, first);
-    for (const std::string& piece : pretokenize(text)) {
-      if (vocab->kind() == TokenizerKind::Tiktoken) encode_tiktoken(piece, out);
-      else encode_byte_level(piece, out);
+  bool encode_valid(std::string_view text, size_t base, bool first, Run& run) const {
+    if (text.empty()) return true;
+    if (vocab->kind() == TokenizerKind::SentencePiece) return encode_sentencepiece(text, base, first, run);
+    std::vector<std::pair<std::string, size_t>> pieces;
+    if (!pretokenize(text, base, pieces, run)) return false;
+    for (const auto& [piece, offset] : pieces) {
+      bool ok = vocab->kind() == TokenizerKind::Tiktoken ? encode_tiktoken(piece, offset, run)
+                                                         : encode_byte_level(piece, offset, run);
+      if (!ok) return false;
     }
+    return true;
   }
 
-  // Splits into pieces: each regex in turn splits every piece into its
-  // matches and the gaps between them.
-  std::vector<std::string> pretokenize(std::string_view text) const {
+  // Splits into pieces, each with its offset: each regex in turn splits
+  // every piece into its matches and the gaps between them, so the pieces
+  // always cover the text, in order.
+  bool pretokenize(std::string_view text, size_t base, std::vector<std::pair<std::string, size_t>>& out,
+                   Run& run) const {
     std::vector<icu::UnicodeString> pieces{icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), text.size()))};
     for (const auto& pattern : patterns) {
       std::vector<icu::UnicodeString> next;
-      for (const icu::UnicodeString& piece : pieces) {
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        const icu::UnicodeString& piece = pieces[k];
         UErrorCode status = U_ZERO_ERROR;
         std::unique_ptr<icu::RegexMatcher> m(pattern->matcher(piece, status));
+        // ICU counts time over all the matches of one matcher, so the limit
+        // grows with the piece; the stack too (a long run of spaces).
+        const int64_t length = piece.length();
+        if (U_SUCCESS(status))
+          m->setTimeLimit(saturate(options.regex_time_limit + length / std::max(options.regex_chars_per_time_unit, 1)),
+                          status);
+        if (U_SUCCESS(status))
+          m->setStackLimit(saturate(std::max<int64_t>(8 << 20, length * options.regex_stack_bytes_per_char)), status);
         int32_t last = 0;
         while (U_SUCCESS(status) && m->find(status)) {
           int32_t start = m->start(status), end = m->end(status);
@@ -121,122 +269,160 @@ struct Encoder::State {
           next.push_back(icu::UnicodeString(piece, start, end - start));
           last = end;
         }
+        if (U_FAILURE(status)) {
+          size_t offset = base;
+          for (size_t j = 0; j < k; ++j) {
+            std::string utf8;
+            offset += pieces[j].toUTF8String(utf8).size();
+          }
+          return run.fail(fmt::format("{}: the pre-tokenizer regex failed on the text at offset {}: {}",
+                                      vocab->name(), offset, regex_failure(status)));
+        }
         if (last < piece.length()) next.push_back(icu::UnicodeString(piece, last));
       }
       pieces = std::move(next);
     }
-    std::vector<std::string> out;
+    size_t offset = base;
     for (const auto& p : pieces) {
       std::string utf8;
       p.toUTF8String(utf8);
-      out.push_back(std::move(utf8));
+      const size_t size = utf8.size();
+      out.emplace_back(std::move(utf8), offset);
+      offset += size;
     }
-    return out;
+    return true;
   }
 
-  // Generic BPE: repeatedly merge the adjacent pair with the lowest key
-  // (a merge rank, or minus a score); ties go to the leftmost pair.
-  static constexpr double kNoMerge = 1e300;
-  template <typename KeyOf>
-  static void merge_lowest(std::vector<std::string>& symbols, KeyOf key_of) {
-    while (symbols.size() > 1) {
-      double best = kNoMerge;
-      size_t at = 0;
-      for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-        double k = key_of(symbols[i], symbols[i + 1]);
-        if (k < best) best = k, at = i;
+  // The merged symbols as tokens: a symbol that is a token spelling its
+  // original bytes is that token; any other falls back to byte tokens.
+  template <typename TokenOf>
+  bool emit(const Units& units, const std::vector<Symbol>& symbols, size_t base, bool dummy, Run& run,
+            TokenOf&& token_of) const {
+    for (const Symbol& s : symbols) {
+      std::string_view work = std::string_view(units.work).substr(units.w[s.begin], units.w[s.end] - units.w[s.begin]);
+      std::string_view original =
+          std::string_view(units.original).substr(units.o[s.begin], units.o[s.end] - units.o[s.begin]);
+      if (auto id = token_of(work, original)) {
+        run.out.push_back(*id);
+        continue;
       }
-      if (best == kNoMerge) break;
-      symbols[at] += symbols[at + 1];
-      symbols.erase(symbols.begin() + at + 1);
+      // With a dummy prefix, original byte 0 is the added space, not the text's.
+      if (dummy && units.o[s.begin] == 0) {
+        if (!byte_token(static_cast<uint8_t>(original[0]), SIZE_MAX, run)) return false;
+        if (!byte_tokens(original.substr(1), base, run)) return false;
+      } else if (!byte_tokens(original, base + units.o[s.begin] - (dummy ? 1 : 0), run)) {
+        return false;
+      }
     }
+    return true;
   }
 
-  void byte_fallback(std::string_view bytes, std::vector<uint32_t>& out) const {
-    const auto& ids = vocab->encoder_data().text_ids;
-    for (char c : bytes) {
-      auto it = ids.find(fmt::format("<0x{:02X}>", static_cast<unsigned char>(c)));
-      if (it != ids.end()) out.push_back(it->second);
-      else if (auto id = vocab->find(std::string_view(&c, 1))) out.push_back(*id);
-    }
-  }
-
-  void encode_byte_level(std::string_view piece, std::vector<uint32_t>& out) const {
+  bool encode_byte_level(std::string_view piece, size_t base, Run& run) const {
     const auto& data = vocab->encoder_data();
-    std::string text;
-    for (char c : piece) append_utf8(text, byte_to_unicode(static_cast<uint8_t>(c)));
-    if (data.ignore_merges)
-      if (auto it = data.text_ids.find(text); it != data.text_ids.end()) return out.push_back(it->second);
-    std::vector<std::string> symbols;
-    for (size_t pos = 0; pos < text.size();) {
-      size_t at = pos;
-      decode_utf8(text, pos);
-      symbols.emplace_back(text.substr(at, pos - at));
+    Units units;
+    std::string mapped;
+    for (char c : piece) {
+      mapped.clear();
+      append_utf8(mapped, byte_to_unicode(static_cast<uint8_t>(c)));
+      units.add(mapped, std::string_view(&c, 1));
     }
-    merge_lowest(symbols, [&](const std::string& a, const std::string& b) {
-      auto it = data.merge_rank.find(a + " " + b);
+    if (data.ignore_merges)
+      if (auto id = text_token(units.work, piece)) return run.out.push_back(*id), true;
+    auto symbols = merge_symbols(units.work, units.w, [&](std::string_view a, std::string_view b) {
+      run.key.assign(a).append(" ").append(b);
+      auto it = data.merge_rank.find(run.key);
       return it == data.merge_rank.end() ? kNoMerge : double(it->second);
     });
-    for (const std::string& s : symbols) {
-      auto it = data.text_ids.find(s);
-      if (it != data.text_ids.end()) out.push_back(it->second);
-      else byte_fallback(*byte_level_decode(s), out);
-    }
+    return emit(units, symbols, base, false, run,
+                [&](std::string_view work, std::string_view original) { return text_token(work, original); });
   }
 
-  void encode_tiktoken(std::string_view piece, std::vector<uint32_t>& out) const {
+  bool encode_tiktoken(std::string_view piece, size_t base, Run& run) const {
     const auto& ranks = vocab->encoder_data().merge_rank;
-    if (auto it = ranks.find(std::string(piece)); it != ranks.end()) return out.push_back(it->second);
-    std::vector<std::string> symbols;
-    for (char c : piece) symbols.emplace_back(1, c);
-    merge_lowest(symbols, [&](const std::string& a, const std::string& b) {
-      auto it = ranks.find(a + b);
+    auto token_of = [&](std::string_view bytes) -> std::optional<uint32_t> {
+      run.key.assign(bytes);
+      auto it = ranks.find(run.key);
+      if (it == ranks.end() || vocab->is_special(it->second) || vocab->bytes(it->second) != bytes) return std::nullopt;
+      return it->second;
+    };
+    if (auto id = token_of(piece)) return run.out.push_back(*id), true;
+    Units units;
+    for (const char& c : piece) units.add(std::string_view(&c, 1), std::string_view(&c, 1));
+    auto symbols = merge_symbols(units.work, units.w, [&](std::string_view a, std::string_view b) {
+      run.key.assign(a).append(b);
+      auto it = ranks.find(run.key);
       return it == ranks.end() ? kNoMerge : double(it->second);
     });
-    for (const std::string& s : symbols) out.push_back(ranks.at(s));
+    return emit(units, symbols, base, false, run,
+                [&](std::string_view work, std::string_view) { return token_of(work); });
   }
 
   // SentencePiece: '▁' for spaces; merges by score (GGUF) or by merge rank
   // (tokenizer.json); characters outside the vocabulary fall back to bytes.
-  void encode_sentencepiece(std::string_view text, std::vector<uint32_t>& out, bool prefix_space) const {
+  // A '▁' in the text itself is not a space: a symbol holding one is not its
+  // token (the bytes differ) and falls back to bytes.
+  bool encode_sentencepiece(std::string_view text, size_t base, bool first, Run& run) const {
+    static constexpr std::string_view kSpace = "\xE2\x96\x81";  // ▁
     const auto& data = vocab->encoder_data();
-    std::string normalized = data.add_prefix_space && prefix_space ? "\xE2\x96\x81" : "";
-    for (char c : text) {
-      if (c == ' ') normalized += "\xE2\x96\x81";
-      else normalized += c;
-    }
-    std::vector<std::string> symbols;
-    for (size_t pos = 0; pos < normalized.size();) {
+    const bool dummy = data.add_prefix_space && first;
+    if (dummy) run.dummy_prefix = true;
+    Units units;
+    if (dummy) units.add(kSpace, " ");
+    for (size_t pos = 0; pos < text.size();) {
       size_t at = pos;
-      if (!decode_utf8(normalized, pos)) pos = at + 1;
-      symbols.emplace_back(normalized.substr(at, pos - at));
+      if (!decode_utf8(text, pos)) pos = at + 1;  // not reached: the text is valid UTF-8
+      std::string_view c = text.substr(at, pos - at);
+      units.add(c == " " ? kSpace : c, c);
     }
+    std::vector<Symbol> symbols;
     if (!data.scores.empty()) {
       // Highest score first; ties go to the leftmost pair (llama.cpp's order).
-      merge_lowest(symbols, [&](const std::string& a, const std::string& b) {
-        auto it = data.text_ids.find(a + b);
-        return it == data.text_ids.end() ? kNoMerge : -static_cast<double>(data.scores[it->second]);
+      symbols = merge_symbols(units.work, units.w, [&](std::string_view a, std::string_view b) {
+        run.key.assign(a).append(b);
+        auto it = data.text_ids.find(run.key);
+        return it == data.text_ids.end() || it->second >= data.scores.size()
+                   ? kNoMerge
+                   : -static_cast<double>(data.scores[it->second]);
       });
     } else {
-      merge_lowest(symbols, [&](const std::string& a, const std::string& b) {
-        auto it = data.merge_rank.find(a + " " + b);
+      symbols = merge_symbols(units.work, units.w, [&](std::string_view a, std::string_view b) {
+        run.key.assign(a).append(" ").append(b);
+        auto it = data.merge_rank.find(run.key);
         return it == data.merge_rank.end() ? kNoMerge : double(it->second);
       });
     }
-    for (const std::string& s : symbols) {
-      auto it = data.text_ids.find(s);
-      if (it != data.text_ids.end() && !vocab->is_special(it->second)) out.push_back(it->second);
-      else byte_fallback(s == "\xE2\x96\x81" ? std::string_view(" ") : std::string_view(s), out);
+    return emit(units, symbols, base, dummy, run,
+                [&](std::string_view work, std::string_view original) { return text_token(work, original); });
+  }
+
+  // The check every result passes: the tokens are text tokens and spell
+  // exactly the text (after the dummy-prefix space).
+  std::optional<std::string> check(const std::vector<uint32_t>& tokens, std::string_view text, bool dummy) const {
+    std::string expected = dummy ? " " : "";
+    expected += text;
+    size_t at = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      std::string_view bytes = vocab->bytes(tokens[i]);
+      if (vocab->is_special(tokens[i]))
+        return fmt::format("token {} (id {}) is not text", i, tokens[i]);
+      if (std::string_view(expected).substr(at, bytes.size()) != bytes)
+        return fmt::format("token {} (id {}, '{}') does not spell the text's bytes at offset {}", i, tokens[i],
+                           vocab->display(tokens[i]), at);
+      at += bytes.size();
     }
+    if (at != expected.size()) return fmt::format("the tokens spell {} bytes of {}", at, expected.size());
+    return std::nullopt;
   }
 };
 
 Encoder::Encoder(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Encoder::~Encoder() = default;
 
-std::variant<std::unique_ptr<Encoder>, VocabularyError> Encoder::create(std::shared_ptr<const Vocabulary> vocab) {
+std::variant<std::unique_ptr<Encoder>, VocabularyError> Encoder::create(std::shared_ptr<const Vocabulary> vocab,
+                                                                        const EncoderOptions& options) {
   auto state = std::make_unique<State>();
   state->vocab = vocab;
+  state->options = options;
   if (vocab->kind() == TokenizerKind::List)
     return VocabularyError{fmt::format("{}: a plain token list has no encoder", vocab->name())};
   if (vocab->kind() != TokenizerKind::SentencePiece) {
@@ -255,38 +441,79 @@ std::variant<std::unique_ptr<Encoder>, VocabularyError> Encoder::create(std::sha
       state->patterns.push_back(std::move(pattern));
     }
   }
+  // Byte fallback: SentencePiece's <0xNN> tokens when they spell the byte,
+  // else any text token of that one byte.
+  const auto& ids = vocab->encoder_data().text_ids;
+  for (int b = 0; b < 256; ++b) {
+    const char c = static_cast<char>(b);
+    if (vocab->kind() == TokenizerKind::SentencePiece) {
+      auto it = ids.find(fmt::format("<0x{:02X}>", b));
+      if (it != ids.end() && !vocab->is_special(it->second) && vocab->bytes(it->second) == std::string_view(&c, 1)) {
+        state->byte_ids[b] = it->second;
+        continue;
+      }
+    }
+    state->byte_ids[b] = vocab->find(std::string_view(&c, 1));
+  }
+  const auto& added = vocab->encoder_data().added_tokens;
+  // Only those that are text and spell their own text (an added token made
+  // an end-of-sequence id by the caller is no longer text).
+  for (uint32_t i = 0; i < added.size(); ++i)
+    if (!added[i].first.empty() && !vocab->is_special(added[i].second) && vocab->bytes(added[i].second) == added[i].first)
+      state->added_by_byte[static_cast<uint8_t>(added[i].first[0])].push_back(i);
+  for (auto& list : state->added_by_byte)
+    std::stable_sort(list.begin(), list.end(),
+                     [&](uint32_t a, uint32_t b) { return added[a].first.size() > added[b].first.size(); });
   return std::make_unique<Encoder>(std::move(state));
 }
 
-std::vector<uint32_t> Encoder::encode(std::string_view text) const { return encode_impl(text, true); }
+EncodeResult Encoder::try_encode(std::string_view text) const { return encode_impl(text, true); }
 
-std::vector<uint32_t> Encoder::encode_continuation(std::string_view text) const { return encode_impl(text, false); }
+EncodeResult Encoder::try_encode_continuation(std::string_view text) const { return encode_impl(text, false); }
 
-std::vector<uint32_t> Encoder::encode_impl(std::string_view text, bool dummy_prefix) const {
-  std::vector<uint32_t> out;
+std::vector<uint32_t> Encoder::encode(std::string_view text) const {
+  auto result = encode_impl(text, true);
+  auto* tokens = std::get_if<std::vector<uint32_t>>(&result);
+  return tokens ? std::move(*tokens) : std::vector<uint32_t>{};
+}
+
+std::vector<uint32_t> Encoder::encode_continuation(std::string_view text) const {
+  auto result = encode_impl(text, false);
+  auto* tokens = std::get_if<std::vector<uint32_t>>(&result);
+  return tokens ? std::move(*tokens) : std::vector<uint32_t>{};
+}
+
+EncodeResult Encoder::encode_impl(std::string_view text, bool dummy_prefix) const {
   const State& s = *state_;
+  State::Run run;
   // User-defined tokens are cut out first (longest first); BPE runs between them.
   const auto& added = s.vocab->encoder_data().added_tokens;
   size_t gap = 0;
   bool first = dummy_prefix;
-  for (size_t pos = 0; pos < text.size();) {
+  bool ok = true;
+  for (size_t pos = 0; ok && pos < text.size();) {
     const std::pair<std::string, uint32_t>* best = nullptr;
-    for (const auto& token : added)
-      if (!token.first.empty() && text.substr(pos).starts_with(token.first) &&
-          (!best || token.first.size() > best->first.size()))
-        best = &token;
+    for (uint32_t i : s.added_by_byte[static_cast<uint8_t>(text[pos])])
+      if (text.substr(pos).starts_with(added[i].first)) {
+        best = &added[i];
+        break;
+      }
     if (!best) {
       ++pos;
       continue;
     }
-    s.encode_span(text.substr(gap, pos - gap), out, first && gap == 0);
-    out.push_back(best->second);
+    ok = s.encode_span(text.substr(gap, pos - gap), gap, first && gap == 0, run);
+    run.out.push_back(best->second);
     pos += best->first.size();
     gap = pos;
     first = false;
   }
-  s.encode_span(text.substr(gap), out, first);
-  return out;
+  if (ok) ok = s.encode_span(text.substr(gap), gap, first, run);
+  if (!ok) return *run.error;
+  if (auto wrong = s.check(run.out, text, run.dummy_prefix))
+    return VocabularyError{fmt::format("{}: internal error: the encoder's tokens do not spell the text: {}",
+                                       s.vocab->name(), *wrong)};
+  return std::move(run.out);
 }
 
 }  // namespace cgram

@@ -138,6 +138,8 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
   }
   simdjson::dom::array merges;
   if (model["merges"].get(merges) == simdjson::SUCCESS) {
+    if (merges.size() > options.max_merges)
+      return VocabularyError{fmt::format("{}: {} merges; the limit is {}", name, merges.size(), options.max_merges)};
     uint32_t rank = 0;
     for (element m : merges) {
       std::string_view pair;
@@ -162,13 +164,12 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
 
   // End of sequence: the config beside the file, else the usual names.
   std::optional<std::string> eos_name = config_json ? eos_from_config(*config_json) : std::nullopt;
-  for (uint32_t id = 0; id < builder.entries.size(); ++id) {
-    const auto& e = builder.entries[id];
-    if (!e.present || !e.special) continue;
+  for (const auto& e : builder.entries) {
+    if (!e.special) continue;
     static const char* usual[] = {"</s>", "<eos>", "<|endoftext|>", "<|end_of_text|>", "<|eot_id|>", "<|im_end|>"};
     bool match = eos_name ? e.bytes == *eos_name
                           : std::find(std::begin(usual), std::end(usual), e.bytes) != std::end(usual);
-    if (match) builder.eos_ids.push_back(id);
+    if (match) builder.eos_ids.push_back(e.id);
   }
   return builder.build(options);
 }

@@ -1,5 +1,6 @@
 #pragma once
 // Internal: the per-format loaders behind Vocabulary::load.
+#include <cstdint>
 #include <map>
 
 #include "vocabulary.h"
@@ -8,18 +9,31 @@ namespace cgram {
 
 struct Vocabulary::Builder {
   struct Entry {
+    uint32_t id = 0;
     std::string bytes;
     bool special = false;
-    bool present = false;
   };
+  static constexpr uint32_t kNoEntry = UINT32_MAX;
   std::string name;
   TokenizerKind kind = TokenizerKind::List;
+  // The tokens in the order they were defined; `slot[id]` is the index of
+  // id's entry, or kNoEntry. Entries are kept apart from the id table so that
+  // a file naming one high id costs 4 bytes per id below it, not a string.
   std::vector<Entry> entries;
+  std::vector<uint32_t> slot;
+  size_t total_bytes = 0;
   std::vector<uint32_t> eos_ids;
+  std::vector<std::string> warnings;
   EncoderData encoder;
 
-  // Records id → bytes; a second definition of the same id is an error.
+  // Records id → bytes; a second definition of the same id with other bytes
+  // is an error, as are an id, a token or a total past the options' limits.
   std::optional<VocabularyError> set(uint64_t id, std::string bytes, bool special, const VocabularyOptions& o);
+  // One more than the highest id defined.
+  size_t id_count() const { return slot.size(); }
+  const Entry* find(uint32_t id) const {
+    return id < slot.size() && slot[id] != kNoEntry ? &entries[slot[id]] : nullptr;
+  }
   // Finishes: ids never defined become special (never allowed); eos ids must exist.
   VocabularyResult build(const VocabularyOptions& options);
 };

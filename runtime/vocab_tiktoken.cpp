@@ -75,6 +75,11 @@ VocabularyResult load_tiktoken(std::string_view content, std::string_view name, 
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     size_t space = line.find(' ');
+    // Checked before decoding: a line of a gigabyte must not become a
+    // gigabyte-long token first (4 base64 characters hold 3 bytes).
+    if (space != std::string_view::npos && space / 4 * 3 > options.max_token_bytes && space / 4 * 3 - options.max_token_bytes > 2)
+      return VocabularyError{fmt::format("{}:{}: the token is about {} bytes long; the limit is {} bytes per token",
+                                         name, line_number, space / 4 * 3, options.max_token_bytes)};
     auto bytes = space == std::string_view::npos ? std::nullopt : base64_decode(line.substr(0, space));
     uint64_t rank = 0;
     bool rank_ok = space != std::string_view::npos && space + 1 < line.size();
@@ -90,11 +95,10 @@ VocabularyResult load_tiktoken(std::string_view content, std::string_view name, 
     ++ranks;
   }
   if (ranks == 0) return VocabularyError{fmt::format("{}: no tokens", name)};
-  if (ranks != builder.entries.size())
+  if (ranks != builder.id_count())
     return VocabularyError{fmt::format("{}: inconsistent ids: {} ranks but the highest is {}", name, ranks,
-                                       builder.entries.size() - 1)};
-  for (uint32_t id = 0; id < builder.entries.size(); ++id)
-    builder.encoder.merge_rank.emplace(builder.entries[id].bytes, id);
+                                       builder.id_count() - 1)};
+  for (const auto& entry : builder.entries) builder.encoder.merge_rank.emplace(entry.bytes, entry.id);
   if (const KnownEncoding* known = known_encoding(ranks)) {
     builder.encoder.pretokenizer = known->pattern;
     for (auto [text, id] : known->specials) {
@@ -102,7 +106,13 @@ VocabularyResult load_tiktoken(std::string_view content, std::string_view name, 
       if (std::string_view(text) == "<|endoftext|>") builder.eos_ids.push_back(id);
     }
   } else {
+    // The special tokens are not in the file: only the known encodings' are
+    // added. A file cut short (at a line) lands here too.
     builder.encoder.pretokenizer = known_encoding(100256)->pattern;
+    builder.warnings.push_back(fmt::format(
+        "{}: {} ranks is not a tiktoken encoding cgram knows (cl100k_base has 100256, o200k_base 199998): no "
+        "special tokens were added and the cl100k_base pre-tokenizer is used",
+        name, ranks));
   }
   return builder.build(options);
 }

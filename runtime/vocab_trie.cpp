@@ -10,12 +10,34 @@ VocabTrie::VocabTrie(const Vocabulary& vocab) {
     if (!vocab.is_special(id)) order.push_back(id);
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return vocab.bytes(a) < vocab.bytes(b); });
+  // Counted first so that every array is allocated once at its exact size:
+  // growing by doubling would cost up to twice the memory at its peak. The
+  // count is at most the vocabulary's total token bytes plus one, which the
+  // loaders bound (VocabularyOptions::max_total_token_bytes).
+  size_t nodes = 1, max_length = 0;
+  {
+    std::string_view previous;
+    for (uint32_t id : order) {
+      std::string_view bytes = vocab.bytes(id);
+      size_t common = 0;
+      while (common < previous.size() && common < bytes.size() && previous[common] == bytes[common]) ++common;
+      nodes += bytes.size() - common;
+      max_length = std::max(max_length, bytes.size());
+      previous = bytes;
+    }
+  }
+  byte_.reserve(nodes);
+  depth_.reserve(nodes);
+  end_.reserve(nodes);
+  token_begin_.reserve(nodes + 1);
+  ids_.reserve(order.size());
   // Root.
   byte_.push_back(0);
   depth_.push_back(0);
   end_.push_back(0);
   token_begin_.push_back(0);
   std::vector<uint32_t> path{0};  // node ids along the current prefix
+  path.reserve(max_length + 1);
   std::string_view prefix;
   for (uint32_t id : order) {
     std::string_view bytes = vocab.bytes(id);

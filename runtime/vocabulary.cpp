@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 
+#include "file_io.h"
 #include "utf8.h"
 #include "vocab_loaders.h"
 #include "vocab_trie.h"
@@ -86,18 +86,30 @@ std::string sentencepiece_piece_bytes(std::string_view piece, bool byte_fallback
 
 std::optional<VocabularyError> Vocabulary::Builder::set(uint64_t id, std::string bytes, bool special,
                                                         const VocabularyOptions& o) {
-  if (id >= o.max_tokens)
-    return VocabularyError{fmt::format("{}: token id {} is out of range (the limit is {} ids)", name, id, o.max_tokens)};
-  if (id >= entries.size()) entries.resize(id + 1);
-  Entry& e = entries[id];
-  if (e.present) {
+  if (id >= o.max_tokens || id >= kNoEntry)
+    return VocabularyError{fmt::format("{}: token id {} is out of range (the limit is {} ids)", name, id,
+                                       std::min<uint64_t>(o.max_tokens, kNoEntry))};
+  if (bytes.size() > o.max_token_bytes)
+    return VocabularyError{fmt::format("{}: token {} is {} bytes long; the limit is {} bytes per token", name, id,
+                                       bytes.size(), o.max_token_bytes)};
+  if (id >= slot.size()) slot.resize(id + 1, kNoEntry);
+  if (slot[id] != kNoEntry) {
+    Entry& e = entries[slot[id]];
     if (e.bytes == bytes) {  // the same token listed twice (added tokens repeat the vocabulary)
       e.special = e.special || special;
       return std::nullopt;
     }
     return VocabularyError{fmt::format("{}: inconsistent ids: id {} is defined twice", name, id)};
   }
-  e = {std::move(bytes), special, true};
+  // Offsets are 32-bit, and the trie built from the tokens costs about 17
+  // bytes per token byte: the total is what bounds it.
+  const size_t total_limit = std::min<size_t>(o.max_total_token_bytes, UINT32_MAX);
+  if (bytes.size() > total_limit - total_bytes)
+    return VocabularyError{fmt::format("{}: the tokens' bytes add up to more than the limit of {} bytes", name,
+                                       total_limit)};
+  total_bytes += bytes.size();
+  slot[id] = static_cast<uint32_t>(entries.size());
+  entries.push_back({static_cast<uint32_t>(id), std::move(bytes), special});
   return std::nullopt;
 }
 
@@ -106,29 +118,36 @@ VocabularyResult Vocabulary::Builder::build(const VocabularyOptions& options) {
   auto vocab = std::make_shared<Vocabulary>();
   vocab->name_ = name;
   vocab->kind_ = kind;
-  size_t total = 0;
-  for (const Entry& e : entries) total += e.bytes.size();
-  vocab->data_.reserve(total);
-  vocab->offsets_.reserve(entries.size() + 1);
-  vocab->special_.reserve(entries.size());
-  for (const Entry& e : entries) {
-    vocab->data_ += e.bytes;
+  const size_t count = id_count();
+  vocab->data_.reserve(total_bytes);
+  vocab->offsets_.reserve(count + 1);
+  vocab->special_.reserve(count);
+  for (uint32_t id = 0; id < count; ++id) {
+    const Entry* e = find(id);
+    if (e) vocab->data_ += e->bytes;
     vocab->offsets_.push_back(static_cast<uint32_t>(vocab->data_.size()));
     // An id with no token, or with no bytes, can never be produced by text.
-    vocab->special_.push_back(e.special || !e.present || e.bytes.empty());
+    vocab->special_.push_back(!e || e->special || e->bytes.empty());
   }
-  for (uint32_t id = 0; id < entries.size(); ++id)
+  for (uint32_t id = 0; id < count; ++id)
     if (!vocab->special_[id]) vocab->by_bytes_.emplace(vocab->bytes(id), id);
   std::vector<uint32_t> eos = options.eos_ids ? *options.eos_ids : eos_ids;
   std::sort(eos.begin(), eos.end());
   eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
   for (uint32_t id : eos)
-    if (id >= entries.size())
+    if (id >= count)
       return VocabularyError{fmt::format("{}: end-of-sequence id {} is not in the vocabulary ({} ids)", name, id,
-                                         entries.size())};
+                                         count)};
   // End of sequence is never text: it is allowed exactly when the text can end.
   for (uint32_t id : eos) vocab->special_[id] = 1;
+  // The caller who gives an empty list of end-of-sequence ids means it; a
+  // file that names none is probably cut short or mislabelled.
+  if (eos.empty() && !options.eos_ids)
+    warnings.push_back(fmt::format("{}: the vocabulary has no end-of-sequence token: no token can end a "
+                                   "sequence, so generation stops only at a length limit",
+                                   name));
   vocab->eos_ids_ = std::move(eos);
+  vocab->warnings_ = std::move(warnings);
   vocab->encoder_ = std::move(encoder);
   return std::shared_ptr<const Vocabulary>(std::move(vocab));
 }
@@ -165,6 +184,7 @@ std::optional<uint32_t> Vocabulary::find(std::string_view bytes) const {
 }
 
 std::string Vocabulary::display(uint32_t id) const {
+  if (id >= size()) return fmt::format("<invalid id {}>", id);
   std::string_view b = bytes(id);
   std::string out;
   for (size_t pos = 0; pos < b.size();) {
@@ -192,10 +212,13 @@ VocabularyResult Vocabulary::from_tokens(std::vector<std::string> tokens, std::v
   Builder builder;
   builder.name = "token list";
   VocabularyOptions options;
-  for (uint32_t id = 0; id < tokens.size(); ++id) {
-    bool is_special = std::find(special.begin(), special.end(), id) != special.end();
-    if (auto error = builder.set(id, std::move(tokens[id]), is_special, options)) return *error;
-  }
+  if (tokens.size() > options.max_tokens)
+    return VocabularyError{fmt::format("token list: {} tokens; the limit is {}", tokens.size(), options.max_tokens)};
+  std::vector<bool> is_special(tokens.size());
+  for (uint32_t id : special)
+    if (id < tokens.size()) is_special[id] = true;
+  for (uint32_t id = 0; id < tokens.size(); ++id)
+    if (auto error = builder.set(id, std::move(tokens[id]), is_special[id], options)) return *error;
   builder.eos_ids = std::move(eos_ids);
   return builder.build(options);
 }
@@ -212,28 +235,29 @@ VocabularyResult Vocabulary::from_memory(std::string_view content, std::string_v
 }
 
 VocabularyResult Vocabulary::load(const std::string& path, const VocabularyOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return VocabularyError{fmt::format("cannot read vocabulary '{}': {}", path, std::strerror(errno))};
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<size_t>(in.tellg());
-  if (size > options.max_file_bytes)
-    return VocabularyError{fmt::format("vocabulary '{}' is {} bytes; the limit is {}", path, size, options.max_file_bytes)};
-  in.seekg(0);
-  std::string content(size, '\0');
-  in.read(content.data(), static_cast<std::streamsize>(size));
-  if (!in) return VocabularyError{fmt::format("cannot read vocabulary '{}': read failed", path)};
+  // Only a regular file, read without blocking and never past the limit:
+  // a directory, a FIFO or /dev/zero is refused, not waited on or read forever.
+  std::string content;
+  if (auto error = read_regular_file(path, "vocabulary", options.max_file_bytes, content))
+    return VocabularyError{std::move(*error)};
   // A Hugging Face tokenizer.json names its end-of-sequence token in the
   // tokenizer_config.json beside it ("llama3-tokenizer.json" →
-  // "llama3-tokenizer_config.json", or "tokenizer_config.json").
+  // "llama3-tokenizer_config.json", or "tokenizer_config.json"). Only a JSON
+  // object can be one, so no other format looks for it.
   std::optional<std::string> config;
-  std::string stem = path.size() > 5 && path.ends_with(".json") ? path.substr(0, path.size() - 5) : path;
-  for (std::string candidate : {stem + "_config.json", path.substr(0, path.find_last_of('/') + 1) + "tokenizer_config.json"}) {
-    std::ifstream c(candidate, std::ios::binary);
-    if (!c || candidate == path) continue;
-    std::ostringstream s;
-    s << c.rdbuf();
-    config = s.str();
-    break;
+  size_t first = content.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && content[first] == '{') {
+    std::string stem = path.size() > 5 && path.ends_with(".json") ? path.substr(0, path.size() - 5) : path;
+    for (std::string candidate :
+         {stem + "_config.json", path.substr(0, path.find_last_of('/') + 1) + "tokenizer_config.json"}) {
+      std::error_code ec;
+      if (candidate == path || !std::filesystem::exists(candidate, ec)) continue;
+      std::string text;
+      if (auto error = read_regular_file(candidate, "tokenizer config", options.max_file_bytes, text))
+        return VocabularyError{std::move(*error)};
+      config = std::move(text);
+      break;
+    }
   }
   return from_memory(content, path, options, config);
 }

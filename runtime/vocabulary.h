@@ -36,11 +36,22 @@ const char* tokenizer_kind_name(TokenizerKind kind);
 struct VocabularyOptions {
   // Overrides the end-of-sequence ids found in the tokenizer's data.
   std::optional<std::vector<uint32_t>> eos_ids;
-  // Limits that keep hostile files bounded.
+  // Limits that keep hostile files bounded (docs/LIMITS.md). Counts claimed by
+  // a file are checked against these and against the bytes the file has left
+  // before anything is allocated for them.
   size_t max_file_bytes = size_t(1) << 30;
-  size_t max_tokens = 4u << 20;
+  // Token ids: every id must be below this (real vocabularies: up to 256,000).
+  size_t max_tokens = size_t(1) << 22;
+  // Bytes of one token (real vocabularies: 128 at most, cl100k, o200k, Llama 3).
+  size_t max_token_bytes = 1024;
+  // Bytes of all tokens together. The trie of the vocabulary costs about 17
+  // bytes per token byte, so this bounds it (real vocabularies: under 2 MiB).
+  size_t max_total_token_bytes = size_t(1) << 24;
+  // Merge rules of a BPE vocabulary (real ones: up to 580,604, Gemma).
+  size_t max_merges = size_t(1) << 22;
+  // Metadata entries of a GGUF file (vocabulary files have about 20).
+  size_t max_gguf_entries = size_t(1) << 16;
 };
-
 class Vocabulary;
 using VocabularyResult = std::variant<std::shared_ptr<const Vocabulary>, VocabularyError>;
 
@@ -65,19 +76,27 @@ class Vocabulary {
                                       std::vector<uint32_t> special = {});
 
   size_t size() const { return offsets_.size() - 1; }
+  // The token's bytes; empty for an id outside the vocabulary (never out of
+  // bounds: ids come from callers and files).
   std::string_view bytes(uint32_t id) const {
+    if (id >= size()) return {};
     return std::string_view(data_).substr(offsets_[id], offsets_[id + 1] - offsets_[id]);
   }
-  // Special and control tokens (and ids with no token) are never matched by text.
-  bool is_special(uint32_t id) const { return special_[id] != 0; }
+  // Special and control tokens (and ids with no token, or outside the
+  // vocabulary) are never matched by text.
+  bool is_special(uint32_t id) const { return id >= special_.size() || special_[id] != 0; }
   const std::vector<uint32_t>& eos_ids() const { return eos_ids_; }
   bool is_eos(uint32_t id) const;
   TokenizerKind kind() const { return kind_; }
   const std::string& name() const { return name_; }
   // The id of a token from its bytes (the first one when several ids share them).
   std::optional<uint32_t> find(std::string_view bytes) const;
-  // A readable rendering of a token's bytes (escapes for controls and invalid UTF-8).
+  // A readable rendering of a token's bytes (escapes for controls and invalid
+  // UTF-8); "<invalid id N>" for an id outside the vocabulary.
   std::string display(uint32_t id) const;
+  // What loaded but deserves a word to the user (no end-of-sequence token, an
+  // unknown tiktoken encoding): one sentence each, for the caller to print.
+  const std::vector<std::string>& warnings() const { return warnings_; }
   // The trie of the text tokens, built once on first use and shared by
   // every grammar compiled for this vocabulary.
   const VocabTrie& trie() const;
@@ -110,6 +129,7 @@ class Vocabulary {
   std::vector<uint32_t> offsets_{0};
   std::vector<uint8_t> special_;
   std::vector<uint32_t> eos_ids_;
+  std::vector<std::string> warnings_;
   std::unordered_map<std::string_view, uint32_t> by_bytes_;
   EncoderData encoder_;
   mutable std::once_flag trie_once_;

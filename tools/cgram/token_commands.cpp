@@ -186,7 +186,12 @@ std::optional<std::vector<uint32_t>> prefix_tokens(const MaskArgs& args, const L
   }
   auto encoder = encoder_for(loaded.vocab);
   if (!encoder) return std::nullopt;
-  return encoder->encode_continuation(prefix);
+  auto tokens = encoder->try_encode_continuation(prefix);
+  if (auto* e = std::get_if<VocabularyError>(&tokens)) {
+    std::cerr << "cgram: error: " << e->message << "\n";
+    return std::nullopt;
+  }
+  return std::move(std::get<std::vector<uint32_t>>(tokens));
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -289,7 +294,12 @@ bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vo
       std::cerr << "cgram: error: " << error << "\n";
       return false;
     }
-    docs.emplace_back(path, encoder->encode_continuation(*doc));
+    auto tokens = encoder->try_encode_continuation(*doc);
+    if (auto* e = std::get_if<VocabularyError>(&tokens)) {
+      std::cerr << fmt::format("cgram: error: {}: {}\n", path, e->message);
+      return false;
+    }
+    docs.emplace_back(path, std::move(std::get<std::vector<uint32_t>>(tokens)));
   }
   return true;
 }
