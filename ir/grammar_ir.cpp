@@ -450,72 +450,100 @@ void analyze(GrammarIR& ir) {
   ir.reachable.assign(n, false);
   ir.first_bytes.assign(n, {});
 
-  auto terminal_productive = [&](Symbol s) {
-    return s.kind != Symbol::Kind::Terminal || !ir.terminals[s.index].dfa.empty_language();
+  // What each terminal contributes, computed once (not per visit).
+  struct TerminalFacts {
+    bool nullable, productive, nonempty;
+    std::bitset<256> first;
   };
+  std::vector<TerminalFacts> terminal_facts(ir.terminals.size());
+  for (size_t t = 0; t < ir.terminals.size(); ++t) {
+    const Dfa& dfa = ir.terminals[t].dfa;
+    TerminalFacts& f = terminal_facts[t];
+    f.nullable = dfa.accepts_empty();
+    f.productive = !dfa.empty_language();
+    f.nonempty = dfa.accepts_nonempty();
+    const std::vector<bool> bytes = dfa.first_bytes();
+    for (int b = 0; b < 256; ++b) f.first[b] = bytes[b];
+  }
+  std::vector<std::bitset<256>> except_first(ir.excepts.size());
+  for (size_t e = 0; e < ir.excepts.size(); ++e) {
+    except_first[e].set();
+    for (const std::string& str : ir.excepts[e].strings)
+      if (str.size() == 1) except_first[e][static_cast<uint8_t>(str[0])] = false;
+  }
   auto symbol_nullable = [&](Symbol s) {
     switch (s.kind) {
       case Symbol::Kind::Nonterminal: return bool(ir.nullable[s.index]);
-      case Symbol::Kind::Terminal: return ir.terminals[s.index].dfa.accepts_empty();
+      case Symbol::Kind::Terminal: return terminal_facts[s.index].nullable;
       case Symbol::Kind::AnyToken: return false;
       case Symbol::Kind::Except: return true;
     }
     return false;
   };
   auto symbol_productive = [&](Symbol s) {
-    return s.kind == Symbol::Kind::Nonterminal ? bool(ir.productive[s.index]) : terminal_productive(s);
+    switch (s.kind) {
+      case Symbol::Kind::Nonterminal: return bool(ir.productive[s.index]);
+      case Symbol::Kind::Terminal: return terminal_facts[s.index].productive;
+      default: return true;
+    }
   };
   auto symbol_nonempty = [&](Symbol s) {
     switch (s.kind) {
       case Symbol::Kind::Nonterminal: return bool(ir.nonempty[s.index]);
-      case Symbol::Kind::Terminal: return ir.terminals[s.index].dfa.accepts_nonempty();
+      case Symbol::Kind::Terminal: return terminal_facts[s.index].nonempty;
       default: return true;
     }
   };
   auto symbol_first = [&](Symbol s) {
-    std::bitset<256> out;
     switch (s.kind) {
       case Symbol::Kind::Nonterminal: return ir.first_bytes[s.index];
-      case Symbol::Kind::Terminal: {
-        auto bytes = ir.terminals[s.index].dfa.first_bytes();
-        for (int b = 0; b < 256; ++b) out[b] = bytes[b];
-        return out;
-      }
-      case Symbol::Kind::AnyToken: return out.set();
-      case Symbol::Kind::Except: {
-        out.set();
-        for (const std::string& str : ir.excepts[s.index].strings)
-          if (str.size() == 1) out[static_cast<uint8_t>(str[0])] = false;
-        return out;
-      }
+      case Symbol::Kind::Terminal: return terminal_facts[s.index].first;
+      case Symbol::Kind::AnyToken: return std::bitset<256>().set();
+      case Symbol::Kind::Except: return except_first[s.index];
     }
-    return out;
+    return std::bitset<256>();
   };
 
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const Production& p : ir.productions) {
-      bool all_nullable = true, all_productive = true, some_nonempty = false;
-      std::bitset<256> first;
-      bool prefix_nullable = true;
-      for (Symbol s : p.rhs) {
-        all_nullable = all_nullable && symbol_nullable(s);
-        all_productive = all_productive && symbol_productive(s);
-        some_nonempty = some_nonempty || symbol_nonempty(s);
-        if (prefix_nullable) first |= symbol_first(s);
-        prefix_nullable = prefix_nullable && symbol_nullable(s);
-      }
-      auto update = [&](std::vector<bool>& v, bool value) {
-        if (value && !v[p.lhs]) v[p.lhs] = true, changed = true;
-      };
-      update(ir.nullable, all_nullable);
-      update(ir.productive, all_productive);
-      update(ir.nonempty, all_productive && some_nonempty);
-      if ((ir.first_bytes[p.lhs] | first) != ir.first_bytes[p.lhs]) {
-        ir.first_bytes[p.lhs] |= first;
-        changed = true;
-      }
+  // A worklist: a production is looked at again only when a nonterminal
+  // on its right side changed (a fixpoint by passes was quadratic on long
+  // chains of rules written in the wrong order).
+  std::vector<std::vector<uint32_t>> used_in(n);
+  for (uint32_t i = 0; i < ir.productions.size(); ++i)
+    for (Symbol s : ir.productions[i].rhs)
+      if (s.kind == Symbol::Kind::Nonterminal && (used_in[s.index].empty() || used_in[s.index].back() != i))
+        used_in[s.index].push_back(i);
+  std::vector<uint32_t> work(ir.productions.size());
+  std::vector<bool> queued(ir.productions.size(), true);
+  for (uint32_t i = 0; i < work.size(); ++i) work[i] = static_cast<uint32_t>(work.size() - 1 - i);
+  while (!work.empty()) {
+    const uint32_t index = work.back();
+    work.pop_back();
+    queued[index] = false;
+    const Production& p = ir.productions[index];
+    bool all_nullable = true, all_productive = true, some_nonempty = false;
+    std::bitset<256> first;
+    bool prefix_nullable = true;
+    for (Symbol s : p.rhs) {
+      all_nullable = all_nullable && symbol_nullable(s);
+      all_productive = all_productive && symbol_productive(s);
+      some_nonempty = some_nonempty || symbol_nonempty(s);
+      if (prefix_nullable) first |= symbol_first(s);
+      prefix_nullable = prefix_nullable && symbol_nullable(s);
     }
+    bool changed = false;
+    auto update = [&](std::vector<bool>& v, bool value) {
+      if (value && !v[p.lhs]) v[p.lhs] = true, changed = true;
+    };
+    update(ir.nullable, all_nullable);
+    update(ir.productive, all_productive);
+    update(ir.nonempty, all_productive && some_nonempty);
+    if ((ir.first_bytes[p.lhs] | first) != ir.first_bytes[p.lhs]) {
+      ir.first_bytes[p.lhs] |= first;
+      changed = true;
+    }
+    if (!changed) continue;
+    for (uint32_t user : used_in[p.lhs])
+      if (!queued[user]) queued[user] = true, work.push_back(user);
   }
   std::vector<uint32_t> stack{ir.start};
   if (n) ir.reachable[ir.start] = true;

@@ -35,16 +35,11 @@ namespace {
 // terminals: it then cannot embed itself.
 class RegularRules {
  public:
-  explicit RegularRules(const GrammarIR& ir)
-      : ir_(ir), dfa_(ir.nonterminals.size()), why_(ir.nonterminals.size()) {
+  RegularRules(const GrammarIR& ir, const CollapseLimits& limits)
+      : ir_(ir), limits_(limits), dfa_(ir.nonterminals.size()), why_(ir.nonterminals.size()) {
+    compute_users();
     compute_follow();
-    // Rules with an alternative that begins with something that may be empty.
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const Production& p : ir.productions)
-        if (!leading_optional_[p.lhs] && !p.rhs.empty() && begins_with_optional(p.rhs.front()))
-          leading_optional_[p.lhs] = true, changed = true;
-    }
+    compute_leading_optional();
     for (const Production& p : ir.productions)
       for (Symbol s : p.rhs)
         if (s.kind == Symbol::Kind::Nonterminal) ++uses_[s.index];
@@ -59,7 +54,32 @@ class RegularRules {
   const std::string& why_context_free(uint32_t n) const { return why_[n]; }
 
  private:
-  static constexpr size_t kBudget = 4096;
+  // Which productions use each rule (for the worklists below: fixpoints by
+  // passes over every production were quadratic on long chains of rules).
+  void compute_users() {
+    users_.resize(ir_.nonterminals.size());
+    for (uint32_t i = 0; i < ir_.productions.size(); ++i)
+      for (Symbol s : ir_.productions[i].rhs)
+        if (s.kind == Symbol::Kind::Nonterminal && (users_[s.index].empty() || users_[s.index].back() != i))
+          users_[s.index].push_back(i);
+  }
+
+  // Rules with an alternative that begins with something that may be empty.
+  void compute_leading_optional() {
+    std::vector<uint32_t> work;
+    auto visit = [&](uint32_t i) {
+      const Production& p = ir_.productions[i];
+      if (leading_optional_[p.lhs] || p.rhs.empty() || !begins_with_optional(p.rhs.front())) return;
+      leading_optional_[p.lhs] = true;
+      work.push_back(p.lhs);
+    };
+    for (uint32_t i = 0; i < ir_.productions.size(); ++i) visit(i);
+    while (!work.empty()) {
+      const uint32_t a = work.back();
+      work.pop_back();
+      for (uint32_t i : users_[a]) visit(i);
+    }
+  }
 
   // Tarjan's algorithm, iteratively (deep grammars must not exhaust the
   // stack); groups come out callees first.
@@ -151,18 +171,32 @@ class RegularRules {
   }
 
   // FOLLOW at the byte level: what the next byte can be after each rule.
+  // A worklist: when FOLLOW(a) grows, only a's own productions pass it on.
   void compute_follow() {
     follow_.assign(ir_.nonterminals.size(), {});
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const Production& p : ir_.productions)
-        for (size_t i = 0; i < p.rhs.size(); ++i) {
-          if (p.rhs[i].kind != Symbol::Kind::Nonterminal) continue;
-          auto [bytes, rest_nullable] = first_of_rest(p.rhs, i + 1);
-          if (rest_nullable) bytes |= follow_[p.lhs];
-          std::bitset<256>& f = follow_[p.rhs[i].index];
-          if ((f | bytes) != f) f |= bytes, changed = true;
-        }
+    std::vector<uint32_t> work;
+    std::vector<bool> queued(ir_.nonterminals.size(), false);
+    auto add = [&](uint32_t a, const std::bitset<256>& bytes) {
+      std::bitset<256>& f = follow_[a];
+      if ((f | bytes) == f) return;
+      f |= bytes;
+      if (!queued[a]) queued[a] = true, work.push_back(a);
+    };
+    // What follows inside each production, and which rules end it.
+    std::vector<std::vector<uint32_t>> ends_of(ir_.nonterminals.size());  // rules that can end a's productions
+    for (const Production& p : ir_.productions)
+      for (size_t i = 0; i < p.rhs.size(); ++i) {
+        if (p.rhs[i].kind != Symbol::Kind::Nonterminal) continue;
+        auto [bytes, rest_nullable] = first_of_rest(p.rhs, i + 1);
+        add(p.rhs[i].index, bytes);
+        if (rest_nullable) ends_of[p.lhs].push_back(p.rhs[i].index);
+      }
+    while (!work.empty()) {
+      const uint32_t a = work.back();
+      work.pop_back();
+      queued[a] = false;
+      const std::bitset<256> bytes = follow_[a];
+      for (uint32_t b : ends_of[a]) add(b, bytes);
     }
   }
 
@@ -352,20 +386,35 @@ class RegularRules {
         nfa.add_epsilon(at, to);
       }
     }
-    AutomatonLimits limits;
-    limits.max_dfa_states = kBudget;
+    if (nfa.size() > limits_.max_nfa_states)
+      return fmt::format("its automaton would need more than {} NFA states", limits_.max_nfa_states);
     for (uint32_t a : group) {
       nfa.start = side == Side::Left ? outer : state_of[a];
       nfa.accept = side == Side::Left ? state_of[a] : outer;
+      // Every DFA built counts against the grammar's budget, kept or not.
+      const size_t left = limits_.max_total_states - std::min(states_built_, limits_.max_total_states);
+      AutomatonLimits limits;
+      limits.max_dfa_states = std::min(limits_.max_rule_states, left);
+      limits.max_intermediate_dfa_states = limits.max_dfa_states;
       DfaResult result = nfa_to_dfa(nfa, limits);
       Dfa* d = std::get_if<Dfa>(&result);
-      if (!d) return fmt::format("as a DFA it would need more than {} states", kBudget);
+      if (!d) {
+        states_built_ += limits.max_dfa_states;
+        if (limits.max_dfa_states < limits_.max_rule_states)
+          return fmt::format("the grammar's budget for collapsing rules into lexemes ({} DFA states in all) is spent",
+                             limits_.max_total_states);
+        return fmt::format("as a DFA it would need more than {} states", limits_.max_rule_states);
+      }
+      states_built_ += d->size();
       dfa_[a] = minimize(*d);
     }
     return "";
   }
 
   const GrammarIR& ir_;
+  const CollapseLimits& limits_;
+  size_t states_built_ = 0;
+  std::vector<std::vector<uint32_t>> users_;
   std::vector<std::optional<Dfa>> dfa_;
   std::vector<std::string> why_;
   std::vector<std::bitset<256>> follow_;
@@ -378,7 +427,7 @@ class RegularRules {
 
 class LexicalLowering {
  public:
-  explicit LexicalLowering(const GrammarIR& ir) : ir_(ir), regular_(ir) {}
+  LexicalLowering(const GrammarIR& ir, const CollapseLimits& limits) : ir_(ir), regular_(ir, limits) {}
 
   LexicalGrammar run() {
     // Skeleton nonterminals: the IR's, then S', then optional wrappers.
@@ -482,7 +531,9 @@ class LexicalLowering {
 
 }  // namespace
 
-LexicalGrammar lower_lexical(const GrammarIR& ir) { return LexicalLowering(ir).run(); }
+LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits) {
+  return LexicalLowering(ir, limits).run();
+}
 
 std::string LexicalGrammar::dump() const {
   std::string out;

@@ -59,7 +59,16 @@ struct LexicalGrammar {
   static bool load(BinaryReader& in, LexicalGrammar& grammar);
 };
 
-LexicalGrammar lower_lexical(const GrammarIR& ir);
+// How much work collapsing regular rules into lexemes may take. A rule
+// over a budget is not an error: it stays with the parser (`check --ir`
+// says why).
+struct CollapseLimits {
+  size_t max_rule_states = 4096;        // DFA states of one collapsed rule
+  size_t max_total_states = 1u << 16;   // DFA states built for all collapsed rules together
+  size_t max_nfa_states = 1u << 18;     // NFA states of one group of rules before its DFA is built
+};
+
+LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits = {});
 
 // A DFA for L \ {""}: the start state is split off when it accepts. With
 // `minimal` false the old states keep their numbers (the new start is last).

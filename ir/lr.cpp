@@ -1,5 +1,7 @@
 #include "lr.h"
 
+#include <fmt/format.h>
+
 
 #include <algorithm>
 #include <map>
@@ -64,11 +66,21 @@ class Builder {
   std::vector<std::map<SkeletonSymbol, uint32_t, SymbolLess>> transitions;
   std::vector<std::vector<Bits>> kernel_lookaheads;  // per state, per kernel item
 
-  void build_lr0() {
+  // False (with `error` set) when the automaton outgrows its limits.
+  bool build_lr0(const LrLimits& limits, std::string& error) {
     std::map<std::vector<Item>, uint32_t> ids;
     kernels.push_back({{0, 0}});
     ids[kernels[0]] = 0;
+    size_t items = 1;
     for (uint32_t s = 0; s < kernels.size(); ++s) {
+      if (kernels.size() > limits.max_states) {
+        error = fmt::format("the grammar's LR automaton needs more than {} states", limits.max_states);
+        return false;
+      }
+      if (items > limits.max_kernel_items) {
+        error = fmt::format("the grammar's LR automaton needs more than {} kernel items", limits.max_kernel_items);
+        return false;
+      }
       std::map<SkeletonSymbol, std::vector<Item>, SymbolLess> next;
       for (Item it : closure0(kernels[s])) {
         const auto& rhs = g_.productions[it.production].rhs;
@@ -78,10 +90,11 @@ class Builder {
       for (auto& [symbol, kernel] : next) {
         std::sort(kernel.begin(), kernel.end());
         auto [pos, inserted] = ids.emplace(kernel, static_cast<uint32_t>(kernels.size()));
-        if (inserted) kernels.push_back(kernel);
+        if (inserted) kernels.push_back(kernel), items += kernel.size();
         transitions[s][symbol] = pos->second;
       }
     }
+    return true;
   }
 
   // LR(1) closure of items with lookahead sets.
@@ -199,10 +212,10 @@ class Builder {
 
 }  // namespace
 
-LrTable::LrTable(const LexicalGrammar& grammar)
+LrTable::LrTable(const LexicalGrammar& grammar, const LrLimits& limits)
     : grammar_(&grammar), terminal_count_(grammar.terminals.size()), nonterminal_count_(grammar.nonterminal_names.size()) {
   Builder b(grammar);
-  b.build_lr0();
+  if (!b.build_lr0(limits, error_)) return;
   b.compute_lookaheads();
   const size_t n = b.kernels.size();
   shifts_.resize(n);
@@ -232,20 +245,30 @@ LrTable::LrTable(const LexicalGrammar& grammar)
     for (const auto& [t, target] : shifts_[s]) active.insert(t);
     active_[s].assign(active.begin(), active.end());
   }
-  build_dense();
+  build_dense(limits.max_dense_cells);
 }
 
-void LrTable::build_dense() {
+void LrTable::build_dense(size_t max_dense_cells) {
   const size_t n = shifts_.size();
-  shift_dense_.assign(n * terminal_count_, kNone);
-  go_dense_.assign(n * nonterminal_count_, kNone);
-  reduce_dense_.assign(n * (terminal_count_ + 1), 0);
+  // Rows are searched where a dense table would be too big (a grammar of
+  // 10,000 rules would otherwise ask for gigabytes).
+  const bool dense_shift = n * terminal_count_ <= max_dense_cells;
+  const bool dense_go = n * nonterminal_count_ <= max_dense_cells;
+  const bool dense_reduce = n * (terminal_count_ + 1) <= max_dense_cells;
+  shift_dense_.assign(dense_shift ? n * terminal_count_ : 0, kNone);
+  go_dense_.assign(dense_go ? n * nonterminal_count_ : 0, kNone);
+  reduce_dense_.assign(dense_reduce ? n * (terminal_count_ + 1) : 0, 0);
   reduce_lists_.assign(1, {});  // list 0: no reductions
+  reduce_ids_.assign(n, {});
   for (size_t s = 0; s < n; ++s) {
-    for (auto [t, target] : shifts_[s]) shift_dense_[s * terminal_count_ + t] = target;
-    for (auto [a, target] : gotos_[s]) go_dense_[s * nonterminal_count_ + a] = target;
+    if (dense_shift)
+      for (auto [t, target] : shifts_[s]) shift_dense_[s * terminal_count_ + t] = target;
+    if (dense_go)
+      for (auto [a, target] : gotos_[s]) go_dense_[s * nonterminal_count_ + a] = target;
     for (const auto& [t, prods] : reduces_[s]) {
-      reduce_dense_[s * (terminal_count_ + 1) + t] = static_cast<uint32_t>(reduce_lists_.size());
+      const auto id = static_cast<uint32_t>(reduce_lists_.size());
+      if (dense_reduce) reduce_dense_[s * (terminal_count_ + 1) + t] = id;
+      reduce_ids_[s].emplace_back(t, id);
       reduce_lists_.push_back(prods);
     }
   }
@@ -254,7 +277,7 @@ void LrTable::build_dense() {
 size_t LrTable::memory_bytes() const {
   size_t bytes = (shift_dense_.capacity() + go_dense_.capacity() + reduce_dense_.capacity()) * 4;
   for (size_t s = 0; s < shifts_.size(); ++s) {
-    bytes += (shifts_[s].capacity() + gotos_[s].capacity()) * 8 + active_[s].capacity() * 4;
+    bytes += (shifts_[s].capacity() + gotos_[s].capacity() + reduce_ids_[s].capacity()) * 8 + active_[s].capacity() * 4;
     for (const auto& [t, prods] : reduces_[s]) bytes += 32 + prods.capacity() * 4;
   }
   return bytes;

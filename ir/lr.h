@@ -3,6 +3,7 @@
 // spontaneous generation and propagation, as in Aho, Lam, Sethi and Ullman,
 // §4.7.5). Conflicts are kept, not resolved: the runtime runs the table
 // generalised (GLR), so every context-free grammar works.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,11 +13,23 @@
 
 namespace cgram::ir {
 
+// Bounds on building the table (docs/LIMITS.md). Over them, the table is
+// refused with a message (see LrTable::error).
+struct LrLimits {
+  size_t max_states = 1u << 17;
+  size_t max_kernel_items = 1u << 22;  // LR(0) kernel items over all states
+  // A lookup table (shift, goto, reduce) is dense, states × symbols, only
+  // when it has at most this many cells; otherwise rows are searched.
+  size_t max_dense_cells = 1u << 22;
+};
+
 class LrTable {
  public:
   static constexpr uint32_t kNone = UINT32_MAX;
 
-  explicit LrTable(const LexicalGrammar& grammar);
+  explicit LrTable(const LexicalGrammar& grammar, const LrLimits& limits = {});
+  // Why the table could not be built within its limits (empty when it was).
+  const std::string& error() const { return error_; }
   // Saving and loading (table_io.cpp): the rows, checked against `grammar`
   // on load; null with a message in `in` when invalid.
   void save(BinaryWriter& out) const;
@@ -28,19 +41,22 @@ class LrTable {
   size_t terminal_count() const { return terminal_count_; }
 
   uint32_t shift(uint32_t state, uint32_t terminal) const {
-    return shift_dense_[size_t(state) * terminal_count_ + terminal];
+    if (!shift_dense_.empty()) return shift_dense_[size_t(state) * terminal_count_ + terminal];
+    return find_in_row(shifts_[state], terminal, kNone);
   }
   uint32_t go(uint32_t state, uint32_t nonterminal) const {
-    return go_dense_[size_t(state) * nonterminal_count_ + nonterminal];
+    if (!go_dense_.empty()) return go_dense_[size_t(state) * nonterminal_count_ + nonterminal];
+    return find_in_row(gotos_[state], nonterminal, kNone);
   }
   // Productions to reduce in `state` when the lookahead is `terminal` (or
   // end_marker()). Production 0 (S' -> start) on the end marker is accept.
   const std::vector<uint32_t>& reductions(uint32_t state, uint32_t terminal) const {
-    return reduce_lists_[reduce_dense_[size_t(state) * (terminal_count_ + 1) + terminal]];
+    return reduce_lists_[reduction_list_id(state, terminal)];
   }
   // The same as an id of a distinct list (0: none), for generated code.
   uint32_t reduction_list_id(uint32_t state, uint32_t terminal) const {
-    return reduce_dense_[size_t(state) * (terminal_count_ + 1) + terminal];
+    if (!reduce_dense_.empty()) return reduce_dense_[size_t(state) * (terminal_count_ + 1) + terminal];
+    return find_in_row(reduce_ids_[state], terminal, 0);
   }
   const std::vector<uint32_t>& reduction_list(uint32_t id) const { return reduce_lists_[id]; }
   size_t reduction_list_count() const { return reduce_lists_.size(); }
@@ -57,16 +73,24 @@ class LrTable {
 
  private:
   LrTable() = default;
-  void build_dense();
+  void build_dense(size_t max_dense_cells);
+  // Binary search in a row sorted by symbol.
+  static uint32_t find_in_row(const std::vector<std::pair<uint32_t, uint32_t>>& row, uint32_t symbol,
+                              uint32_t none) {
+    auto it = std::lower_bound(row.begin(), row.end(), std::pair<uint32_t, uint32_t>(symbol, 0));
+    return it != row.end() && it->first == symbol ? it->second : none;
+  }
 
   const LexicalGrammar* grammar_ = nullptr;
   size_t terminal_count_ = 0;
   size_t nonterminal_count_ = 0;
-  // Dense copies of the rows, for the runtime's lookups.
+  std::string error_;
+  // Dense copies of the rows, for the runtime's lookups (empty when too big).
   std::vector<uint32_t> shift_dense_;   // state * terminals + t
   std::vector<uint32_t> go_dense_;      // state * nonterminals + A
   std::vector<uint32_t> reduce_dense_;  // state * (terminals + 1) + t → index into reduce_lists_
   std::vector<std::vector<uint32_t>> reduce_lists_;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> reduce_ids_;  // per state: sorted (terminal, list id)
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> shifts_;  // sorted (terminal, target)
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> gotos_;   // sorted (nonterminal, target)
   std::vector<std::vector<std::pair<uint32_t, std::vector<uint32_t>>>> reduces_;  // sorted by terminal

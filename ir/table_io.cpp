@@ -14,10 +14,9 @@ namespace cgram::ir {
 
 namespace {
 // Bounds on what a loaded table may ask for: far above what the compiler
-// makes, far below what would exhaust memory (the dense LR table is built
-// on load: states × (terminals + nonterminals + 1) words).
+// makes, far below what would exhaust memory (LR tables are checked against
+// LrLimits, whose dense parts are bounded).
 constexpr uint64_t kMaxProductionLength = 1u << 16;
-constexpr uint64_t kMaxDenseLrCells = uint64_t(1) << 26;  // 256 MB
 
 bool is_state_or_dead(uint32_t q, size_t states) { return q == Dfa::kDead || q < states; }
 
@@ -261,8 +260,18 @@ std::unique_ptr<LrTable> LrTable::load(BinaryReader& in, const LexicalGrammar& g
   };
   if (n == 0) return bad("an LR table without states");
   const size_t T = table->terminal_count_, N = table->nonterminal_count_;
-  if (T + N + 1 > kMaxDenseLrCells / n) return bad("an LR table larger than the loader's limit");
+  const LrLimits limits;
+  if (n > limits.max_states) return bad("an LR table with more states than the compiler makes");
+  // Rows are searched by binary search where the tables are not dense.
+  auto strictly_sorted = [](const auto& row) {
+    return std::adjacent_find(row.begin(), row.end(), [](const auto& a, const auto& b) {
+             return a.first >= b.first;
+           }) == row.end();
+  };
   for (size_t s = 0; s < n; ++s) {
+    if (!strictly_sorted(table->shifts_[s]) || !strictly_sorted(table->gotos_[s]) ||
+        !strictly_sorted(table->reduces_[s]))
+      return bad("an LR state whose rows are not sorted");
     for (auto [t, target] : table->shifts_[s])
       if (t >= T || target >= n) return bad("an LR shift out of range");
     for (auto [a, target] : table->gotos_[s])
@@ -276,7 +285,7 @@ std::unique_ptr<LrTable> LrTable::load(BinaryReader& in, const LexicalGrammar& g
     if (!std::is_sorted(active.begin(), active.end()) || (!active.empty() && active.back() >= T))
       return bad("an LR state with invalid active terminals");
   }
-  table->build_dense();
+  table->build_dense(limits.max_dense_cells);
   return table;
 }
 

@@ -8,8 +8,8 @@
 
 namespace cgram {
 
-CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
-                                 const CompileOptions& options)
+CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> grammar,
+                                 std::shared_ptr<const Vocabulary> vocab, const CompileOptions& options)
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)) {
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -18,18 +18,21 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
   const ir::GrammarIR& ir = grammar_->ir();
   grammar_hash_ = ir::hash_bytes(grammar_->file().text(), ir::hash_bytes(ir.nonterminals[ir.start].name));
   auto t0 = Clock::now();
-  lexical_ = ir::lower_lexical(ir);
-  table_ = std::make_unique<ir::LrTable>(lexical_);
+  lexical_ = ir::lower_lexical(ir, options.collapse);
+  table_ = std::make_unique<ir::LrTable>(lexical_, options.lr);
+  if (!table_->error().empty()) {
+    build_error_ = table_->error();
+    return;
+  }
   auto t1 = Clock::now();
   // What may follow each terminal: the terminals with an action in a state
   // that shifting it leads to (reductions there take the next terminal as
   // lookahead).
   std::vector<std::vector<uint32_t>> followers(lexical_.terminals.size());
   for (uint32_t s = 0; s < table_->state_count(); ++s)
-    for (uint32_t t = 0; t < lexical_.terminals.size(); ++t)
-      if (uint32_t target = table_->shift(s, t); target != ir::LrTable::kNone)
-        for (uint32_t u : table_->terminals_with_actions(target))
-          if (u < lexical_.terminals.size()) followers[t].push_back(u);
+    for (auto [t, target] : table_->shifts(s))
+      for (uint32_t u : table_->terminals_with_actions(target))
+        if (u < lexical_.terminals.size()) followers[t].push_back(u);
   for (auto& f : followers) {
     std::sort(f.begin(), f.end());
     f.erase(std::unique(f.begin(), f.end()), f.end());
@@ -124,7 +127,9 @@ CompiledGrammar::Result CompiledGrammar::compile(std::shared_ptr<const Grammar> 
                                                  const CompileOptions& options) {
   if (!grammar) return CompileError{"compile: no grammar (parse it first and check its diagnostics)"};
   if (!vocab) return CompileError{"compile: no vocabulary"};
-  return std::make_shared<const CompiledGrammar>(std::move(grammar), std::move(vocab), options);
+  auto compiled = std::make_shared<const CompiledGrammar>(Building{}, std::move(grammar), std::move(vocab), options);
+  if (!compiled->build_error_.empty()) return CompileError{compiled->build_error_};
+  return compiled;
 }
 
 }  // namespace cgram

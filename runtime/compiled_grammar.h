@@ -28,6 +28,10 @@ struct CompileOptions {
   // Build the whole token index now (AOT, or a server that can wait), rather
   // than each lexer state's entry when a mask first needs it.
   bool eager_index = false;
+  // How much work collapsing regular rules into lexemes may take.
+  ir::CollapseLimits collapse;
+  // How big the LR automaton may grow.
+  ir::LrLimits lr;
 };
 
 // Where compile time goes (milliseconds).
@@ -87,13 +91,16 @@ class CompiledGrammar {
   std::string save_tables() const;
   static Result load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
 
-  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
-                  const CompileOptions& options);
 
  private:
-  struct Loading {};  // a key: only load_tables can name it
+  // Keys: only compile and load_tables can name them (a compiled grammar is
+  // never half-built where users can reach it).
+  struct Building {};
+  struct Loading {};
 
  public:
+  CompiledGrammar(Building, std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
+                  const CompileOptions& options);
   CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {}
 
  private:
@@ -101,6 +108,7 @@ class CompiledGrammar {
   void build_any_token_sets();
 
   std::shared_ptr<const Grammar> grammar_;
+  std::string build_error_;  // set by the constructor when a limit stopped it
   std::string source_name_;
   uint64_t grammar_hash_ = 0;
   std::shared_ptr<const Vocabulary> vocab_;

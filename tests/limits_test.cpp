@@ -8,6 +8,7 @@
 
 #include "helpers.h"
 #include "parse.h"
+#include "matcher.h"
 #include "regex.h"
 
 using namespace cgram;
@@ -159,4 +160,86 @@ TEST_CASE("source locations: exact and linear on one long line", "[limits][diagn
     if (text[offset] == '\n') ++line_no, column = 1;
     else ++column;
   }
+}
+
+namespace {
+
+std::shared_ptr<const Vocabulary> bundled_vocab() {
+  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  return vocab;
+}
+
+CompiledGrammar::Result compile_with(std::string_view source, const CompileOptions& options) {
+  return CompiledGrammar::compile(grammar(source), bundled_vocab(), options);
+}
+
+std::shared_ptr<const CompiledGrammar> compiled_with(std::string_view source, const CompileOptions& options = {}) {
+  auto result = compile_with(source, options);
+  if (auto* e = std::get_if<CompileError>(&result)) FAIL(e->message);
+  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+}
+
+// Two compiled forms of one grammar give the same masks along the same
+// random walk.
+void expect_same_masks(const std::shared_ptr<const CompiledGrammar>& a, const std::shared_ptr<const CompiledGrammar>& b,
+                       int steps, uint32_t seed) {
+  Matcher ma(a), mb(b);
+  std::mt19937 rng(seed);
+  for (int step = 0; step < steps; ++step) {
+    std::vector<uint32_t> allowed = ma.current_possible_tokens();
+    REQUIRE(allowed == mb.current_possible_tokens());
+    if (allowed.empty() || ma.is_finished()) break;
+    uint32_t token = allowed[rng() % allowed.size()];
+    REQUIRE(ma.advance(token) == mb.advance(token));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("LR limits: states, and sparse rows where a dense table would be too big", "[limits][lr]") {
+  const std::string json = read_example("json.cgram");
+  auto dense = compiled_with(json);
+  const size_t states = dense->table().state_count();
+  CompileOptions options;
+  options.lr.max_states = states;
+  CHECK(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compile_with(json, options)));
+  options.lr.max_states = states - 1;
+  auto refused = compile_with(json, options);
+  REQUIRE(std::holds_alternative<CompileError>(refused));
+  CHECK_THAT(std::get<CompileError>(refused).message,
+             Catch::Contains(fmt::format("needs more than {} states", states - 1)));
+  // No dense table at all: the rows are searched, with the same masks.
+  CompileOptions sparse;
+  sparse.lr.max_dense_cells = 0;
+  auto searched = compiled_with(json, sparse);
+  CHECK(searched->table().memory_bytes() < dense->table().memory_bytes());
+  for (uint32_t seed = 1; seed <= 5; ++seed) expect_same_masks(dense, searched, 60, seed);
+  // A non-regular chain of 3,000 rules: the goto table would have
+  // states × rules cells; it is searched instead, and stays small.
+  std::string chain = "start ::= r0;\n";
+  for (int i = 0; i < 3000; ++i) chain += fmt::format("r{} ::= 'a' r{} 'b' | 'c';\n", i, i + 1);
+  chain += "r3000 ::= 'z';\n";
+  auto long_chain = compiled_with(chain);
+  CHECK(long_chain->table().memory_bytes() < (64u << 20));
+}
+
+TEST_CASE("the lexical-collapse budget: rules over it stay with the parser, with the same masks", "[limits][lexical]") {
+  const std::string json = read_example("json.cgram");
+  auto collapsed = compiled_with(json);
+  CompileOptions options;
+  options.collapse.max_total_states = 8;
+  auto kept = compiled_with(json, options);
+  bool spent = false;
+  for (const std::string& why : kept->lexical().context_free_reasons)
+    spent = spent || why.find("budget for collapsing rules") != std::string::npos;
+  CHECK(spent);
+  CHECK(kept->table().state_count() > collapsed->table().state_count());
+  for (uint32_t seed = 1; seed <= 5; ++seed) expect_same_masks(collapsed, kept, 60, seed);
+  // A finite chain of 2,000 regular rules: each would be a DFA of its own,
+  // quadratic in all; the budget bounds the work.
+  std::string chain = "start ::= r0;\n";
+  for (int i = 0; i < 2000; ++i) chain += fmt::format("r{} ::= 'a' r{} 'b' | 'c';\n", i, i + 1);
+  chain += "r2000 ::= 'z';\n";
+  auto bounded = compiled_with(chain);
+  CHECK(bounded->memory_bytes() < (256u << 20));
 }
