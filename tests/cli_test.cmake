@@ -1,14 +1,25 @@
 # End-to-end checks of the cgram command: exit codes and key output.
 file(MAKE_DIRECTORY ${WORK})
 
+# (A timeout, so that a command that blocks, on a FIFO say, fails the test.)
 function(expect_run expected_code expected_output)
-  execute_process(COMMAND ${CGRAM} ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  execute_process(COMMAND ${CGRAM} ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
   if(NOT code EQUAL expected_code)
     message(FATAL_ERROR "cgram ${ARGN}: exit ${code}, expected ${expected_code}\n${out}\n${err}")
   endif()
   string(FIND "${out}${err}" "${expected_output}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "cgram ${ARGN}: output lacks '${expected_output}':\n${out}\n${err}")
+  endif()
+endfunction()
+
+# The same, and the output must not hold `unexpected`.
+function(expect_run_lacks expected_code expected_output unexpected)
+  expect_run(${expected_code} "${expected_output}" ${ARGN})
+  execute_process(COMMAND ${CGRAM} ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+  string(FIND "${out}${err}" "${unexpected}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "cgram ${ARGN}: output holds '${unexpected}':\n${out}\n${err}")
   endif()
 endfunction()
 
@@ -39,7 +50,9 @@ expect_run(0 "Usage" --help)
 expect_run(0 "Exit status: 0 complete" match --help)
 expect_run(64 "expected the text to match" match ${json})
 expect_run(64 "FILE is required" check)
-expect_run(64 "" frobnicate)
+expect_run(64 "unknown command 'frobnicate'; the commands are: check, match, mask, generate, bench, compile, demo"
+           frobnicate)
+expect_run(64 "expected a command: check, match" )
 
 # Token ids as input: mask and bench take them directly.
 file(WRITE ${WORK}/string.cgram "start ::= #'\"[a-z]*\"' ;\n")
@@ -53,3 +66,78 @@ expect_run(0 "1 documents" bench ${WORK}/string.cgram --tokens ${WORK}/ids.txt)
 expect_run(64 "give --docs PATH or --tokens FILE" bench ${WORK}/string.cgram)
 file(WRITE ${WORK}/prefix.txt "\"ab")
 expect_run(0 "after 2 prefix tokens" mask ${WORK}/string.cgram --prefix-file ${WORK}/prefix.txt)
+
+# --json output is valid UTF-8 whatever the bytes: a byte outside a valid
+# character is written \xHH (backslashes doubled) and "<key>_escaped": true.
+string(ASCII 255 byte_ff)
+expect_run(1 "\"message\": \"no rule named '\\\\xFF', the start rule" check ${json} --start "${byte_ff}" --json)
+expect_run(1 "\"message_escaped\": true" check ${json} --start "${byte_ff}" --json)
+file(WRITE "${WORK}/bad${byte_ff}name.cgram" "start ::= 'a';\n")
+expect_run(0 "\"file\": \"${WORK}/bad\\\\xFFname.cgram\"" check "${WORK}/bad${byte_ff}name.cgram" --json)
+expect_run(1 "\"error\":\"cannot read grammar '${WORK}/gone\\\\xFF.cgram'" check "${WORK}/gone${byte_ff}.cgram" --json)
+# A generation cut inside a character (U+10348 is four byte tokens in Phi-3).
+file(WRITE ${WORK}/gothic.cgram "start ::= '\\u{10348}' ;\n")
+expect_run(0 "{\"finished\":false,\"text\":\"\\\\xF0\",\"text_escaped\":true,\"tokens\":[243]}"
+           generate ${WORK}/gothic.cgram --json --max-tokens 1)
+
+# Grammars and texts: only regular files, read up to a limit (the size check
+# comes first, and never more than limit + 1 bytes are read).
+expect_run(1 "cannot read grammar '/dev/zero': it is a character device, not a regular file" check /dev/zero)
+expect_run(64 "cannot read text '/dev/zero': it is a character device" match ${json} --file /dev/zero)
+expect_run(1 "cannot read grammar '${WORK}': it is a directory" check ${WORK})
+expect_run(3 "cannot read grammar '${WORK}': it is a directory" match ${WORK} "x")
+expect_run(64 "cannot read text '${WORK}': it is a directory" match ${json} --file ${WORK})
+expect_run(3 "cannot read grammar '${WORK}': it is a directory" generate ${WORK})
+expect_run(3 "cannot read prefix file '${WORK}': it is a directory" mask ${json} --prefix-file ${WORK})
+expect_run(3 "cannot read token id file '${WORK}': it is a directory" mask ${json} --tokens ${WORK})
+find_program(MKFIFO mkfifo)
+if(MKFIFO)
+  file(REMOVE ${WORK}/fifo.cgram)
+  execute_process(COMMAND ${MKFIFO} ${WORK}/fifo.cgram)
+  expect_run(1 "cannot read grammar '${WORK}/fifo.cgram': it is a FIFO, not a regular file" check ${WORK}/fifo.cgram)
+  expect_run(64 "it is a FIFO" match ${json} --file ${WORK}/fifo.cgram)
+endif()
+# /proc files say they hold 0 bytes: read as they are, never "2^63 bytes".
+if(EXISTS /proc/self/status)
+  expect_run_lacks(1 "/proc/self/status:1:" "9223372036854775807" check /proc/self/status)
+endif()
+file(WRITE ${WORK}/ten.json "1234567890")
+expect_run(0 "complete" match ${json} --file ${WORK}/ten.json --max-text-bytes 10)
+expect_run(64 "text '${WORK}/ten.json' is 10 bytes; the limit is 9 bytes" match ${json} --file ${WORK}/ten.json
+           --max-text-bytes 9)
+expect_run(3 "is 10 bytes; the limit is 9 bytes" bench ${json} --docs ${WORK}/ten.json --max-text-bytes 9)
+expect_run(64 "--max-text-bytes: 'x' is not a whole number" match ${json} --file ${WORK}/ten.json --max-text-bytes x)
+
+# Whole numbers are checked as written: no wrap-around, no clamping.
+expect_run(64 "--seed: '-1' is not a whole number (expected 0 to 18446744073709551615)" generate ${json} --seed -1)
+expect_run(64 "--seed: 18446744073709551616 is out of range" generate ${json} --seed 18446744073709551616)
+expect_run(64 "--seed: '1e23' is not a whole number" generate ${json} --seed 1e23)
+expect_run(0 "" generate ${json} --seed 18446744073709551615 --max-tokens 2)
+expect_run(64 "--max-tokens: '-1' is not a whole number (expected 1 to 100000000)" generate ${json} --max-tokens -1)
+expect_run(64 "--max-tokens: 0 is out of range" generate ${json} --max-tokens 0)
+expect_run(64 "--show: '-1' is not a whole number" mask ${json} --prefix 1 --show -1)
+
+# Control bytes of a grammar are escaped in diagnostics (no terminal escape
+# sequences), with the caret under the right character.
+string(ASCII 27 esc)
+file(WRITE ${WORK}/esc.cgram "start ::= '${esc}[2J' zz;\n")
+expect_run_lacks(1 "start ::= '\\x1B[2J' zz;\n                    ^~" "${esc}" check ${WORK}/esc.cgram)
+
+# bench --docs: a missing path says why; an empty folder warns; a folder
+# that cannot be listed (not as root) is an error, never an abort.
+expect_run(3 "cannot read documents '${WORK}/nonexistent': No such file or directory" bench ${json} --docs
+           ${WORK}/nonexistent)
+file(REMOVE_RECURSE ${WORK}/empty_docs)
+file(MAKE_DIRECTORY ${WORK}/empty_docs)
+expect_run(0 "warning: the folder '${WORK}/empty_docs' holds no documents" bench ${json} --docs ${WORK}/empty_docs)
+file(REMOVE_RECURSE ${WORK}/locked_docs)
+file(MAKE_DIRECTORY ${WORK}/locked_docs)
+file(WRITE ${WORK}/locked_docs/a.json "1")
+file(CHMOD ${WORK}/locked_docs PERMISSIONS OWNER_WRITE)
+execute_process(COMMAND ${CGRAM} bench ${json} --docs ${WORK}/locked_docs RESULT_VARIABLE code OUTPUT_VARIABLE out
+                ERROR_VARIABLE err TIMEOUT 60)
+file(CHMOD ${WORK}/locked_docs PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+string(FIND "${err}" "cannot list the documents folder" refused)
+if(NOT (code EQUAL 0 OR (code EQUAL 3 AND NOT refused EQUAL -1)))
+  message(FATAL_ERROR "bench --docs on an unreadable folder: exit ${code}\n${out}\n${err}")
+endif()

@@ -3,39 +3,26 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "compile.h"
-#include "lr.h"
 #include "embedded_grammar.h"
+#include "io.h"
+#include "lr.h"
 #include "oracle.h"
-#include "utf8.h"
 
 namespace cgram::cli {
 namespace {
 
 using nlohmann::json;
 
-std::optional<std::string> read_file(const std::string& path, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = fmt::format("cannot read '{}': {}", path, std::strerror(errno));
-    return std::nullopt;
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 json diagnostics_json(const Diagnostics& diags) {
   json list = json::array();
   for (const Diagnostic& d : diags.sorted()) {
-    json item = {{"severity", severity_name(d.severity)}, {"message", d.message}};
+    json item = {{"severity", severity_name(d.severity)}};
+    put_bytes(item, "message", d.message);
     if (d.range.begin.line != 0) {
       item["line"] = d.range.begin.line;
       item["column"] = d.range.begin.column;
@@ -48,31 +35,37 @@ json diagnostics_json(const Diagnostics& diags) {
 }
 
 json summary_json(const ir::GrammarIR& ir) {
-  return {{"start", ir.nonterminals[ir.start].name},
-          {"rules", ir.user_rule_count()},
-          {"productions", ir.productions.size()},
-          {"terminals", ir.terminals.size()},
-          {"except_sets", ir.excepts.size()},
-          {"dfa_states", ir.total_dfa_states()}};
+  json out = {{"rules", ir.user_rule_count()},
+              {"productions", ir.productions.size()},
+              {"terminals", ir.terminals.size()},
+              {"except_sets", ir.excepts.size()},
+              {"dfa_states", ir.total_dfa_states()}};
+  put_bytes(out, "start", ir.nonterminals[ir.start].name);
+  return out;
 }
 
 // Loads and checks a grammar, printing its diagnostics to stderr (in text
 // mode). Returns the outcome; `io_error` is set when the file is unreadable.
 Grammar::Outcome load(const std::string& file, const std::string& start, bool json_mode,
                       std::string& io_error) {
-  auto text = read_file(file, io_error);
-  if (!text) return Grammar::Outcome{nullptr, Diagnostics(nullptr), nullptr};
+  std::string text;
+  if (auto error = read_grammar_file(file, text)) {
+    io_error = std::move(*error);
+    return Grammar::Outcome{nullptr, Diagnostics(nullptr), nullptr};
+  }
   ParseOptions options;
   options.start = start;
-  Grammar::Outcome outcome = Grammar::parse(*text, file, options);
+  Grammar::Outcome outcome = Grammar::parse(text, file, options);
   if (!json_mode) std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   return outcome;
 }
 
 void print_io_error(const std::string& message, bool json_mode) {
-  if (json_mode)
-    std::cout << json{{"ok", false}, {"error", message}}.dump() << "\n";
-  else
+  if (json_mode) {
+    json out = {{"ok", false}};
+    put_bytes(out, "error", message);
+    std::cout << dump_json(out) << "\n";
+  } else
     std::cerr << "cgram: error: " << message << "\n";
 }
 
@@ -89,19 +82,6 @@ std::pair<size_t, size_t> line_column(std::string_view text, size_t offset) {
   return {line, column};
 }
 
-std::string printable(std::string_view bytes) {
-  std::string out;
-  for (char c : bytes) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
-    else out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 int run_check(const CheckArgs& args) {
@@ -113,13 +93,13 @@ int run_check(const CheckArgs& args) {
   }
   const Diagnostics& diags = outcome.diagnostics;
   if (args.json) {
-    json out = {{"file", args.file},
-                {"ok", outcome.ok()},
+    json out = {{"ok", outcome.ok()},
                 {"errors", diags.error_count()},
                 {"warnings", diags.warning_count()},
                 {"diagnostics", diagnostics_json(diags)}};
+    put_bytes(out, "file", args.file);
     if (outcome.ok()) out["summary"] = summary_json(outcome.grammar->ir());
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
     return outcome.ok() ? 0 : 1;
   }
   if (!outcome.ok()) {
@@ -154,12 +134,10 @@ int run_match(const MatchArgs& args) {
   std::string io_error;
   std::string text;
   if (args.text_file) {
-    auto content = read_file(*args.text_file, io_error);
-    if (!content) {
-      print_io_error(io_error, args.json);
+    if (auto error = read_regular_file(*args.text_file, "text", args.max_text_bytes, text)) {
+      print_io_error(*error, args.json);
       return kExitUsage;
     }
-    text = std::move(*content);
   } else {
     text = args.text.value_or("");
   }
@@ -170,7 +148,7 @@ int run_match(const MatchArgs& args) {
   }
   if (!outcome.ok()) {
     if (args.json)
-      std::cout << json{{"ok", false}, {"diagnostics", diagnostics_json(outcome.diagnostics)}}.dump(2) << "\n";
+      std::cout << dump_json(json{{"ok", false}, {"diagnostics", diagnostics_json(outcome.diagnostics)}}, 2) << "\n";
     return kGrammarErrors;
   }
   const ir::GrammarIR& ir = outcome.grammar->ir();
@@ -186,7 +164,7 @@ int run_match(const MatchArgs& args) {
       out["column"] = column;
     }
     if (token_rules) out["note"] = "text matched without a vocabulary: any! spans any text and except! counts are not checked";
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
   } else {
     switch (result.verdict) {
       case oracle::Verdict::Complete: std::cout << "complete\n"; break;
@@ -196,7 +174,11 @@ int run_match(const MatchArgs& args) {
         size_t from = result.viable_bytes > 20 ? result.viable_bytes - 20 : 0;
         std::string before = printable(std::string_view(text).substr(from, result.viable_bytes - from));
         std::string after = printable(std::string_view(text).substr(result.viable_bytes, 20));
-        std::cout << fmt::format("  {}{}\n  {}^\n", before, after, std::string(before.size(), ' '));
+        // One space per character before the caret (not per byte: `before`
+        // may hold multi-byte characters).
+        size_t width = std::count_if(before.begin(), before.end(),
+                                     [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+        std::cout << fmt::format("  {}{}\n  {}^\n", before, after, std::string(width, ' '));
         break;
       }
     }

@@ -7,6 +7,14 @@
 namespace cgram::cli {
 
 inline constexpr int kExitUsage = 64;
+// Texts read from files (match --file, mask --prefix-file and --tokens,
+// bench --docs and --tokens, each file of a folder): at most this many bytes
+// each, unless --max-text-bytes says otherwise. As much as a grammar: match
+// spends about 45 bytes of memory per text byte (docs/LIMITS.md).
+inline constexpr size_t kDefaultMaxTextBytes = size_t(16) << 20;
+inline constexpr size_t kMaxTextBytesCeiling = size_t(1) << 40;
+// generate --max-tokens: 1 to this many.
+inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 
 struct CheckArgs {
   std::string file;
@@ -22,6 +30,7 @@ struct MatchArgs {
   std::optional<std::string> text_file;
   std::string start = "start";
   bool json = false;
+  size_t max_text_bytes = kDefaultMaxTextBytes;
 };
 // Exit codes: 0 complete, 1 prefix, 2 rejected, 3 the grammar has errors.
 int run_match(const MatchArgs& args);
@@ -40,6 +49,7 @@ struct VocabArgs {
   // "table", or "jit": compile the kernels with the JIT before running. A
   // FILE ending in .so is an AOT object made by `cgram compile` (tier "aot").
   std::string tier = "table";
+  size_t max_text_bytes = kDefaultMaxTextBytes;  // mask and bench: texts and token id files
 };
 
 struct CompileArgs : VocabArgs {

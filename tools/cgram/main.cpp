@@ -1,14 +1,51 @@
 // cgram: the command line. One subcommand per job; see `cgram --help`.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <iostream>
+#include <string_view>
 
 #include "commands.h"
+#include "io.h"
+
+namespace {
+
+// CLI11 reads "-1" into an unsigned option as 2^64 - 1 and takes "1e23" or
+// 2^64 silently clamped: whole numbers are checked here, as written, before
+// any conversion.
+CLI::Validator whole_number(uint64_t min, uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const bool digits =
+            !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        uint64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (!digits || ec == std::errc::invalid_argument)
+          return fmt::format("'{}' is not a whole number (expected {} to {})", text, min, max);
+        if (ec == std::errc::result_out_of_range || value < min || value > max)
+          return fmt::format("{} is out of range (expected {} to {})", text, min, max);
+        return "";
+      },
+      fmt::format("in [{} - {}]", min, max), "whole_number");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace cgram::cli;
   CLI::App app{"cgram: compile grammars that constrain what a language model may generate"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "cgram 0.1.0");
+
+  // Texts read from files are bounded (docs/LIMITS.md, "Files").
+  auto add_max_text_bytes = [](CLI::App* cmd, size_t& limit) {
+    cmd->add_option("--max-text-bytes", limit, "The largest text file read (documents, prefixes, token ids)")
+        ->check(whole_number(0, kMaxTextBytesCeiling))
+        ->capture_default_str();
+  };
 
   CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Check a grammar: print its diagnostics, or a summary");
@@ -28,6 +65,7 @@ int main(int argc, char** argv) {
   text_opt->excludes(file_opt);
   match_cmd->add_option("--start", match.start, "The start rule")->capture_default_str();
   match_cmd->add_flag("--json", match.json, "Print the result as one JSON object");
+  add_max_text_bytes(match_cmd, match.max_text_bytes);
 
   auto vocab_options = [](CLI::App* cmd, VocabArgs& a, bool single = true) {
     if (!single) return;
@@ -54,14 +92,21 @@ int main(int argc, char** argv) {
                                           "The tokens so far as ids: a file of whitespace-separated token ids");
   prefix_opt->excludes(prefix_file_opt)->excludes(tokens_opt);
   prefix_file_opt->excludes(tokens_opt);
-  mask_cmd->add_option("--show", mask.show, "How many allowed tokens to list in text mode")->capture_default_str();
+  add_max_text_bytes(mask_cmd, mask.max_text_bytes);
+  mask_cmd->add_option("--show", mask.show, "How many allowed tokens to list in text mode")
+      ->check(whole_number(0, UINT32_MAX))
+      ->capture_default_str();
 
   GenerateArgs generate;
   CLI::App* generate_cmd = app.add_subcommand(
       "generate", "Random valid text: uniform sampling over the allowed tokens, until end of sequence");
   vocab_options(generate_cmd, generate);
-  generate_cmd->add_option("--seed", generate.seed, "Random seed")->capture_default_str();
-  generate_cmd->add_option("--max-tokens", generate.max_tokens, "Stop after this many tokens")->capture_default_str();
+  generate_cmd->add_option("--seed", generate.seed, "Random seed")
+      ->check(whole_number(0, UINT64_MAX))
+      ->capture_default_str();
+  generate_cmd->add_option("--max-tokens", generate.max_tokens, "Stop after this many tokens")
+      ->check(whole_number(1, kMaxGenerateTokens))
+      ->capture_default_str();
 
   BenchArgs bench;
   CLI::App* bench_cmd = app.add_subcommand(
@@ -84,6 +129,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--docs", bench.docs, "A text file, or a folder of them, tokenized with the vocabulary");
   bench_cmd->add_option("--tokens", bench.tokens_file,
                         "Documents as token ids: a file of whitespace-separated ids, one document a line");
+  add_max_text_bytes(bench_cmd, bench.max_text_bytes);
   bench_cmd->add_flag("--eager-index", bench.eager_index,
                       "Build the whole token index at compile time (as AOT and eager JIT do) instead of on first use");
 
@@ -99,6 +145,24 @@ int main(int argc, char** argv) {
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
 
+  // CLI11 answers an unknown command (or none) with "A subcommand is
+  // required": name what was given and list the commands instead.
+  if (argc < 2 || argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + cmd->get_name();
+      known = known || (argc >= 2 && cmd->get_name() == argv[1]);
+    }
+    if (!known) {
+      if (argc < 2)
+        std::cerr << "cgram: expected a command: " << names << "\n";
+      else
+        std::cerr << fmt::format("cgram: unknown command '{}'; the commands are: {}\n", printable(argv[1]), names);
+      std::cerr << "Run with --help for more information.\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

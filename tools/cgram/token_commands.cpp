@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -15,6 +14,7 @@
 #include "commands.h"
 #include "compile.h"
 #include "encoder.h"
+#include "io.h"
 #include "kernel_jit.h"
 #include "matcher.h"
 #include "shared_object.h"
@@ -56,17 +56,6 @@ std::optional<std::string> jit_compile(const CompiledGrammar& compiled, double* 
 
 bool is_shared_object(const std::string& path) { return std::filesystem::path(path).extension() == ".so"; }
 
-std::optional<std::string> read_text(const std::string& path, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = fmt::format("cannot read '{}'", path);
-    return std::nullopt;
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Loads the vocabulary and the grammar, and compiles; prints what went wrong.
 std::optional<Loaded> load(const VocabArgs& args) {
   Loaded out;
@@ -91,17 +80,16 @@ std::optional<Loaded> load(const VocabArgs& args) {
     out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
     return out;
   }
-  std::string error;
-  auto text = read_text(args.file, error);
-  if (!text) {
-    std::cerr << "cgram: error: " << error << "\n";
+  std::string text;
+  if (auto error = read_grammar_file(args.file, text)) {
+    std::cerr << "cgram: error: " << *error << "\n";
     return std::nullopt;
   }
   auto start = Clock::now();
   out.grammar_arrived = start;
   ParseOptions options;
   options.start = args.start;
-  Grammar::Outcome outcome = Grammar::parse(*text, args.file, options);
+  Grammar::Outcome outcome = Grammar::parse(text, args.file, options);
   out.parse_ms = ms_since(start);
   std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   if (!outcome.ok()) return std::nullopt;
@@ -136,11 +124,14 @@ std::unique_ptr<Encoder> encoder_for(const std::shared_ptr<const Vocabulary>& vo
 // Token id sequences from a file of whitespace-separated ids, one sequence
 // per line (empty lines skipped); every id must be below the vocabulary size.
 std::optional<std::vector<std::vector<uint32_t>>> read_token_ids(const std::string& path, size_t vocab_size,
-                                                                 std::string& error) {
-  auto text = read_text(path, error);
-  if (!text) return std::nullopt;
+                                                                 size_t max_bytes, std::string& error) {
+  std::string text;
+  if (auto read_error = read_regular_file(path, "token id file", max_bytes, text)) {
+    error = std::move(*read_error);
+    return std::nullopt;
+  }
   std::vector<std::vector<uint32_t>> sequences;
-  std::istringstream lines(*text);
+  std::istringstream lines(text);
   std::string line;
   for (size_t number = 1; std::getline(lines, line); ++number) {
     std::istringstream words(line);
@@ -166,7 +157,7 @@ std::optional<std::vector<std::vector<uint32_t>>> read_token_ids(const std::stri
 std::optional<std::vector<uint32_t>> prefix_tokens(const MaskArgs& args, const Loaded& loaded) {
   std::string error;
   if (!args.tokens_file.empty()) {
-    auto sequences = read_token_ids(args.tokens_file, loaded.vocab->size(), error);
+    auto sequences = read_token_ids(args.tokens_file, loaded.vocab->size(), args.max_text_bytes, error);
     if (!sequences) {
       std::cerr << "cgram: error: " << error << "\n";
       return std::nullopt;
@@ -177,12 +168,10 @@ std::optional<std::vector<uint32_t>> prefix_tokens(const MaskArgs& args, const L
   }
   std::string prefix = args.prefix;
   if (!args.prefix_file.empty()) {
-    auto text = read_text(args.prefix_file, error);
-    if (!text) {
-      std::cerr << "cgram: error: " << error << "\n";
+    if (auto read_error = read_regular_file(args.prefix_file, "prefix file", args.max_text_bytes, prefix)) {
+      std::cerr << "cgram: error: " << *read_error << "\n";
       return std::nullopt;
     }
-    prefix = *text;
   }
   auto encoder = encoder_for(loaded.vocab);
   if (!encoder) return std::nullopt;
@@ -222,7 +211,7 @@ int run_mask(const MaskArgs& args) {
   if (args.json) {
     json out = {{"prefix_tokens", tokens}, {"allowed", allowed}, {"count", allowed.size()},
                 {"vocab_size", vocab.size()}, {"can_end", matcher.can_end()}};
-    std::cout << out.dump() << "\n";
+    std::cout << dump_json(out) << "\n";
     return 0;
   }
   std::cout << fmt::format("{} of {} tokens allowed after {} prefix tokens{}\n", allowed.size(), vocab.size(),
@@ -255,7 +244,9 @@ int run_generate(const GenerateArgs& args) {
     text += loaded->vocab->bytes(token);
   }
   if (args.json) {
-    std::cout << json{{"text", text}, {"tokens", tokens}, {"finished", finished}}.dump() << "\n";
+    json out = {{"tokens", tokens}, {"finished", finished}};
+    put_bytes(out, "text", text);
+    std::cout << dump_json(out) << "\n";
   } else {
     std::cout << text << "\n";
     std::cerr << fmt::format("cgram generate: {} tokens, {}\n", tokens.size(),
@@ -269,32 +260,55 @@ namespace {
 
 using Documents = std::vector<std::pair<std::string, std::vector<uint32_t>>>;
 
-// Text files (a file, or every file of a folder, sorted) tokenized by the
-// vocabulary's encoder.
-bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vocabulary>& vocab, Documents& docs) {
+// The entries of a folder; `ec` is set when it cannot be listed (the
+// range-for over a directory_iterator would throw on a failed step).
+std::vector<std::filesystem::directory_entry> list_folder(const std::filesystem::path& folder, std::error_code& ec) {
+  std::vector<std::filesystem::directory_entry> out;
+  std::filesystem::directory_iterator it(folder, ec);
+  for (const std::filesystem::directory_iterator end; !ec && it != end; it.increment(ec)) out.push_back(*it);
+  return out;
+}
+
+// Text files (a file, or every regular file of a folder, sorted) tokenized
+// by the vocabulary's encoder, each at most `max_bytes`. Every filesystem
+// call takes an error code: a folder that cannot be listed is an error, not
+// an exception.
+bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vocabulary>& vocab, size_t max_bytes,
+                    Documents& docs) {
+  namespace fs = std::filesystem;
   auto encoder = encoder_for(vocab);
   if (!encoder) return false;
-  std::vector<std::string> paths;
   std::error_code ec;
-  if (std::filesystem::is_directory(docs_path, ec)) {
-    for (const auto& e : std::filesystem::directory_iterator(docs_path, ec))
-      if (e.is_regular_file()) paths.push_back(e.path().string());
+  const fs::file_status status = fs::status(docs_path, ec);
+  if (ec) {
+    std::cerr << fmt::format("cgram: error: cannot read documents '{}': {}\n", docs_path, ec.message());
+    return false;
+  }
+  std::vector<std::string> paths;
+  if (fs::is_directory(status)) {
+    auto entries = list_folder(docs_path, ec);
+    if (ec) {
+      std::cerr << fmt::format("cgram: error: cannot list the documents folder '{}': {}\n", docs_path, ec.message());
+      return false;
+    }
+    for (const fs::directory_entry& e : entries) {
+      std::error_code type_ec;
+      if (e.is_regular_file(type_ec)) paths.push_back(e.path().string());
+    }
+    if (paths.empty())
+      std::cerr << fmt::format("cgram bench: warning: the folder '{}' holds no documents (no regular files)\n",
+                               docs_path);
     std::sort(paths.begin(), paths.end());
   } else {
     paths.push_back(docs_path);
   }
-  if (ec) {
-    std::cerr << fmt::format("cgram: error: cannot read the folder {}: {}\n", docs_path, ec.message());
-    return false;
-  }
-  std::string error;
+  std::string text;
   for (const std::string& path : paths) {
-    auto doc = read_text(path, error);
-    if (!doc) {
-      std::cerr << "cgram: error: " << error << "\n";
+    if (auto error = read_regular_file(path, "document", max_bytes, text)) {
+      std::cerr << "cgram: error: " << *error << "\n";
       return false;
     }
-    auto tokens = encoder->try_encode_continuation(*doc);
+    auto tokens = encoder->try_encode_continuation(text);
     if (auto* e = std::get_if<VocabularyError>(&tokens)) {
       std::cerr << fmt::format("cgram: error: {}: {}\n", path, e->message);
       return false;
@@ -353,9 +367,9 @@ int bench_file(const BenchArgs& args) {
   // encoder (--docs), or ids given directly (--tokens, one document a line).
   Documents docs;
   std::string error;
-  if (!args.docs.empty() && !read_documents(args.docs, loaded->vocab, docs)) return 3;
+  if (!args.docs.empty() && !read_documents(args.docs, loaded->vocab, args.max_text_bytes, docs)) return 3;
   if (!args.tokens_file.empty()) {
-    auto sequences = read_token_ids(args.tokens_file, loaded->vocab->size(), error);
+    auto sequences = read_token_ids(args.tokens_file, loaded->vocab->size(), args.max_text_bytes, error);
     if (!sequences) {
       std::cerr << "cgram: error: " << error << "\n";
       return 3;
@@ -367,9 +381,7 @@ int bench_file(const BenchArgs& args) {
   const std::vector<double>& mask_us = run.mask_us;
   const std::vector<double>& advance_us = run.advance_us;
   const CompileTimings& t = loaded->compiled->timings();
-  json out = {{"grammar", args.file},
-              {"vocabulary", loaded->vocab->name()},
-              {"vocab_size", loaded->vocab->size()},
+  json out = {{"vocab_size", loaded->vocab->size()},
               {"documents", run.documents},
               {"documents_leaving_language", run.left_language},
               {"steps", mask_us.size()},
@@ -386,8 +398,10 @@ int bench_file(const BenchArgs& args) {
               {"time_to_first_mask_ms", first_mask_ms},
               {"memory_bytes", loaded->compiled->memory_bytes()},
               {"vocabulary_trie_bytes", loaded->vocab->trie().memory_bytes()}};
+  put_bytes(out, "grammar", args.file);
+  put_bytes(out, "vocabulary", loaded->vocab->name());
   if (args.json) {
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
     return 0;
   }
   std::cout << fmt::format(
@@ -427,10 +441,9 @@ struct SuiteRow {
 std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::filesystem::path& grammar_path,
                                         const std::shared_ptr<const Vocabulary>& vocab, const Documents& docs,
                                         bool compare_jit) {
-  std::string error;
-  auto text = read_text(grammar_path.string(), error);
-  if (!text) {
-    std::cerr << "cgram: error: " << error << "\n";
+  std::string text;
+  if (auto error = read_grammar_file(grammar_path.string(), text)) {
+    std::cerr << "cgram: error: " << *error << "\n";
     return std::nullopt;
   }
   SuiteRow row;
@@ -439,7 +452,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   row.vocabulary = std::filesystem::path(vocab->name()).filename().string();
   // First mask with the lazy index, from the grammar's text.
   auto arrived = Clock::now();
-  Grammar::Outcome outcome = Grammar::parse(*text, grammar_path.string());
+  Grammar::Outcome outcome = Grammar::parse(text, grammar_path.string());
   std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   if (!outcome.ok()) return std::nullopt;
   auto lazy = CompiledGrammar::compile(outcome.grammar, vocab);
@@ -455,7 +468,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   row.first_mask_ms = ms_since(arrived);
   // Eager compile (parse, lower, the whole index), then the documents.
   auto start = Clock::now();
-  Grammar::Outcome again = Grammar::parse(*text, grammar_path.string());
+  Grammar::Outcome again = Grammar::parse(text, grammar_path.string());
   CompileOptions eager;
   eager.eager_index = true;
   auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
@@ -491,8 +504,11 @@ int bench_suite(const BenchArgs& args) {
   }
   std::error_code ec;
   std::vector<std::filesystem::path> formats;
-  for (const auto& e : std::filesystem::directory_iterator(args.suite, ec))
-    if (e.is_directory() && (args.only.empty() || e.path().filename() == args.only)) formats.push_back(e.path());
+  for (const auto& e : list_folder(args.suite, ec)) {
+    std::error_code type_ec;
+    if (e.is_directory(type_ec) && (args.only.empty() || e.path().filename() == args.only))
+      formats.push_back(e.path());
+  }
   if (ec || formats.empty()) {
     std::cerr << fmt::format("cgram: error: no benchmark formats in '{}'{}\n", args.suite,
                              ec ? ": " + ec.message() : "");
@@ -502,12 +518,16 @@ int bench_suite(const BenchArgs& args) {
   std::vector<SuiteRow> rows;
   for (const auto& format : formats) {
     std::vector<std::filesystem::path> grammars;
-    for (const auto& e : std::filesystem::directory_iterator(format, ec))
+    for (const auto& e : list_folder(format, ec))
       if (e.path().extension() == ".cgram") grammars.push_back(e.path());
+    if (ec) {
+      std::cerr << fmt::format("cgram: error: cannot list the format folder '{}': {}\n", format.string(), ec.message());
+      return 3;
+    }
     std::sort(grammars.begin(), grammars.end());
     for (const auto& vocab : vocabs) {
       Documents docs;
-      if (!read_documents((format / "docs").string(), vocab, docs)) return 3;
+      if (!read_documents((format / "docs").string(), vocab, args.max_text_bytes, docs)) return 3;
       for (const auto& grammar : grammars) {
         auto row = bench_suite_row(format.filename().string(), grammar, vocab, docs, args.tier == "jit");
         if (!row) return 3;
@@ -520,15 +540,19 @@ int bench_suite(const BenchArgs& args) {
   }
   if (args.json) {
     json out = json::array();
-    for (const SuiteRow& r : rows)
-      out.push_back({{"format", r.format}, {"spelling", r.spelling}, {"vocabulary", r.vocabulary},
-                     {"steps", r.steps}, {"documents_leaving_language", r.left_language},
-                     {"mask_us", percentiles(r.mask_us)}, {"first_mask_ms", r.first_mask_ms},
-                     {"compile_ms", r.compile_ms}, {"memory_mb", r.memory_mb}});
+    for (const SuiteRow& r : rows) {
+      json row = {{"steps", r.steps}, {"documents_leaving_language", r.left_language},
+                  {"mask_us", percentiles(r.mask_us)}, {"first_mask_ms", r.first_mask_ms},
+                  {"compile_ms", r.compile_ms}, {"memory_mb", r.memory_mb}};
+      put_bytes(row, "format", r.format);
+      put_bytes(row, "spelling", r.spelling);
+      put_bytes(row, "vocabulary", r.vocabulary);
+      out.push_back(std::move(row));
+    }
     if (args.tier == "jit")
       for (size_t i = 0; i < rows.size(); ++i)
         out[i]["jit"] = {{"mask_us", percentiles(rows[i].jit_mask_us)}, {"compile_ms", rows[i].jit_ms}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
     return 0;
   }
   if (args.tier == "jit") {
