@@ -141,3 +141,18 @@ string(FIND "${err}" "cannot list the documents folder" refused)
 if(NOT (code EQUAL 0 OR (code EQUAL 3 AND NOT refused EQUAL -1)))
   message(FATAL_ERROR "bench --docs on an unreadable folder: exit ${code}\n${out}\n${err}")
 endif()
+
+# match runs the matcher's engine, one byte a step: a large text is linear,
+# and token rules keep their meaning without a vocabulary (any! spans any
+# non-empty text, except! counts are not checked).
+string(REPEAT "{\"key\": [1, 2.5, true, null, \"text\"]}, " 20000 items)
+file(WRITE ${WORK}/large.json "[${items}{}]")
+expect_run(0 "complete" match ${json} --file ${WORK}/large.json)
+file(WRITE ${WORK}/any.cgram "start ::= '<' any! ;\n")
+expect_run(0 "complete" match ${WORK}/any.cgram "<abc>")
+expect_run(1 "prefix" match ${WORK}/any.cgram "<")
+expect_run(2 "rejected at byte 0" match ${WORK}/any.cgram ">")
+expect_run(2 "rejected at byte 2" match ${WORK}/any.cgram "<a${byte_ff}")
+file(WRITE ${WORK}/except.cgram "start ::= except!('x', 1) 'x' ;\n")
+expect_run(0 "complete" match ${WORK}/except.cgram "yyyx")
+expect_run(2 "rejected at byte 2 (line 1, column 3)" match ${WORK}/except.cgram "yxy")

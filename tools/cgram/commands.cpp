@@ -11,7 +11,8 @@
 #include "embedded_grammar.h"
 #include "io.h"
 #include "lr.h"
-#include "oracle.h"
+#include "compiled_grammar.h"
+#include "engine.h"
 
 namespace cgram::cli {
 namespace {
@@ -80,6 +81,84 @@ std::pair<size_t, size_t> line_column(std::string_view text, size_t offset) {
     }
   }
   return {line, column};
+}
+
+enum class Verdict { Complete, Prefix, Rejected };
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Complete: return "complete";
+    case Verdict::Prefix: return "prefix";
+    case Verdict::Rejected: return "rejected";
+  }
+  return "rejected";
+}
+
+struct MatchResult {
+  Verdict verdict = Verdict::Rejected;
+  size_t viable_bytes = 0;  // the longest viable prefix (all of the text unless rejected)
+  std::string error;        // the text could not be matched at all
+};
+
+// The grammar as `match` reads it without a vocabulary, over a vocabulary of
+// the 256 single bytes: there any! (one token) would span exactly one byte,
+// where the command promises any non-empty text. That is any!+, one or more
+// byte tokens, so every any! becomes a helper rule `any!+ ::= any! | any!+
+// any!`; except! token counts are not checked, so they are dropped.
+ir::GrammarIR unsegmented(ir::GrammarIR ir) {
+  if (ir.uses_any_token()) {
+    const ir::Symbol any{ir::Symbol::Kind::AnyToken, 0};
+    const ir::Symbol many{ir::Symbol::Kind::Nonterminal, static_cast<uint32_t>(ir.nonterminals.size())};
+    for (ir::Production& p : ir.productions)
+      for (ir::Symbol& s : p.rhs)
+        if (s.kind == ir::Symbol::Kind::AnyToken) s = many;
+    ir::Nonterminal helper;
+    helper.name = "any!+";
+    for (std::vector<ir::Symbol> rhs : {std::vector<ir::Symbol>{any}, std::vector<ir::Symbol>{many, any}}) {
+      helper.productions.push_back(static_cast<uint32_t>(ir.productions.size()));
+      ir.productions.push_back({many.index, std::move(rhs)});
+    }
+    ir.nonterminals.push_back(std::move(helper));
+  }
+  for (ir::ExceptSpec& e : ir.excepts) e.max_tokens.reset();
+  ir::analyze(ir);
+  return ir;
+}
+
+// Matches `text` with the matcher's engine over single-byte tokens, one byte
+// a step: the first byte that leaves the language is the offset of a
+// rejection. (The reference recognizer of the tests, an Earley parser, was
+// used here before: unbounded, it took minutes and gigabytes on large or
+// ambiguous inputs; the engine is the code that runs in production and
+// agrees with it exactly, which the differential tests check.)
+MatchResult match_text(const Grammar::Outcome& outcome, std::string_view text) {
+  MatchResult out;
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
+  VocabularyResult vocab = Vocabulary::from_tokens(std::move(bytes), {});
+  if (auto* e = std::get_if<VocabularyError>(&vocab)) {
+    out.error = e->message;
+    return out;
+  }
+  auto grammar = std::make_shared<const Grammar>(outcome.file, unsegmented(outcome.grammar->ir()));
+  auto compiled = CompiledGrammar::compile(grammar, std::get<std::shared_ptr<const Vocabulary>>(vocab));
+  if (auto* e = std::get_if<CompileError>(&compiled)) {
+    out.error = e->message;
+    return out;
+  }
+  Engine engine(*std::get<std::shared_ptr<const CompiledGrammar>>(compiled));
+  std::vector<Head> heads = engine.initial_heads(), next;
+  for (size_t i = 0; i < text.size(); ++i) {
+    engine.step_token(heads, text.substr(i, 1), next);
+    if (next.empty()) {
+      out.viable_bytes = i;
+      return out;
+    }
+    heads.swap(next);
+  }
+  out.viable_bytes = text.size();
+  out.verdict = engine.can_end(heads) ? Verdict::Complete : Verdict::Prefix;
+  return out;
 }
 
 }  // namespace
@@ -152,13 +231,16 @@ int run_match(const MatchArgs& args) {
     return kGrammarErrors;
   }
   const ir::GrammarIR& ir = outcome.grammar->ir();
-  auto grammar = std::make_shared<const oracle::OracleGrammar>(oracle::OracleGrammar::from_ir(ir));
-  oracle::MatchResult result = oracle::match_text(grammar, text);
+  const MatchResult result = match_text(outcome, text);
+  if (!result.error.empty()) {
+    print_io_error(result.error, args.json);
+    return kGrammarErrors;
+  }
   const bool token_rules = ir.uses_any_token() || ir.uses_token_counts();
   auto [line, column] = line_column(text, result.viable_bytes);
   if (args.json) {
-    json out = {{"ok", true}, {"verdict", oracle::verdict_name(result.verdict)}, {"bytes", text.size()}};
-    if (result.verdict == oracle::Verdict::Rejected) {
+    json out = {{"ok", true}, {"verdict", verdict_name(result.verdict)}, {"bytes", text.size()}};
+    if (result.verdict == Verdict::Rejected) {
       out["offset"] = result.viable_bytes;
       out["line"] = line;
       out["column"] = column;
@@ -167,9 +249,9 @@ int run_match(const MatchArgs& args) {
     std::cout << dump_json(out, 2) << "\n";
   } else {
     switch (result.verdict) {
-      case oracle::Verdict::Complete: std::cout << "complete\n"; break;
-      case oracle::Verdict::Prefix: std::cout << "prefix (viable, not complete)\n"; break;
-      case oracle::Verdict::Rejected: {
+      case Verdict::Complete: std::cout << "complete\n"; break;
+      case Verdict::Prefix: std::cout << "prefix (viable, not complete)\n"; break;
+      case Verdict::Rejected: {
         std::cout << fmt::format("rejected at byte {} (line {}, column {})\n", result.viable_bytes, line, column);
         size_t from = result.viable_bytes > 20 ? result.viable_bytes - 20 : 0;
         std::string before = printable(std::string_view(text).substr(from, result.viable_bytes - from));
@@ -186,9 +268,9 @@ int run_match(const MatchArgs& args) {
       std::cout << "note: matched without a vocabulary: any! spans any text and except! counts are not checked\n";
   }
   switch (result.verdict) {
-    case oracle::Verdict::Complete: return 0;
-    case oracle::Verdict::Prefix: return 1;
-    case oracle::Verdict::Rejected: return 2;
+    case Verdict::Complete: return 0;
+    case Verdict::Prefix: return 1;
+    case Verdict::Rejected: return 2;
   }
   return 2;
 }
@@ -202,21 +284,24 @@ int run_demo() {
   const ir::GrammarIR& ir = outcome.grammar->ir();
   std::cout << fmt::format("$ cgram check json.cgram\njson.cgram: ok: {} rules, {} terminals, {} DFA states\n\n",
                            ir.user_rule_count(), ir.terminals.size(), ir.total_dfa_states());
-  auto grammar = std::make_shared<const oracle::OracleGrammar>(oracle::OracleGrammar::from_ir(ir));
   struct Sample {
     std::string text;
-    oracle::Verdict expected;
+    Verdict expected;
   };
   const Sample samples[] = {
-      {R"({"name": "cgram", "tags": ["exact", "fast"], "version": 0.1})", oracle::Verdict::Complete},
-      {R"({"name": "cgram", "tags": ["exa)", oracle::Verdict::Prefix},
-      {R"({"name": "cgram", "tags": ["exact",]})", oracle::Verdict::Rejected},
+      {R"({"name": "cgram", "tags": ["exact", "fast"], "version": 0.1})", Verdict::Complete},
+      {R"({"name": "cgram", "tags": ["exa)", Verdict::Prefix},
+      {R"({"name": "cgram", "tags": ["exact",]})", Verdict::Rejected},
   };
   bool all_expected = true;
   for (const Sample& s : samples) {
-    oracle::MatchResult r = oracle::match_text(grammar, s.text);
-    std::cout << fmt::format("$ cgram match json.cgram '{}'\n{}", s.text, oracle::verdict_name(r.verdict));
-    if (r.verdict == oracle::Verdict::Rejected) {
+    const MatchResult r = match_text(outcome, s.text);
+    if (!r.error.empty()) {
+      std::cerr << "cgram: error: " << r.error << "\n";
+      return 1;
+    }
+    std::cout << fmt::format("$ cgram match json.cgram '{}'\n{}", s.text, verdict_name(r.verdict));
+    if (r.verdict == Verdict::Rejected) {
       auto [line, column] = line_column(s.text, r.viable_bytes);
       std::cout << fmt::format(" at byte {} (line {}, column {})", r.viable_bytes, line, column);
     }
