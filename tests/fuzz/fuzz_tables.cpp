@@ -1,0 +1,21 @@
+// Target "tables": CompiledGrammar::load_tables, the payload parser of AOT
+// shared objects (the lexical terminals and their DFAs, the LALR(1) table,
+// the whole token index, the any! token sets), on bytes made for the tiny
+// vocabulary (fuzz_common.cpp). The loader must refuse anything it cannot
+// run with a message; tables it accepts are run a few steps.
+#include <variant>
+
+#include "fuzz_common.h"
+
+using namespace cgram;
+
+CGRAM_FUZZ_TARGET(tables) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  CompiledGrammar::Result loaded = CompiledGrammar::load_tables(bytes, fuzz::tiny_vocabulary());
+  if (auto* error = std::get_if<CompileError>(&loaded)) {
+    FUZZ_CHECK(!error->message.empty());
+    return 0;
+  }
+  fuzz::exercise_loaded(std::get<std::shared_ptr<const CompiledGrammar>>(loaded), uint32_t(size));
+  return 0;
+}

@@ -1,0 +1,157 @@
+// Threads that share what is built once and on demand: a vocabulary's trie
+// and fingerprint, a compiled grammar's lazy token-index entries, the
+// batch's pool. Masks must equal those of one thread with the eager index.
+// scripts/sanitize.sh runs these (tag [threads]) under ThreadSanitizer.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <latch>
+#include <thread>
+
+#include "batch.h"
+#include "encoder.h"
+#include "helpers.h"
+#include "matcher.h"
+
+using namespace cgram;
+using namespace cgram::test;
+
+namespace {
+
+// A vocabulary of its own (nothing built yet: no trie, no fingerprint).
+std::shared_ptr<const Vocabulary> fresh_vocabulary() {
+  auto loaded = Vocabulary::bundled();
+  REQUIRE(std::holds_alternative<std::shared_ptr<const Vocabulary>>(loaded));
+  return std::get<std::shared_ptr<const Vocabulary>>(loaded);
+}
+
+std::shared_ptr<const CompiledGrammar> compile_for(const std::shared_ptr<const Grammar>& g,
+                                                   const std::shared_ptr<const Vocabulary>& vocab, bool eager) {
+  CompileOptions options;
+  options.eager_index = eager;
+  auto result = CompiledGrammar::compile(g, vocab, options);
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
+  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+}
+
+// Prefixes of documents of two grammars, reaching many lexer states.
+const std::vector<std::string>& json_prefixes() {
+  static const std::vector<std::string> prefixes = [] {
+    std::vector<std::string> out;
+    const std::string doc = R"({"name": "cgram", "tags": ["exact", "fast"], "n": -1.5e3, "ok": true, "x": null, "o": {"k": [[], {}]}})";
+    for (size_t i = 0; i <= doc.size(); i += 3) out.push_back(doc.substr(0, i));
+    return out;
+  }();
+  return prefixes;
+}
+
+struct Case {
+  std::vector<uint32_t> tokens;
+  std::vector<uint32_t> mask;  // after the tokens, from one thread and the eager index
+};
+
+std::vector<Case> reference_cases(const std::shared_ptr<const Grammar>& g) {
+  auto vocab = fresh_vocabulary();
+  auto eager = compile_for(g, vocab, true);
+  auto created = Encoder::create(vocab);
+  REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
+  const Encoder& encoder = *std::get<std::unique_ptr<Encoder>>(created);
+  std::vector<Case> cases;
+  for (const std::string& text : json_prefixes()) {
+    Case c;
+    c.tokens = encoder.encode_continuation(text);
+    Matcher m(eager);
+    bool ok = true;
+    for (uint32_t t : c.tokens) ok = ok && m.advance(t) == AdvanceResult::Ongoing;
+    if (!ok) continue;  // a prefix cut inside a token the grammar refuses
+    c.mask.resize(m.mask_words());
+    m.fill_mask(c.mask);
+    cases.push_back(std::move(c));
+  }
+  REQUIRE(cases.size() > 20);
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("threads: one vocabulary compiled for by many threads at once (trie and fingerprint built once)",
+          "[threads]") {
+  auto g = grammar(read_example("json.cgram"));
+  auto vocab = fresh_vocabulary();
+  constexpr int kThreads = 6;
+  std::latch start(kThreads);
+  std::vector<std::shared_ptr<const CompiledGrammar>> compiled(kThreads);
+  std::vector<uint64_t> fingerprints(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      if (t % 2) fingerprints[t] = vocab->fingerprint();
+      auto result = CompiledGrammar::compile(g, vocab);
+      if (auto* c = std::get_if<std::shared_ptr<const CompiledGrammar>>(&result)) compiled[t] = *c;
+      if (t % 2 == 0) fingerprints[t] = vocab->fingerprint();
+    });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    REQUIRE(compiled[t]);
+    CHECK(fingerprints[t] == fingerprints[0]);
+  }
+  CHECK(&compiled[0]->trie() == &compiled[kThreads - 1]->trie());
+}
+
+TEST_CASE("threads: lazy index entries built by many threads at once give the eager masks", "[threads]") {
+  auto g = grammar(read_example("json.cgram"));
+  const std::vector<Case> cases = reference_cases(g);
+  auto lazy = compile_for(g, fresh_vocabulary(), false);
+  constexpr int kThreads = 8;
+  std::latch start(kThreads);
+  std::atomic<size_t> mismatches{0}, rejected{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      std::vector<uint32_t> mask;
+      // Every thread walks every case, from a different one: most entries
+      // are first asked for by several threads together.
+      for (size_t k = 0; k < cases.size(); ++k) {
+        const Case& c = cases[(k * 7 + size_t(t) * 3) % cases.size()];
+        Matcher m(lazy);
+        for (uint32_t token : c.tokens)
+          if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
+        mask.assign(m.mask_words(), 0);
+        m.fill_mask(mask);
+        if (mask != c.mask) ++mismatches;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(rejected == 0);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("threads: the batch on a pool builds lazy entries and gives the eager masks", "[threads][batch]") {
+  auto g = grammar(read_example("json.cgram"));
+  const std::vector<Case> cases = reference_cases(g);
+  auto lazy = compile_for(g, fresh_vocabulary(), false);
+  ThreadPool pool(4);
+  const size_t words = lazy->mask_words();
+  // Twice: the first batch builds the entries, the second reads them.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::unique_ptr<Matcher>> matchers;
+    std::vector<Matcher*> pointers;
+    for (int copy = 0; copy < 2; ++copy)
+      for (const Case& c : cases) {
+        matchers.push_back(std::make_unique<Matcher>(lazy));
+        for (uint32_t token : c.tokens) REQUIRE(matchers.back()->advance(token) == AdvanceResult::Ongoing);
+        pointers.push_back(matchers.back().get());
+      }
+    std::vector<uint32_t> batch(words * pointers.size());
+    fill_masks(pointers, batch, pool);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < pointers.size(); ++i)
+      if (!std::equal(batch.begin() + ptrdiff_t(i * words), batch.begin() + ptrdiff_t((i + 1) * words),
+                      cases[i % cases.size()].mask.begin()))
+        ++mismatches;
+    CHECK(mismatches == 0);
+  }
+}
