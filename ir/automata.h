@@ -17,10 +17,19 @@ class BinaryReader;
 
 namespace cgram::ir {
 
+// The defaults of the limits on except! sets (also what a loaded table may hold).
+inline constexpr size_t kMaxExceptStrings = 10000;       // strings in one set
+inline constexpr size_t kMaxExceptStringBytes = 256;     // bytes of one string
+inline constexpr size_t kMaxExceptBytes = 1u << 16;      // bytes of every set's strings in one grammar
+
 struct AutomatonLimits {
   size_t max_nfa_states = 1u << 20;
-  size_t max_dfa_states = 1u << 15;               // of one minimal DFA
+  size_t max_dfa_states = 1u << 15;               // of one minimal DFA (and bytes of one literal)
   size_t max_intermediate_dfa_states = 1u << 16;  // before minimisation, when built part by part
+  size_t max_total_dfa_states = 1u << 18;         // of every terminal of a grammar together
+  size_t max_except_strings = kMaxExceptStrings;
+  size_t max_except_string_bytes = kMaxExceptStringBytes;
+  size_t max_except_bytes = kMaxExceptBytes;
 };
 
 class Nfa {

@@ -10,25 +10,29 @@ namespace cgram::ir {
 
 ExceptAutomaton::ExceptAutomaton(std::span<const std::string> strings)
     : strings_(strings.begin(), strings.end()) {
+  // Sorted and unique: the strings through a trie node are then a range.
+  std::sort(strings_.begin(), strings_.end());
+  strings_.erase(std::unique(strings_.begin(), strings_.end()), strings_.end());
   // Trie of S.
   struct Node {
     std::map<uint8_t, uint32_t> children;
     uint32_t fail = 0;
     bool terminal = false;  // some string of S ends here (or at a suffix)
-    std::string text;
   };
   std::vector<Node> nodes(1);
-  for (const std::string& s : strings_) {
+  trie_.assign(1, TrieNode{0, 0, 0, static_cast<uint32_t>(strings_.size())});
+  for (uint32_t i = 0; i < strings_.size(); ++i) {
     uint32_t at = 0;
-    for (char c : s) {
+    for (char c : strings_[i]) {
       uint8_t b = static_cast<uint8_t>(c);
       auto it = nodes[at].children.find(b);
       if (it == nodes[at].children.end()) {
         nodes.push_back({});
-        nodes.back().text = nodes[at].text + c;
+        trie_.push_back(TrieNode{0, trie_[at].depth + 1, i, i + 1});
         it = nodes[at].children.emplace(b, static_cast<uint32_t>(nodes.size() - 1)).first;
       }
       at = it->second;
+      trie_[at].last = i + 1;  // strings come sorted: the range only grows
     }
     nodes[at].terminal = true;
   }
@@ -110,11 +114,10 @@ ExceptAutomaton::ExceptAutomaton(std::span<const std::string> strings)
   }
   if (!live[0]) return;  // nothing can follow a whole character
   std::vector<uint32_t> state_of(reached.size(), Dfa::kDead);
-  std::vector<uint32_t> node_of;
   for (uint32_t i = 0; i < reached.size(); ++i) {
     if (!live[i]) continue;
     state_of[i] = dfa_.add_state(reached[i] % utf8::kStateCount == utf8::kBoundary);
-    node_of.push_back(reached[i] / utf8::kStateCount);
+    node_of_.push_back(reached[i] / utf8::kStateCount);
     utf8_state_.push_back(static_cast<uint8_t>(reached[i] % utf8::kStateCount));
   }
   dfa_.set_start(state_of[0]);
@@ -126,23 +129,26 @@ ExceptAutomaton::ExceptAutomaton(std::span<const std::string> strings)
       dfa_.set(state_of[i], static_cast<uint8_t>(b), target == Dfa::kDead ? Dfa::kDead : state_of[target]);
     }
   }
-  // Every suffix of w that is a proper prefix of a string of S is pending;
-  // they are exactly the nodes on u's failure chain.
-  std::vector<std::vector<std::string>> pending_of_node(nodes.size());
-  for (uint32_t u = 0; u < nodes.size(); ++u) {
-    if (nodes[u].terminal) continue;
-    std::vector<std::string>& pend = pending_of_node[u];
-    for (uint32_t v = u; v != 0; v = nodes[v].fail) {
-      const std::string& prefix = nodes[v].text;
-      for (const std::string& s : strings_)
-        if (s.size() > prefix.size() && s.compare(0, prefix.size(), prefix) == 0)
-          pend.push_back(s.substr(prefix.size()));
-    }
-    std::sort(pend.begin(), pend.end());
-    pend.erase(std::unique(pend.begin(), pend.end()), pend.end());
+  for (uint32_t u = 1; u < nodes.size(); ++u) trie_[u].fail = nodes[u].fail;
+}
+
+// Every suffix of w that is a proper prefix of a string of S is pending:
+// they are exactly the nodes on the failure chain of w's trie node. Worked
+// out when asked (the engine asks once per state it meets and keeps the
+// answer), because all of them at once grow with the cube of the strings'
+// length.
+std::vector<std::string> ExceptAutomaton::pending(uint32_t state) const {
+  std::vector<std::string> out;
+  if (state >= node_of_.size()) return out;
+  for (uint32_t v = node_of_[state]; v != 0 && v < trie_.size(); v = trie_[v].fail) {
+    const TrieNode& node = trie_[v];
+    for (uint32_t i = node.first; i < node.last && i < strings_.size(); ++i)
+      if (strings_[i].size() > node.depth) out.push_back(strings_[i].substr(node.depth));
+    if (trie_[node.fail].depth >= node.depth) break;  // failure links always lead up
   }
-  pending_.resize(dfa_.size());
-  for (uint32_t q = 0; q < dfa_.size(); ++q) pending_[q] = pending_of_node[node_of[q]];
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace cgram::ir

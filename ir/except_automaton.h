@@ -32,8 +32,9 @@ class ExceptAutomaton {
   const Dfa& dfa() const { return dfa_; }
   const std::vector<std::string>& strings() const { return strings_; }
   // Strings the continuation after w must not start with, when w ended in
-  // `state`. Empty at the root: nothing is pending.
-  const std::vector<std::string>& pending(uint32_t state) const { return pending_[state]; }
+  // `state` (sorted). Empty at the root: nothing is pending.
+  std::vector<std::string> pending(uint32_t state) const;
+  bool has_pending(uint32_t state) const { return state < node_of_.size() && node_of_[state] != 0; }
   // Where the character stands in `state` (utf8::kBoundary when whole).
   uint8_t utf8_state(uint32_t state) const { return utf8_state_[state]; }
   // The state for a text that starts inside a character, in character
@@ -42,9 +43,15 @@ class ExceptAutomaton {
 
  private:
   ExceptAutomaton() = default;
+  // A node of the trie of S: its failure link, its depth, and the strings
+  // through it (a range of the sorted strings).
+  struct TrieNode {
+    uint32_t fail, depth, first, last;
+  };
   std::vector<std::string> strings_;
   Dfa dfa_;
-  std::vector<std::vector<std::string>> pending_;
+  std::vector<TrieNode> trie_;
+  std::vector<uint32_t> node_of_;  // per DFA state: its trie node
   std::vector<uint8_t> utf8_state_;
   std::array<uint32_t, 8> start_in_char_{Dfa::kDead, Dfa::kDead, Dfa::kDead, Dfa::kDead,
                                         Dfa::kDead, Dfa::kDead, Dfa::kDead, Dfa::kDead};

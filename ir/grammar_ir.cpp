@@ -8,7 +8,9 @@
 
 namespace cgram::ir {
 
-inline constexpr size_t kMaxExceptStrings = 10000;
+// except!(r) walks r's rules recursively, like nesting.
+inline constexpr size_t kMaxExceptRuleDepth = 256;
+
 
 std::optional<uint32_t> GrammarIR::find(std::string_view name) const {
   for (uint32_t i = 0; i < nonterminals.size(); ++i)
@@ -272,12 +274,29 @@ class Lowering {
     Terminal t;
     t.kind = Terminal::Kind::Literal;
     t.text = e.text;
-    t.dfa = literal_dfa(e.text);
+    // One DFA state per byte: a literal is held to the DFA limit.
+    if (e.text.size() >= options_.limits.max_dfa_states) {
+      diags_.error(e.range, fmt::format("this literal is {} bytes long; the limit is {} bytes", e.text.size(),
+                                        options_.limits.max_dfa_states - 1));
+      t.dfa = literal_dfa("x");
+    } else {
+      t.dfa = literal_dfa(e.text);
+    }
     t.range = e.range;
     return add_terminal(key, std::move(t));
   }
 
+  // Counts a terminal's automaton against the grammar's total.
+  void count_states(size_t states, SourceRange range) {
+    total_states_ += states;
+    if (total_states_ <= options_.limits.max_total_dfa_states || total_states_reported_) return;
+    total_states_reported_ = true;
+    diags_.error(range, fmt::format("the grammar's terminals need more than {} DFA states in all (the limit)",
+                                    options_.limits.max_total_dfa_states));
+  }
+
   Symbol add_terminal(const std::pair<Terminal::Kind, std::string>& key, Terminal t) {
+    count_states(t.dfa.size(), t.range);
     uint32_t id = static_cast<uint32_t>(ir_.terminals.size());
     ir_.terminals.push_back(std::move(t));
     terminal_ids_[key] = id;
@@ -318,22 +337,28 @@ class Lowering {
     switch (e.kind) {
       case ast::ExprKind::Literal:
         if (e.poisoned) return false;
+        if (e.text.size() > options_.limits.max_except_string_bytes) return too_long(e);
         out.push_back(e.text);
-        return true;
+        return out.size() <= options_.limits.max_except_strings || too_many(e);
       case ast::ExprKind::Alternation:
         for (const ast::Expr& c : e.children)
           if (!finite_strings(c, out, visiting)) return false;
         return true;
       case ast::ExprKind::Sequence: {
+        // Limits are checked before each product is built, never after.
         std::vector<std::string> product{""};
         for (const ast::Expr& c : e.children) {
           std::vector<std::string> part, next;
           if (!finite_strings(c, part, visiting)) return false;
+          if (part.size() > options_.limits.max_except_strings / product.size()) return too_many(e);
           for (const std::string& a : product)
-            for (const std::string& b : part) next.push_back(a + b);
-          if (next.size() > kMaxExceptStrings) return too_many(e);
+            for (const std::string& b : part) {
+              if (a.size() + b.size() > options_.limits.max_except_string_bytes) return too_long(e);
+              next.push_back(a + b);
+            }
           product = std::move(next);
         }
+        if (out.size() + product.size() > options_.limits.max_except_strings) return too_many(e);
         out.insert(out.end(), product.begin(), product.end());
         return true;
       }
@@ -346,6 +371,13 @@ class Lowering {
           diags_.error(e.range, fmt::format("the argument of except! must be a finite set of literals, "
                                             "but rule '{}' is recursive",
                                             e.text));
+          return false;
+        }
+        // Rules inside rules are walked recursively: bounded like nesting.
+        if (visiting.size() >= kMaxExceptRuleDepth) {
+          diags_.error(e.range, fmt::format("the argument of except! goes through more than {} rules inside one "
+                                            "another",
+                                            kMaxExceptRuleDepth));
           return false;
         }
         visiting.insert(e.text);
@@ -370,7 +402,12 @@ class Lowering {
 
   bool too_many(const ast::Expr& e) {
     diags_.error(e.range, fmt::format("the argument of except! expands to more than {} strings",
-                                      kMaxExceptStrings));
+                                      options_.limits.max_except_strings));
+    return false;
+  }
+  bool too_long(const ast::Expr& e) {
+    diags_.error(e.range, fmt::format("the argument of except! has a string longer than {} bytes (the limit)",
+                                      options_.limits.max_except_string_bytes));
     return false;
   }
 
@@ -378,7 +415,7 @@ class Lowering {
     std::vector<std::string> strings;
     std::set<std::string> visiting;
     if (!finite_strings(e.children[0], strings, visiting)) return std::nullopt;
-    if (strings.size() > kMaxExceptStrings) {
+    if (strings.size() > options_.limits.max_except_strings) {
       too_many(e.children[0]);
       return std::nullopt;
     }
@@ -397,7 +434,17 @@ class Lowering {
     for (uint32_t i = 0; i < ir_.excepts.size(); ++i)
       if (ir_.excepts[i].strings == spec.strings && ir_.excepts[i].max_tokens == spec.max_tokens)
         return Symbol{Symbol::Kind::Except, i};
+    // Every set's strings count against one total: the automata cost about
+    // 3 KB per byte of strings.
+    for (const std::string& str : spec.strings) except_bytes_ += str.size();
+    if (except_bytes_ > options_.limits.max_except_bytes) {
+      diags_.error(e.range, fmt::format("the strings of every except! in the grammar come to more than {} bytes "
+                                        "(the limit)",
+                                        options_.limits.max_except_bytes));
+      return std::nullopt;
+    }
     spec.automaton = std::make_shared<const ExceptAutomaton>(spec.strings);
+    count_states(spec.automaton->dfa().size(), e.range);
     ir_.excepts.push_back(std::move(spec));
     return Symbol{Symbol::Kind::Except, static_cast<uint32_t>(ir_.excepts.size() - 1)};
   }
@@ -438,6 +485,9 @@ class Lowering {
   std::map<std::pair<Terminal::Kind, std::string>, uint32_t> terminal_ids_;
   std::map<uint32_t, uint32_t> helper_count_;
   std::set<std::string> used_in_except_;  // a rule named in except!(…) is used
+  size_t total_states_ = 0;               // DFA states of every terminal so far
+  bool total_states_reported_ = false;
+  size_t except_bytes_ = 0;               // bytes of every except! set's strings so far
 };
 
 }  // namespace

@@ -87,46 +87,26 @@ bool Dfa::load(BinaryReader& in, Dfa& dfa) {
   return true;
 }
 
-void ExceptAutomaton::save(BinaryWriter& out) const {
-  put_strings(out, strings_);
-  dfa_.save(out);
-  out.put<uint64_t>(pending_.size());
-  for (const auto& p : pending_) put_strings(out, p);
-  out.put_vector(utf8_state_);
-  for (uint32_t q : start_in_char_) out.put<uint32_t>(q);
-}
+// An except! automaton is saved as its strings and built again on load: it
+// is cheap to build, and what is built is consistent by construction.
+void ExceptAutomaton::save(BinaryWriter& out) const { put_strings(out, strings_); }
 
 std::shared_ptr<const ExceptAutomaton> ExceptAutomaton::load(BinaryReader& in) {
-  std::shared_ptr<ExceptAutomaton> a(new ExceptAutomaton());
-  a->strings_ = get_strings(in);
-  if (!Dfa::load(in, a->dfa_)) return nullptr;
-  const uint64_t n = in.get_count(8);
-  for (uint64_t i = 0; i < n && in.ok(); ++i) a->pending_.push_back(get_strings(in));
-  a->utf8_state_ = in.get_vector<uint8_t>();
-  for (uint32_t& q : a->start_in_char_) q = in.get<uint32_t>();
+  const std::vector<std::string> strings = get_strings(in);
   if (!in.ok()) return nullptr;
-  const size_t states = a->dfa_.size();
-  if (a->pending_.size() != states || a->utf8_state_.size() != states) {
-    in.fail("an except! automaton whose parts disagree in size");
+  size_t bytes = 0;
+  for (const std::string& s : strings) {
+    if (s.empty()) {
+      in.fail("an except! set with an empty string");
+      return nullptr;
+    }
+    bytes += s.size();
+  }
+  if (strings.empty() || strings.size() > kMaxExceptStrings || bytes > kMaxExceptBytes) {
+    in.fail("an except! set larger than the compiler makes");
     return nullptr;
   }
-  for (const auto& strings : a->pending_)
-    for (const std::string& s : strings)
-      if (s.empty()) {
-        in.fail("an except! automaton with an empty pending string");
-        return nullptr;
-      }
-  for (uint8_t c : a->utf8_state_)
-    if (c >= utf8::kStateCount) {
-      in.fail("an except! automaton with an invalid character state");
-      return nullptr;
-    }
-  for (uint32_t q : a->start_in_char_)
-    if (!is_state_or_dead(q, states)) {
-      in.fail("an except! automaton whose start is out of range");
-      return nullptr;
-    }
-  return a;
+  return std::make_shared<const ExceptAutomaton>(strings);
 }
 
 void LexicalGrammar::save(BinaryWriter& out) const {

@@ -260,11 +260,10 @@ uint32_t Engine::add_except_pending(uint32_t pending, uint32_t except_index, uin
   const ir::ExceptAutomaton& automaton = *lex_.excepts[except_index].automaton;
   // The lexeme's own start (split off, see lower_except) is never where a
   // text ends; a loaded table is not trusted to agree.
-  if (ac_state >= automaton.dfa().size()) return pending;
-  const auto& strings = automaton.pending(ac_state);
-  if (strings.empty()) return pending;
+  if (ac_state >= automaton.dfa().size() || !automaton.has_pending(ac_state)) return pending;
   const uint64_t key = (uint64_t(pending) << 40) ^ (uint64_t(except_index) << 24) ^ ac_state;
   if (auto it = except_pending_.find(key); it != except_pending_.end()) return it->second;
+  const std::vector<std::string> strings = automaton.pending(ac_state);
   std::vector<std::pair<uint32_t, std::string>> set = pending_sets_[pending];
   for (const std::string& s : strings) set.emplace_back(except_index, s);
   const uint32_t id = intern_pending(std::move(set));

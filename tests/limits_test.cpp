@@ -8,6 +8,7 @@
 
 #include "helpers.h"
 #include "parse.h"
+#include "except_automaton.h"
 #include "matcher.h"
 #include "regex.h"
 
@@ -242,4 +243,68 @@ TEST_CASE("the lexical-collapse budget: rules over it stay with the parser, with
   chain += "r2000 ::= 'z';\n";
   auto bounded = compiled_with(chain);
   CHECK(bounded->memory_bytes() < (256u << 20));
+}
+
+TEST_CASE("except! sets: string length, set size and total bytes, checked while expanding", "[limits][except]") {
+  CHECK(parse("start ::= except!('" + std::string(256, 'a') + "');").ok());
+  CHECK_THAT(only_error(parse("start ::= except!('" + std::string(257, 'a') + "');")),
+             Catch::Contains("longer than 256 bytes"));
+  // A product is refused before it is built.
+  std::string hundred = "d ::= ";
+  for (int i = 0; i < 100; ++i) hundred += fmt::format("{}'{:02}'", i ? " | " : "", i);
+  hundred += ";\n";
+  CHECK(parse("start ::= except!(d d);\n" + hundred).ok());
+  auto product = parse("start ::= except!(d d e);\ne ::= 'x' | 'y';\n" + hundred);
+  CHECK_THAT(only_error(product), Catch::Contains("more than 10000 strings"));
+  auto huge = parse("start ::= except!(d d d d d d d d d d);\n" + hundred);
+  CHECK_THAT(only_error(huge), Catch::Contains("more than 10000 strings"));
+  // An alternation that doubles thirty times.
+  std::string doubling = "start ::= except!(r30);\nr0 ::= 'a' | 'b';\n";
+  for (int i = 1; i <= 30; ++i) doubling += fmt::format("r{} ::= r{} | r{};\n", i, i - 1, i - 1);
+  CHECK_THAT(only_error(parse(doubling)), Catch::Contains("more than 10000 strings"));
+  // Rules inside rules, walked recursively, are bounded like nesting.
+  std::string chain = "start ::= except!(r0);\n";
+  for (int i = 0; i < 300; ++i) chain += fmt::format("r{} ::= r{};\n", i, i + 1);
+  chain += "r300 ::= 'q';\n";
+  CHECK_THAT(only_error(parse(chain)), Catch::Contains("more than 256 rules"));
+  // The total over every set is an option.
+  ParseOptions options;
+  options.limits.max_except_bytes = 6;
+  CHECK(parse_with("start ::= except!('abc') except!('def');", options).ok());
+  CHECK_THAT(only_error(parse_with("start ::= except!('abc') except!('defg');", options)),
+             Catch::Contains("more than 6 bytes"));
+}
+
+TEST_CASE("except! at its longest string: built in bounded memory, pending occurrences exact", "[limits][except]") {
+  // The pending remainders of 'a'×256 after k a's are a^(256-j) for j ≤ k:
+  // all of them at once grow with the cube of the length; they are now
+  // worked out per state when asked.
+  const std::string s(256, 'a');
+  auto compiled = compiled_with("start ::= except!('" + s + "') 'x';");
+  CHECK(compiled->memory_bytes() < (64u << 20));
+  const ir::ExceptAutomaton& ac = *compiled->lexical().excepts.at(0).automaton;
+  uint32_t state = ac.dfa().start();
+  for (size_t k = 1; k <= 255; ++k) {
+    state = ac.dfa().next(state, 'a');
+    REQUIRE(state != ir::Dfa::kDead);
+    if (k % 50 != 0 && k != 255) continue;
+    std::vector<std::string> pending = ac.pending(state);
+    REQUIRE(pending.size() == k);
+    for (size_t j = 1; j <= k; ++j) CHECK(std::binary_search(pending.begin(), pending.end(), std::string(256 - j, 'a')));
+  }
+  CHECK(ac.dfa().next(state, 'a') == ir::Dfa::kDead);
+}
+
+TEST_CASE("literals and the grammar's DFA states in all: at the limit and past it", "[limits]") {
+  ParseOptions options;
+  options.limits.max_dfa_states = 100;
+  CHECK(parse_with("start ::= '" + std::string(99, 'x') + "';", options).ok());
+  CHECK_THAT(only_error(parse_with("start ::= '" + std::string(100, 'x') + "';", options)),
+             Catch::Contains("this literal is 100 bytes long; the limit is 99 bytes"));
+  // The default: a 5 MB literal is refused at once (it once asked for 5 GB).
+  CHECK_THAT(only_error(parse("start ::= '" + repeat("ab", 2500000) + "';")), Catch::Contains("the limit is 32767"));
+  ParseOptions total;
+  total.limits.max_total_dfa_states = 8;  // 'abc' and 'de' take 4 + 3 states
+  CHECK(parse_with("start ::= 'abc' 'de';", total).ok());
+  CHECK_THAT(only_error(parse_with("start ::= 'abc' 'de' 'f';", total)), Catch::Contains("more than 8 DFA states"));
 }
