@@ -77,7 +77,7 @@ expect_run(0 "\"file\": \"${WORK}/bad\\\\xFFname.cgram\"" check "${WORK}/bad${by
 expect_run(1 "\"error\":\"cannot read grammar '${WORK}/gone\\\\xFF.cgram'" check "${WORK}/gone${byte_ff}.cgram" --json)
 # A generation cut inside a character (U+10348 is four byte tokens in Phi-3).
 file(WRITE ${WORK}/gothic.cgram "start ::= '\\u{10348}' ;\n")
-expect_run(0 "{\"finished\":false,\"text\":\"\\\\xF0\",\"text_escaped\":true,\"tokens\":[243]}"
+expect_run(0 "\"stop\":\"max_tokens\",\"text\":\"\\\\xF0\",\"text_escaped\":true,\"tokens\":[243]}"
            generate ${WORK}/gothic.cgram --json --max-tokens 1)
 
 # Grammars and texts: only regular files, read up to a limit (the size check
@@ -156,3 +156,24 @@ expect_run(2 "rejected at byte 2" match ${WORK}/any.cgram "<a${byte_ff}")
 file(WRITE ${WORK}/except.cgram "start ::= except!('x', 1) 'x' ;\n")
 expect_run(0 "complete" match ${WORK}/except.cgram "yyyx")
 expect_run(2 "rejected at byte 2 (line 1, column 3)" match ${WORK}/except.cgram "yxy")
+
+# A vocabulary with no end-of-sequence token: its warning is printed, and
+# generation stops for the right reason (not "--max-tokens" after 2 tokens);
+# mask says end of sequence is not allowed, though the text is complete.
+file(WRITE ${WORK}/no_eos.json "[\"a\", \"b\", \"{\", \"}\"]")
+file(WRITE ${WORK}/ab.cgram "start ::= 'a' 'b'? ;\n")
+expect_run(0 "warning: ${WORK}/no_eos.json: the vocabulary has no end-of-sequence token" generate ${WORK}/ab.cgram
+           --vocab ${WORK}/no_eos.json)
+expect_run(0 "2 tokens, stopped: the grammar can end here but the vocabulary has no end-of-sequence token" generate
+           ${WORK}/ab.cgram --vocab ${WORK}/no_eos.json)
+expect_run(0 "\"complete\":true,\"finished\":false,\"stop\":\"complete_no_end_of_sequence_token\",\"text\":\"ab\""
+           generate ${WORK}/ab.cgram --vocab ${WORK}/no_eos.json --json)
+file(WRITE ${WORK}/a_id.txt "0\n")
+expect_run(0 "\"allowed\":[1],\"can_end\":false,\"complete\":true" mask ${WORK}/ab.cgram --vocab ${WORK}/no_eos.json
+           --tokens ${WORK}/a_id.txt --json)
+file(WRITE ${WORK}/az.cgram "start ::= 'a' 'z' ;\n")
+expect_run(1 "1 tokens, stopped: no token of the vocabulary can continue the text" generate ${WORK}/az.cgram
+           --vocab ${WORK}/no_eos.json)
+file(WRITE ${WORK}/x.cgram "start ::= 'x' ;\n")
+expect_run(0 "\"complete\":true,\"finished\":true,\"stop\":\"end_of_sequence\",\"text\":\"x\"" generate
+           ${WORK}/x.cgram --json)

@@ -56,6 +56,12 @@ std::optional<std::string> jit_compile(const CompiledGrammar& compiled, double* 
 
 bool is_shared_object(const std::string& path) { return std::filesystem::path(path).extension() == ".so"; }
 
+// What loaded but deserves a word (no end-of-sequence token, say): on
+// stderr, whatever the output mode.
+void print_warnings(const Vocabulary& vocab) {
+  for (const std::string& warning : vocab.warnings()) std::cerr << "cgram: warning: " << printable(warning) << "\n";
+}
+
 // Loads the vocabulary and the grammar, and compiles; prints what went wrong.
 std::optional<Loaded> load(const VocabArgs& args) {
   Loaded out;
@@ -66,6 +72,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
     return std::nullopt;
   }
   out.vocab = std::get<std::shared_ptr<const Vocabulary>>(vocab);
+  print_warnings(*out.vocab);
   out.vocab->trie();
   out.vocab_ms = ms_since(vocab_start);
   if (is_shared_object(args.file)) {
@@ -208,14 +215,22 @@ int run_mask(const MaskArgs& args) {
   }
   std::vector<uint32_t> allowed = matcher.current_possible_tokens();
   const Vocabulary& vocab = *loaded->vocab;
+  // The text may be complete while no token can say so: a vocabulary with no
+  // end-of-sequence token. can_end is whether end of sequence is allowed (an
+  // id in `allowed`); complete is whether the text is a sentence.
+  const bool complete = matcher.can_end();
+  const bool can_end = complete && !vocab.eos_ids().empty();
   if (args.json) {
-    json out = {{"prefix_tokens", tokens}, {"allowed", allowed}, {"count", allowed.size()},
-                {"vocab_size", vocab.size()}, {"can_end", matcher.can_end()}};
+    json out = {{"prefix_tokens", tokens}, {"allowed", allowed},   {"count", allowed.size()},
+                {"vocab_size", vocab.size()}, {"can_end", can_end}, {"complete", complete}};
     std::cout << dump_json(out) << "\n";
     return 0;
   }
   std::cout << fmt::format("{} of {} tokens allowed after {} prefix tokens{}\n", allowed.size(), vocab.size(),
-                           tokens.size(), matcher.can_end() ? " (end of sequence allowed)" : "");
+                           tokens.size(),
+                           can_end    ? " (end of sequence allowed)"
+                           : complete ? " (the text is complete, but the vocabulary has no end-of-sequence token)"
+                                      : "");
   for (size_t i = 0; i < allowed.size() && i < args.show; ++i)
     std::cout << fmt::format("{:>8}  '{}'{}\n", allowed[i], vocab.display(allowed[i]),
                              vocab.is_eos(allowed[i]) ? "  (end of sequence)" : "");
@@ -230,30 +245,53 @@ int run_generate(const GenerateArgs& args) {
   std::mt19937_64 rng(args.seed);
   std::string text;
   std::vector<uint32_t> tokens;
-  bool finished = false;
+  // Why generation stopped: end of sequence, --max-tokens, or no token
+  // allowed, which is fine when the text is complete (a vocabulary with no
+  // end-of-sequence token can only stop there) and a dead end otherwise (a
+  // vocabulary that cannot spell what the grammar needs next).
+  enum class Stop { EndOfSequence, MaxTokens, CompleteNoEos, NoToken } stop = Stop::MaxTokens;
   while (tokens.size() < args.max_tokens) {
     std::vector<uint32_t> allowed = matcher.current_possible_tokens();
-    if (allowed.empty()) break;
+    if (allowed.empty()) {
+      stop = matcher.can_end() ? Stop::CompleteNoEos : Stop::NoToken;
+      break;
+    }
     uint32_t token = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
     AdvanceResult r = matcher.advance(token);
     tokens.push_back(token);
     if (r == AdvanceResult::Finished) {
-      finished = true;
+      stop = Stop::EndOfSequence;
       break;
     }
     text += loaded->vocab->bytes(token);
   }
+  const bool complete = stop == Stop::EndOfSequence || matcher.can_end();
   if (args.json) {
-    json out = {{"tokens", tokens}, {"finished", finished}};
+    static constexpr const char* kStopNames[] = {"end_of_sequence", "max_tokens", "complete_no_end_of_sequence_token",
+                                                 "no_token_allowed"};
+    json out = {{"tokens", tokens},
+                {"finished", stop == Stop::EndOfSequence},
+                {"complete", complete},
+                {"stop", kStopNames[static_cast<int>(stop)]}};
     put_bytes(out, "text", text);
     std::cout << dump_json(out) << "\n";
   } else {
     std::cout << text << "\n";
-    std::cerr << fmt::format("cgram generate: {} tokens, {}\n", tokens.size(),
-                             finished ? "ended with end of sequence"
-                                      : "stopped at --max-tokens before the text was complete");
+    const char* why = "";
+    switch (stop) {
+      case Stop::EndOfSequence: why = "ended with end of sequence"; break;
+      case Stop::MaxTokens:
+        why = complete ? "stopped at --max-tokens (the text is complete)"
+                       : "stopped at --max-tokens before the text was complete";
+        break;
+      case Stop::CompleteNoEos:
+        why = "stopped: the grammar can end here but the vocabulary has no end-of-sequence token";
+        break;
+      case Stop::NoToken: why = "stopped: no token of the vocabulary can continue the text"; break;
+    }
+    std::cerr << fmt::format("cgram generate: {} tokens, {}\n", tokens.size(), why);
   }
-  return 0;
+  return stop == Stop::NoToken ? 1 : 0;
 }
 
 namespace {
@@ -500,6 +538,7 @@ int bench_suite(const BenchArgs& args) {
       return 3;
     }
     vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(vocab));
+    print_warnings(*vocabs.back());
     vocabs.back()->trie();
   }
   std::error_code ec;
