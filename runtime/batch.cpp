@@ -1,5 +1,6 @@
 #include "batch.h"
 
+#include <algorithm>
 #include <system_error>
 
 namespace cgram {
@@ -64,10 +65,20 @@ void ThreadPool::run(size_t count, const std::function<void(size_t)>& job) {
   count_ = 0;
 }
 
-void fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, ThreadPool& pool) {
-  if (matchers.empty()) return;
+bool fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, ThreadPool& pool) {
+  if (matchers.empty()) return true;
+  if (!matchers[0]) return false;
   const size_t words = matchers[0]->mask_words();
-  pool.run(matchers.size(), [&](size_t i) { matchers[i]->fill_mask(masks.subspan(i * words, words)); });
+  for (const Matcher* m : matchers)
+    if (!m || m->mask_words() != words) return false;
+  if (words != 0 && masks.size() / words < matchers.size()) return false;
+  // Two threads must never work on one matcher.
+  std::vector<const Matcher*> sorted(matchers.begin(), matchers.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return false;
+  std::vector<char> filled(matchers.size(), 0);
+  pool.run(matchers.size(), [&](size_t i) { filled[i] = matchers[i]->fill_mask(masks.subspan(i * words, words)); });
+  return std::all_of(filled.begin(), filled.end(), [](char ok) { return ok != 0; });
 }
 
 }  // namespace cgram

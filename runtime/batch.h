@@ -37,6 +37,10 @@ class ThreadPool {
 };
 
 // Row i of `masks` (mask_words() words each) gets matchers[i]'s mask.
-void fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, ThreadPool& pool);
+// False, with nothing written, when `masks` is shorter than one row per
+// matcher, a matcher is null or appears twice, or the matchers' rows differ
+// in width; false
+// too when some matcher has an error (its row is then all clear).
+bool fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, ThreadPool& pool);
 
 }  // namespace cgram

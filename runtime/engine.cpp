@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "utf8_dfa.h"
 
 namespace cgram {
@@ -10,8 +12,8 @@ namespace {
 constexpr uint32_t kViolated = UINT32_MAX;
 }
 
-Engine::Engine(const CompiledGrammar& grammar)
-    : g_(grammar), lex_(grammar.lexical()), table_(grammar.table()) {
+Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
+    : g_(grammar), limits_(limits), lex_(grammar.lexical()), table_(grammar.table()) {
   for (uint32_t t = 0; t < lex_.terminals.size(); ++t) {
     const ir::LexTerminal& term = lex_.terminals[t];
     if (term.kind == ir::LexTerminal::Kind::AnyToken) any_terminal_ = t;
@@ -28,7 +30,17 @@ Engine::Engine(const CompiledGrammar& grammar)
   pending_ids_[{}] = 0;
 }
 
+void Engine::exhaust_work() {
+  exhaust(fmt::format("the parser did more than {} steps of work for one token: the grammar is too ambiguous "
+                      "here (EngineLimits::max_work_per_call)",
+                      limits_.max_work_per_call));
+}
+
 uint32_t Engine::new_node(uint32_t state) {
+  charge(1);
+  if (nodes_.size() + edges_.size() >= limits_.max_stack_elements)
+    exhaust(fmt::format("the parse stack holds more than {} nodes and edges (EngineLimits::max_stack_elements)",
+                        limits_.max_stack_elements));
   nodes_.push_back({state, kNoEdge, static_cast<uint32_t>(status_.size()), next_serial_++});
   status_.resize(status_.size() + table_.terminals_with_actions(state).size(), 0);
   shiftable_index_.push_back(-1);
@@ -38,6 +50,7 @@ uint32_t Engine::new_node(uint32_t state) {
 bool Engine::add_edge(uint32_t node, uint32_t parent) {
   for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next)
     if (edges_[e].parent == parent) return false;
+  charge(1);
   edges_.push_back({parent, nodes_[node].first_edge});
   nodes_[node].first_edge = static_cast<uint32_t>(edges_.size() - 1);
   return true;
@@ -54,6 +67,7 @@ void Engine::truncate(Mark m) {
 }
 
 void Engine::refresh_tier() {
+  work_done_ = 0;  // every public call starts here, with its own budget
   const Kernels* k = g_.kernels();
   k_ = k ? &k->functions : nullptr;
   k_tables_ = k ? k->dfa_tables.data() : nullptr;
@@ -78,7 +92,7 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
   auto& work = work_;
   work.clear();
   for (uint32_t v : tops) work.emplace_back(v, kNoEdge);
-  while (!work.empty()) {
+  while (!work.empty() && exhausted_.empty()) {
     auto [v, via] = work.back();
     work.pop_back();
     for (uint32_t p : reductions(nodes_[v].state, terminal)) {
@@ -102,6 +116,7 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
           path_next_.clear();
           for (uint32_t node : path_ends_)
             for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next) path_next_.push_back(edges_[e].parent);
+          charge(path_next_.size());
           if (path_next_.size() > 1) {
             std::sort(path_next_.begin(), path_next_.end());
             path_next_.erase(std::unique(path_next_.begin(), path_next_.end()), path_next_.end());
@@ -222,6 +237,11 @@ bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
 }
 
 uint32_t Engine::intern_pending(std::vector<std::pair<uint32_t, std::string>> set) {
+  if (pending_sets_.size() >= limits_.max_pending_sets) {
+    exhaust(fmt::format("more than {} distinct sets of pending except! occurrences (EngineLimits::max_pending_sets)",
+                        limits_.max_pending_sets));
+    return 0;
+  }
   std::sort(set.begin(), set.end());
   set.erase(std::unique(set.begin(), set.end()), set.end());
   auto [it, inserted] = pending_ids_.emplace(set, static_cast<uint32_t>(pending_sets_.size()));
@@ -360,6 +380,8 @@ void Engine::normalize(std::vector<Head>& heads) {
 
 void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out) {
   out.clear();
+  charge(in.size());
+  if (!exhausted_.empty()) return;
   // Lexemes that end before this byte, grouped by (terminal, pending after
   // it) so that the reductions of heads that agree share one GSS scope.
   ending_.clear();
@@ -400,7 +422,10 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
 void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
   refresh_tier();
   step_token_unchecked(in, bytes, out);
+  if (!exhausted_.empty()) return;
   keep_viable(out);
+  if (out.size() > limits_.max_heads)
+    exhaust(fmt::format("more than {} readings of the text after one token (EngineLimits::max_heads)", limits_.max_heads));
 }
 
 void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
@@ -432,7 +457,7 @@ void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view 
   ScratchPool<Head>::Lease current(head_scratch_);
   ScratchPool<Head>::Lease next(head_scratch_);
   current->assign(in.begin(), in.end());
-  for (size_t i = 0; i < bytes.size() && !current->empty(); ++i) {
+  for (size_t i = 0; i < bytes.size() && !current->empty() && exhausted_.empty(); ++i) {
     step_byte(*current, static_cast<uint8_t>(bytes[i]), i == 0, *next);
     current->swap(*next);
   }
@@ -510,7 +535,7 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
   }
   levels_[base] = heads;
   level_marks_[base] = mark();
-  for (uint32_t node = first; node < end;) {
+  for (uint32_t node = first; node < end && exhausted_.empty();) {
     uint32_t d = trie.depth(node) - parent_depth;
     truncate(level_marks_[base + d - 1]);
     step_byte(levels_[base + d - 1], trie.byte(node), trie.depth(node) == 1, levels_[base + d]);

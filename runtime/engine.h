@@ -39,9 +39,33 @@ struct Head {
   auto operator<=>(const Head&) const = default;
 };
 
+// Bounds on the parser's work and memory (docs/LIMITS.md). A pathologically
+// ambiguous grammar (`s ::= s s | 'a' | ''`) makes the graph-structured
+// stack grow with the text; past these limits the engine stops and says so
+// (the matcher then holds a sticky error), instead of growing without end.
+struct EngineLimits {
+  // Work in one call (one token accepted, one mask filled): stack nodes and
+  // edges created, reduction paths walked, and readings carried over a byte
+  // (a mask over a large vocabulary takes a few million of these at most).
+  size_t max_work_per_call = size_t{1} << 26;
+  // Stack nodes and edges held at once (about 24 bytes each): every token's
+  // stack is kept for rollback.
+  size_t max_stack_elements = size_t{1} << 24;
+  // Readings (heads) of the text after one token.
+  size_t max_heads = size_t{1} << 16;
+  // Distinct sets of pending except! occurrences met (each is kept).
+  size_t max_pending_sets = size_t{1} << 16;
+};
+
 class Engine {
  public:
-  explicit Engine(const CompiledGrammar& grammar);
+  explicit Engine(const CompiledGrammar& grammar, const EngineLimits& limits = {});
+
+  // Whether a limit stopped the last call; its results are then incomplete
+  // and must not be used. Cleared by clear_exhausted().
+  bool exhausted() const { return !exhausted_.empty(); }
+  const std::string& exhaustion() const { return exhausted_; }
+  void clear_exhausted() { exhausted_.clear(); }
 
   std::vector<Head> initial_heads();
   // The heads after the bytes of one token (empty: the token is not allowed).
@@ -178,7 +202,20 @@ class Engine {
   uint32_t pending_after(const Head& h);
   static void normalize(std::vector<Head>& heads);
 
+  // Counts work against the limits; sets exhausted_ once one is passed.
+  void charge(size_t units) {
+    work_done_ += units;
+    if (work_done_ > limits_.max_work_per_call && exhausted_.empty()) exhaust_work();
+  }
+  void exhaust_work();
+  void exhaust(std::string why) {
+    if (exhausted_.empty()) exhausted_ = std::move(why);
+  }
+
   const CompiledGrammar& g_;
+  EngineLimits limits_;
+  size_t work_done_ = 0;   // in the current public call
+  std::string exhausted_;  // why a limit stopped the engine (empty: none did)
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;
   const KernelFunctions* k_ = nullptr;

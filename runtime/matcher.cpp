@@ -5,40 +5,59 @@
 
 namespace cgram {
 
-Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
-    : grammar_(std::move(grammar)), engine_(*grammar_) {
+Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOptions& options)
+    : grammar_(std::move(grammar)) {
+  if (grammar_) engine_.emplace(*grammar_, options.limits);
   reset();
 }
 
 Matcher::Matcher(const Matcher& other)
     : grammar_(other.grammar_),
       engine_(other.engine_),
+      error_(other.error_),
       head_pool_(other.head_pool_),
       history_(other.history_),
       current_(other.current_),
       finished_(other.finished_) {}
 
+bool Matcher::stopped(Engine::Mark before) {
+  if (!engine_->exhausted()) return false;
+  error_ = engine_->exhaustion();
+  engine_->clear_exhausted();
+  engine_->truncate(before);
+  return true;
+}
+
 void Matcher::push_step(const std::vector<Head>& heads, bool finished) {
   size_t begin = head_pool_.size();
   head_pool_.insert(head_pool_.end(), heads.begin(), heads.end());
-  history_.push_back({begin, head_pool_.size(), engine_.mark(), finished});
+  history_.push_back({begin, head_pool_.size(), engine_ ? engine_->mark() : Engine::Mark{}, finished});
   current_.assign(heads.begin(), heads.end());
 }
 
 void Matcher::reset() {
   history_.clear();
   head_pool_.clear();
-  std::vector<Head> heads = engine_.initial_heads();
-  push_step(heads, false);
   finished_ = false;
+  if (!engine_) {
+    error_ = "the matcher was made without a compiled grammar";
+    push_step({}, false);
+    return;
+  }
+  error_.clear();
+  std::vector<Head> heads = engine_->initial_heads();
+  push_step(heads, false);
 }
 
 bool Matcher::can_end() {
-  if (finished_) return false;
-  return engine_.can_end(current_);
+  if (finished_ || has_error()) return false;
+  const Engine::Mark before = engine_->mark();
+  const bool result = engine_->can_end(current_);
+  return !stopped(before) && result;
 }
 
 AdvanceResult Matcher::advance(uint32_t token) {
+  if (has_error()) return AdvanceResult::Rejected;
   const Vocabulary& vocab = grammar_->vocabulary();
   if (finished_ || token >= vocab.size()) return AdvanceResult::Rejected;
   if (vocab.is_eos(token)) {
@@ -49,22 +68,36 @@ AdvanceResult Matcher::advance(uint32_t token) {
     return AdvanceResult::Finished;
   }
   if (vocab.is_special(token)) return AdvanceResult::Rejected;
-  Engine::Mark before = engine_.mark();
-  engine_.step_token(current_, vocab.bytes(token), scratch_);
+  Engine::Mark before = engine_->mark();
+  engine_->step_token(current_, vocab.bytes(token), scratch_);
+  if (stopped(before)) return AdvanceResult::Rejected;
   if (scratch_.empty()) {
-    engine_.truncate(before);
+    engine_->truncate(before);
     return AdvanceResult::Rejected;
   }
   push_step(scratch_, false);
   return AdvanceResult::Ongoing;
 }
 
-void Matcher::fill_mask(std::span<uint32_t> words) {
-  std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(mask_words()), 0u);
-  if (finished_) return;
-  engine_.fill_text_tokens(current_, words);
+bool Matcher::fill_mask(std::span<uint32_t> words) {
+  const size_t n = mask_words();
+  if (words.size() < n || !engine_) return false;
+  std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
+  if (has_error()) return false;
+  if (finished_) return true;
+  const Engine::Mark before = engine_->mark();
+  engine_->fill_text_tokens(current_, words.first(n));
+  if (stopped(before)) {
+    std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
+    return false;
+  }
   if (can_end())
     for (uint32_t id : grammar_->vocabulary().eos_ids()) words[id / 32] |= 1u << (id % 32);
+  if (has_error()) {
+    std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
+    return false;
+  }
+  return true;
 }
 
 std::vector<uint32_t> Matcher::current_possible_tokens() {
@@ -77,13 +110,15 @@ std::vector<uint32_t> Matcher::current_possible_tokens() {
 }
 
 bool Matcher::is_allowed(uint32_t token) {
+  if (has_error()) return false;
   const Vocabulary& vocab = grammar_->vocabulary();
   if (finished_ || token >= vocab.size()) return false;
   if (vocab.is_eos(token)) return can_end();
   if (vocab.is_special(token)) return false;
-  Engine::Mark before = engine_.mark();
-  engine_.step_token(current_, vocab.bytes(token), scratch_);
-  engine_.truncate(before);
+  Engine::Mark before = engine_->mark();
+  engine_->step_token(current_, vocab.bytes(token), scratch_);
+  if (stopped(before)) return false;
+  engine_->truncate(before);
   return !scratch_.empty();
 }
 
@@ -100,26 +135,31 @@ std::vector<uint32_t> Matcher::forced_tokens(size_t limit) {
 }
 
 AdvanceResult Matcher::modify_possible_logits(uint32_t token, std::span<float> logits) {
+  if (!grammar_ || logits.size() < grammar_->vocabulary().size()) return AdvanceResult::Rejected;
   AdvanceResult result = advance(token);
   if (result == AdvanceResult::Ongoing) update_logits_from_tokens(logits);
   return result;
 }
 
-void Matcher::update_logits_from_tokens(std::span<float> logits) {
+bool Matcher::update_logits_from_tokens(std::span<float> logits) {
+  if (!grammar_ || logits.size() < grammar_->vocabulary().size()) return false;
   mask_scratch_.resize(mask_words());
-  fill_mask(mask_scratch_);
+  if (!fill_mask(mask_scratch_)) return false;
   const float minus_infinity = -std::numeric_limits<float>::infinity();
+  const size_t vocab_size = grammar_->vocabulary().size();
   for (size_t t = 0; t < logits.size(); ++t)
-    if (t >= grammar_->vocabulary().size() || !(mask_scratch_[t / 32] >> (t % 32) & 1)) logits[t] = minus_infinity;
+    if (t >= vocab_size || !(mask_scratch_[t / 32] >> (t % 32) & 1)) logits[t] = minus_infinity;
+  return true;
 }
 
 bool Matcher::rollback(size_t n) {
-  if (n > tokens_accepted()) return false;
+  if (n > tokens_accepted() || !engine_) return false;
+  if (n > 0) error_.clear();  // back to a state no limit stopped
   history_.resize(history_.size() - n);
   const Step& step = history_.back();
   head_pool_.resize(step.heads_end);
   current_.assign(head_pool_.begin() + static_cast<ptrdiff_t>(step.heads_begin), head_pool_.end());
-  engine_.truncate(step.mark);
+  engine_->truncate(step.mark);
   finished_ = step.finished;
   return true;
 }

@@ -2,7 +2,9 @@
 // One matcher per sequence: the allowed next tokens, exactly, at every step.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "compiled_grammar.h"
@@ -12,33 +14,60 @@ namespace cgram {
 
 enum class AdvanceResult { Ongoing, Finished, Rejected };
 
+struct MatcherOptions {
+  EngineLimits limits;
+};
+
+// Misuse is refused, never undefined: every call below returns an error
+// value or a documented result and leaves the state as it was.
+//  - A matcher made without a grammar has an error (error()) and allows
+//    nothing.
+//  - Token ids out of range, special tokens that are not end of sequence,
+//    and anything after end of sequence are Rejected.
+//  - When an EngineLimits bound is hit (a pathologically ambiguous grammar),
+//    the matcher holds a sticky error: it rejects every token and allows
+//    nothing until reset() or a rollback to before the step that hit it.
 class Matcher {
  public:
-  explicit Matcher(std::shared_ptr<const CompiledGrammar> grammar);
+  explicit Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOptions& options = {});
   Matcher(const Matcher& other);
   Matcher& operator=(const Matcher&) = delete;
 
   // Accepts `token` if the mask allows it; Rejected leaves the state unchanged.
   AdvanceResult advance(uint32_t token);
-  // words.size() must be at least mask_words(); bit t % 32 of word t / 32.
-  void fill_mask(std::span<uint32_t> words);
+  // Bit t % 32 of word t / 32 for every allowed token; words past
+  // mask_words() are left alone. False, with nothing written, when `words`
+  // is shorter than mask_words(); false with every bit clear when the
+  // matcher has an error.
+  bool fill_mask(std::span<uint32_t> words);
   std::vector<uint32_t> current_possible_tokens();
   bool is_allowed(uint32_t token);
   // Tokens certain to come next (each the only allowed token in turn).
   std::vector<uint32_t> forced_tokens(size_t limit = 32);
   // advance(token), then apply the new mask to `logits` (-inf where
   // disallowed); logits are untouched when the result is not Ongoing.
+  // `logits` must cover the vocabulary (a model's padding ids past it are
+  // set to -inf); a shorter span is Rejected before anything changes.
   AdvanceResult modify_possible_logits(uint32_t token, std::span<float> logits);
-  void update_logits_from_tokens(std::span<float> logits);
-  // Undoes the last n accepted tokens (n <= tokens_accepted()).
+  // False, with logits untouched, when `logits` is shorter than the
+  // vocabulary or the matcher has an error.
+  bool update_logits_from_tokens(std::span<float> logits);
+  // Undoes the last n accepted tokens; false (and nothing undone) when n >
+  // tokens_accepted().
   bool rollback(size_t n);
   void reset();
   Matcher clone() const { return Matcher(*this); }
   bool is_finished() const { return finished_; }
   bool can_end();
   size_t tokens_accepted() const { return history_.size() - 1; }
-  size_t mask_words() const { return grammar_->mask_words(); }
+  size_t mask_words() const { return grammar_ ? grammar_->mask_words() : 0; }
+  // The compiled grammar (check has_grammar() first on a matcher that may
+  // have been made without one).
   const CompiledGrammar& grammar() const { return *grammar_; }
+  bool has_grammar() const { return grammar_ != nullptr; }
+  // Why the matcher stopped (a limit, or no grammar); empty when it did not.
+  bool has_error() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
 
  private:
   // The heads of every step live in one pool (no allocation per token once
@@ -49,9 +78,13 @@ class Matcher {
     bool finished;
   };
   void push_step(const std::vector<Head>& heads, bool finished);
+  // After an engine call: when a limit stopped it, drops its partial work
+  // (back to `before`) and keeps the error. True when it was stopped.
+  bool stopped(Engine::Mark before);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
-  Engine engine_;
+  std::optional<Engine> engine_;  // none without a grammar
+  std::string error_;
   std::vector<Head> head_pool_;
   std::vector<Step> history_;  // history_.back() is the current state
   std::vector<Head> current_;  // the current step's heads, contiguous

@@ -9,6 +9,7 @@
 #include "helpers.h"
 #include "parse.h"
 #include "except_automaton.h"
+#include "batch.h"
 #include "matcher.h"
 #include "regex.h"
 
@@ -307,4 +308,119 @@ TEST_CASE("literals and the grammar's DFA states in all: at the limit and past i
   total.limits.max_total_dfa_states = 8;  // 'abc' and 'de' take 4 + 3 states
   CHECK(parse_with("start ::= 'abc' 'de';", total).ok());
   CHECK_THAT(only_error(parse_with("start ::= 'abc' 'de' 'f';", total)), Catch::Contains("more than 8 DFA states"));
+}
+
+TEST_CASE("matcher misuse is refused and leaves the state as it was", "[limits][matcher][misuse]") {
+  auto g = compiled_with(read_example("json.cgram"));
+  const Vocabulary& vocab = g->vocabulary();
+  Matcher m(g);
+  const uint32_t open = vocab.find("{").value();
+  REQUIRE(m.advance(open) == AdvanceResult::Ongoing);
+  const std::vector<uint32_t> before = m.current_possible_tokens();
+  // Invalid ids: -1 as unsigned, the vocabulary's size, UINT32_MAX.
+  for (uint32_t bad : {static_cast<uint32_t>(-1), static_cast<uint32_t>(vocab.size()), UINT32_MAX}) {
+    CHECK(m.advance(bad) == AdvanceResult::Rejected);
+    CHECK_FALSE(m.is_allowed(bad));
+  }
+  // A short mask span: nothing written.
+  std::vector<uint32_t> words(m.mask_words() - 1, 0xDEADBEEF);
+  CHECK_FALSE(m.fill_mask(words));
+  CHECK(std::all_of(words.begin(), words.end(), [](uint32_t w) { return w == 0xDEADBEEF; }));
+  CHECK_FALSE(m.fill_mask({}));
+  // A longer span: the words past the mask are left alone.
+  std::vector<uint32_t> longer(m.mask_words() + 2, 0xDEADBEEF);
+  CHECK(m.fill_mask(longer));
+  CHECK(longer[m.mask_words()] == 0xDEADBEEF);
+  // Rollback past what was accepted.
+  CHECK_FALSE(m.rollback(2));
+  CHECK(m.tokens_accepted() == 1);
+  // Logits spans shorter than the vocabulary: refused before anything changes.
+  std::vector<float> logits(vocab.size() - 1, 1.0f);
+  CHECK_FALSE(m.update_logits_from_tokens(logits));
+  CHECK(std::all_of(logits.begin(), logits.end(), [](float x) { return x == 1.0f; }));
+  const uint32_t quote = vocab.find("\"").value();
+  CHECK(m.modify_possible_logits(quote, logits) == AdvanceResult::Rejected);
+  CHECK(m.tokens_accepted() == 1);
+  // Padded logits (a model larger than its tokenizer): the padding is -inf.
+  std::vector<float> padded(vocab.size() + 64, 1.0f);
+  CHECK(m.update_logits_from_tokens(padded));
+  CHECK(padded.back() == -std::numeric_limits<float>::infinity());
+  CHECK(m.current_possible_tokens() == before);
+  // A finished matcher allows nothing and accepts nothing, until rolled back.
+  Matcher done(g);
+  for (char c : std::string("{}")) REQUIRE(done.advance(vocab.find(std::string(1, c)).value()) == AdvanceResult::Ongoing);
+  REQUIRE(done.advance(vocab.eos_ids().front()) == AdvanceResult::Finished);
+  CHECK(done.current_possible_tokens().empty());
+  CHECK(done.advance(open) == AdvanceResult::Rejected);
+  CHECK(done.rollback(1));
+  CHECK_FALSE(done.current_possible_tokens().empty());
+}
+
+TEST_CASE("a matcher without a grammar, and batches with bad rows, are refused", "[limits][matcher][misuse]") {
+  Matcher none(nullptr);
+  CHECK(none.has_error());
+  CHECK_FALSE(none.has_grammar());
+  CHECK(none.advance(0) == AdvanceResult::Rejected);
+  CHECK_FALSE(none.is_allowed(0));
+  CHECK(none.current_possible_tokens().empty());
+  CHECK_FALSE(none.can_end());
+  CHECK_FALSE(none.rollback(1));
+  Matcher copy = none.clone();
+  CHECK(copy.has_error());
+  none.reset();
+  CHECK(none.has_error());
+
+  auto g = compiled_with(read_example("json.cgram"));
+  Matcher a(g), b(g);
+  ThreadPool pool(2);
+  std::vector<Matcher*> matchers{&a, &b};
+  std::vector<uint32_t> batch(2 * a.mask_words() - 1, 7);
+  CHECK_FALSE(fill_masks(matchers, batch, pool));
+  CHECK(std::all_of(batch.begin(), batch.end(), [](uint32_t w) { return w == 7; }));
+  batch.resize(2 * a.mask_words());
+  std::vector<Matcher*> twice{&a, &a};
+  CHECK_FALSE(fill_masks(twice, batch, pool));
+  std::vector<Matcher*> with_null{&a, nullptr};
+  CHECK_FALSE(fill_masks(with_null, batch, pool));
+  CHECK(fill_masks(matchers, batch, pool));
+}
+
+TEST_CASE("GLR limits: a pathologically ambiguous grammar gets a sticky error, not unbounded growth", "[limits][matcher]") {
+  auto ambiguous = CompiledGrammar::compile(grammar("s ::= s s | 'a' | '';", "s"), bundled_vocab());
+  auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(ambiguous);
+  const uint32_t a = compiled->vocabulary().find("a").value();
+  MatcherOptions options;
+  options.limits.max_work_per_call = 20000;
+  Matcher m(compiled, options);
+  size_t accepted = 0;
+  while (accepted < 100000 && m.advance(a) == AdvanceResult::Ongoing) ++accepted;
+  INFO("accepted " << accepted);
+  REQUIRE(m.has_error());
+  CHECK_THAT(m.error(), Catch::Contains("max_work_per_call"));
+  CHECK(accepted > 5);
+  // Sticky: nothing is allowed or accepted now.
+  CHECK(m.advance(a) == AdvanceResult::Rejected);
+  CHECK(m.current_possible_tokens().empty());
+  std::vector<uint32_t> words(m.mask_words());
+  CHECK_FALSE(m.fill_mask(words));
+  CHECK(m.tokens_accepted() == accepted);
+  // Back to a state before the limit: usable again.
+  REQUIRE(m.rollback(accepted / 2));
+  CHECK_FALSE(m.has_error());
+  CHECK(m.is_allowed(a));
+  m.reset();
+  CHECK(m.advance(a) == AdvanceResult::Ongoing);
+  // Memory per matcher: the stack elements held.
+  MatcherOptions small;
+  small.limits.max_stack_elements = 3000;
+  Matcher n(compiled, small);
+  accepted = 0;
+  while (accepted < 100000 && n.advance(a) == AdvanceResult::Ongoing) ++accepted;
+  REQUIRE(n.has_error());
+  CHECK_THAT(n.error(), Catch::Contains("max_stack_elements"));
+  // With the defaults a long walk on an ordinary grammar never trips them.
+  auto json = compiled_with(read_example("json.cgram"));
+  Matcher ok(json);
+  for (int i = 0; i < 2000; ++i) REQUIRE(ok.advance(json->vocabulary().find("[").value()) == AdvanceResult::Ongoing);
+  CHECK_FALSE(ok.has_error());
 }

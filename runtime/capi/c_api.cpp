@@ -167,6 +167,13 @@ cgram_status check_logits(const Call& call, const cgram::Matcher& matcher, const
   return CGRAM_OK;
 }
 
+// A matcher that hit one of its limits holds a sticky error: every call on
+// it says so.
+cgram_status limit_status(const Call& call, const cgram::Matcher& matcher) {
+  if (!matcher.has_error()) return CGRAM_OK;
+  return call.fail(CGRAM_ERROR_LIMIT, "{} (reset or roll back the matcher to go on)", matcher.error());
+}
+
 cgram_advance_result to_c(cgram::AdvanceResult result) {
   switch (result) {
     case cgram::AdvanceResult::Ongoing: return CGRAM_ADVANCE_ONGOING;
@@ -197,6 +204,7 @@ const char* cgram_status_name(cgram_status status) {
     case CGRAM_ERROR_BUFFER_TOO_SMALL: return "CGRAM_ERROR_BUFFER_TOO_SMALL";
     case CGRAM_ERROR_OUT_OF_MEMORY: return "CGRAM_ERROR_OUT_OF_MEMORY";
     case CGRAM_ERROR_INTERNAL: return "CGRAM_ERROR_INTERNAL";
+    case CGRAM_ERROR_LIMIT: return "CGRAM_ERROR_LIMIT";
   }
   return "unknown status";
 }
@@ -432,8 +440,9 @@ cgram_status cgram_matcher_advance(cgram_matcher* matcher, uint32_t token, cgram
     if (cgram_status s = check_token(call, matcher->matcher, token)) return s;
     if (matcher->matcher.is_finished())
       return call.fail(CGRAM_ERROR_STATE, "the matcher is finished (rollback or reset it to go on)");
+    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
     *result = to_c(matcher->matcher.advance(token));
-    return CGRAM_OK;
+    return limit_status(call, matcher->matcher);
   });
 }
 
@@ -444,7 +453,7 @@ cgram_status cgram_matcher_fill_mask(cgram_matcher* matcher, uint32_t* words, si
     size_t needed = matcher->matcher.mask_words();
     if (n_words < needed) return call.invalid("n_words is {}; a mask needs {} words", n_words, needed);
     matcher->matcher.fill_mask(std::span<uint32_t>(words, needed));
-    return CGRAM_OK;
+    return limit_status(call, matcher->matcher);
   });
 }
 
@@ -454,7 +463,7 @@ cgram_status cgram_matcher_is_allowed(cgram_matcher* matcher, uint32_t token, bo
     if (!allowed) return call.null("allowed");
     if (cgram_status s = check_token(call, matcher->matcher, token)) return s;
     *allowed = matcher->matcher.is_allowed(token);
-    return CGRAM_OK;
+    return limit_status(call, matcher->matcher);
   });
 }
 
@@ -498,6 +507,7 @@ cgram_status cgram_matcher_can_end(cgram_matcher* matcher, bool* can_end) {
     if (!matcher) return call.null("matcher");
     if (!can_end) return call.null("can_end");
     *can_end = matcher->matcher.can_end();
+    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
     return CGRAM_OK;
   });
 }
@@ -519,7 +529,9 @@ cgram_status cgram_matcher_modify_possible_logits(cgram_matcher* matcher, uint32
     if (cgram_status s = check_logits(call, matcher->matcher, logits, n_logits)) return s;
     if (matcher->matcher.is_finished())
       return call.fail(CGRAM_ERROR_STATE, "the matcher is finished (rollback or reset it to go on)");
+    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
     *result = to_c(matcher->matcher.modify_possible_logits(token, std::span<float>(logits, n_logits)));
+    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
     return CGRAM_OK;
   });
 }
@@ -529,6 +541,7 @@ cgram_status cgram_matcher_update_logits(cgram_matcher* matcher, float* logits, 
     if (!matcher) return call.null("matcher");
     if (cgram_status s = check_logits(call, matcher->matcher, logits, n_logits)) return s;
     matcher->matcher.update_logits_from_tokens(std::span<float>(logits, n_logits));
+    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
     return CGRAM_OK;
   });
 }
@@ -587,6 +600,9 @@ cgram_status cgram_fill_masks(cgram_thread_pool* pool, cgram_matcher* const* mat
       }
     });
     if (first_error) std::rethrow_exception(first_error);  // guarded turns it into a status
+    for (size_t i = 0; i < count; ++i)
+      if (matchers[i]->matcher.has_error())
+        return call.fail(CGRAM_ERROR_LIMIT, "matchers[{}]: {} (its row is all clear)", i, matchers[i]->matcher.error());
     return CGRAM_OK;
   });
 }

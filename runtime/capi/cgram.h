@@ -67,7 +67,10 @@ typedef enum cgram_status {
   CGRAM_ERROR_STATE = 6,            /* the call does not fit the matcher's state (finished) */
   CGRAM_ERROR_BUFFER_TOO_SMALL = 7, /* the result did not fit; the count says how much is needed */
   CGRAM_ERROR_OUT_OF_MEMORY = 8,
-  CGRAM_ERROR_INTERNAL = 9          /* a bug in cgram; the message says what */
+  CGRAM_ERROR_INTERNAL = 9,         /* a bug in cgram; the message says what */
+  CGRAM_ERROR_LIMIT = 10            /* a matcher hit a work or memory limit (a pathologically
+                                       ambiguous grammar): it rejects every token and allows
+                                       nothing until reset or rolled back; the message says which */
 } cgram_status;
 
 /* The message of the last failing call on this thread ("" when none).
