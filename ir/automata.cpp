@@ -181,14 +181,23 @@ NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits) {
   return std::move(builder.nfa);
 }
 
-DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits) {
+DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subset_elements) {
   Dfa dfa;
   std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
   std::vector<std::vector<uint32_t>> sets;
   std::vector<uint8_t> mark(nfa.size(), 0);
+  size_t stored = 0;  // NFA states over all subsets kept (their memory and the work to build them)
+  struct Report {
+    size_t* out;
+    const size_t& stored;
+    ~Report() {
+      if (out) *out = stored;
+    }
+  } report{subset_elements, stored};
   auto intern = [&](std::vector<uint32_t> set) -> uint32_t {
     auto it = ids.find(set);
     if (it != ids.end()) return it->second;
+    stored += set.size();
     bool accepting = std::binary_search(set.begin(), set.end(), nfa.accept);
     uint32_t id = dfa.add_state(accepting);
     ids.emplace(set, id);
@@ -205,6 +214,11 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits) {
           "this regex is too large: its DFA needs more than {} states (bounded repetitions of "
           "large classes, or alternatives that overlap for a long stretch, multiply the states)",
           limits.max_dfa_states)};
+    if (stored > limits.max_subset_elements)
+      return AutomatonError{fmt::format(
+          "this regex is too large: building its DFA takes more than {} NFA states over all subsets (nested "
+          "bounded repetitions multiply them)",
+          limits.max_subset_elements)};
     for (auto& b : buckets) b.clear();
     for (uint32_t s : sets[d])
       for (const Nfa::Edge& e : nfa.states()[s].edges)

@@ -27,6 +27,7 @@ struct AutomatonLimits {
   size_t max_dfa_states = 1u << 15;               // of one minimal DFA (and bytes of one literal)
   size_t max_intermediate_dfa_states = 1u << 16;  // before minimisation, when built part by part
   size_t max_total_dfa_states = 1u << 18;         // of every terminal of a grammar together
+  size_t max_subset_elements = 1u << 25;          // NFA states over all subsets of one determinisation
   size_t max_except_strings = kMaxExceptStrings;
   size_t max_except_string_bytes = kMaxExceptStringBytes;
   size_t max_except_bytes = kMaxExceptBytes;
@@ -107,7 +108,9 @@ using NfaResult = std::variant<Nfa, AutomatonError>;
 using DfaResult = std::variant<Dfa, AutomatonError>;
 
 NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits = {});
-DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits = {});
+// `subset_elements`, when given, gets the NFA states kept over all subsets
+// (the work done), whether or not it succeeded.
+DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits = {}, size_t* subset_elements = nullptr);
 // Removes states that cannot reach acceptance, then merges equivalent states.
 Dfa minimize(const Dfa& dfa);
 // Copies `dfa` into `nfa`; returns the copy's start, and links every

@@ -230,6 +230,11 @@ class Lowering {
   }
 
   std::optional<Symbol> repeat(uint32_t owner, const ast::Expr& e) {
+    if (e.max == ast::kUnbounded && e.children[0].kind == ast::ExprKind::Except && !e.children[0].except_count)
+      diags_.warning(e.range,
+                     "a repetition of except! reads its text every way it can be split (except!(S) already matches "
+                     "any text without S): masks get slow as the text grows, and a matcher stops at its work limit; "
+                     "write except!(S) alone");
     std::optional<Symbol> x = item(owner, e.children[0]);
     uint32_t n = new_helper(owner);
     if (!x) {  // repeating the empty string (or an error) is the empty string

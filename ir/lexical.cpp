@@ -360,6 +360,12 @@ class RegularRules {
   // One NFA for the whole group; each rule's DFA reads it from its own
   // start (right-linear) or to its own end (left-linear).
   std::string build(const std::vector<uint32_t>& group, const std::vector<bool>& in_group, Side side) {
+    // Once the budget is spent, no more automata are built (not even the
+    // NFA: settle() may ask for thousands of helpers, each embedding the
+    // next, which is quadratic).
+    if (states_built_ >= limits_.max_total_states || nfa_states_built_ >= limits_.max_total_nfa_states ||
+        subset_elements_ >= limits_.max_total_subset_elements)
+      return spent();
     Nfa nfa;
     const uint32_t outer = nfa.add_state();  // right-linear: the end; left-linear: the start
     std::map<uint32_t, uint32_t> state_of;
@@ -386,6 +392,7 @@ class RegularRules {
         nfa.add_epsilon(at, to);
       }
     }
+    nfa_states_built_ += nfa.size();
     if (nfa.size() > limits_.max_nfa_states)
       return fmt::format("its automaton would need more than {} NFA states", limits_.max_nfa_states);
     for (uint32_t a : group) {
@@ -396,13 +403,16 @@ class RegularRules {
       AutomatonLimits limits;
       limits.max_dfa_states = std::min(limits_.max_rule_states, left);
       limits.max_intermediate_dfa_states = limits.max_dfa_states;
-      DfaResult result = nfa_to_dfa(nfa, limits);
+      limits.max_subset_elements =
+          limits_.max_total_subset_elements - std::min(subset_elements_, limits_.max_total_subset_elements);
+      size_t work = 0;
+      DfaResult result = nfa_to_dfa(nfa, limits, &work);
+      subset_elements_ += work;
       Dfa* d = std::get_if<Dfa>(&result);
       if (!d) {
+        if (subset_elements_ >= limits_.max_total_subset_elements) return spent();
         states_built_ += limits.max_dfa_states;
-        if (limits.max_dfa_states < limits_.max_rule_states)
-          return fmt::format("the grammar's budget for collapsing rules into lexemes ({} DFA states in all) is spent",
-                             limits_.max_total_states);
+        if (limits.max_dfa_states < limits_.max_rule_states) return spent();
         return fmt::format("as a DFA it would need more than {} states", limits_.max_rule_states);
       }
       states_built_ += d->size();
@@ -411,9 +421,17 @@ class RegularRules {
     return "";
   }
 
+  std::string spent() const {
+    return fmt::format("the grammar's budget for collapsing rules into lexemes ({} DFA states, {} NFA states, {} "
+                       "subset elements in all) is spent",
+                       limits_.max_total_states, limits_.max_total_nfa_states, limits_.max_total_subset_elements);
+  }
+
   const GrammarIR& ir_;
   const CollapseLimits& limits_;
   size_t states_built_ = 0;
+  size_t nfa_states_built_ = 0;
+  size_t subset_elements_ = 0;
   std::vector<std::vector<uint32_t>> users_;
   std::vector<std::optional<Dfa>> dfa_;
   std::vector<std::string> why_;

@@ -66,6 +66,8 @@ struct CollapseLimits {
   size_t max_rule_states = 4096;        // DFA states of one collapsed rule
   size_t max_total_states = 1u << 16;   // DFA states built for all collapsed rules together
   size_t max_nfa_states = 1u << 18;     // NFA states of one group of rules before its DFA is built
+  size_t max_total_nfa_states = 1u << 21;  // NFA states built for all groups together
+  size_t max_total_subset_elements = 1u << 24;  // work of every determinisation together (see AutomatonLimits)
 };
 
 LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits = {});

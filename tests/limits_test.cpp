@@ -424,3 +424,27 @@ TEST_CASE("GLR limits: a pathologically ambiguous grammar gets a sticky error, n
   for (int i = 0; i < 2000; ++i) REQUIRE(ok.advance(json->vocabulary().find("[").value()) == AdvanceResult::Ongoing);
   CHECK_FALSE(ok.has_error());
 }
+
+TEST_CASE("repetitions at the documented bound compile in bounded time, with exact masks", "[limits][lexical]") {
+  // 'a'{0,10000}: 10,000 nested helpers, each too big to collapse once the
+  // budget is spent; they stay with the parser (this took minutes).
+  auto compiled = compiled_with("start ::= 'a'{0,10000};");
+  const Vocabulary& vocab = compiled->vocabulary();
+  Matcher m(compiled);
+  std::vector<uint32_t> expected;
+  for (uint32_t id = 0; id < vocab.size(); ++id) {
+    const std::string_view bytes = vocab.bytes(id);
+    const bool all_a = !vocab.is_special(id) && !bytes.empty() &&
+                       bytes.find_first_not_of('a') == std::string_view::npos;
+    if (all_a || vocab.is_eos(id)) expected.push_back(id);
+  }
+  CHECK(m.current_possible_tokens() == expected);
+}
+
+TEST_CASE("a repetition of except! gets a warning", "[limits][except]") {
+  auto outcome = parse("start ::= except!('q')* '!';");
+  REQUIRE(outcome.ok());
+  REQUIRE(outcome.diagnostics.warning_count() == 1);
+  CHECK_THAT(outcome.diagnostics.all().front().message, Catch::Contains("a repetition of except!"));
+  CHECK(parse("start ::= except!('q', 3)* '!';").diagnostics.warning_count() == 0);
+}

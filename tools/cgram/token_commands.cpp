@@ -208,12 +208,20 @@ int run_mask(const MaskArgs& args) {
   const std::vector<uint32_t>& tokens = *prefix;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (matcher.advance(tokens[i]) != AdvanceResult::Ongoing) {
+      if (matcher.has_error()) {
+        std::cerr << fmt::format("cgram mask: stopped at prefix token {}: {}\n", i, matcher.error());
+        return 3;
+      }
       std::cerr << fmt::format("cgram mask: the prefix leaves the language at token {} ('{}')\n", i,
                                loaded->vocab->display(tokens[i]));
       return 2;
     }
   }
   std::vector<uint32_t> allowed = matcher.current_possible_tokens();
+  if (matcher.has_error()) {
+    std::cerr << fmt::format("cgram mask: {}\n", matcher.error());
+    return 3;
+  }
   const Vocabulary& vocab = *loaded->vocab;
   // The text may be complete while no token can say so: a vocabulary with no
   // end-of-sequence token. can_end is whether end of sequence is allowed (an
@@ -252,12 +260,22 @@ int run_generate(const GenerateArgs& args) {
   enum class Stop { EndOfSequence, MaxTokens, CompleteNoEos, NoToken } stop = Stop::MaxTokens;
   while (tokens.size() < args.max_tokens) {
     std::vector<uint32_t> allowed = matcher.current_possible_tokens();
+    if (matcher.has_error()) {
+      std::cerr << fmt::format("cgram generate: stopped after {} tokens: {}\n", tokens.size(), matcher.error());
+      return 3;
+    }
     if (allowed.empty()) {
       stop = matcher.can_end() ? Stop::CompleteNoEos : Stop::NoToken;
       break;
     }
     uint32_t token = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
     AdvanceResult r = matcher.advance(token);
+    if (r == AdvanceResult::Rejected) {
+      // An allowed token is rejected only when a limit stopped the matcher.
+      std::cerr << fmt::format("cgram generate: stopped after {} tokens: {}\n", tokens.size(),
+                               matcher.has_error() ? matcher.error() : "the matcher rejected an allowed token");
+      return 3;
+    }
     tokens.push_back(token);
     if (r == AdvanceResult::Finished) {
       stop = Stop::EndOfSequence;
@@ -372,6 +390,12 @@ Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, 
       auto t0 = Clock::now();
       matcher.fill_mask(words);
       out.mask_us.push_back(ms_since(t0) * 1000);
+      if (matcher.has_error()) {
+        std::cerr << fmt::format("cgram bench: {} stopped at token {}: {}; the rest is skipped\n", path, i,
+                                 matcher.error());
+        ++out.left_language;
+        break;
+      }
       if (!(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) {
         std::cerr << fmt::format("cgram bench: {} leaves the language at token {} ('{}'); the rest is skipped\n",
                                  path, i, compiled->vocabulary().display(tokens[i]));
