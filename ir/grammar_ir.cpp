@@ -96,16 +96,21 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   auto same = [](char x, char y) {
     return tolower(static_cast<unsigned char>(x)) == tolower(static_cast<unsigned char>(y));
   };
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
+  // Three rows (two before the current one, for transpositions): memory
+  // grows with one name, not the product of both.
+  std::vector<size_t> before(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (same(a[i - 1], b[j - 1]) ? 0 : 1)});
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (same(a[i - 1], b[j - 1]) ? 0 : 1)});
       if (i > 1 && j > 1 && same(a[i - 1], b[j - 2]) && same(a[i - 2], b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        current[j] = std::min(current[j], before[j - 2] + 1);
     }
-  return d[a.size()][b.size()];
+    before.swap(previous);
+    previous.swap(current);
+  }
+  return previous[b.size()];
 }
 
 namespace {
@@ -155,14 +160,22 @@ class Lowering {
     }
   }
 
+  // "Did you mean": only for names a person would type (64 bytes at most),
+  // among names of about the same length, and for the first 100 names
+  // asked about (a generated grammar could otherwise ask for every pair).
   std::string suggestion(std::string_view name) const {
+    constexpr size_t kMaxName = 64, kMaxSuggestions = 100;
+    if (name.size() > kMaxName || suggestions_made_ >= kMaxSuggestions) return "";
+    ++suggestions_made_;
+    size_t allowed = std::max<size_t>(1, name.size() / 3);
     std::string best;
     size_t best_distance = SIZE_MAX;
     for (const auto& [candidate, id] : rule_ids_) {
+      const size_t gap = candidate.size() > name.size() ? candidate.size() - name.size() : name.size() - candidate.size();
+      if (gap > allowed) continue;
       size_t d = edit_distance(name, candidate);
       if (d < best_distance) best_distance = d, best = candidate;
     }
-    size_t allowed = std::max<size_t>(1, name.size() / 3);
     if (best.empty() || best_distance > allowed || best_distance >= name.size()) return "";
     return fmt::format("; did you mean '{}'?", best);
   }
@@ -490,6 +503,7 @@ class Lowering {
   std::map<std::pair<Terminal::Kind, std::string>, uint32_t> terminal_ids_;
   std::map<uint32_t, uint32_t> helper_count_;
   std::set<std::string> used_in_except_;  // a rule named in except!(…) is used
+  mutable size_t suggestions_made_ = 0;
   size_t total_states_ = 0;               // DFA states of every terminal so far
   bool total_states_reported_ = false;
   size_t except_bytes_ = 0;               // bytes of every except! set's strings so far

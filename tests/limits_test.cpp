@@ -448,3 +448,21 @@ TEST_CASE("a repetition of except! gets a warning", "[limits][except]") {
   CHECK_THAT(outcome.diagnostics.all().front().message, Catch::Contains("a repetition of except!"));
   CHECK(parse("start ::= except!('q', 3)* '!';").diagnostics.warning_count() == 0);
 }
+
+TEST_CASE("\"did you mean\" is bounded: long names and many misses", "[limits][diagnostics]") {
+  // Two 100,000-character names once asked for an 80 GB matrix.
+  auto outcome = parse("start ::= " + std::string(100000, 'a') + ";\n" + std::string(100000, 'b') + " ::= 'x';");
+  CHECK_THAT(only_error(outcome), Catch::Contains("undefined rule"));
+  CHECK(ir::edit_distance(std::string(20000, 'a'), std::string(20000, 'b')) == 20000);
+  CHECK(ir::edit_distance("sting", "string") == 1);
+  CHECK(ir::edit_distance("vaule", "value") == 1);  // a transposition
+  // Suggestions still come for names people type.
+  CHECK_THAT(only_error(parse("start ::= vaule; value ::= 'x';")), Catch::Contains("did you mean 'value'?"));
+  // Thousands of undefined names against thousands of rules: no pairwise blowup.
+  std::string many = "start ::= r0";
+  for (int i = 0; i < 3000; ++i) many += fmt::format(" u{}", i);
+  many += ";\n";
+  for (int i = 0; i < 3000; ++i) many += fmt::format("r{} ::= 'x';\n", i);
+  auto misses = parse(many);
+  CHECK(misses.diagnostics.error_count() >= 100);
+}
