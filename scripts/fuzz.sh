@@ -60,7 +60,7 @@ ASAN_OPTIONS=detect_leaks=0 "$build/tests/fuzz/fuzz_replay" --make-seeds "$seeds
 logs=${CGRAM_FUZZ_LOGS:-$build/logs/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$logs"
 status=0
-printf '%-8s %8s %10s %8s %8s %7s %9s  %s\n' target seconds execs exec/s cov ft corpus findings
+printf '%-8s %8s %10s %8s %8s %7s %7s  %s\n' target seconds execs exec/s cov ft corpus findings
 for t in "${targets[@]}"; do
   corpus=$build/corpus/$t
   findings=$build/findings/$t
@@ -73,28 +73,30 @@ for t in "${targets[@]}"; do
     tables|aot) max_len=262144 ;;
   esac
   before=$(ls "$findings" | wc -l)
+  dirs=("$corpus")
+  for d in "$seeds/$t" "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t"; do [ -d "$d" ] && dirs+=("$d"); done
   # Each finding is saved and fuzzing goes on (-fork keeps going after a
   # crash); the corpus directory comes first, so new inputs land there.
   set +e
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  "$build/tests/fuzz/fuzz_$t" "$corpus" "$seeds/$t" "tests/fuzz/corpus/$t" \
+  "$build/tests/fuzz/fuzz_$t" "${dirs[@]}" \
     -fork="${CGRAM_FUZZ_JOBS:-1}" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -max_total_time="$seconds" -max_len="$max_len" -timeout=20 -rss_limit_mb=3072 \
     -artifact_prefix="$findings/" -print_final_stats=1 ${CGRAM_FUZZ_ARGS:-} >"$logs/$t.log" 2>&1
   rc=$?
   set -e
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/$t.log" | awk '{s+=$2} END {print s+0}')
-  last=$(grep -E '#[0-9]+.*(cov|ft):' "$logs/$t.log" | tail -1)
-  if [ -z "$execs" ] || [ "$execs" = 0 ]; then execs=$(echo "$last" | grep -o '#[0-9]*' | head -1 | tr -d '#'); fi
-  cov=$(echo "$last" | grep -o 'cov: [0-9]*' | awk '{print $2}')
-  ft=$(echo "$last" | grep -o 'ft: [0-9]*' | awk '{print $2}')
+  # The last status line: "#EXECS: cov: C ft: F corp: N exec/s: E oom/timeout/crash: O/T/C time: S ..."
+  last=$(grep -E '^#[0-9]+:? .*cov: ' "$logs/$t.log" | tail -1 || true)
+  execs=$(echo "$last" | sed -nE 's/^#([0-9]+).*/\1/p')
+  cov=$(echo "$last" | sed -nE 's/.* cov: ([0-9]+).*/\1/p')
+  ft=$(echo "$last" | sed -nE 's/.* ft: ([0-9]+).*/\1/p')
+  otc=$(echo "$last" | sed -nE 's#.*oom/timeout/crash: ([0-9/]+).*#\1#p')
   after=$(ls "$findings" | wc -l)
   new=$((after - before))
-  crashes=$(grep -c -E '^==[0-9]+==ERROR|deadly signal|fuzz check failed' "$logs/$t.log" || true)
-  printf '%-8s %8s %10s %8s %8s %7s %9s  %s\n' "$t" "$seconds" "${execs:-?}" "$(( ${execs:-0} / (seconds > 0 ? seconds : 1) ))" \
-    "${cov:-?}" "${ft:-?}" "$(ls "$corpus" | wc -l)" "$new new file(s) in $findings (rc $rc)"
-  if [ "$new" -gt 0 ] || [ "$crashes" -gt 0 ]; then status=1; fi
+  printf '%-8s %8s %10s %8s %8s %7s %7s  %s\n' "$t" "$seconds" "${execs:-?}" "$(( ${execs:-0} / (seconds > 0 ? seconds : 1) ))" \
+    "${cov:-?}" "${ft:-?}" "$(ls "$corpus" | wc -l)" "oom/timeout/crash ${otc:-?}; $new new file(s) in $findings (rc $rc)"
+  if [ "$new" -gt 0 ] || [ "$rc" -ne 0 ]; then status=1; fi
 done
 echo "logs: $logs"
 exit $status
