@@ -124,13 +124,18 @@ bool Matcher::is_allowed(uint32_t token) {
 
 std::vector<uint32_t> Matcher::forced_tokens(size_t limit) {
   std::vector<uint32_t> forced;
-  Matcher probe(*this);
+  if (has_error()) return forced;
+  // Walked on this matcher and rolled back (a copy would cost as much as
+  // the whole history).
+  size_t advanced = 0;
   while (forced.size() < limit) {
-    std::vector<uint32_t> allowed = probe.current_possible_tokens();
+    std::vector<uint32_t> allowed = current_possible_tokens();
     if (allowed.size() != 1 || grammar_->vocabulary().is_eos(allowed[0])) break;
+    if (advance(allowed[0]) != AdvanceResult::Ongoing) break;
     forced.push_back(allowed[0]);
-    if (probe.advance(allowed[0]) != AdvanceResult::Ongoing) break;
+    ++advanced;
   }
+  if (advanced > 0) rollback(advanced);  // also drops an error met further on
   return forced;
 }
 
