@@ -13,6 +13,9 @@ inline constexpr int kExitUsage = 64;
 // spends about 45 bytes of memory per text byte (docs/LIMITS.md).
 inline constexpr size_t kDefaultMaxTextBytes = size_t(16) << 20;
 inline constexpr size_t kMaxTextBytesCeiling = size_t(1) << 40;
+// match: the engine's work limit for each byte of the text (EngineLimits::
+// max_work_per_call, one call a byte).
+inline constexpr size_t kDefaultMatchWorkPerByte = 16384;
 // generate --max-tokens: 1 to this many.
 inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 
@@ -31,8 +34,10 @@ struct MatchArgs {
   std::string start = "start";
   bool json = false;
   size_t max_text_bytes = kDefaultMaxTextBytes;
+  size_t max_work_per_byte = kDefaultMatchWorkPerByte;
 };
-// Exit codes: 0 complete, 1 prefix, 2 rejected, 3 the grammar has errors.
+// Exit codes: 0 complete, 1 prefix, 2 rejected, 3 the grammar has errors (or
+// the engine gave up: a grammar too ambiguous for --max-work-per-byte).
 int run_match(const MatchArgs& args);
 
 // The main job on the embedded default: check the bundled JSON grammar and

@@ -66,6 +66,11 @@ int main(int argc, char** argv) {
   match_cmd->add_option("--start", match.start, "The start rule")->capture_default_str();
   match_cmd->add_flag("--json", match.json, "Print the result as one JSON object");
   add_max_text_bytes(match_cmd, match.max_text_bytes);
+  match_cmd
+      ->add_option("--max-work-per-byte", match.max_work_per_byte,
+                   "The parser's work limit for each byte of the text (a grammar too ambiguous for it is an error)")
+      ->check(whole_number(1, kMaxTextBytesCeiling))
+      ->capture_default_str();
 
   auto vocab_options = [](CLI::App* cmd, VocabArgs& a, bool single = true) {
     if (!single) return;
