@@ -65,24 +65,29 @@ const char* severity_name(Severity severity) {
   return "error";
 }
 
+bool Diagnostics::keep(Severity severity) {
+  if (severity == Severity::Error) ++error_count_;
+  if (list_.size() < max_kept_) return true;
+  ++dropped_;
+  return false;
+}
+
 void Diagnostics::error(SourceRange range, std::string message) {
-  list_.push_back({Severity::Error, range, std::move(message)});
-  ++error_count_;
+  if (keep(Severity::Error)) list_.push_back({Severity::Error, range, std::move(message)});
 }
 
 void Diagnostics::warning(SourceRange range, std::string message) {
-  list_.push_back({Severity::Warning, range, std::move(message)});
+  if (keep(Severity::Warning)) list_.push_back({Severity::Warning, range, std::move(message)});
 }
 
 void Diagnostics::note(SourceRange range, std::string message) {
-  list_.push_back({Severity::Note, range, std::move(message)});
+  if (keep(Severity::Note)) list_.push_back({Severity::Note, range, std::move(message)});
 }
 
 void Diagnostics::error_at_file(std::string message) {
   SourceRange none;
   none.begin.line = 0;
-  list_.push_back({Severity::Error, none, std::move(message)});
-  ++error_count_;
+  if (keep(Severity::Error)) list_.push_back({Severity::Error, none, std::move(message)});
 }
 
 size_t Diagnostics::warning_count() const {
@@ -102,7 +107,10 @@ std::string Diagnostics::render_one(const Diagnostic& d, bool color) const {
   // The file name, the message and the source line are shown escaped (see
   // append_shown); only the colors are raw escape sequences.
   const std::string name = file_ ? shown(file_->name()) : std::string("<input>");
-  const std::string message = shown(d.message);
+  // A message quotes names from the grammar, which may be any length.
+  constexpr size_t kMaxMessage = 1000;
+  const std::string message =
+      d.message.size() > kMaxMessage ? shown(d.message.substr(0, kMaxMessage)) + "..." : shown(d.message);
   const char* bold = color ? "\033[1m" : "";
   const char* reset = color ? "\033[0m" : "";
   const char* tint = !color ? ""
@@ -120,14 +128,29 @@ std::string Diagnostics::render_one(const Diagnostic& d, bool color) const {
   // that line. Each character takes as many columns in the caret line as it
   // is shown with (an escape is four per byte); tabs are copied so that the
   // caret lines up whatever the tab width.
+  // Long lines (a minified or generated grammar) are shown as a window of
+  // kContext columns either side of the caret, with "..." where cut.
+  constexpr uint32_t kContext = 80;
   const uint32_t first = d.range.begin.column;
-  const uint32_t last = d.range.end.line == d.range.begin.line && d.range.end.column > first + 1
-                            ? d.range.end.column - 1
-                            : first;
+  const uint32_t window_begin = first > kContext ? first - kContext : 1;
+  const uint32_t window_end = first + kContext;
+  const uint32_t last = std::min(window_end, d.range.end.line == d.range.begin.line && d.range.end.column > first + 1
+                                                 ? d.range.end.column - 1
+                                                 : first);
+  // Only the window's bytes are looked at (a diagnostic on a line of
+  // megabytes costs no more than one on a short line).
+  const std::string_view text = file_->line_text(d.range.begin.line);
+  const uint32_t line_start = file_->offset_of(d.range.begin.line, 1);
+  const size_t from = std::min<size_t>(text.size(), file_->offset_of(d.range.begin.line, window_begin) - line_start);
+  const size_t to = std::min<size_t>(text.size(), file_->offset_of(d.range.begin.line, window_end + 1) - line_start);
   std::string line, marker;
-  uint32_t column = 1;  // of the next character (stray continuation bytes take none)
+  // The column of the next character (stray continuation bytes take none).
+  uint32_t column = file_->location_of(line_start + static_cast<uint32_t>(from)).column;
   bool caret = false;
-  for_each_unit(file_->line_text(d.range.begin.line), [&](std::string_view unit) {
+  const bool cut_end = to < text.size();
+  if (from > 0) line += "...", marker += "   ";
+  for_each_unit(text.substr(from, to - from), [&](std::string_view unit) {
+    const bool counts = !is_continuation(unit[0]);
     const size_t width = append_shown(line, unit, /*keep_tab=*/true);
     if (column < first) {
       marker += unit == "\t" ? std::string("\t") : std::string(width, ' ');
@@ -138,11 +161,12 @@ std::string Diagnostics::render_one(const Diagnostic& d, bool color) const {
     } else if (column <= last) {
       marker.append(width, '~');
     }
-    if (!is_continuation(unit[0])) ++column;
+    if (counts) ++column;
   });
+  if (cut_end) line += "...";
   // A range that starts or goes on past the end of the line.
   if (!caret) {
-    for (; column < first; ++column) marker += ' ';
+    for (column = std::max(column, window_begin); column < first; ++column) marker += ' ';
     marker += '^';
     column = first + 1;
   }
@@ -155,6 +179,8 @@ std::string Diagnostics::render_one(const Diagnostic& d, bool color) const {
 std::string Diagnostics::render(bool color) const {
   std::string out;
   for (const Diagnostic& d : sorted()) out += render_one(d, color);
+  if (dropped_ > 0)
+    out += fmt::format("{} more diagnostics not shown (the first {} are kept)\n", dropped_, max_kept_);
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Diagnostics in the clang style: file:line:col: error: message, then the
 // source line and a caret under the spot.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ class Diagnostics {
   // An error with no location in the source (for example a missing start rule).
   void error_at_file(std::string message);
 
+  // At most `n` diagnostics are kept (and rendered); the rest are counted.
+  // A file of stray characters would otherwise give millions.
+  void set_max_kept(size_t n) { max_kept_ = n; }
+  size_t dropped() const { return dropped_; }
+
   bool has_errors() const { return error_count_ > 0; }
   size_t error_count() const { return error_count_; }
   size_t warning_count() const;
@@ -40,8 +46,12 @@ class Diagnostics {
 
  private:
   const SourceFile* file_;
+  bool keep(Severity severity);
+
   std::vector<Diagnostic> list_;
   size_t error_count_ = 0;
+  size_t max_kept_ = SIZE_MAX;
+  size_t dropped_ = 0;
 };
 
 const char* severity_name(Severity severity);

@@ -23,8 +23,8 @@ struct SyntaxLimits {
   uint32_t max_nesting = kMaxNesting;
   uint64_t max_repeat_bound = kMaxRepeatBound;
   uint64_t max_except_count = kMaxExceptCount;
-  // Errors reported before the front end stops reading (a file of stray
-  // characters would otherwise give millions).
+  // Diagnostics kept and shown (the rest are counted): a file of stray
+  // characters would otherwise give millions.
   size_t max_errors = 100;
 };
 

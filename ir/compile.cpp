@@ -19,6 +19,7 @@ Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filena
   Outcome out;
   out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
   out.diagnostics = Diagnostics(out.file.get());
+  out.diagnostics.set_max_kept(options.syntax.max_errors);
   ast::Grammar tree = parse_grammar(*out.file, out.diagnostics, options.syntax);
   if (out.diagnostics.has_errors() && tree.rules.empty()) return out;
   ir::LowerOptions lower_options;
@@ -27,6 +28,7 @@ Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filena
   lower_options.max_regex_nesting = options.syntax.max_nesting;
   // Lowering runs even after syntax errors, so that one run reports as much as it can.
   Diagnostics lowering(out.file.get());
+  lowering.set_max_kept(options.syntax.max_errors);
   std::optional<ir::GrammarIR> ir = ir::lower(tree, *out.file, lower_options, lowering);
   for (const Diagnostic& d : lowering.all()) {
     // A syntax error can make a rule look undefined or missing: keep only the

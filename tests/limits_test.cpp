@@ -466,3 +466,29 @@ TEST_CASE("\"did you mean\" is bounded: long names and many misses", "[limits][d
   auto misses = parse(many);
   CHECK(misses.diagnostics.error_count() >= 100);
 }
+
+TEST_CASE("diagnostics: at most 100 kept, and a window of a long line", "[limits][diagnostics]") {
+  // A million stray characters on one line: a million errors counted, the
+  // first 100 kept and rendered, each with an excerpt of the line around it.
+  const std::string source(1000000, '@');
+  auto outcome = parse(source);
+  CHECK(outcome.diagnostics.error_count() == 1000000);
+  CHECK(outcome.diagnostics.all().size() == 100);
+  CHECK(outcome.diagnostics.dropped() == 999900);
+  const std::string rendered = outcome.diagnostics.render();
+  CHECK(rendered.size() < 100 * 600);
+  CHECK_THAT(rendered, Catch::Contains("999900 more diagnostics not shown"));
+  ParseOptions options;
+  options.syntax.max_errors = 3;
+  CHECK(parse_with("start ::= @ @ @ @ @;", options).diagnostics.all().size() == 3);
+  // The caret still points at the right character in the window.
+  const std::string line = "start ::= " + repeat("'a' ", 5000) + "@ 'b';";
+  auto one = parse(line);
+  const std::string shown = one.diagnostics.render_one(one.diagnostics.sorted().front());
+  const size_t first_newline = shown.find('\n'), second_newline = shown.find('\n', first_newline + 1);
+  const std::string excerpt = shown.substr(first_newline + 1, second_newline - first_newline - 1);
+  const std::string caret_line = shown.substr(second_newline + 1);
+  CHECK(excerpt.substr(0, 3) == "...");
+  CHECK(excerpt.size() < 200);
+  CHECK(excerpt[caret_line.find('^')] == '@');
+}
