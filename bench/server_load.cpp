@@ -121,6 +121,7 @@ class ServerProcess {
     fclose(out_);
     int status;
     waitpid(pid_, &status, 0);
+    free(buffer_);  // getline's buffer
   }
   json call(const json& request) {
     const std::string line = request.dump() + "\n";

@@ -40,7 +40,7 @@ inline uint64_t hash_bytes(std::string_view bytes, uint64_t seed = 0) {
     n -= 32;
   }
   uint64_t tail[4] = {0, 0, 0, 0};
-  std::memcpy(tail, p, n);
+  if (n != 0) std::memcpy(tail, p, n);  // p may be null for an empty input
   for (int i = 0; i < 4; ++i) lane[i] = mix(lane[i] ^ tail[i] ^ (uint64_t(n) << 56));
   return mix(lane[0] ^ mix(lane[1] + k1) ^ mix(lane[2] + k2) ^ mix(lane[3] + k3));
 }

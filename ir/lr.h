@@ -18,6 +18,11 @@ namespace cgram::ir {
 struct LrLimits {
   size_t max_states = 1u << 17;
   size_t max_kernel_items = 1u << 22;  // LR(0) kernel items over all states
+  // Bytes of LR(1) lookahead sets, each a bitset over the terminals: one per
+  // nonterminal (FIRST), per production (the largest closure) and per kernel
+  // item. A grammar with thousands of terminals and of rules multiplies the
+  // two (30,000 recursive alternatives asked for 1.7 GB).
+  size_t max_lookahead_bytes = size_t{1} << 27;
   // A lookup table (shift, goto, reduce) is dense, states × symbols, only
   // when it has at most this many cells; otherwise rows are searched.
   size_t max_dense_cells = 1u << 22;
@@ -68,6 +73,9 @@ class LrTable {
   const std::vector<uint32_t>& terminals_with_actions(uint32_t state) const { return active_[state]; }
   size_t conflict_count() const { return conflicts_; }
   size_t memory_bytes() const;
+  // The bytes of lookahead sets the construction needed (checked against
+  // LrLimits::max_lookahead_bytes; 0 for loaded tables).
+  size_t lookahead_bytes() const { return lookahead_bytes_; }
 
   const SkeletonProduction& production(uint32_t p) const { return grammar_->productions[p]; }
 
@@ -96,6 +104,7 @@ class LrTable {
   std::vector<std::vector<std::pair<uint32_t, std::vector<uint32_t>>>> reduces_;  // sorted by terminal
   std::vector<std::vector<uint32_t>> active_;
   size_t conflicts_ = 0;
+  size_t lookahead_bytes_ = 0;
 };
 
 }  // namespace cgram::ir

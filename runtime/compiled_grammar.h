@@ -94,9 +94,14 @@ class CompiledGrammar {
 
  private:
   // Keys: only compile and load_tables can name them (a compiled grammar is
-  // never half-built where users can reach it).
-  struct Building {};
-  struct Loading {};
+  // never half-built where users can reach it). The explicit constructors
+  // keep `{}` from making one outside the class.
+  struct Building {
+    explicit Building() = default;
+  };
+  struct Loading {
+    explicit Loading() = default;
+  };
 
  public:
   CompiledGrammar(Building, std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,

@@ -48,11 +48,28 @@ uint32_t Engine::new_node(uint32_t state) {
 }
 
 bool Engine::add_edge(uint32_t node, uint32_t parent) {
-  for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next)
-    if (edges_[e].parent == parent) return false;
+  Node& n = nodes_[node];
+  if (n.degree < kIndexDegree) {
+    for (uint32_t e = n.first_edge; e != kNoEdge; e = edges_[e].next)
+      if (edges_[e].parent == parent) return false;
+  } else {
+    auto key = [&](uint32_t p) { return uint64_t{n.serial} << 32 | p; };
+    if (n.index_epoch != edge_epoch_) {
+      // Stale keys (of truncated nodes) are dropped now and then: the set
+      // stays within a few times the edges alive.
+      if (edge_index_.size() > std::max<size_t>(size_t{1} << 16, 4 * edges_.size())) {
+        edge_index_.clear();
+        ++edge_epoch_;
+      }
+      for (uint32_t e = n.first_edge; e != kNoEdge; e = edges_[e].next) edge_index_.insert(key(edges_[e].parent));
+      n.index_epoch = edge_epoch_;
+    }
+    if (!edge_index_.insert(key(parent)).second) return false;
+  }
   charge(1);
-  edges_.push_back({parent, nodes_[node].first_edge});
-  nodes_[node].first_edge = static_cast<uint32_t>(edges_.size() - 1);
+  edges_.push_back({parent, n.first_edge});
+  n.first_edge = static_cast<uint32_t>(edges_.size() - 1);
+  ++n.degree;
   return true;
 }
 
@@ -67,6 +84,7 @@ void Engine::truncate(Mark m) {
 }
 
 void Engine::refresh_tier() {
+  peak_work_ = std::max(peak_work_, work_done_);
   work_done_ = 0;  // every public call starts here, with its own budget
   const Kernels* k = g_.kernels();
   k_ = k ? &k->functions : nullptr;

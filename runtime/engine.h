@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "compiled_grammar.h"
@@ -46,8 +47,8 @@ struct Head {
 struct EngineLimits {
   // Work in one call (one token accepted, one mask filled): stack nodes and
   // edges created, reduction paths walked, and readings carried over a byte
-  // (a mask over a large vocabulary takes a few million of these at most).
-  size_t max_work_per_call = size_t{1} << 26;
+  // (the suite's grammars take at most 71,217 on the bundled vocabulary).
+  size_t max_work_per_call = size_t{1} << 24;
   // Stack nodes and edges held at once (about 24 bytes each): every token's
   // stack is kept for rollback.
   size_t max_stack_elements = size_t{1} << 24;
@@ -66,6 +67,13 @@ class Engine {
   bool exhausted() const { return !exhausted_.empty(); }
   const std::string& exhaustion() const { return exhausted_; }
   void clear_exhausted() { exhausted_.clear(); }
+  // Changes EngineLimits::max_work_per_call for the calls to come: for a
+  // caller whose calls differ in size (cgram match gives the end-of-text
+  // check the budget of the whole text, its other calls that of one byte).
+  void set_work_limit(size_t max_work_per_call) { limits_.max_work_per_call = max_work_per_call; }
+  // The most work any public call has done so far (see
+  // EngineLimits::max_work_per_call): how close a grammar comes to the limit.
+  size_t peak_work() const { return std::max(peak_work_, work_done_); }
 
   std::vector<Head> initial_heads();
   // The heads after the bytes of one token (empty: the token is not allowed).
@@ -88,7 +96,16 @@ class Engine {
     uint32_t first_edge;
     uint32_t status;  // into status_: one entry per terminal with an action in `state`
     uint32_t serial;  // unique while the engine lives: node slots are reused
+    uint32_t degree = 0;       // edges to parents
+    uint32_t index_epoch = 0;  // edge_epoch_ when its edges were put in edge_index_
   };
+  // A node with many parents (an ambiguous grammar joins every earlier
+  // level) finds an edge in a hash set instead of its list: the list scan
+  // made such grammars quadratic per step. Keys are (serial, parent): a
+  // surviving node's parents survive with it, and serials are never reused.
+  static constexpr uint32_t kIndexDegree = 16;
+  std::unordered_set<uint64_t> edge_index_;
+  uint32_t edge_epoch_ = 1;
   // Ending a lexeme of terminal t on node v gives the same nodes wherever in
   // the text it happens: a small direct-mapped cache of those results,
   // validated by serial numbers (no allocation, nothing to undo).
@@ -215,6 +232,7 @@ class Engine {
   const CompiledGrammar& g_;
   EngineLimits limits_;
   size_t work_done_ = 0;   // in the current public call
+  size_t peak_work_ = 0;   // over the earlier calls
   std::string exhausted_;  // why a limit stopped the engine (empty: none did)
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;

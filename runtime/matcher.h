@@ -68,6 +68,8 @@ class Matcher {
   // Why the matcher stopped (a limit, or no grammar); empty when it did not.
   bool has_error() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
+  // The most work one call has done, against EngineLimits::max_work_per_call.
+  size_t peak_work() const { return engine_ ? engine_->peak_work() : 0; }
 
  private:
   // The heads of every step live in one pool (no allocation per token once

@@ -47,7 +47,11 @@ bool contains_type(element e, std::string_view type) {
 // The Split pre-tokenizer's regex, if any.
 std::optional<std::string> split_pattern(element e) {
   std::string_view t;
-  if (e["type"].get(t) == simdjson::SUCCESS && t == "Split") return string_field(e["pattern"].value(), "Regex");
+  if (e["type"].get(t) == simdjson::SUCCESS && t == "Split") {
+    element pattern;  // a Split without a pattern object has no regex (never an exception)
+    if (e["pattern"].get(pattern) != simdjson::SUCCESS) return std::nullopt;
+    return string_field(pattern, "Regex");
+  }
   simdjson::dom::array items;
   if (e["pretokenizers"].get(items) == simdjson::SUCCESS)
     for (element item : items)
@@ -95,10 +99,10 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
   if (model["vocab"].get(vocab) != simdjson::SUCCESS)
     return VocabularyError{fmt::format("{}: \"model.vocab\" is missing or not an object", name)};
 
-  element pre = doc["pre_tokenizer"].value_unsafe();
-  element decoder = doc["decoder"].value_unsafe();
-  bool byte_level = (doc["pre_tokenizer"].error() == simdjson::SUCCESS && contains_type(pre, "ByteLevel")) ||
-                    (doc["decoder"].error() == simdjson::SUCCESS && contains_type(decoder, "ByteLevel"));
+  element pre, decoder;
+  const bool has_pre = doc["pre_tokenizer"].get(pre) == simdjson::SUCCESS;
+  const bool has_decoder = doc["decoder"].get(decoder) == simdjson::SUCCESS;
+  bool byte_level = (has_pre && contains_type(pre, "ByteLevel")) || (has_decoder && contains_type(decoder, "ByteLevel"));
   bool byte_fallback = false;
   byte_fallback = bool_field(model, "byte_fallback", byte_fallback);
 
@@ -158,7 +162,7 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
   }
   builder.encoder.ignore_merges = bool_field(model, "ignore_merges", builder.encoder.ignore_merges);
   if (byte_level) {
-    auto pattern = doc["pre_tokenizer"].error() == simdjson::SUCCESS ? split_pattern(pre) : std::nullopt;
+    auto pattern = has_pre ? split_pattern(pre) : std::nullopt;
     builder.encoder.pretokenizer = pattern.value_or(kGpt2Pattern);
   }
 

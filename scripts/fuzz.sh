@@ -14,8 +14,10 @@
 # target gives executions, coverage (cov: edges, ft: features) and findings;
 # the script exits 1 when any target found something.
 # Environment: CGRAM_FUZZ_JOBS (parallel fuzzing processes, default 1),
-# CGRAM_FUZZ_ARGS (extra libFuzzer flags), CGRAM_BUILD_LOCK (a lock file
-# the build takes with flock, default /tmp/cgram-build.lock).
+# CGRAM_FUZZ_ARGS (extra libFuzzer flags), CGRAM_FUZZ_SEEDS (the seed
+# directory, rebuilt by each run: give concurrent runs different ones),
+# CGRAM_BUILD_LOCK (a lock file the build takes with flock, default
+# /tmp/cgram-build.lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -49,7 +51,7 @@ flock "$lock" cmake --build "$build" -j "$jobs" --target fuzz_all
 # Seeds: the committed corpus, the grammars of the examples and the suite,
 # vocabularies cut from the bundled one (and ../shared/vocab when there),
 # saved tables and shared objects for the tiny vocabulary.
-seeds=$build/seeds
+seeds=${CGRAM_FUZZ_SEEDS:-$build/seeds}  # one per concurrent run of this script
 rm -rf "$seeds"
 mkdir -p "$seeds/grammar" "$seeds/regex" "$seeds/vocab"
 for f in examples/*.cgram bench/suite/*/*.cgram; do cp "$f" "$seeds/grammar/$(echo "$f" | tr / _)"; done

@@ -123,6 +123,17 @@ string(ASCII 27 esc)
 file(WRITE ${WORK}/esc.cgram "start ::= '${esc}[2J' zz;\n")
 expect_run_lacks(1 "start ::= '\\x1B[2J' zz;\n                    ^~" "${esc}" check ${WORK}/esc.cgram)
 
+# File names are escaped too, in errors and in check's summary.
+file(WRITE "${WORK}/name${esc}x.cgram" "start ::= 'a';\n")
+expect_run_lacks(0 "name\\x1Bx.cgram: ok" "${esc}" check "${WORK}/name${esc}x.cgram")
+expect_run_lacks(1 "cannot read grammar '${WORK}/gone\\x1B.cgram'" "${esc}" check "${WORK}/gone${esc}.cgram")
+expect_run_lacks(3 "cannot read documents '${WORK}/gone\\x1B'" "${esc}" bench ${json} --docs "${WORK}/gone${esc}")
+
+# A prefix with a byte that is not UTF-8: mask and match agree on where the
+# text leaves the language (the byte is never replaced or dropped).
+expect_run(2 "rejected at byte 2" match ${json} "{\"${byte_ff}")
+expect_run(2 "the prefix leaves the language" mask ${json} --prefix "{\"${byte_ff}")
+
 # bench --docs: a missing path says why; an empty folder warns; a folder
 # that cannot be listed (not as root) is an error, never an abort.
 expect_run(3 "cannot read documents '${WORK}/nonexistent': No such file or directory" bench ${json} --docs
@@ -174,6 +185,12 @@ expect_run(0 "\"allowed\":[1],\"can_end\":false,\"complete\":true" mask ${WORK}/
 file(WRITE ${WORK}/az.cgram "start ::= 'a' 'z' ;\n")
 expect_run(1 "1 tokens, stopped: no token of the vocabulary can continue the text" generate ${WORK}/az.cgram
            --vocab ${WORK}/no_eos.json)
+# A vocabulary that cannot spell the grammar: mask warns instead of giving a
+# silent empty mask.
+file(WRITE ${WORK}/z.cgram "start ::= 'z' ;\n")
+expect_run(0 "warning: no token of the vocabulary can continue the text after 0 prefix tokens" mask
+           ${WORK}/z.cgram --vocab ${WORK}/no_eos.json)
+expect_run(0 "\"dead_end\":true" mask ${WORK}/z.cgram --vocab ${WORK}/no_eos.json --json)
 file(WRITE ${WORK}/x.cgram "start ::= 'x' ;\n")
 expect_run(0 "\"complete\":true,\"finished\":true,\"stop\":\"end_of_sequence\",\"text\":\"x\"" generate
            ${WORK}/x.cgram --json)
@@ -188,4 +205,10 @@ expect_run(3 "the parser did more than 16384 steps of work for one token" match
            ${WORK}/ambiguous.cgram --file ${WORK}/a3000.txt)
 expect_run(0 "complete" match ${WORK}/ambiguous.cgram "aaaaaaaaaa" --max-work-per-byte 1000000)
 expect_run(3 "did more than 10 steps" match ${WORK}/ambiguous.cgram "aaaaaaaaaa" --max-work-per-byte 10)
+# An unambiguous repetition lowered to nested rules: ending reduces the whole
+# stack at once, within the budget of the whole text (not of one byte).
+file(WRITE ${WORK}/rep.cgram "start ::= 'a'{0,10000} ;\n")
+string(REPEAT "a" 6000 a6000)
+file(WRITE ${WORK}/a6000.txt "${a6000}")
+expect_run(0 "complete" match ${WORK}/rep.cgram --file ${WORK}/a6000.txt)
 expect_run(64 "--max-work-per-byte: 0 is out of range" match ${WORK}/ambiguous.cgram "a" --max-work-per-byte 0)

@@ -8,6 +8,7 @@
 
 #include "helpers.h"
 #include "parse.h"
+#include "encoder.h"
 #include "except_automaton.h"
 #include "batch.h"
 #include "matcher.h"
@@ -225,6 +226,34 @@ TEST_CASE("LR limits: states, and sparse rows where a dense table would be too b
   CHECK(long_chain->table().memory_bytes() < (64u << 20));
 }
 
+TEST_CASE("LR lookahead sets: at the limit and past it, and many recursive alternatives refused early", "[limits][lr]") {
+  // Each alternative a recursive rule with a literal of its own: terminals
+  // and rules grow together, and so do the lookahead bitsets.
+  auto alternatives = [](int n) {
+    std::string source = "start ::= r0";
+    for (int i = 1; i < n; ++i) source += fmt::format(" | r{}", i);
+    source += ";\n";
+    for (int i = 0; i < n; ++i) source += fmt::format("r{0} ::= 'x' r{0} 'y' | 'k{0}';\n", i);
+    return source;
+  };
+  const std::string source = alternatives(300);
+  auto built = compiled_with(source);
+  const size_t needed = built->table().lookahead_bytes();
+  CHECK(needed > 0);
+  CompileOptions options;
+  options.lr.max_lookahead_bytes = needed;
+  CHECK(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compile_with(source, options)));
+  options.lr.max_lookahead_bytes = needed - 1;
+  auto refused = compile_with(source, options);
+  REQUIRE(std::holds_alternative<CompileError>(refused));
+  CHECK_THAT(std::get<CompileError>(refused).message, Catch::Contains("lookahead sets need more than"));
+  // 20,000 of them (900 MB before this limit; 30,000 took 1.7 GB) are
+  // refused by the default, before any set is built.
+  auto huge = compile_with(alternatives(20000), {});
+  REQUIRE(std::holds_alternative<CompileError>(huge));
+  CHECK_THAT(std::get<CompileError>(huge).message, Catch::Contains("LrLimits::max_lookahead_bytes"));
+}
+
 TEST_CASE("the lexical-collapse budget: rules over it stay with the parser, with the same masks", "[limits][lexical]") {
   const std::string json = read_example("json.cgram");
   auto collapsed = compiled_with(json);
@@ -385,6 +414,20 @@ TEST_CASE("a matcher without a grammar, and batches with bad rows, are refused",
   CHECK(fill_masks(matchers, batch, pool));
 }
 
+// Only compile and load_tables make a CompiledGrammar: its constructors take
+// private keys that `{}` cannot make outside the class.
+template <typename G, typename... Args>
+concept ConstructibleFromEmptyKey = requires(Args... args) { G({}, args...); };
+
+TEST_CASE("a CompiledGrammar cannot be constructed outside compile and load_tables", "[limits][misuse]") {
+  STATIC_REQUIRE_FALSE(ConstructibleFromEmptyKey<CompiledGrammar, std::shared_ptr<const Vocabulary>>);
+  STATIC_REQUIRE_FALSE(ConstructibleFromEmptyKey<CompiledGrammar, std::shared_ptr<const Grammar>,
+                                                 std::shared_ptr<const Vocabulary>, CompileOptions>);
+  STATIC_REQUIRE_FALSE(std::is_default_constructible_v<CompiledGrammar>);
+  // The factories refuse what would make a half-built grammar.
+  CHECK(std::holds_alternative<CompileError>(CompiledGrammar::load_tables("", bundled_vocab())));
+}
+
 TEST_CASE("GLR limits: a pathologically ambiguous grammar gets a sticky error, not unbounded growth", "[limits][matcher]") {
   auto ambiguous = CompiledGrammar::compile(grammar("s ::= s s | 'a' | '';", "s"), bundled_vocab());
   auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(ambiguous);
@@ -491,4 +534,31 @@ TEST_CASE("diagnostics: at most 100 kept, and a window of a long line", "[limits
   CHECK(excerpt.substr(0, 3) == "...");
   CHECK(excerpt.size() < 200);
   CHECK(excerpt[caret_line.find('^')] == '@');
+}
+
+TEST_CASE("the matcher's work limit leaves a wide margin on every example and suite grammar", "[limits][matcher]") {
+  // The documents of the suite, walked with masks at every step: the most
+  // work one call takes stays far below EngineLimits::max_work_per_call.
+  const EngineLimits defaults;
+  size_t peak = 0;
+  std::string peak_label;
+  for (const SuiteGrammar& sg : suite_grammars()) {
+    if (sg.documents.empty()) continue;
+    auto compiled = compiled_with(sg.source);
+    auto encoder = std::get<std::unique_ptr<Encoder>>(Encoder::create(compiled->vocabulary_ptr()));
+    Matcher m(compiled);
+    std::vector<uint32_t> words(m.mask_words());
+    auto tokens = encoder->try_encode_continuation(sg.documents.front().substr(0, 2000));
+    if (!std::holds_alternative<std::vector<uint32_t>>(tokens)) continue;
+    for (uint32_t t : std::get<std::vector<uint32_t>>(tokens)) {
+      REQUIRE(m.fill_mask(words));
+      if (m.advance(t) != AdvanceResult::Ongoing) break;
+    }
+    REQUIRE_FALSE(m.has_error());
+    if (m.peak_work() > peak) peak = m.peak_work(), peak_label = sg.label;
+  }
+  INFO("peak work " << peak << " on " << peak_label);
+  CHECK(peak > 0);
+  CHECK(peak < defaults.max_work_per_call / 16);
+  WARN("peak work per call on the suite: " << peak << " (" << peak_label << ")");
 }

@@ -556,6 +556,18 @@ TEST_CASE("a hostile split regex stops at ICU's time limit", "[vocab][encoder]")
   CHECK(spelled(*vocab, tokens_of(enc->try_encode_continuation("aaac"))) == "aaac");
 }
 
+TEST_CASE("a Split pre-tokenizer without a pattern loads, never throws (fuzz finding F5)", "[vocab]") {
+  // simdjson's value() threw out of the loader on a Split with no "pattern"
+  // (the vocab fuzz target); such a Split has no regex of its own.
+  std::string json = byte_level_tokenizer(all_bytes(), {}, "x");
+  const std::string with_pattern = R"("pattern": {"Regex": "x"})";
+  REQUIRE(json.find(with_pattern) != std::string::npos);
+  json.replace(json.find(with_pattern), with_pattern.size(), R"("paetrnt": {"Regex": "x"})");
+  VocabularyResult loaded = Vocabulary::from_memory(json, "test");
+  REQUIRE(std::holds_alternative<std::shared_ptr<const Vocabulary>>(loaded));
+  CHECK(std::get<std::shared_ptr<const Vocabulary>>(loaded)->size() == 256);
+}
+
 TEST_CASE("long runs of whitespace fit the regex's limits", "[vocab][encoder]") {
   // GPT-2's pattern backtracks once per space of a run: ICU's default 8 MiB
   // stack held about 250,000 of them, and the rest of the text was lost.

@@ -349,8 +349,13 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
     if (options->struct_size != sizeof(cgram_compile_options))
       return call.invalid("options->struct_size is {}, expected {} (call cgram_compile_options_init)",
                           options->struct_size, sizeof(cgram_compile_options));
-    if (options->tier != CGRAM_TIER_TABLE && options->tier != CGRAM_TIER_JIT)
-      return call.invalid("options->tier is {}: not a cgram_tier", static_cast<int>(options->tier));
+    // A C caller may store any int there; in C++ reading a value outside the
+    // enumerators through the enum type is undefined, so read the bytes.
+    static_assert(sizeof(cgram_tier) == sizeof(int));
+    int tier_value;
+    std::memcpy(&tier_value, &options->tier, sizeof tier_value);
+    if (tier_value != CGRAM_TIER_TABLE && tier_value != CGRAM_TIER_JIT)
+      return call.invalid("options->tier is {}: not a cgram_tier", tier_value);
 
     cgram::ParseOptions parse_options;
     if (options->start_rule) parse_options.start = options->start_rule;

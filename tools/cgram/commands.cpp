@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -67,7 +68,7 @@ void print_io_error(const std::string& message, bool json_mode) {
     put_bytes(out, "error", message);
     std::cout << dump_json(out) << "\n";
   } else
-    std::cerr << "cgram: error: " << message << "\n";
+    print_error(message);
 }
 
 // 1-based line and column (in characters) of byte `offset` in `text`.
@@ -174,6 +175,12 @@ MatchResult match_text(const Grammar::Outcome& outcome, std::string_view text,
     }
     heads.swap(next);
   }
+  // Ending may reduce the whole stack at once (a repetition lowered to
+  // nested rules, 5,000 deep after 5,000 bytes): the end-of-text check gets
+  // the budget of the whole text, so the total stays within twice that.
+  const size_t whole_text_budget =
+      text.size() > SIZE_MAX / max_work_per_byte ? SIZE_MAX : max_work_per_byte * std::max<size_t>(1, text.size());
+  engine.set_work_limit(whole_text_budget);
   const bool complete = engine.can_end(heads);
   if (engine.exhausted()) return exhausted(text.size());
   out.viable_bytes = text.size();
@@ -208,7 +215,7 @@ int run_check(const CheckArgs& args) {
   }
   const ir::GrammarIR& ir = outcome.grammar->ir();
   std::cout << fmt::format("{}: ok: {} rules, {} terminals, {} except! sets, {} DFA states; start rule '{}'{}\n",
-                           args.file, ir.user_rule_count(), ir.terminals.size(), ir.excepts.size(),
+                           printable(args.file), ir.user_rule_count(), ir.terminals.size(), ir.excepts.size(),
                            ir.total_dfa_states(), ir.nonterminals[ir.start].name,
                            diags.warning_count() ? fmt::format(" ({} warning{})", diags.warning_count(), diags.warning_count() == 1 ? "" : "s") : "");
   if (args.dump_ir) {
@@ -317,7 +324,7 @@ int run_demo() {
   for (const Sample& s : samples) {
     const MatchResult r = match_text(outcome, s.text);
     if (!r.error.empty()) {
-      std::cerr << "cgram: error: " << r.error << "\n";
+      print_error(r.error);
       return 1;
     }
     std::cout << fmt::format("$ cgram match json.cgram '{}'\n{}", s.text, verdict_name(r.verdict));

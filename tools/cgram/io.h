@@ -3,6 +3,7 @@
 // (JSON that is always valid UTF-8, bytes made safe for a terminal).
 #include <fmt/format.h>
 
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -64,22 +65,29 @@ inline std::string dump_json(const nlohmann::json& value, int indent = -1) {
 
 // Bytes for a terminal: control characters (ESC starts terminal escape
 // sequences), DEL and bytes outside valid UTF-8 as \xHH; \n, \t and \r as
-// themselves escaped.
-inline std::string printable(std::string_view bytes) {
+// themselves escaped, unless keep_layout (a message of several lines).
+inline std::string printable(std::string_view bytes, bool keep_layout = false) {
   std::string out;
   for (size_t pos = 0; pos < bytes.size();) {
     size_t at = pos;
     auto cp = decode_utf8(bytes, pos);
     unsigned char u = static_cast<unsigned char>(bytes[at]);
-    if (!cp) out += fmt::format("\\x{:02x}", u);
+    if (!cp) out += fmt::format("\\x{:02X}", u);
+    else if (keep_layout && (*cp == '\n' || *cp == '\t')) out += static_cast<char>(*cp);
     else if (*cp == '\n') out += "\\n";
     else if (*cp == '\t') out += "\\t";
     else if (*cp == '\r') out += "\\r";
-    else if (*cp < 0x20 || *cp == 0x7F) out += fmt::format("\\x{:02x}", u);
+    else if (*cp < 0x20 || *cp == 0x7F) out += fmt::format("\\x{:02X}", u);
     else if (*cp >= 0x80 && *cp < 0xA0) out += fmt::format("\\u{{{:x}}}", *cp);  // C1 controls
     else out.append(bytes.substr(at, pos - at));
   }
   return out;
+}
+
+// An error for the terminal. Messages quote file names and other bytes the
+// user gave, so control characters are escaped (lines kept).
+inline void print_error(std::string_view message) {
+  std::cerr << "cgram: error: " << printable(message, true) << "\n";
 }
 
 }  // namespace cgram::cli

@@ -68,7 +68,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
   auto vocab_start = Clock::now();
   VocabularyResult vocab = args.vocab.empty() ? Vocabulary::bundled() : Vocabulary::load(args.vocab);
   if (auto* e = std::get_if<VocabularyError>(&vocab)) {
-    std::cerr << "cgram: error: " << e->message << "\n";
+    print_error(e->message);
     return std::nullopt;
   }
   out.vocab = std::get<std::shared_ptr<const Vocabulary>>(vocab);
@@ -81,7 +81,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
     auto loaded = load_shared_object(args.file, out.vocab);
     out.load_ms = ms_since(start);
     if (auto* e = std::get_if<CompileError>(&loaded)) {
-      std::cerr << "cgram: error: " << e->message << "\n";
+      print_error(e->message);
       return std::nullopt;
     }
     out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
@@ -89,7 +89,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
   }
   std::string text;
   if (auto error = read_grammar_file(args.file, text)) {
-    std::cerr << "cgram: error: " << *error << "\n";
+    print_error(*error);
     return std::nullopt;
   }
   auto start = Clock::now();
@@ -106,13 +106,13 @@ std::optional<Loaded> load(const VocabArgs& args) {
   auto compiled = CompiledGrammar::compile(outcome.grammar, out.vocab, compile_options);
   out.compile_ms = ms_since(compile_start);
   if (auto* e = std::get_if<CompileError>(&compiled)) {
-    std::cerr << "cgram: error: " << e->message << "\n";
+    print_error(e->message);
     return std::nullopt;
   }
   out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(compiled);
   if (args.tier == "jit") {
     if (auto jit_error = jit_compile(*out.compiled, &out.jit_ms, &out.jit_timings)) {
-      std::cerr << "cgram: error: " << *jit_error << "\n";
+      print_error(*jit_error);
       return std::nullopt;
     }
   }
@@ -122,7 +122,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
 std::unique_ptr<Encoder> encoder_for(const std::shared_ptr<const Vocabulary>& vocab) {
   auto created = Encoder::create(vocab);
   if (auto* e = std::get_if<VocabularyError>(&created)) {
-    std::cerr << "cgram: error: " << e->message << "\n";
+    print_error(e->message);
     return nullptr;
   }
   return std::move(std::get<std::unique_ptr<Encoder>>(created));
@@ -166,7 +166,7 @@ std::optional<std::vector<uint32_t>> prefix_tokens(const MaskArgs& args, const L
   if (!args.tokens_file.empty()) {
     auto sequences = read_token_ids(args.tokens_file, loaded.vocab->size(), args.max_text_bytes, error);
     if (!sequences) {
-      std::cerr << "cgram: error: " << error << "\n";
+      print_error(error);
       return std::nullopt;
     }
     std::vector<uint32_t> all;
@@ -176,15 +176,16 @@ std::optional<std::vector<uint32_t>> prefix_tokens(const MaskArgs& args, const L
   std::string prefix = args.prefix;
   if (!args.prefix_file.empty()) {
     if (auto read_error = read_regular_file(args.prefix_file, "prefix file", args.max_text_bytes, prefix)) {
-      std::cerr << "cgram: error: " << *read_error << "\n";
+      print_error(*read_error);
       return std::nullopt;
     }
   }
+  if (prefix.empty()) return std::vector<uint32_t>{};  // no encoder needed (a plain token list has none)
   auto encoder = encoder_for(loaded.vocab);
   if (!encoder) return std::nullopt;
   auto tokens = encoder->try_encode_continuation(prefix);
   if (auto* e = std::get_if<VocabularyError>(&tokens)) {
-    std::cerr << "cgram: error: " << e->message << "\n";
+    print_error(e->message);
     return std::nullopt;
   }
   return std::move(std::get<std::vector<uint32_t>>(tokens));
@@ -228,9 +229,17 @@ int run_mask(const MaskArgs& args) {
   // id in `allowed`); complete is whether the text is a sentence.
   const bool complete = matcher.can_end();
   const bool can_end = complete && !vocab.eos_ids().empty();
+  // No token and an incomplete text: the grammar needs bytes here that no
+  // token of the vocabulary spells (a dead end, never a silent empty mask).
+  const bool dead_end = allowed.empty() && !complete;
+  if (dead_end)
+    std::cerr << fmt::format("cgram mask: warning: no token of the vocabulary can continue the text after {} prefix "
+                             "tokens: the vocabulary cannot spell what the grammar needs next\n",
+                             tokens.size());
   if (args.json) {
     json out = {{"prefix_tokens", tokens}, {"allowed", allowed},   {"count", allowed.size()},
-                {"vocab_size", vocab.size()}, {"can_end", can_end}, {"complete", complete}};
+                {"vocab_size", vocab.size()}, {"can_end", can_end}, {"complete", complete},
+                {"dead_end", dead_end}};
     std::cout << dump_json(out) << "\n";
     return 0;
   }
@@ -337,14 +346,14 @@ bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vo
   std::error_code ec;
   const fs::file_status status = fs::status(docs_path, ec);
   if (ec) {
-    std::cerr << fmt::format("cgram: error: cannot read documents '{}': {}\n", docs_path, ec.message());
+    print_error(fmt::format("cannot read documents '{}': {}", docs_path, ec.message()));
     return false;
   }
   std::vector<std::string> paths;
   if (fs::is_directory(status)) {
     auto entries = list_folder(docs_path, ec);
     if (ec) {
-      std::cerr << fmt::format("cgram: error: cannot list the documents folder '{}': {}\n", docs_path, ec.message());
+      print_error(fmt::format("cannot list the documents folder '{}': {}", docs_path, ec.message()));
       return false;
     }
     for (const fs::directory_entry& e : entries) {
@@ -353,7 +362,7 @@ bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vo
     }
     if (paths.empty())
       std::cerr << fmt::format("cgram bench: warning: the folder '{}' holds no documents (no regular files)\n",
-                               docs_path);
+                               printable(docs_path));
     std::sort(paths.begin(), paths.end());
   } else {
     paths.push_back(docs_path);
@@ -361,12 +370,12 @@ bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vo
   std::string text;
   for (const std::string& path : paths) {
     if (auto error = read_regular_file(path, "document", max_bytes, text)) {
-      std::cerr << "cgram: error: " << *error << "\n";
+      print_error(*error);
       return false;
     }
     auto tokens = encoder->try_encode_continuation(text);
     if (auto* e = std::get_if<VocabularyError>(&tokens)) {
-      std::cerr << fmt::format("cgram: error: {}: {}\n", path, e->message);
+      print_error(fmt::format("{}: {}", path, e->message));
       return false;
     }
     docs.emplace_back(path, std::move(std::get<std::vector<uint32_t>>(tokens)));
@@ -391,14 +400,14 @@ Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, 
       matcher.fill_mask(words);
       out.mask_us.push_back(ms_since(t0) * 1000);
       if (matcher.has_error()) {
-        std::cerr << fmt::format("cgram bench: {} stopped at token {}: {}; the rest is skipped\n", path, i,
+        std::cerr << fmt::format("cgram bench: {} stopped at token {}: {}; the rest is skipped\n", printable(path), i,
                                  matcher.error());
         ++out.left_language;
         break;
       }
       if (!(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) {
         std::cerr << fmt::format("cgram bench: {} leaves the language at token {} ('{}'); the rest is skipped\n",
-                                 path, i, compiled->vocabulary().display(tokens[i]));
+                                 printable(path), i, compiled->vocabulary().display(tokens[i]));
         ++out.left_language;
         break;
       }
@@ -433,7 +442,7 @@ int bench_file(const BenchArgs& args) {
   if (!args.tokens_file.empty()) {
     auto sequences = read_token_ids(args.tokens_file, loaded->vocab->size(), args.max_text_bytes, error);
     if (!sequences) {
-      std::cerr << "cgram: error: " << error << "\n";
+      print_error(error);
       return 3;
     }
     for (size_t i = 0; i < sequences->size(); ++i)
@@ -505,7 +514,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
                                         bool compare_jit) {
   std::string text;
   if (auto error = read_grammar_file(grammar_path.string(), text)) {
-    std::cerr << "cgram: error: " << *error << "\n";
+    print_error(*error);
     return std::nullopt;
   }
   SuiteRow row;
@@ -519,7 +528,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   if (!outcome.ok()) return std::nullopt;
   auto lazy = CompiledGrammar::compile(outcome.grammar, vocab);
   if (auto* e = std::get_if<CompileError>(&lazy)) {
-    std::cerr << "cgram: error: " << e->message << "\n";
+    print_error(e->message);
     return std::nullopt;
   }
   {
@@ -544,7 +553,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   if (compare_jit) {
     auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
     if (auto error = jit_compile(*jitted, &row.jit_ms)) {
-      std::cerr << "cgram: error: " << *error << "\n";
+      print_error(*error);
       return std::nullopt;
     }
     run_documents(jitted, docs);  // warm-up
@@ -558,7 +567,7 @@ int bench_suite(const BenchArgs& args) {
   for (const std::string& path : args.vocabs.empty() ? std::vector<std::string>{""} : args.vocabs) {
     VocabularyResult vocab = path.empty() ? Vocabulary::bundled() : Vocabulary::load(path);
     if (auto* e = std::get_if<VocabularyError>(&vocab)) {
-      std::cerr << "cgram: error: " << e->message << "\n";
+      print_error(e->message);
       return 3;
     }
     vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(vocab));
@@ -573,8 +582,8 @@ int bench_suite(const BenchArgs& args) {
       formats.push_back(e.path());
   }
   if (ec || formats.empty()) {
-    std::cerr << fmt::format("cgram: error: no benchmark formats in '{}'{}\n", args.suite,
-                             ec ? ": " + ec.message() : "");
+    print_error(fmt::format("no benchmark formats in '{}'{}", args.suite,
+                             ec ? ": " + ec.message() : ""));
     return 3;
   }
   std::sort(formats.begin(), formats.end());
@@ -584,7 +593,7 @@ int bench_suite(const BenchArgs& args) {
     for (const auto& e : list_folder(format, ec))
       if (e.path().extension() == ".cgram") grammars.push_back(e.path());
     if (ec) {
-      std::cerr << fmt::format("cgram: error: cannot list the format folder '{}': {}\n", format.string(), ec.message());
+      print_error(fmt::format("cannot list the format folder '{}': {}", format.string(), ec.message()));
       return 3;
     }
     std::sort(grammars.begin(), grammars.end());
@@ -659,7 +668,7 @@ int run_compile(const CompileArgs& args) {
   SharedObjectTimings t;
   auto saved = save_shared_object(*loaded->compiled, args.output, &t);
   if (auto* e = std::get_if<CompileError>(&saved)) {
-    std::cerr << "cgram: error: " << e->message << "\n";
+    print_error(e->message);
     return 3;
   }
   std::cout << fmt::format(
