@@ -1,5 +1,8 @@
 #include "compile.h"
 
+#include <map>
+
+#include "gbnf.h"
 #include "parse.h"
 
 namespace cgram {
@@ -14,8 +17,72 @@ bool starts_definition(std::string_view source, const Diagnostic& d) {
 }
 }  // namespace
 
+namespace {
+
+// Rule names quoted in a message ('name'), in the GBNF spelling: `my-rule`
+// for `my_rule`, `root` for the entry rule the translation adds.
+std::string with_gbnf_names(std::string_view message, const std::map<std::string, std::string>& gbnf_of) {
+  std::string out;
+  for (size_t i = 0; i < message.size();) {
+    const size_t open = message.find('\'', i);
+    const size_t close = open == std::string_view::npos ? open : message.find('\'', open + 1);
+    if (close == std::string_view::npos) {
+      out.append(message.substr(i));
+      break;
+    }
+    out.append(message.substr(i, open + 1 - i));
+    const std::string quoted(message.substr(open + 1, close - open - 1));
+    auto found = gbnf_of.find(quoted);
+    out += found != gbnf_of.end() ? found->second : quoted;
+    out += '\'';
+    i = close + 1;
+  }
+  return out;
+}
+
+// A diagnostic of the translated text, placed at the GBNF token it came from.
+Diagnostic to_gbnf(const Diagnostic& d, const GbnfTranslation& translation, const SourceFile& gbnf,
+                   const std::map<std::string, std::string>& gbnf_of) {
+  Diagnostic out = d;
+  out.message = with_gbnf_names(d.message, gbnf_of);
+  if (d.range.begin.line == 0) return out;  // no location (a missing start rule, say)
+  out.range.begin = gbnf.location_of(translation.gbnf_offset(d.range.begin.offset));
+  out.range.end = gbnf.location_of(translation.gbnf_offset(d.range.end.offset));
+  if (out.range.end.offset < out.range.begin.offset) out.range.end = out.range.begin;
+  return out;
+}
+
+Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, const ParseOptions& options) {
+  Grammar::Outcome out;
+  out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
+  out.diagnostics = Diagnostics(out.file.get());
+  out.diagnostics.set_max_kept(options.syntax.max_errors);
+  std::optional<GbnfTranslation> translation = translate_gbnf(*out.file, out.diagnostics, options.syntax);
+  if (!translation) return out;
+  ParseOptions inner = options;
+  inner.format = GrammarFormat::Cgram;
+  if (options.start != "start") {
+    auto named = translation->names.find(options.start);
+    inner.start = named != translation->names.end() ? named->second : options.start;
+  }
+  Grammar::Outcome translated = Grammar::parse(translation->cgram, filename, inner);
+  std::map<std::string, std::string> gbnf_of{{translation->start, "root"}};
+  for (const auto& [gbnf_name, cgram_name] : translation->names) gbnf_of[cgram_name] = gbnf_name;
+  for (const Diagnostic& d : translated.diagnostics.all()) {
+    const Diagnostic placed = to_gbnf(d, *translation, *out.file, gbnf_of);
+    if (d.severity == Severity::Error) out.diagnostics.error(placed.range, placed.message);
+    else if (d.severity == Severity::Warning) out.diagnostics.warning(placed.range, placed.message);
+    else out.diagnostics.note(placed.range, placed.message);
+  }
+  out.grammar = translated.grammar;
+  return out;
+}
+
+}  // namespace
+
 Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filename,
                                 const ParseOptions& options) {
+  if (options.format == GrammarFormat::Gbnf) return parse_gbnf(source, filename, options);
   Outcome out;
   out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
   out.diagnostics = Diagnostics(out.file.get());

@@ -10,8 +10,14 @@
 
 namespace cgram {
 
+// What the text is written in: .cgram, or llama.cpp's GBNF (translated to
+// .cgram first, frontend/gbnf.h; diagnostics point into the GBNF text).
+enum class GrammarFormat { Cgram, Gbnf };
+
 struct ParseOptions {
+  // For GBNF, "start" (the default) means `root`; another name is a GBNF rule.
   std::string start = "start";
+  GrammarFormat format = GrammarFormat::Cgram;
   SyntaxLimits syntax;
   ir::AutomatonLimits limits;
 };

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -48,16 +50,14 @@ json summary_json(const ir::GrammarIR& ir) {
 
 // Loads and checks a grammar, printing its diagnostics to stderr (in text
 // mode). Returns the outcome; `io_error` is set when the file is unreadable.
-Grammar::Outcome load(const std::string& file, const std::string& start, bool json_mode,
+Grammar::Outcome load(const std::string& file, const std::string& start, const std::string& format, bool json_mode,
                       std::string& io_error) {
   std::string text;
   if (auto error = read_grammar_file(file, text)) {
     io_error = std::move(*error);
     return Grammar::Outcome{nullptr, Diagnostics(nullptr), nullptr};
   }
-  ParseOptions options;
-  options.start = start;
-  Grammar::Outcome outcome = Grammar::parse(text, file, options);
+  Grammar::Outcome outcome = Grammar::parse(text, file, grammar_options(file, start, format));
   if (!json_mode) std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   return outcome;
 }
@@ -192,7 +192,7 @@ MatchResult match_text(const Grammar::Outcome& outcome, std::string_view text,
 
 int run_check(const CheckArgs& args) {
   std::string io_error;
-  Grammar::Outcome outcome = load(args.file, args.start, args.json, io_error);
+  Grammar::Outcome outcome = load(args.file, args.start, args.format, args.json, io_error);
   if (!io_error.empty()) {
     print_io_error(io_error, args.json);
     return 1;
@@ -247,7 +247,7 @@ int run_match(const MatchArgs& args) {
   } else {
     text = args.text.value_or("");
   }
-  Grammar::Outcome outcome = load(args.file, args.start, args.json, io_error);
+  Grammar::Outcome outcome = load(args.file, args.start, args.format, args.json, io_error);
   if (!io_error.empty()) {
     print_io_error(io_error, args.json);
     return kGrammarErrors;
@@ -300,6 +300,41 @@ int run_match(const MatchArgs& args) {
     case Verdict::Rejected: return 2;
   }
   return 2;
+}
+
+int run_convert(const ConvertArgs& args) {
+  const bool gbnf = args.format == "gbnf" || (args.format == "auto" && is_gbnf_path(args.file));
+  if (!gbnf) {
+    print_error(fmt::format("convert reads GBNF: '{}' does not end in .gbnf (give --format gbnf)", args.file));
+    return kExitUsage;
+  }
+  std::string text;
+  if (auto error = read_grammar_file(args.file, text)) {
+    print_error(*error);
+    return 1;
+  }
+  // The whole pipeline first, so that what is written is a grammar that
+  // works, and every problem is reported at its GBNF position.
+  Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, "start", "gbnf"));
+  std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
+  if (!outcome.ok()) return 1;
+  const SourceFile file(args.file, text);
+  Diagnostics again(&file);
+  const std::optional<GbnfTranslation> translation = translate_gbnf(file, again);
+  if (!translation) return 1;  // reported above
+  const std::string converted = "(* converted from GBNF by cgram convert *)\n" + translation->cgram;
+  if (args.output.empty()) {
+    std::cout << converted;
+    return 0;
+  }
+  std::ofstream out(args.output, std::ios::binary);
+  out << converted;
+  out.close();
+  if (!out) {
+    print_error(fmt::format("cannot write '{}': {}", args.output, std::strerror(errno)));
+    return 1;
+  }
+  return 0;
 }
 
 int run_demo() {

@@ -22,6 +22,7 @@ inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 struct CheckArgs {
   std::string file;
   std::string start = "start";
+  std::string format = "auto";  // auto (by extension: .gbnf is GBNF), cgram or gbnf
   bool json = false;
   bool dump_ir = false;
 };
@@ -32,6 +33,7 @@ struct MatchArgs {
   std::optional<std::string> text;
   std::optional<std::string> text_file;
   std::string start = "start";
+  std::string format = "auto";
   bool json = false;
   size_t max_text_bytes = kDefaultMaxTextBytes;
   size_t max_work_per_byte = kDefaultMatchWorkPerByte;
@@ -39,6 +41,14 @@ struct MatchArgs {
 // Exit codes: 0 complete, 1 prefix, 2 rejected, 3 the grammar has errors (or
 // the engine gave up: a grammar too ambiguous for --max-work-per-byte).
 int run_match(const MatchArgs& args);
+
+// Writes the .cgram equivalent of a GBNF grammar (comments kept).
+struct ConvertArgs {
+  std::string file;
+  std::string output;  // empty: standard output
+  std::string format = "auto";
+};
+int run_convert(const ConvertArgs& args);
 
 // The main job on the embedded default: check the bundled JSON grammar and
 // match a few texts against it. Exit 0 when every verdict is the expected one.
@@ -48,6 +58,7 @@ int run_demo();
 struct VocabArgs {
   std::string file;
   std::string start = "start";
+  std::string format = "auto";
   std::string vocab;
   bool json = false;
   bool eager_index = false;  // build the whole token index at compile time

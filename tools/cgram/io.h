@@ -9,7 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "compile.h"
 #include "file_io.h"
+#include "gbnf.h"
 #include "parse.h"
 #include "utf8.h"
 
@@ -82,6 +84,17 @@ inline std::string printable(std::string_view bytes, bool keep_layout = false) {
     else out.append(bytes.substr(at, pos - at));
   }
   return out;
+}
+
+// How to read a grammar file: --format when given, else by its extension
+// (.gbnf is llama.cpp's GBNF, anything else .cgram).
+inline ParseOptions grammar_options(const std::string& path, const std::string& start,
+                                    const std::string& format = "auto") {
+  ParseOptions options;
+  options.start = start;
+  const bool gbnf = format == "gbnf" || (format == "auto" && is_gbnf_path(path));
+  options.format = gbnf ? GrammarFormat::Gbnf : GrammarFormat::Cgram;
+  return options;
 }
 
 // An error for the terminal. Messages quote file names and other bytes the

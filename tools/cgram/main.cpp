@@ -47,10 +47,19 @@ int main(int argc, char** argv) {
         ->capture_default_str();
   };
 
+  // A grammar is .cgram, or llama.cpp's GBNF (by the .gbnf extension, or
+  // --format gbnf); for GBNF, --start names a GBNF rule (default root).
+  auto add_format = [](CLI::App* cmd, std::string& format) {
+    cmd->add_option("--format", format, "The grammar's format: auto (.gbnf is GBNF), cgram or gbnf")
+        ->check(CLI::IsMember({"auto", "cgram", "gbnf"}))
+        ->capture_default_str();
+  };
+
   CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Check a grammar: print its diagnostics, or a summary");
-  check_cmd->add_option("FILE", check.file, "The .cgram grammar")->required();
+  check_cmd->add_option("FILE", check.file, "The grammar: .cgram, or GBNF (.gbnf)")->required();
   check_cmd->add_option("--start", check.start, "The start rule")->capture_default_str();
+  add_format(check_cmd, check.format);
   check_cmd->add_flag("--json", check.json, "Print the result as one JSON object");
   check_cmd->add_flag("--ir", check.dump_ir, "Also print the desugared grammar IR, its lexical terminals and LR skeleton");
 
@@ -64,6 +73,7 @@ int main(int argc, char** argv) {
   auto* file_opt = match_cmd->add_option("--file", match.text_file, "Read the text from this file");
   text_opt->excludes(file_opt);
   match_cmd->add_option("--start", match.start, "The start rule")->capture_default_str();
+  add_format(match_cmd, match.format);
   match_cmd->add_flag("--json", match.json, "Print the result as one JSON object");
   add_max_text_bytes(match_cmd, match.max_text_bytes);
   match_cmd
@@ -72,12 +82,13 @@ int main(int argc, char** argv) {
       ->check(whole_number(1, kMaxTextBytesCeiling))
       ->capture_default_str();
 
-  auto vocab_options = [](CLI::App* cmd, VocabArgs& a, bool single = true) {
+  auto vocab_options = [&add_format](CLI::App* cmd, VocabArgs& a, bool single = true) {
     if (!single) return;
     cmd->add_option("FILE", a.file, "The .cgram grammar")->required();
     cmd->add_option("--vocab", a.vocab,
                     "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
     cmd->add_option("--start", a.start, "The start rule")->capture_default_str();
+    add_format(cmd, a.format);
     cmd->add_flag("--json", a.json, "Print the result as JSON");
     cmd->add_option("--tier", a.tier,
                     "table: run on the tables; jit: compile the kernels with the LLVM JIT first. A FILE ending "
@@ -122,6 +133,7 @@ int main(int argc, char** argv) {
                         "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled "
                         "Phi-3); with --suite, repeat it for several");
   bench_cmd->add_option("--start", bench.start, "The start rule")->capture_default_str();
+  add_format(bench_cmd, bench.format);
   bench_cmd->add_option("--tier", bench.tier,
                         "table, or jit (compile the kernels first; with --suite, both are measured and compared)")
       ->check(CLI::IsMember({"table", "jit"}))
@@ -145,7 +157,15 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--vocab", compile.vocab,
                           "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
   compile_cmd->add_option("--start", compile.start, "The start rule")->capture_default_str();
+  add_format(compile_cmd, compile.format);
   compile_cmd->add_option("-o,--output", compile.output, "The shared object to write")->required();
+
+  ConvertArgs convert;
+  CLI::App* convert_cmd =
+      app.add_subcommand("convert", "Write the .cgram equivalent of a GBNF grammar (llama.cpp's format), comments kept");
+  convert_cmd->add_option("FILE", convert.file, "The GBNF grammar (.gbnf)")->required();
+  convert_cmd->add_option("-o,--output", convert.output, "The .cgram file to write (default: standard output)");
+  add_format(convert_cmd, convert.format);
 
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
@@ -187,6 +207,7 @@ int main(int argc, char** argv) {
     if (!bench.vocabs.empty()) bench.vocab = bench.vocabs[0];
   }
   if (*demo_cmd) return run_demo();
+  if (*convert_cmd) return run_convert(convert);
   if (*compile_cmd) return run_compile(compile);
   if (*mask_cmd) return run_mask(mask);
   if (*generate_cmd) return run_generate(generate);

@@ -94,9 +94,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
   }
   auto start = Clock::now();
   out.grammar_arrived = start;
-  ParseOptions options;
-  options.start = args.start;
-  Grammar::Outcome outcome = Grammar::parse(text, args.file, options);
+  Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, args.start, args.format));
   out.parse_ms = ms_since(start);
   std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   if (!outcome.ok()) return std::nullopt;
@@ -523,7 +521,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   row.vocabulary = std::filesystem::path(vocab->name()).filename().string();
   // First mask with the lazy index, from the grammar's text.
   auto arrived = Clock::now();
-  Grammar::Outcome outcome = Grammar::parse(text, grammar_path.string());
+  Grammar::Outcome outcome = Grammar::parse(text, grammar_path.string(), grammar_options(grammar_path.string(), "start"));
   std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   if (!outcome.ok()) return std::nullopt;
   auto lazy = CompiledGrammar::compile(outcome.grammar, vocab);
@@ -539,7 +537,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   row.first_mask_ms = ms_since(arrived);
   // Eager compile (parse, lower, the whole index), then the documents.
   auto start = Clock::now();
-  Grammar::Outcome again = Grammar::parse(text, grammar_path.string());
+  Grammar::Outcome again = Grammar::parse(text, grammar_path.string(), grammar_options(grammar_path.string(), "start"));
   CompileOptions eager;
   eager.eager_index = true;
   auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));

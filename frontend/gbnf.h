@@ -1,0 +1,48 @@
+#pragma once
+// GBNF (llama.cpp's grammar format) → .cgram text, with llama.cpp's meaning:
+// the start rule is `root`; a rule ends at a newline unless inside
+// parentheses or right after `::=` or `|`; `[...]`, `[^...]` and `.` range
+// over every code point, newline included; repetition `* + ? {m} {m,}
+// {m,n}`; escapes `\xHH \uHHHH \UHHHHHHHH \n \r \t \\ \" \[ \]`; `#`
+// comments; rule names `[A-Za-z0-9-]`. A rule defined twice keeps its last
+// definition, as llama.cpp does (with a warning).
+//
+// The translation keeps the layout and the comments (as `(* … *)`), so that
+// `cgram convert` writes a readable file, and keeps a map from its offsets to
+// the GBNF text's, so that diagnostics found later point into the GBNF file.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diagnostics.h"
+#include "parse.h"
+#include "source.h"
+
+namespace cgram {
+
+struct GbnfTranslation {
+  std::string cgram;  // the equivalent .cgram text
+  // GBNF rule name → .cgram rule name ('-' is not allowed in .cgram names).
+  std::map<std::string, std::string> names;
+  // The .cgram name of the start rule (`root`).
+  std::string start;
+  // (offset in `cgram`, offset in the GBNF text) at the start of every
+  // translated token, ascending in both.
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+
+  // The GBNF offset of the token that holds .cgram offset `offset`.
+  uint32_t gbnf_offset(uint32_t offset) const;
+};
+
+// Translates `gbnf`; errors (with GBNF positions) go to `diags`, which must
+// be bound to `gbnf`. Nothing is returned when there was an error.
+std::optional<GbnfTranslation> translate_gbnf(const SourceFile& gbnf, Diagnostics& diags,
+                                              const SyntaxLimits& limits = {});
+
+// Whether a path names a GBNF file (by its extension).
+bool is_gbnf_path(std::string_view path);
+
+}  // namespace cgram
