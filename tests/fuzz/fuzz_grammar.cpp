@@ -2,7 +2,8 @@
 // AST, lowering, checks), then, when the grammar is valid, compiled for the
 // bundled vocabulary (lexical lowering, LALR(1) table, token index) and one
 // or two masks computed. The library's own limits (ParseOptions defaults)
-// bound every input; diagnostics are rendered as the CLI would.
+// bound every input; diagnostics are rendered as the CLI would. An input
+// whose first line starts with "#gbnf" (a GBNF comment) is read as GBNF.
 #include <algorithm>
 #include <variant>
 
@@ -14,7 +15,9 @@ using namespace cgram;
 CGRAM_FUZZ_TARGET(grammar) {
   if (size > (64u << 10)) return 0;  // scripts/fuzz.sh passes -max_len=4096
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  Grammar::Outcome outcome = Grammar::parse(text, "fuzz.cgram");
+  ParseOptions options;
+  if (text.starts_with("#gbnf")) options.format = GrammarFormat::Gbnf;
+  Grammar::Outcome outcome = Grammar::parse(text, "fuzz.cgram", options);
   if (!outcome.ok()) {
     FUZZ_CHECK(outcome.diagnostics.has_errors());
     std::string rendered = outcome.diagnostics.render();
