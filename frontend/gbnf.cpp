@@ -26,13 +26,30 @@ struct Chunk {
   bool dropped = false;
 };
 
+// llama.cpp's own view of a rule, kept as far as its left-recursion check
+// needs it: per alternative, its elements (rule references and characters).
+// llama.cpp rewrites groups and repetitions into rules of their own, and
+// refuses a grammar where a rule can reach itself before any character
+// (llama_grammar_detect_left_recursion); the same rewriting is followed
+// here, so that the same grammars are refused.
+struct Element {
+  bool is_ref = false;
+  uint32_t rule = 0;
+};
+using Alternative = std::vector<Element>;
+struct ModelRule {
+  std::vector<Alternative> alternatives;
+  std::string owner;  // the GBNF rule it is, or is part of
+  size_t offset = 0;  // where it is defined (or the group, the repetition)
+};
+
 // The translator follows llama.cpp's recursive-descent parser step by step
 // (parse_space, parse_name, parse_sequence, parse_alternates, parse_rule),
 // so that newlines end rules in exactly the same places.
 class Translator {
  public:
-  Translator(const SourceFile& file, Diagnostics& diags, const SyntaxLimits& limits)
-      : file_(file), src_(file.text()), diags_(diags), limits_(limits) {
+  Translator(const SourceFile& file, Diagnostics& diags, const SyntaxLimits& limits, std::string entry)
+      : file_(file), src_(file.text()), diags_(diags), limits_(limits), entry_(std::move(entry)) {
     names_taken_.insert("start");  // the entry rule the translation adds
   }
 
@@ -40,7 +57,7 @@ class Translator {
     size_t pos = space(0, true);
     while (pos < src_.size() && !failed_) pos = rule(pos);
     if (failed_) return std::nullopt;
-    if (!check_references()) return std::nullopt;
+    if (!check_references() || !check_left_recursion()) return std::nullopt;
     return assemble();
   }
 
@@ -98,6 +115,16 @@ class Translator {
     emit(fmt::format("(*{} *)", text));
   }
 
+  uint32_t symbol(std::string_view name, size_t offset) {
+    auto [it, inserted] = symbols_.emplace(std::string(name), static_cast<uint32_t>(model_.size()));
+    if (inserted) model_.push_back(ModelRule{{}, std::string(name), offset});
+    return it->second;
+  }
+  uint32_t generated(const std::string& owner, size_t offset) {
+    model_.push_back(ModelRule{{}, owner, offset});
+    return static_cast<uint32_t>(model_.size() - 1);
+  }
+
   std::string cgram_name(std::string_view gbnf_name) {
     auto found = names_.find(std::string(gbnf_name));
     if (found != names_.end()) return found->second;
@@ -132,8 +159,12 @@ class Translator {
     }
     emit_token(pos, "::=");
     pos = space(pos + 3, true);
-    pos = alternates(pos, 0);
+    std::vector<Alternative> alternatives;
+    pos = alternates(pos, 0, alternatives, name);
     if (failed_) return src_.size();
+    const uint32_t id = symbol(name, chunks_.back().offsets.front().second);
+    model_[id].alternatives = std::move(alternatives);  // a later definition replaces it, as in llama.cpp
+    model_[id].offset = chunks_.back().offsets.front().second;
     emit(" ;");
     if (at(pos) == '\r') {
       emit(at(pos + 1) == '\n' ? "\r\n" : "\r");
@@ -149,8 +180,8 @@ class Translator {
     if (!inserted) {
       chunks_[previous->second].dropped = true;
       const auto loc = file_.location_of(static_cast<uint32_t>(chunks_.back().offsets.front().second));
-      diags_.warning({loc, loc}, fmt::format("rule '{}' is defined again; as in llama.cpp, the last definition "
-                                             "replaces the earlier one",
+      diags_.warning({loc, loc}, fmt::format("rule '{}' is defined again; the last definition replaces the "
+                                             "earlier one, as in llama.cpp",
                                              name));
       previous->second = chunks_.size() - 1;
     }
@@ -158,35 +189,43 @@ class Translator {
     return space(pos, true);
   }
 
-  size_t alternates(size_t pos, uint32_t depth) {
-    pos = sequence(pos, depth);
+  size_t alternates(size_t pos, uint32_t depth, std::vector<Alternative>& out, const std::string& owner) {
+    out.emplace_back();
+    pos = sequence(pos, depth, out.back(), owner);
     while (!failed_ && at(pos) == '|') {
       emit_token(pos, "|");
       pos = space(pos + 1, true);
-      pos = sequence(pos, depth);
+      out.emplace_back();
+      pos = sequence(pos, depth, out.back(), owner);
     }
     return pos;
   }
 
   // One alternative. Inside parentheses (depth > 0) newlines are spaces;
-  // outside, a newline ends the rule.
-  size_t sequence(size_t pos, uint32_t depth) {
+  // outside, a newline ends the rule. `alt` gets llama.cpp's elements.
+  size_t sequence(size_t pos, uint32_t depth, Alternative& alt, const std::string& owner) {
     const bool nested = depth > 0;
-    bool has_item = false;
+    size_t last_start = alt.size();  // llama.cpp's last_sym_start: where the last item began
+    bool emitted = false;
     while (pos < src_.size() && !failed_) {
       const char c = src_[pos];
+      const size_t item = pos;
+      if (c == '"' || c == '[' || is_word_char(c) || c == '(' || c == '.') last_start = alt.size();
       if (c == '"') {
-        pos = literal(pos);
-        has_item = true;
+        bool empty = false;
+        pos = literal(pos, empty);
+        if (!empty) alt.push_back({false, 0});  // one character stands for the literal
       } else if (c == '[') {
-        pos = char_class(pos);
-        has_item = true;
+        bool empty = false;
+        pos = char_class(pos, empty);
+        if (!empty) alt.push_back({false, 0});
       } else if (is_word_char(c)) {
         size_t end = name_end(pos);
-        references_.emplace_back(std::string(src_.substr(pos, end - pos)), pos);
-        emit_token(pos, cgram_name(src_.substr(pos, end - pos)));
+        const std::string_view name = src_.substr(pos, end - pos);
+        references_.emplace_back(std::string(name), pos);
+        alt.push_back({true, symbol(name, pos)});
+        emit_token(pos, cgram_name(name));
         pos = end;
-        has_item = true;
       } else if (c == '(') {
         if (depth + 1 > std::min(limits_.max_nesting, kMaxNestingCeiling)) {
           fail(pos, 1, fmt::format("the grammar nests deeper than {} levels here", limits_.max_nesting));
@@ -194,44 +233,76 @@ class Translator {
         }
         emit_token(pos, "(");
         pos = space(pos + 1, true);
-        pos = alternates(pos, depth + 1);
+        std::vector<Alternative> group;
+        pos = alternates(pos, depth + 1, group, owner);
         if (failed_) return src_.size();
         if (at(pos) != ')') {
           fail(pos, 1, "expecting ')'");
           return src_.size();
         }
+        const uint32_t id = generated(owner, item);
+        model_[id].alternatives = std::move(group);
+        alt.push_back({true, id});
         emit_token(pos, ")");
         ++pos;
-        has_item = true;
       } else if (c == '.') {
         emit_token(pos, "#'[\\s\\S]'");  // any code point, newline included
+        alt.push_back({false, 0});
         ++pos;
-        has_item = true;
-      } else if (c == '*' || c == '+' || c == '?') {
-        if (!has_item) {
+      } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+        // llama.cpp repeats the elements of the last item; an item that
+        // gave none ("", [], x{0}) cannot be repeated.
+        if (last_start == alt.size()) {
           fail(pos, 1, fmt::format("expecting an item before '{}'", c));
           return src_.size();
         }
-        emit_token(pos, std::string_view(&src_[pos], 1));
-        ++pos;
-      } else if (c == '{') {
-        if (!has_item) {
-          fail(pos, 1, "expecting an item before '{'");
-          return src_.size();
+        uint64_t min = c == '+' ? 1 : 0;
+        int64_t max = c == '?' ? 1 : -1;
+        if (c == '{') {
+          pos = braces(pos, nested, min, max);
+          if (failed_) return src_.size();
+        } else {
+          emit_token(pos, std::string_view(&src_[pos], 1));
+          ++pos;
         }
-        pos = braces(pos, nested);
+        repeat(alt, last_start, min, max, owner, item);
+      } else if (c == '<' || (c == '!' && at(pos + 1) == '<')) {
+        fail(pos, 1, "llama.cpp's token terminals (<[id]>, <text>, !<...>) are not supported: write the token's text "
+                     "as a literal");
+        return src_.size();
       } else {
         break;
       }
       if (failed_) return src_.size();
+      emitted = true;
       pos = space(pos, nested);
     }
-    if (!has_item) emit_token(pos, at(pos) == '|' ? "'' " : "''");  // an empty alternative
+    if (!emitted) emit_token(pos, at(pos) == '|' ? "'' " : "''");  // an empty alternative
     return pos;
   }
 
+  // llama.cpp's rewriting of S{min,max} (max < 0: no maximum): S repeated
+  // min times, then a rule S' ::= S S' | (no maximum) or a chain of
+  // max - min rules S'(k) ::= S S'(k-1) | . For the left-recursion check one
+  // copy of S stands for min copies and one link for the chain: further
+  // copies and links are only reached after the first, through the same
+  // rules.
+  void repeat(Alternative& alt, size_t last_start, uint64_t min, int64_t max, const std::string& owner,
+              size_t offset) {
+    const Alternative repeated(alt.begin() + static_cast<std::ptrdiff_t>(last_start), alt.end());
+    alt.resize(last_start);
+    if (min > 0) alt.insert(alt.end(), repeated.begin(), repeated.end());
+    const bool optional_part = max < 0 || static_cast<uint64_t>(max) > min;
+    if (!optional_part) return;
+    const uint32_t id = generated(owner, offset);
+    Alternative again = repeated;
+    if (max < 0) again.push_back({true, id});
+    model_[id].alternatives = {std::move(again), Alternative{}};
+    alt.push_back({true, id});
+  }
+
   // {m}, {m,}, {m,n}: spaces are allowed inside, as in llama.cpp.
-  size_t braces(size_t pos, bool nested) {
+  size_t braces(size_t pos, bool nested, uint64_t& min_out, int64_t& max_out) {
     const size_t open = pos;
     std::string scratch;  // spaces inside the braces are not copied
     std::swap(scratch, chunk().text);
@@ -276,6 +347,8 @@ class Translator {
     else if (min == max && src_.substr(open, pos - open).find(',') == std::string_view::npos)
       emit_token(open, fmt::format("{{{}}}", min));
     else emit_token(open, fmt::format("{{{},{}}}", min, max));
+    min_out = min;
+    max_out = has_max ? static_cast<int64_t>(max) : -1;
     return pos + 1;
   }
 
@@ -345,7 +418,8 @@ class Translator {
     return false;
   }
 
-  size_t literal(size_t pos) {
+  // A literal; `empty` when it is "" (llama.cpp adds no element for it).
+  size_t literal(size_t pos, bool& empty) {
     const size_t open = pos;
     std::string out = "'";
     ++pos;
@@ -360,6 +434,7 @@ class Translator {
       out += literal_char(*cp);
     }
     out += "'";
+    empty = out == "''";
     emit_token(open, out);
     return pos + 1;
   }
@@ -379,47 +454,56 @@ class Translator {
     return out;
   }
 
-  size_t char_class(size_t pos) {
+  // A class; `empty` when it lists no character ([] and [^]: llama.cpp
+  // adds no element, so they match the empty string). Ranges over code
+  // points that UTF-8 text cannot hold (surrogates, above U+10FFFF) and
+  // reversed ranges never match in llama.cpp: they are clipped or dropped.
+  size_t char_class(size_t pos, bool& empty) {
     const size_t open = pos;
-    std::string out = "#'[";
     ++pos;
-    if (at(pos) == '^') {
-      out += '^';
-      ++pos;
-    }
-    bool empty = true;
+    const bool negated = at(pos) == '^';
+    if (negated) ++pos;
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;
+    empty = true;
     while (at(pos) != ']') {
       if (pos >= src_.size()) {
         fail(open, 1, "unterminated character class: expecting ']'");
         return src_.size();
       }
-      size_t char_start = pos;
       auto lo = character(pos);
-      if (!lo || !check_code_point(*lo, char_start, pos - char_start)) return src_.size();
-      out += class_char(*lo);
+      if (!lo) return src_.size();
+      uint32_t hi = *lo;
       empty = false;
       if (at(pos) == '-' && at(pos + 1) != ']' && pos + 1 < src_.size()) {
         ++pos;
-        char_start = pos;
-        auto hi = character(pos);
-        if (!hi || !check_code_point(*hi, char_start, pos - char_start)) return src_.size();
-        if (*hi < *lo) {
-          fail(char_start, pos - char_start, "the end of this range comes before its start");
-          return src_.size();
-        }
-        out += '-';
-        out += class_char(*hi);
+        auto upper = character(pos);
+        if (!upper) return src_.size();
+        hi = *upper;
       }
+      add_clipped(ranges, *lo, hi);
     }
-    if (empty && out == "#'[") {
-      // llama.cpp accepts `[]`, which matches nothing; .cgram refuses an
-      // empty language, so say so here.
-      fail(open, pos + 1 - open, "an empty character class matches nothing");
+    if (empty) {
+      emit_token(open, "''");
+      return pos + 1;
+    }
+    std::string out;
+    for (const auto& [lo, hi] : ranges) out += class_char(lo) + (hi > lo ? "-" + class_char(hi) : "");
+    if (ranges.empty() && !negated) {
+      // llama.cpp accepts it and never matches it; .cgram has no notation
+      // for a set of no text.
+      fail(open, pos + 1 - open, "this class holds no character that UTF-8 text can have, so it never matches");
       return src_.size();
     }
-    out += "]'";
-    emit_token(open, out);
+    emit_token(open, ranges.empty() ? "#'[\\s\\S]'" : fmt::format("#'[{}{}]'", negated ? "^" : "", out));
     return pos + 1;
+  }
+
+  // [lo, hi] without surrogates and code points above U+10FFFF.
+  static void add_clipped(std::vector<std::pair<uint32_t, uint32_t>>& ranges, uint32_t lo, uint32_t hi) {
+    hi = std::min<uint32_t>(hi, kMaxCodePoint);
+    if (lo > hi) return;
+    if (lo < 0xD800) ranges.emplace_back(lo, std::min<uint32_t>(hi, 0xD7FF));
+    if (hi > 0xDFFF) ranges.emplace_back(std::max<uint32_t>(lo, 0xE000), hi);
   }
 
   static std::string class_char(uint32_t cp) {
@@ -440,22 +524,76 @@ class Translator {
         fail(pos, name.size(), fmt::format("undefined rule '{}'", name));
         return false;
       }
-    if (!defined_.count("root")) {
-      diags_.error_at_file("the grammar has no rule 'root' (a GBNF grammar starts there)");
+    if (!defined_.count(entry_)) {
+      diags_.error_at_file(entry_ == "root" ? std::string("the grammar has no rule 'root' (a GBNF grammar starts there)")
+                                            : fmt::format("no rule named '{}', the start rule", entry_));
       return false;
     }
     return true;
+  }
+
+  // llama.cpp refuses a grammar in which a rule can reach itself through
+  // rules at the start of alternatives, each before it possibly empty (it
+  // counts a rule as possibly empty when one of its alternatives has no
+  // element). Found as a cycle of that graph, without recursion.
+  bool check_left_recursion() {
+    auto may_be_empty = [&](uint32_t r) {
+      const auto& alts = model_[r].alternatives;
+      return std::any_of(alts.begin(), alts.end(), [](const Alternative& a) { return a.empty(); });
+    };
+    std::vector<std::vector<uint32_t>> leftmost(model_.size());
+    for (uint32_t r = 0; r < model_.size(); ++r)
+      for (const Alternative& alt : model_[r].alternatives)
+        for (const Element& e : alt) {
+          if (!e.is_ref) break;
+          leftmost[r].push_back(e.rule);
+          if (!may_be_empty(e.rule)) break;
+        }
+    enum : uint8_t { kNew, kOpen, kDone };
+    std::vector<uint8_t> state(model_.size(), kNew);
+    std::vector<std::pair<uint32_t, size_t>> stack;
+    for (uint32_t root = 0; root < model_.size(); ++root) {
+      if (state[root] != kNew) continue;
+      stack.emplace_back(root, 0);
+      state[root] = kOpen;
+      while (!stack.empty()) {
+        auto& [r, next] = stack.back();
+        if (next == leftmost[r].size()) {
+          state[r] = kDone;
+          stack.pop_back();
+          continue;
+        }
+        const uint32_t s = leftmost[r][next++];
+        if (state[s] == kOpen) return left_recursion(s);
+        if (state[s] == kNew) {
+          state[s] = kOpen;
+          stack.emplace_back(s, 0);
+        }
+      }
+    }
+    return true;
+  }
+
+  bool left_recursion(uint32_t r) {
+    const ModelRule& rule = model_[r];
+    fail(rule.offset, 1,
+         fmt::format("rule '{}' is left-recursive: it can reach itself before reading any character, which llama.cpp "
+                     "refuses (write the recursion at the end of the alternative)",
+                     rule.owner));
+    return false;
   }
 
   GbnfTranslation assemble() {
     GbnfTranslation out;
     out.start = "start";
     out.names = names_;
-    out.cgram = fmt::format("start ::= {} ; (* a GBNF grammar starts at root *)\n", names_.at("root"));
+    out.cgram = fmt::format("start ::= {} ; (* a GBNF grammar starts at {} *)\n", names_.at(entry_), entry_);
+    out.header_bytes = static_cast<uint32_t>(out.cgram.size());
+    out.entry_offset = static_cast<uint32_t>(model_[symbols_.at(entry_)].offset);
     out.offsets.emplace_back(0, 0);
     for (const Chunk& c : chunks_) {
       if (c.dropped) {
-        out.cgram += fmt::format("(* rule {} is defined again below; the last definition counts *)", names_.at(c.rule));
+        out.cgram += fmt::format("(* rule {} is defined again below; the last definition counts *)\n", names_.at(c.rule));
         continue;
       }
       const auto base = static_cast<uint32_t>(out.cgram.size());
@@ -470,7 +608,10 @@ class Translator {
   std::string_view src_;
   Diagnostics& diags_;
   SyntaxLimits limits_;
+  std::string entry_;
   bool failed_ = false;
+  std::vector<ModelRule> model_;
+  std::map<std::string, uint32_t> symbols_;
   std::vector<Chunk> chunks_;
   std::map<std::string, std::string> names_;
   std::set<std::string> names_taken_;
@@ -486,13 +627,14 @@ uint32_t GbnfTranslation::gbnf_offset(uint32_t offset) const {
   return std::prev(it)->second;
 }
 
-std::optional<GbnfTranslation> translate_gbnf(const SourceFile& gbnf, Diagnostics& diags, const SyntaxLimits& limits) {
+std::optional<GbnfTranslation> translate_gbnf(const SourceFile& gbnf, Diagnostics& diags, const SyntaxLimits& limits,
+                                              const std::string& entry) {
   if (gbnf.text().size() > limits.max_source_bytes) {
     diags.error_at_file(
         fmt::format("grammar file is {} bytes; the limit is {} bytes", gbnf.text().size(), limits.max_source_bytes));
     return std::nullopt;
   }
-  return Translator(gbnf, diags, limits).run();
+  return Translator(gbnf, diags, limits, entry).run();
 }
 
 bool is_gbnf_path(std::string_view path) {

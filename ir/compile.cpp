@@ -1,6 +1,9 @@
 #include "compile.h"
 
+#include <cctype>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "gbnf.h"
 #include "parse.h"
@@ -20,32 +23,41 @@ bool starts_definition(std::string_view source, const Diagnostic& d) {
 namespace {
 
 // Rule names quoted in a message ('name'), in the GBNF spelling: `my-rule`
-// for `my_rule`, `root` for the entry rule the translation adds.
+// for `my_rule`, `root` for the entry rule the translation adds. Only a
+// quote that follows a non-word character opens a name (not the one of
+// "grammar's").
 std::string with_gbnf_names(std::string_view message, const std::map<std::string, std::string>& gbnf_of) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::string out;
-  for (size_t i = 0; i < message.size();) {
-    const size_t open = message.find('\'', i);
-    const size_t close = open == std::string_view::npos ? open : message.find('\'', open + 1);
-    if (close == std::string_view::npos) {
-      out.append(message.substr(i));
-      break;
+  size_t i = 0;
+  while (i < message.size()) {
+    const bool opens = message[i] == '\'' && (i == 0 || !word(message[i - 1]));
+    size_t close = opens ? message.find('\'', i + 1) : std::string_view::npos;
+    if (close != std::string_view::npos) {
+      const std::string quoted(message.substr(i + 1, close - i - 1));
+      auto found = gbnf_of.find(quoted);
+      if (found != gbnf_of.end()) {
+        out += '\'' + found->second + '\'';
+        i = close + 1;
+        continue;
+      }
     }
-    out.append(message.substr(i, open + 1 - i));
-    const std::string quoted(message.substr(open + 1, close - open - 1));
-    auto found = gbnf_of.find(quoted);
-    out += found != gbnf_of.end() ? found->second : quoted;
-    out += '\'';
-    i = close + 1;
+    out += message[i++];
   }
   return out;
 }
 
-// A diagnostic of the translated text, placed at the GBNF token it came from.
+// A diagnostic of the translated text, placed at the GBNF token it came from
+// (those of the added entry rule at the GBNF start rule).
 Diagnostic to_gbnf(const Diagnostic& d, const GbnfTranslation& translation, const SourceFile& gbnf,
                    const std::map<std::string, std::string>& gbnf_of) {
   Diagnostic out = d;
   out.message = with_gbnf_names(d.message, gbnf_of);
   if (d.range.begin.line == 0) return out;  // no location (a missing start rule, say)
+  if (d.range.begin.offset < translation.header_bytes) {
+    out.range.begin = out.range.end = gbnf.location_of(translation.entry_offset);
+    return out;
+  }
   out.range.begin = gbnf.location_of(translation.gbnf_offset(d.range.begin.offset));
   out.range.end = gbnf.location_of(translation.gbnf_offset(d.range.end.offset));
   if (out.range.end.offset < out.range.begin.offset) out.range.end = out.range.begin;
@@ -57,19 +69,22 @@ Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, 
   out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
   out.diagnostics = Diagnostics(out.file.get());
   out.diagnostics.set_max_kept(options.syntax.max_errors);
-  std::optional<GbnfTranslation> translation = translate_gbnf(*out.file, out.diagnostics, options.syntax);
+  // "start", the default, is GBNF's root; any other name is a GBNF rule.
+  const std::string entry = options.start == "start" ? "root" : options.start;
+  std::optional<GbnfTranslation> translation = translate_gbnf(*out.file, out.diagnostics, options.syntax, entry);
   if (!translation) return out;
   ParseOptions inner = options;
   inner.format = GrammarFormat::Cgram;
-  if (options.start != "start") {
-    auto named = translation->names.find(options.start);
-    inner.start = named != translation->names.end() ? named->second : options.start;
-  }
+  inner.start = translation->start;
   Grammar::Outcome translated = Grammar::parse(translation->cgram, filename, inner);
-  std::map<std::string, std::string> gbnf_of{{translation->start, "root"}};
+  std::map<std::string, std::string> gbnf_of{{translation->start, entry}};
   for (const auto& [gbnf_name, cgram_name] : translation->names) gbnf_of[cgram_name] = gbnf_name;
+  // The added entry rule can repeat what its rule says (an empty language,
+  // say) at the same GBNF place: each diagnostic once.
+  std::set<std::tuple<uint32_t, int, std::string>> seen;
   for (const Diagnostic& d : translated.diagnostics.all()) {
     const Diagnostic placed = to_gbnf(d, *translation, *out.file, gbnf_of);
+    if (!seen.emplace(placed.range.begin.offset, static_cast<int>(placed.severity), placed.message).second) continue;
     if (d.severity == Severity::Error) out.diagnostics.error(placed.range, placed.message);
     else if (d.severity == Severity::Warning) out.diagnostics.warning(placed.range, placed.message);
     else out.diagnostics.note(placed.range, placed.message);

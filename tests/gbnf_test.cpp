@@ -126,12 +126,36 @@ TEST_CASE("GBNF: llama.cpp's meaning of newlines, classes, dot and root", "[gbnf
   CHECK_FALSE(accepts(names, "xxyzzz"));
 }
 
+TEST_CASE("GBNF: llama.cpp's edges: empty items, clipped classes, line ends, comments, no false left recursion", "[gbnf]") {
+  // [] and [^] add nothing (the empty string); {0} too.
+  CHECK(accepts(gbnf_grammar("root ::= \"a\" [] \"b\" [^] \"c\"{0}\n"), "ab"));
+  // Reversed ranges and code points UTF-8 cannot hold never match; what is
+  // left of the class stays.
+  auto clipped = gbnf_grammar("root ::= [z-ab] [^\\uD800-\\uDFFF] [\\U0010FFFF-\\U00110005]\n");
+  CHECK(accepts(clipped, "b\n\xF4\x8F\xBF\xBF"));
+  CHECK_FALSE(accepts(clipped, "z\n\xF4\x8F\xBF\xBF"));
+  // CR and CRLF end rules; comments inside ( ) and { }.
+  CHECK(accepts(gbnf_grammar("root ::= x\r\nx ::= \"a\"\ry ::= \"b\"\n"), "a"));
+  // (Inside braces newlines are spaces only within parentheses, as in llama.cpp.)
+  CHECK(accepts(gbnf_grammar("root ::= ( ( # a comment\n \"a\" # another\n ){ 2 # two\n } )\n"), "aa"));
+  CHECK_THAT(gbnf_error("root ::= \"a\"{ 2\n }\n"), Catch::Contains("expecting '}'"));
+  // Possibly empty, but not left-recursive: llama.cpp accepts these.
+  CHECK(accepts(gbnf_grammar("root ::= (\"a\"?)* \"b\"\n"), "aab"));
+  CHECK(accepts(gbnf_grammar("root ::= (\"a\" | \"\"){0,3} \"b\"\n"), "ab"));
+  CHECK(accepts(gbnf_grammar("root ::= \"a\" root | \"b\"\n"), "aab"));
+  // A message with an apostrophe keeps it; names still map to GBNF.
+  Grammar::Outcome empty = parse_gbnf("root ::= root-x\nroot-x ::= root-x \"a\" \"b\" | \"c\" root-x\n");
+  REQUIRE_FALSE(empty.ok());
+  INFO(empty.diagnostics.render());
+  CHECK(empty.diagnostics.render().find("'root_x'") == std::string::npos);
+}
+
 TEST_CASE("GBNF: a rule defined twice keeps its last definition, with a warning", "[gbnf]") {
   Grammar::Outcome outcome = parse_gbnf("root ::= x\nx ::= \"a\"\nx ::= \"b\"\n");
   REQUIRE(outcome.ok());
   CHECK_THAT(outcome.diagnostics.render(),
-             Catch::Contains("test.gbnf:3:1: warning: rule 'x' is defined again; as in llama.cpp, the last definition "
-                             "replaces the earlier one"));
+             Catch::Contains("test.gbnf:3:1: warning: rule 'x' is defined again; the last definition replaces the "
+                             "earlier one, as in llama.cpp"));
   CHECK(verdict(oracle_grammar(*outcome.grammar), "b") == oracle::Verdict::Complete);
   CHECK(verdict(oracle_grammar(*outcome.grammar), "a") == oracle::Verdict::Rejected);
 }
@@ -148,9 +172,8 @@ TEST_CASE("GBNF: every error, at its GBNF position", "[gbnf][diagnostics]") {
   CHECK_THAT(gbnf_error("root ::= ( \"a\"\n"), Catch::Contains("test.gbnf:2:1: error: expecting ')'"));
   CHECK_THAT(gbnf_error("root ::= \"abc\n"), Catch::Contains("test.gbnf:1:10: error: unterminated literal"));
   CHECK_THAT(gbnf_error("root ::= [abc\n"), Catch::Contains("test.gbnf:1:10: error: unterminated character class"));
-  CHECK_THAT(gbnf_error("root ::= []\n"), Catch::Contains("test.gbnf:1:10: error: an empty character class matches nothing"));
-  CHECK_THAT(gbnf_error("root ::= [z-a]\n"),
-             Catch::Contains("test.gbnf:1:13: error: the end of this range comes before its start"));
+  CHECK_THAT(gbnf_error("root ::= [\\uD800-\\uDFFF]\n"),
+             Catch::Contains("test.gbnf:1:10: error: this class holds no character that UTF-8 text can have"));
   CHECK_THAT(gbnf_error("root ::= \"\\q\"\n"), Catch::Contains("test.gbnf:1:11: error: unknown escape '\\q'"));
   CHECK_THAT(gbnf_error("root ::= \"\\x4\"\n"),
              Catch::Contains("test.gbnf:1:11: error: expecting 2 hex digits after '\\x'"));
@@ -159,6 +182,21 @@ TEST_CASE("GBNF: every error, at its GBNF position", "[gbnf][diagnostics]") {
   CHECK_THAT(gbnf_error("root ::= \"\\uD800\"\n"), Catch::Contains("U+D800 is not a character"));
   CHECK_THAT(gbnf_error("root ::= \"\xFF\"\n"), Catch::Contains("test.gbnf:1:11: error: invalid UTF-8"));
   CHECK_THAT(gbnf_error("root ::= * \"a\"\n"), Catch::Contains("test.gbnf:1:10: error: expecting an item before '*'"));
+  // Items that add no element to llama.cpp's rule cannot be repeated.
+  CHECK_THAT(gbnf_error("root ::= \"a\" \"\"*\n"), Catch::Contains("test.gbnf:1:16: error: expecting an item before '*'"));
+  CHECK_THAT(gbnf_error("root ::= \"a\" []+\n"), Catch::Contains("test.gbnf:1:16: error: expecting an item before '+'"));
+  CHECK_THAT(gbnf_error("root ::= \"a\"{0}?\n"), Catch::Contains("test.gbnf:1:16: error: expecting an item before '?'"));
+  // Token terminals are llama.cpp's own.
+  CHECK_THAT(gbnf_error("root ::= <think> \"a\"\n"),
+             Catch::Contains("test.gbnf:1:10: error: llama.cpp's token terminals (<[id]>, <text>, !<...>) are not supported"));
+  CHECK_THAT(gbnf_error("root ::= !<[5]>\n"), Catch::Contains("token terminals"));
+  // Left recursion, refused as llama.cpp refuses it.
+  CHECK_THAT(gbnf_error("root ::= root \"a\" | \"b\"\n"),
+             Catch::Contains("test.gbnf:1:1: error: rule 'root' is left-recursive"));
+  CHECK_THAT(gbnf_error("root ::= ws root \"a\" | \"b\"\nws ::= | \" \"\n"), Catch::Contains("left-recursive"));
+  CHECK_THAT(gbnf_error("root ::= (\"a\" | \"\")*\n"), Catch::Contains("rule 'root' is left-recursive"));
+  CHECK_THAT(gbnf_error("root ::= \"a\"?*\n"), Catch::Contains("left-recursive"));
+  CHECK_THAT(gbnf_error("root ::= \"x\"\nunused ::= unused \"a\"\n"), Catch::Contains("rule 'unused' is left-recursive"));
   CHECK_THAT(gbnf_error("root ::= {2}\n"), Catch::Contains("test.gbnf:1:10: error: expecting an item before '{'"));
   CHECK_THAT(gbnf_error("root ::= \"a\"{x}\n"), Catch::Contains("test.gbnf:1:14: error: expecting a number"));
   CHECK_THAT(gbnf_error("root ::= \"a\"{1,2\n"), Catch::Contains("test.gbnf:1:17: error: expecting '}'"));
