@@ -216,7 +216,8 @@ expect_run(64 "--max-work-per-byte: 0 is out of range" match ${WORK}/ambiguous.c
 # GBNF in: by the .gbnf extension or --format gbnf; convert writes .cgram
 # that means the same; errors at their GBNF position.
 file(WRITE ${WORK}/g.gbnf "# digits, then a name\nroot ::= [0-9]+ \"-\" my-name\nmy-name ::= [a-z]{1,8}\n")
-expect_run(0 "g.gbnf: ok" check ${WORK}/g.gbnf)
+expect_run(0 "start rule 'root'" check ${WORK}/g.gbnf)
+expect_run(0 "start rule 'my-name'" check ${WORK}/g.gbnf --start my-name)
 expect_run(0 "complete" match ${WORK}/g.gbnf "42-abc")
 expect_run(2 "rejected" match ${WORK}/g.gbnf "42_abc")
 file(COPY_FILE ${WORK}/g.gbnf ${WORK}/g_gbnf.txt)

@@ -214,9 +214,13 @@ int run_check(const CheckArgs& args) {
     return 1;
   }
   const ir::GrammarIR& ir = outcome.grammar->ir();
+  // A GBNF grammar starts at its own rule (root), not at the entry rule its
+  // translation adds.
+  const bool gbnf = grammar_options(args.file, args.start, args.format).format == GrammarFormat::Gbnf;
+  const std::string start_name = !gbnf ? ir.nonterminals[ir.start].name : args.start == "start" ? "root" : args.start;
   std::cout << fmt::format("{}: ok: {} rules, {} terminals, {} except! sets, {} DFA states; start rule '{}'{}\n",
                            printable(args.file), ir.user_rule_count(), ir.terminals.size(), ir.excepts.size(),
-                           ir.total_dfa_states(), ir.nonterminals[ir.start].name,
+                           ir.total_dfa_states(), printable(start_name),
                            diags.warning_count() ? fmt::format(" ({} warning{})", diags.warning_count(), diags.warning_count() == 1 ? "" : "s") : "");
   if (args.dump_ir) {
     // The desugared rules, then what the matcher runs: the lexical
