@@ -84,6 +84,10 @@ void Diagnostics::note(SourceRange range, std::string message) {
   if (keep(Severity::Note)) list_.push_back({Severity::Note, range, std::move(message)});
 }
 
+void Diagnostics::add(Diagnostic d) {
+  if (keep(d.severity)) list_.push_back(std::move(d));
+}
+
 void Diagnostics::error_at_file(std::string message) {
   SourceRange none;
   none.begin.line = 0;

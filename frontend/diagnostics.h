@@ -26,6 +26,8 @@ class Diagnostics {
   void note(SourceRange range, std::string message);
   // An error with no location in the source (for example a missing start rule).
   void error_at_file(std::string message);
+  // One made elsewhere (another Diagnostics, placed in this file), kept as is.
+  void add(Diagnostic d);
 
   // At most `n` diagnostics are kept (and rendered); the rest are counted.
   // A file of stray characters would otherwise give millions.

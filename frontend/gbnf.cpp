@@ -37,10 +37,13 @@ struct Element {
   uint32_t rule = 0;
 };
 using Alternative = std::vector<Element>;
+// A GBNF rule is defined once it has alternatives (every definition has at
+// least one); until then `offset` is where it was first referred to.
 struct ModelRule {
   std::vector<Alternative> alternatives;
   std::string owner;  // the GBNF rule it is, or is part of
   size_t offset = 0;  // where it is defined (or the group, the repetition)
+  size_t chunk = SIZE_MAX;  // the output chunk of its definition (GBNF rules)
 };
 
 // The translator follows llama.cpp's recursive-descent parser step by step
@@ -117,11 +120,11 @@ class Translator {
 
   uint32_t symbol(std::string_view name, size_t offset) {
     auto [it, inserted] = symbols_.emplace(std::string(name), static_cast<uint32_t>(model_.size()));
-    if (inserted) model_.push_back(ModelRule{{}, std::string(name), offset});
+    if (inserted) model_.push_back(ModelRule{{}, std::string(name), offset, SIZE_MAX});
     return it->second;
   }
   uint32_t generated(const std::string& owner, size_t offset) {
-    model_.push_back(ModelRule{{}, owner, offset});
+    model_.push_back(ModelRule{{}, owner, offset, SIZE_MAX});
     return static_cast<uint32_t>(model_.size() - 1);
   }
 
@@ -150,6 +153,7 @@ class Translator {
       return src_.size();
     }
     const std::string name(src_.substr(pos, end - pos));
+    const size_t name_at = pos;
     chunks_.push_back(Chunk{{}, {}, name, false});
     emit_token(pos, cgram_name(name));
     pos = space(end, false);
@@ -162,9 +166,6 @@ class Translator {
     std::vector<Alternative> alternatives;
     pos = alternates(pos, 0, alternatives, name);
     if (failed_) return src_.size();
-    const uint32_t id = symbol(name, chunks_.back().offsets.front().second);
-    model_[id].alternatives = std::move(alternatives);  // a later definition replaces it, as in llama.cpp
-    model_[id].offset = chunks_.back().offsets.front().second;
     emit(" ;");
     if (at(pos) == '\r') {
       emit(at(pos + 1) == '\n' ? "\r\n" : "\r");
@@ -176,15 +177,18 @@ class Translator {
       fail(pos, 1, "expecting a newline or the end of the grammar");
       return src_.size();
     }
-    auto [previous, inserted] = defined_.emplace(name, chunks_.size() - 1);
-    if (!inserted) {
-      chunks_[previous->second].dropped = true;
-      const auto loc = file_.location_of(static_cast<uint32_t>(chunks_.back().offsets.front().second));
+    // A later definition replaces an earlier one, as in llama.cpp.
+    ModelRule& defined = model_[symbol(name, name_at)];
+    if (defined.chunk != SIZE_MAX) {
+      chunks_[defined.chunk].dropped = true;
+      const auto loc = file_.location_of(static_cast<uint32_t>(name_at));
       diags_.warning({loc, loc}, fmt::format("rule '{}' is defined again; the last definition replaces the "
                                              "earlier one, as in llama.cpp",
                                              name));
-      previous->second = chunks_.size() - 1;
     }
+    defined.alternatives = std::move(alternatives);
+    defined.offset = name_at;
+    defined.chunk = chunks_.size() - 1;
     chunks_.emplace_back();  // what follows, up to the next rule
     return space(pos, true);
   }
@@ -222,7 +226,6 @@ class Translator {
       } else if (is_word_char(c)) {
         size_t end = name_end(pos);
         const std::string_view name = src_.substr(pos, end - pos);
-        references_.emplace_back(std::string(name), pos);
         alt.push_back({true, symbol(name, pos)});
         emit_token(pos, cgram_name(name));
         pos = end;
@@ -304,7 +307,7 @@ class Translator {
   // {m}, {m,}, {m,n}: spaces are allowed inside, as in llama.cpp.
   size_t braces(size_t pos, bool nested, uint64_t& min_out, int64_t& max_out) {
     const size_t open = pos;
-    std::string scratch;  // spaces inside the braces are not copied
+    std::string scratch;  // spaces and comments inside the braces are not copied
     std::swap(scratch, chunk().text);
     auto restore = [&] { std::swap(scratch, chunk().text); };
     pos = space(pos + 1, nested);
@@ -519,12 +522,14 @@ class Translator {
   }
 
   bool check_references() {
-    for (const auto& [name, pos] : references_)
-      if (!defined_.count(name)) {
-        fail(pos, name.size(), fmt::format("undefined rule '{}'", name));
+    // Rules come in the order they were first named: the first undefined
+    // one is reported where it was first used.
+    for (const ModelRule& r : model_)
+      if (r.alternatives.empty()) {
+        fail(r.offset, r.owner.size(), fmt::format("undefined rule '{}'", r.owner));
         return false;
       }
-    if (!defined_.count(entry_)) {
+    if (!symbols_.count(entry_)) {  // every rule named is defined by now
       diags_.error_at_file(entry_ == "root" ? std::string("the grammar has no rule 'root' (a GBNF grammar starts there)")
                                             : fmt::format("no rule named '{}', the start rule", entry_));
       return false;
@@ -600,7 +605,7 @@ class Translator {
       for (const auto& [local, gbnf] : c.offsets) out.offsets.emplace_back(base + local, gbnf);
       out.cgram += c.text;
     }
-    if (!out.cgram.empty() && out.cgram.back() != '\n') out.cgram += '\n';
+    if (out.cgram.back() != '\n') out.cgram += '\n';
     return out;
   }
 
@@ -615,8 +620,6 @@ class Translator {
   std::vector<Chunk> chunks_;
   std::map<std::string, std::string> names_;
   std::set<std::string> names_taken_;
-  std::map<std::string, size_t> defined_;  // GBNF name → its chunk
-  std::vector<std::pair<std::string, size_t>> references_;
 };
 
 }  // namespace

@@ -18,9 +18,6 @@ bool starts_definition(std::string_view source, const Diagnostic& d) {
   while (i < source.size() && isspace(static_cast<unsigned char>(source[i]))) ++i;
   return source.substr(i).starts_with("::=") || source.substr(i).starts_with("=");
 }
-}  // namespace
-
-namespace {
 
 // Rule names quoted in a message ('name'), in the GBNF spelling: `my-rule`
 // for `my_rule`, `root` for the entry rule the translation adds. Only a
@@ -69,8 +66,7 @@ Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, 
   out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
   out.diagnostics = Diagnostics(out.file.get());
   out.diagnostics.set_max_kept(options.syntax.max_errors);
-  // "start", the default, is GBNF's root; any other name is a GBNF rule.
-  const std::string entry = options.start == "start" ? "root" : options.start;
+  const std::string entry = options.entry_rule();
   std::optional<GbnfTranslation> translation = translate_gbnf(*out.file, out.diagnostics, options.syntax, entry);
   if (!translation) return out;
   ParseOptions inner = options;
@@ -83,11 +79,9 @@ Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, 
   // say) at the same GBNF place: each diagnostic once.
   std::set<std::tuple<uint32_t, int, std::string>> seen;
   for (const Diagnostic& d : translated.diagnostics.all()) {
-    const Diagnostic placed = to_gbnf(d, *translation, *out.file, gbnf_of);
-    if (!seen.emplace(placed.range.begin.offset, static_cast<int>(placed.severity), placed.message).second) continue;
-    if (d.severity == Severity::Error) out.diagnostics.error(placed.range, placed.message);
-    else if (d.severity == Severity::Warning) out.diagnostics.warning(placed.range, placed.message);
-    else out.diagnostics.note(placed.range, placed.message);
+    Diagnostic placed = to_gbnf(d, *translation, *out.file, gbnf_of);
+    if (seen.emplace(placed.range.begin.offset, static_cast<int>(placed.severity), placed.message).second)
+      out.diagnostics.add(std::move(placed));
   }
   out.grammar = translated.grammar;
   return out;
@@ -118,9 +112,7 @@ Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filena
     if (out.diagnostics.has_errors() &&
         (d.severity != Severity::Error || d.range.begin.line == 0 || starts_definition(source, d)))
       continue;
-    if (d.severity == Severity::Error) out.diagnostics.error(d.range, d.message);
-    else if (d.severity == Severity::Warning) out.diagnostics.warning(d.range, d.message);
-    else out.diagnostics.note(d.range, d.message);
+    out.diagnostics.add(d);
   }
   if (!out.diagnostics.has_errors() && ir)
     out.grammar = std::make_shared<const Grammar>(out.file, std::move(*ir));

@@ -20,6 +20,9 @@ struct ParseOptions {
   GrammarFormat format = GrammarFormat::Cgram;
   SyntaxLimits syntax;
   ir::AutomatonLimits limits;
+
+  // The start rule by the grammar's own name (GBNF's default is root).
+  std::string entry_rule() const { return format == GrammarFormat::Gbnf && start == "start" ? "root" : start; }
 };
 
 // A checked grammar: immutable once built, safe to share between threads.

@@ -210,15 +210,11 @@ class Builder {
   std::vector<Bits> first_;
 };
 
-}  // namespace
-
-namespace {
-
 // Whether `sets` lookahead sets over the grammar's terminals fit the limit
 // (their bytes in `bytes`), with the error when they do not.
 bool lookaheads_fit(const LexicalGrammar& grammar, size_t sets, const LrLimits& limits, size_t& bytes,
                     std::string& error) {
-  const size_t set_bytes = (grammar.terminals.size() + 2 + 63) / 64 * 8;
+  const size_t set_bytes = (grammar.terminals.size() + 2 + 63) / 64 * 8;  // a Bits over Builder::lookaheads_
   bytes = sets * set_bytes;
   if (sets <= limits.max_lookahead_bytes / set_bytes) return true;
   error = fmt::format(
@@ -232,17 +228,15 @@ bool lookaheads_fit(const LexicalGrammar& grammar, size_t sets, const LrLimits& 
 
 LrTable::LrTable(const LexicalGrammar& grammar, const LrLimits& limits)
     : grammar_(&grammar), terminal_count_(grammar.terminals.size()), nonterminal_count_(grammar.nonterminal_names.size()) {
-  // FIRST sets and the largest closure, before any is built.
-  if (!lookaheads_fit(grammar, grammar.nonterminal_names.size() + grammar.productions.size(), limits,
-                      lookahead_bytes_, error_))
-    return;
+  // FIRST sets and the largest closure, before any is built; then one set
+  // per kernel item.
+  const size_t fixed_sets = grammar.nonterminal_names.size() + grammar.productions.size();
+  if (!lookaheads_fit(grammar, fixed_sets, limits, lookahead_bytes_, error_)) return;
   Builder b(grammar);
   if (!b.build_lr0(limits, error_)) return;
   size_t kernel_items = 0;
   for (const auto& kernel : b.kernels) kernel_items += kernel.size();
-  if (!lookaheads_fit(grammar, grammar.nonterminal_names.size() + grammar.productions.size() + kernel_items, limits,
-                      lookahead_bytes_, error_))
-    return;
+  if (!lookaheads_fit(grammar, fixed_sets + kernel_items, limits, lookahead_bytes_, error_)) return;
   b.compute_lookaheads();
   const size_t n = b.kernels.size();
   shifts_.resize(n);

@@ -68,7 +68,7 @@ void expect_same_language(const std::string& name) {
   auto oracle_gbnf = oracle_grammar(*from_gbnf);
   auto oracle_twin = oracle_grammar(*by_hand);
   std::mt19937_64 rng(7);
-  size_t sentences = 0, rejected_mutants = 0;
+  size_t rejected_mutants = 0;
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     for (const Grammar* g : {from_gbnf.get(), by_hand.get()}) {
       SentenceGenerator generator(g->ir(), seed);
@@ -76,7 +76,6 @@ void expect_same_language(const std::string& name) {
       INFO(name << ": sentence '" << text << "'");
       CHECK(verdict(oracle_gbnf, text) == oracle::Verdict::Complete);
       CHECK(verdict(oracle_twin, text) == oracle::Verdict::Complete);
-      ++sentences;
       for (int m = 0; m < 4; ++m) {
         text = mutate(text, rng);
         INFO("mutant '" << text << "'");
@@ -86,7 +85,6 @@ void expect_same_language(const std::string& name) {
       }
     }
   }
-  CHECK(sentences == 300);
   CHECK(rejected_mutants > 100);  // the mutants reach outside the language
 }
 

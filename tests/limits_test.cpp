@@ -197,20 +197,28 @@ void expect_same_masks(const std::shared_ptr<const CompiledGrammar>& a, const st
   }
 }
 
+// A compile limit at what `source` needs (it compiles) and one below (it is
+// refused with `message`); `set` puts the value in the options.
+template <typename SetLimit>
+void expect_compile_limit(const std::string& source, size_t needed, SetLimit set, const std::string& message) {
+  CompileOptions options;
+  set(options, needed);
+  CHECK(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compile_with(source, options)));
+  set(options, needed - 1);
+  auto refused = compile_with(source, options);
+  REQUIRE(std::holds_alternative<CompileError>(refused));
+  CHECK_THAT(std::get<CompileError>(refused).message, Catch::Contains(message));
+}
+
 }  // namespace
 
 TEST_CASE("LR limits: states, and sparse rows where a dense table would be too big", "[limits][lr]") {
   const std::string json = read_example("json.cgram");
   auto dense = compiled_with(json);
   const size_t states = dense->table().state_count();
-  CompileOptions options;
-  options.lr.max_states = states;
-  CHECK(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compile_with(json, options)));
-  options.lr.max_states = states - 1;
-  auto refused = compile_with(json, options);
-  REQUIRE(std::holds_alternative<CompileError>(refused));
-  CHECK_THAT(std::get<CompileError>(refused).message,
-             Catch::Contains(fmt::format("needs more than {} states", states - 1)));
+  expect_compile_limit(
+      json, states, [](CompileOptions& o, size_t v) { o.lr.max_states = v; },
+      fmt::format("needs more than {} states", states - 1));
   // No dense table at all: the rows are searched, with the same masks.
   CompileOptions sparse;
   sparse.lr.max_dense_cells = 0;
@@ -240,13 +248,9 @@ TEST_CASE("LR lookahead sets: at the limit and past it, and many recursive alter
   auto built = compiled_with(source);
   const size_t needed = built->table().lookahead_bytes();
   CHECK(needed > 0);
-  CompileOptions options;
-  options.lr.max_lookahead_bytes = needed;
-  CHECK(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compile_with(source, options)));
-  options.lr.max_lookahead_bytes = needed - 1;
-  auto refused = compile_with(source, options);
-  REQUIRE(std::holds_alternative<CompileError>(refused));
-  CHECK_THAT(std::get<CompileError>(refused).message, Catch::Contains("lookahead sets need more than"));
+  expect_compile_limit(
+      source, needed, [](CompileOptions& o, size_t v) { o.lr.max_lookahead_bytes = v; },
+      "lookahead sets need more than");
   // 20,000 of them (900 MB before this limit; 30,000 took 1.7 GB) are
   // refused by the default, before any set is built.
   auto huge = compile_with(alternatives(20000), {});

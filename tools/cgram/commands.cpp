@@ -38,13 +38,13 @@ json diagnostics_json(const Diagnostics& diags) {
   return list;
 }
 
-json summary_json(const ir::GrammarIR& ir) {
+json summary_json(const ir::GrammarIR& ir, const std::string& start) {
   json out = {{"rules", ir.user_rule_count()},
               {"productions", ir.productions.size()},
               {"terminals", ir.terminals.size()},
               {"except_sets", ir.excepts.size()},
               {"dfa_states", ir.total_dfa_states()}};
-  put_bytes(out, "start", ir.nonterminals[ir.start].name);
+  put_bytes(out, "start", start);
   return out;
 }
 
@@ -198,13 +198,16 @@ int run_check(const CheckArgs& args) {
     return 1;
   }
   const Diagnostics& diags = outcome.diagnostics;
+  // By the grammar's own name: a GBNF grammar starts at root, not at the
+  // entry rule its translation adds.
+  const std::string start_name = grammar_options(args.file, args.start, args.format).entry_rule();
   if (args.json) {
     json out = {{"ok", outcome.ok()},
                 {"errors", diags.error_count()},
                 {"warnings", diags.warning_count()},
                 {"diagnostics", diagnostics_json(diags)}};
     put_bytes(out, "file", args.file);
-    if (outcome.ok()) out["summary"] = summary_json(outcome.grammar->ir());
+    if (outcome.ok()) out["summary"] = summary_json(outcome.grammar->ir(), start_name);
     std::cout << dump_json(out, 2) << "\n";
     return outcome.ok() ? 0 : 1;
   }
@@ -214,10 +217,6 @@ int run_check(const CheckArgs& args) {
     return 1;
   }
   const ir::GrammarIR& ir = outcome.grammar->ir();
-  // A GBNF grammar starts at its own rule (root), not at the entry rule its
-  // translation adds.
-  const bool gbnf = grammar_options(args.file, args.start, args.format).format == GrammarFormat::Gbnf;
-  const std::string start_name = !gbnf ? ir.nonterminals[ir.start].name : args.start == "start" ? "root" : args.start;
   std::cout << fmt::format("{}: ok: {} rules, {} terminals, {} except! sets, {} DFA states; start rule '{}'{}\n",
                            printable(args.file), ir.user_rule_count(), ir.terminals.size(), ir.excepts.size(),
                            ir.total_dfa_states(), printable(start_name),
@@ -307,7 +306,7 @@ int run_match(const MatchArgs& args) {
 }
 
 int run_convert(const ConvertArgs& args) {
-  const bool gbnf = args.format == "gbnf" || (args.format == "auto" && is_gbnf_path(args.file));
+  const bool gbnf = grammar_options(args.file, "start", args.format).format == GrammarFormat::Gbnf;
   if (!gbnf) {
     print_error(fmt::format("convert reads GBNF: '{}' does not end in .gbnf (give --format gbnf)", args.file));
     return kExitUsage;
@@ -322,11 +321,8 @@ int run_convert(const ConvertArgs& args) {
   Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, "start", "gbnf"));
   std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   if (!outcome.ok()) return 1;
-  const SourceFile file(args.file, text);
-  Diagnostics again(&file);
-  const std::optional<GbnfTranslation> translation = translate_gbnf(file, again);
-  if (!translation) return 1;  // reported above
-  const std::string converted = "(* converted from GBNF by cgram convert *)\n" + translation->cgram;
+  // A GBNF grammar is built from its translation: that is its source text.
+  const std::string converted = "(* converted from GBNF by cgram convert *)\n" + std::string(outcome.grammar->file().text());
   if (args.output.empty()) {
     std::cout << converted;
     return 0;
