@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "cgram_text.h"
 #include "utf8.h"
 
 namespace cgram {
@@ -442,21 +443,6 @@ class Translator {
     return pos + 1;
   }
 
-  static std::string literal_char(uint32_t cp) {
-    switch (cp) {
-      case '\'': return "\\'";
-      case '\\': return "\\\\";
-      case '\n': return "\\n";
-      case '\r': return "\\r";
-      case '\t': return "\\t";
-      default: break;
-    }
-    if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) return fmt::format("\\u{{{:X}}}", cp);
-    std::string out;
-    append_utf8(out, cp);
-    return out;
-  }
-
   // A class; `empty` when it lists no character ([] and [^]: llama.cpp
   // adds no element, so they match the empty string). Ranges over code
   // points that UTF-8 text cannot hold (surrogates, above U+10FFFF) and
@@ -507,18 +493,6 @@ class Translator {
     if (lo > hi) return;
     if (lo < 0xD800) ranges.emplace_back(lo, std::min<uint32_t>(hi, 0xD7FF));
     if (hi > 0xDFFF) ranges.emplace_back(std::max<uint32_t>(lo, 0xE000), hi);
-  }
-
-  static std::string class_char(uint32_t cp) {
-    if (cp == '\'' || cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-')
-      return fmt::format("\\{}", static_cast<char>(cp));
-    if (cp == '\n') return "\\n";
-    if (cp == '\t') return "\\t";
-    if (cp == '\r') return "\\r";
-    if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) return fmt::format("\\u{{{:X}}}", cp);
-    std::string out;
-    append_utf8(out, cp);
-    return out;
   }
 
   bool check_references() {

@@ -61,6 +61,31 @@ Diagnostic to_gbnf(const Diagnostic& d, const GbnfTranslation& translation, cons
   return out;
 }
 
+// A JSON Schema: its translation parsed as .cgram, each diagnostic placed
+// at the schema value its rule came from.
+Grammar::Outcome parse_json_schema(std::string_view source, std::string_view filename, const ParseOptions& options) {
+  Grammar::Outcome out;
+  out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
+  out.diagnostics = Diagnostics(out.file.get());
+  out.diagnostics.set_max_kept(options.syntax.max_errors);
+  std::optional<SchemaTranslation> translation =
+      translate_json_schema(*out.file, out.diagnostics, options.schema, options.syntax);
+  if (!translation) return out;
+  ParseOptions inner = options;
+  inner.format = GrammarFormat::Cgram;
+  inner.start = translation->start;
+  Grammar::Outcome translated = Grammar::parse(translation->cgram, filename, inner);
+  for (const Diagnostic& d : translated.diagnostics.all()) {
+    Diagnostic placed = d;
+    if (d.range.begin.line != 0) {
+      placed.range.begin = placed.range.end = out.file->location_of(translation->schema_offset(d.range.begin.offset));
+    }
+    out.diagnostics.add(std::move(placed));
+  }
+  out.grammar = translated.grammar;
+  return out;
+}
+
 Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, const ParseOptions& options) {
   Grammar::Outcome out;
   out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
@@ -92,6 +117,7 @@ Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, 
 Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filename,
                                 const ParseOptions& options) {
   if (options.format == GrammarFormat::Gbnf) return parse_gbnf(source, filename, options);
+  if (options.format == GrammarFormat::JsonSchema) return parse_json_schema(source, filename, options);
   Outcome out;
   out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
   out.diagnostics = Diagnostics(out.file.get());

@@ -6,13 +6,15 @@
 
 #include "diagnostics.h"
 #include "grammar_ir.h"
+#include "json_schema.h"
 #include "parse.h"
 
 namespace cgram {
 
-// What the text is written in: .cgram, or llama.cpp's GBNF (translated to
-// .cgram first, frontend/gbnf.h; diagnostics point into the GBNF text).
-enum class GrammarFormat { Cgram, Gbnf };
+// What the text is written in: .cgram, llama.cpp's GBNF, or a JSON Schema
+// (the last two translated to .cgram first, frontend/gbnf.h and
+// frontend/json_schema.h; diagnostics point into the text given).
+enum class GrammarFormat { Cgram, Gbnf, JsonSchema };
 
 struct ParseOptions {
   // For GBNF, "start" (the default) means `root`; another name is a GBNF rule.
@@ -20,6 +22,8 @@ struct ParseOptions {
   GrammarFormat format = GrammarFormat::Cgram;
   SyntaxLimits syntax;
   ir::AutomatonLimits limits;
+  // For a JSON Schema: the layout of the documents, and whether ignored keywords are errors.
+  JsonSchemaOptions schema;
 
   // The start rule by the grammar's own name (GBNF's default is root).
   std::string entry_rule() const { return format == GrammarFormat::Gbnf && start == "start" ? "root" : start; }

@@ -50,7 +50,7 @@ json summary_json(const ir::GrammarIR& ir, const std::string& start) {
 
 // Loads and checks a grammar, printing its diagnostics to stderr (in text
 // mode). Returns the outcome; `io_error` is set when the file is unreadable.
-Grammar::Outcome load(const std::string& file, const std::string& start, const std::string& format, bool json_mode,
+Grammar::Outcome load(const std::string& file, const std::string& start, const GrammarInput& format, bool json_mode,
                       std::string& io_error) {
   std::string text;
   if (auto error = read_grammar_file(file, text)) {
@@ -192,7 +192,7 @@ MatchResult match_text(const Grammar::Outcome& outcome, std::string_view text,
 
 int run_check(const CheckArgs& args) {
   std::string io_error;
-  Grammar::Outcome outcome = load(args.file, args.start, args.format, args.json, io_error);
+  Grammar::Outcome outcome = load(args.file, args.start, args, args.json, io_error);
   if (!io_error.empty()) {
     print_io_error(io_error, args.json);
     return 1;
@@ -200,7 +200,7 @@ int run_check(const CheckArgs& args) {
   const Diagnostics& diags = outcome.diagnostics;
   // By the grammar's own name: a GBNF grammar starts at root, not at the
   // entry rule its translation adds.
-  const std::string start_name = grammar_options(args.file, args.start, args.format).entry_rule();
+  const std::string start_name = grammar_options(args.file, args.start, args).entry_rule();
   if (args.json) {
     json out = {{"ok", outcome.ok()},
                 {"errors", diags.error_count()},
@@ -250,7 +250,7 @@ int run_match(const MatchArgs& args) {
   } else {
     text = args.text.value_or("");
   }
-  Grammar::Outcome outcome = load(args.file, args.start, args.format, args.json, io_error);
+  Grammar::Outcome outcome = load(args.file, args.start, args, args.json, io_error);
   if (!io_error.empty()) {
     print_io_error(io_error, args.json);
     return kGrammarErrors;
@@ -306,9 +306,11 @@ int run_match(const MatchArgs& args) {
 }
 
 int run_convert(const ConvertArgs& args) {
-  const bool gbnf = grammar_options(args.file, "start", args.format).format == GrammarFormat::Gbnf;
-  if (!gbnf) {
-    print_error(fmt::format("convert reads GBNF: '{}' does not end in .gbnf (give --format gbnf)", args.file));
+  const GrammarFormat format = grammar_options(args.file, "start", args).format;
+  if (format == GrammarFormat::Cgram) {
+    print_error(fmt::format("convert reads GBNF (.gbnf) or a JSON Schema (.json): give --format gbnf or "
+                            "--format json-schema for '{}'",
+                            args.file));
     return kExitUsage;
   }
   std::string text;
@@ -317,12 +319,14 @@ int run_convert(const ConvertArgs& args) {
     return 1;
   }
   // The whole pipeline first, so that what is written is a grammar that
-  // works, and every problem is reported at its GBNF position.
-  Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, "start", "gbnf"));
+  // works, and every problem is reported at its position in the input.
+  Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, "start", args));
   std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   if (!outcome.ok()) return 1;
-  // A GBNF grammar is built from its translation: that is its source text.
-  const std::string converted = "(* converted from GBNF by cgram convert *)\n" + std::string(outcome.grammar->file().text());
+  // A translated grammar is built from its translation: that is its source text.
+  const std::string converted =
+      (format == GrammarFormat::Gbnf ? "(* converted from GBNF by cgram convert *)\n" : "") +
+      std::string(outcome.grammar->file().text());
   if (args.output.empty()) {
     std::cout << converted;
     return 0;

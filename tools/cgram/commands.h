@@ -19,21 +19,28 @@ inline constexpr size_t kDefaultMatchWorkPerByte = 16384;
 // generate --max-tokens: 1 to this many.
 inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 
-struct CheckArgs {
+// How a grammar file is read: its format (auto: by the extension, .gbnf is
+// GBNF and .json a JSON Schema; or cgram, gbnf, json-schema) and, for a JSON
+// Schema, the documents' whitespace and whether ignored keywords are errors.
+struct GrammarInput {
+  std::string format = "auto";
+  std::string whitespace = "flexible";
+  bool strict = false;
+};
+
+struct CheckArgs : GrammarInput {
   std::string file;
   std::string start = "start";
-  std::string format = "auto";  // auto (by extension: .gbnf is GBNF), cgram or gbnf
   bool json = false;
   bool dump_ir = false;
 };
 int run_check(const CheckArgs& args);
 
-struct MatchArgs {
+struct MatchArgs : GrammarInput {
   std::string file;
   std::optional<std::string> text;
   std::optional<std::string> text_file;
   std::string start = "start";
-  std::string format = "auto";
   bool json = false;
   size_t max_text_bytes = kDefaultMaxTextBytes;
   size_t max_work_per_byte = kDefaultMatchWorkPerByte;
@@ -42,11 +49,11 @@ struct MatchArgs {
 // the engine gave up: a grammar too ambiguous for --max-work-per-byte).
 int run_match(const MatchArgs& args);
 
-// Writes the .cgram equivalent of a GBNF grammar (comments kept).
-struct ConvertArgs {
+// Writes the .cgram equivalent of a GBNF grammar (comments kept) or of a
+// JSON Schema (`cgram schema`).
+struct ConvertArgs : GrammarInput {
   std::string file;
   std::string output;  // empty: standard output
-  std::string format = "auto";
 };
 int run_convert(const ConvertArgs& args);
 
@@ -55,10 +62,9 @@ int run_convert(const ConvertArgs& args);
 int run_demo();
 
 // Commands that need a vocabulary (the bundled one when `vocab` is empty).
-struct VocabArgs {
+struct VocabArgs : GrammarInput {
   std::string file;
   std::string start = "start";
-  std::string format = "auto";
   std::string vocab;
   bool json = false;
   bool eager_index = false;  // build the whole token index at compile time

@@ -9,9 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include "commands.h"
 #include "compile.h"
 #include "file_io.h"
 #include "gbnf.h"
+#include "json_schema.h"
 #include "parse.h"
 #include "utf8.h"
 
@@ -87,13 +89,18 @@ inline std::string printable(std::string_view bytes, bool keep_layout = false) {
 }
 
 // How to read a grammar file: --format when given, else by its extension
-// (.gbnf is llama.cpp's GBNF, anything else .cgram).
+// (.gbnf is llama.cpp's GBNF, .json a JSON Schema, anything else .cgram).
 inline ParseOptions grammar_options(const std::string& path, const std::string& start,
-                                    const std::string& format = "auto") {
+                                    const GrammarInput& input = {}) {
   ParseOptions options;
   options.start = start;
-  const bool gbnf = format == "gbnf" || (format == "auto" && is_gbnf_path(path));
-  options.format = gbnf ? GrammarFormat::Gbnf : GrammarFormat::Cgram;
+  const std::string& format = input.format;
+  if (format == "gbnf" || (format == "auto" && is_gbnf_path(path))) options.format = GrammarFormat::Gbnf;
+  else if (format == "json-schema" || (format == "auto" && is_json_schema_path(path)))
+    options.format = GrammarFormat::JsonSchema;
+  else options.format = GrammarFormat::Cgram;
+  options.schema.whitespace = parse_json_whitespace(input.whitespace).value_or(JsonWhitespace::Flexible);
+  options.schema.strict = input.strict;
   return options;
 }
 

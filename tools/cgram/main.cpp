@@ -47,19 +47,31 @@ int main(int argc, char** argv) {
         ->capture_default_str();
   };
 
-  // A grammar is .cgram, or llama.cpp's GBNF (by the .gbnf extension, or
-  // --format gbnf); for GBNF, --start names a GBNF rule (default root).
-  auto add_format = [](CLI::App* cmd, std::string& format) {
-    cmd->add_option("--format", format, "The grammar's format: auto (.gbnf is GBNF), cgram or gbnf")
-        ->check(CLI::IsMember({"auto", "cgram", "gbnf"}))
+  // A grammar is .cgram, llama.cpp's GBNF (by the .gbnf extension, or
+  // --format gbnf; --start then names a GBNF rule, default root) or a JSON
+  // Schema (.json, or --format json-schema; with --whitespace and --strict).
+  auto add_schema_options = [](CLI::App* cmd, GrammarInput& input) {
+    cmd->add_option("--whitespace", input.whitespace,
+                    "JSON Schema: the documents' layout: compact, pretty (two-space indentation) or flexible "
+                    "(any JSON whitespace)")
+        ->check(CLI::IsMember({"compact", "pretty", "flexible"}))
         ->capture_default_str();
+    cmd->add_flag("--strict", input.strict,
+                  "JSON Schema: a keyword that would be ignored (the grammar accepting more) is an error");
+  };
+  auto add_format = [&add_schema_options](CLI::App* cmd, GrammarInput& input) {
+    cmd->add_option("--format", input.format,
+                    "The grammar's format: auto (.gbnf is GBNF, .json a JSON Schema), cgram, gbnf or json-schema")
+        ->check(CLI::IsMember({"auto", "cgram", "gbnf", "json-schema"}))
+        ->capture_default_str();
+    add_schema_options(cmd, input);
   };
 
   CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Check a grammar: print its diagnostics, or a summary");
   check_cmd->add_option("FILE", check.file, "The grammar: .cgram, or GBNF (.gbnf)")->required();
   check_cmd->add_option("--start", check.start, "The start rule")->capture_default_str();
-  add_format(check_cmd, check.format);
+  add_format(check_cmd, check);
   check_cmd->add_flag("--json", check.json, "Print the result as one JSON object");
   check_cmd->add_flag("--ir", check.dump_ir, "Also print the desugared grammar IR, its lexical terminals and LR skeleton");
 
@@ -73,7 +85,7 @@ int main(int argc, char** argv) {
   auto* file_opt = match_cmd->add_option("--file", match.text_file, "Read the text from this file");
   text_opt->excludes(file_opt);
   match_cmd->add_option("--start", match.start, "The start rule")->capture_default_str();
-  add_format(match_cmd, match.format);
+  add_format(match_cmd, match);
   match_cmd->add_flag("--json", match.json, "Print the result as one JSON object");
   add_max_text_bytes(match_cmd, match.max_text_bytes);
   match_cmd
@@ -88,7 +100,7 @@ int main(int argc, char** argv) {
     cmd->add_option("--vocab", a.vocab,
                     "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
     cmd->add_option("--start", a.start, "The start rule")->capture_default_str();
-    add_format(cmd, a.format);
+    add_format(cmd, a);
     cmd->add_flag("--json", a.json, "Print the result as JSON");
     cmd->add_option("--tier", a.tier,
                     "table: run on the tables; jit: compile the kernels with the LLVM JIT first. A FILE ending "
@@ -133,7 +145,7 @@ int main(int argc, char** argv) {
                         "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled "
                         "Phi-3); with --suite, repeat it for several");
   bench_cmd->add_option("--start", bench.start, "The start rule")->capture_default_str();
-  add_format(bench_cmd, bench.format);
+  add_format(bench_cmd, bench);
   bench_cmd->add_option("--tier", bench.tier,
                         "table, or jit (compile the kernels first; with --suite, both are measured and compared)")
       ->check(CLI::IsMember({"table", "jit"}))
@@ -157,15 +169,23 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--vocab", compile.vocab,
                           "Vocabulary: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
   compile_cmd->add_option("--start", compile.start, "The start rule")->capture_default_str();
-  add_format(compile_cmd, compile.format);
+  add_format(compile_cmd, compile);
   compile_cmd->add_option("-o,--output", compile.output, "The shared object to write")->required();
 
   ConvertArgs convert;
   CLI::App* convert_cmd =
-      app.add_subcommand("convert", "Write the .cgram equivalent of a GBNF grammar (llama.cpp's format), comments kept");
-  convert_cmd->add_option("FILE", convert.file, "The GBNF grammar (.gbnf)")->required();
+      app.add_subcommand("convert", "Write the .cgram equivalent of a GBNF grammar (llama.cpp's format, comments kept) or of a JSON Schema");
+  convert_cmd->add_option("FILE", convert.file, "The GBNF grammar (.gbnf) or JSON Schema (.json)")->required();
   convert_cmd->add_option("-o,--output", convert.output, "The .cgram file to write (default: standard output)");
-  add_format(convert_cmd, convert.format);
+  add_format(convert_cmd, convert);
+
+  ConvertArgs schema;
+  schema.format = "json-schema";
+  CLI::App* schema_cmd = app.add_subcommand(
+      "schema", "Write the .cgram grammar of a JSON Schema: the documents it accepts, in one whitespace layout");
+  schema_cmd->add_option("FILE", schema.file, "The JSON Schema (.json)")->required();
+  schema_cmd->add_option("-o,--output", schema.output, "The .cgram file to write (default: standard output)");
+  add_schema_options(schema_cmd, schema);
 
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
@@ -208,6 +228,7 @@ int main(int argc, char** argv) {
   }
   if (*demo_cmd) return run_demo();
   if (*convert_cmd) return run_convert(convert);
+  if (*schema_cmd) return run_convert(schema);
   if (*compile_cmd) return run_compile(compile);
   if (*mask_cmd) return run_mask(mask);
   if (*generate_cmd) return run_generate(generate);

@@ -94,7 +94,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
   }
   auto start = Clock::now();
   out.grammar_arrived = start;
-  Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, args.start, args.format));
+  Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, args.start, args));
   out.parse_ms = ms_since(start);
   std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   if (!outcome.ok()) return std::nullopt;

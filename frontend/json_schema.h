@@ -1,0 +1,60 @@
+#pragma once
+// JSON Schema (draft 2020-12, with draft-07's `definitions` and array
+// `items`) → .cgram text: a grammar whose sentences are the JSON documents
+// the schema accepts, written in one whitespace style. docs/JSON_SCHEMA.md
+// lists each keyword, what is exact, and what is written one way only
+// (object members in the schema's property order, numbers with bounds in
+// fixed point, one spelling per string character).
+//
+// An unsupported keyword is an error, or, where ignoring it only makes the
+// grammar accept more, a warning that names it (an error with `strict`).
+// Diagnostics point into the schema file.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "diagnostics.h"
+#include "parse.h"
+#include "source.h"
+
+namespace cgram {
+
+// How the documents are laid out:
+//   compact  {"a":1,"b":[1,2]}
+//   pretty   two-space indentation, one member or element per line, ": "
+//            after keys, as json.dumps(indent=2) and JSON.stringify(v, null, 2)
+//            write it (deeper than kPrettyDepth levels, any indentation);
+//   flexible any JSON whitespace between tokens (RFC 8259), and around the document.
+enum class JsonWhitespace { Compact, Pretty, Flexible };
+inline constexpr int kPrettyDepth = 16;
+std::optional<JsonWhitespace> parse_json_whitespace(std::string_view name);
+
+struct JsonSchemaOptions {
+  JsonWhitespace whitespace = JsonWhitespace::Flexible;
+  // Warnings about ignored keywords become errors.
+  bool strict = false;
+};
+
+struct SchemaTranslation {
+  std::string cgram;            // the grammar's text
+  std::string start = "start";  // its start rule
+  // (offset in `cgram`, offset in the schema) at the start of every rule, ascending in the first.
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+
+  // The schema offset of the rule that holds .cgram offset `offset`.
+  uint32_t schema_offset(uint32_t offset) const;
+};
+
+// Translates the schema in `file`; errors go to `diags` (bound to `file`).
+// Nothing is returned when there was an error.
+std::optional<SchemaTranslation> translate_json_schema(const SourceFile& file, Diagnostics& diags,
+                                                       const JsonSchemaOptions& options = {},
+                                                       const SyntaxLimits& limits = {});
+
+// Whether a path names a JSON Schema file (by its extension: .json).
+bool is_json_schema_path(std::string_view path);
+
+}  // namespace cgram

@@ -1,0 +1,683 @@
+#include "json_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "cgram_text.h"
+#include "utf8.h"
+
+namespace cgram::json {
+namespace {
+
+// Alternatives of a regex; none means the regex matches nothing.
+class Alternatives {
+ public:
+  void add(std::optional<std::string> alternative) {
+    if (alternative) list_.push_back(std::move(*alternative));
+  }
+  std::optional<std::string> regex() const {
+    if (list_.empty()) return std::nullopt;
+    if (list_.size() == 1) return list_[0];
+    std::string out = "(?:";
+    for (size_t i = 0; i < list_.size(); ++i) out += (i ? "|" : "") + list_[i];
+    return out + ")";
+  }
+
+ private:
+  std::vector<std::string> list_;
+};
+
+std::string digit_class(int lo, int hi) {
+  if (lo == hi) return std::string(1, static_cast<char>('0' + lo));
+  if (lo == 0 && hi == 9) return "[0-9]";
+  return fmt::format("[{}-{}]", lo, hi);
+}
+
+// --- Digit strings between bounds -------------------------------------------
+
+// A bound on digit strings that are compared digit by digit: fraction digits
+// (shorter strings padded with zeros) or integer digits of one length.
+struct DigitBound {
+  std::string digits;
+  bool inclusive = true;
+};
+using OptBound = std::optional<DigitBound>;
+
+// The bound left for the digits after the first, once the first is `d`;
+// `satisfied` when every continuation meets it, `violated` when none does.
+enum class Step { Satisfied, Violated, Continue };
+Step lower_step(const DigitBound& b, int d, DigitBound& rest) {
+  const int first = b.digits.empty() ? 0 : b.digits[0] - '0';
+  if (d > first) return Step::Satisfied;
+  if (d < first) return Step::Violated;
+  rest = {b.digits.empty() ? "" : b.digits.substr(1), b.inclusive};
+  return Step::Continue;
+}
+Step upper_step(const DigitBound& b, int d, DigitBound& rest) {
+  const int first = b.digits.empty() ? 0 : b.digits[0] - '0';
+  if (d < first) return Step::Satisfied;
+  if (d > first) return Step::Violated;
+  rest = {b.digits.empty() ? "" : b.digits.substr(1), b.inclusive};
+  return Step::Continue;
+}
+
+// Per first digit, the regex of what may follow it (nullopt: the digit is
+// not allowed); runs of digits with the same follower become one class.
+template <typename Follower>
+std::optional<std::string> by_first_digit(int first_min, Follower follower) {
+  std::vector<std::optional<std::string>> rest(10);
+  for (int d = first_min; d <= 9; ++d) rest[d] = follower(d);
+  Alternatives alts;
+  for (int d = first_min; d <= 9;) {
+    int e = d;
+    while (e + 1 <= 9 && rest[e + 1] == rest[d]) ++e;
+    if (rest[d]) alts.add(digit_class(d, e) + *rest[d]);
+    d = e + 1;
+  }
+  return alts.regex();
+}
+
+// Fraction digit strings F (maybe empty: no fraction) with lower ≤ 0.F ≤
+// upper, each bound optional. Empty bound digits stand for the value 0.
+struct FractionSet {
+  bool empty_ok = false;
+  std::optional<std::string> nonempty;  // strings of one digit or more
+};
+
+FractionSet fraction_set(OptBound lower, OptBound upper) {
+  if (lower && lower->digits.empty() && lower->inclusive) lower.reset();  // ≥ 0 always holds
+  FractionSet out;
+  const bool upper_is_zero = upper && upper->digits.empty();
+  if (!lower && !upper) return {true, "[0-9]+"};
+  if (lower && lower->digits.empty()) {  // > 0: a nonzero digit somewhere
+    if (upper_is_zero) return {};
+    if (!upper) return {false, "0*[1-9][0-9]*"};
+  }
+  if (!lower && upper_is_zero) return upper->inclusive ? FractionSet{true, "0+"} : FractionSet{};
+  out.empty_ok = (!lower) && (!upper || !upper->digits.empty() || upper->inclusive);
+  out.nonempty = by_first_digit(0, [&](int d) -> std::optional<std::string> {
+    DigitBound lower_rest, upper_rest;
+    OptBound next_lower, next_upper;
+    if (lower) {
+      Step s = lower_step(*lower, d, lower_rest);
+      if (s == Step::Violated) return std::nullopt;
+      if (s == Step::Continue) next_lower = lower_rest;
+    }
+    if (upper) {
+      Step s = upper_step(*upper, d, upper_rest);
+      if (s == Step::Violated) return std::nullopt;
+      if (s == Step::Continue) next_upper = upper_rest;
+    }
+    FractionSet rest = fraction_set(next_lower, next_upper);
+    if (!rest.nonempty) return rest.empty_ok ? std::optional<std::string>("") : std::nullopt;
+    return rest.empty_ok ? "(?:" + *rest.nonempty + ")?" : *rest.nonempty;
+  });
+  return out;
+}
+
+// The fraction part of a JSON number ("" or "." digits) with the bounds.
+std::optional<std::string> fraction_regex(const OptBound& lower, const OptBound& upper) {
+  FractionSet set = fraction_set(lower, upper);
+  if (!set.nonempty) return set.empty_ok ? std::optional<std::string>("") : std::nullopt;
+  return set.empty_ok ? "(?:\\." + *set.nonempty + ")?" : "\\." + *set.nonempty;
+}
+
+// Digit strings of exactly n digits (no leading zero unless n is 1) between
+// bounds of n digits.
+std::optional<std::string> fixed_length(size_t n, const OptBound& lower, const OptBound& upper, bool leading) {
+  if (n == 0) {
+    const bool ok = (!lower || lower->inclusive) && (!upper || upper->inclusive);
+    return ok ? std::optional<std::string>("") : std::nullopt;
+  }
+  if (!lower && !upper) return leading && n > 1 ? fmt::format("[1-9][0-9]{{{}}}", n - 1) : fmt::format("[0-9]{{{}}}", n);
+  return by_first_digit(leading && n > 1 ? 1 : 0, [&](int d) -> std::optional<std::string> {
+    DigitBound lower_rest, upper_rest;
+    OptBound next_lower, next_upper;
+    if (lower) {
+      Step s = lower_step(*lower, d, lower_rest);
+      if (s == Step::Violated) return std::nullopt;
+      if (s == Step::Continue) next_lower = lower_rest;
+    }
+    if (upper) {
+      Step s = upper_step(*upper, d, upper_rest);
+      if (s == Step::Violated) return std::nullopt;
+      if (s == Step::Continue) next_upper = upper_rest;
+    }
+    return fixed_length(n - 1, next_lower, next_upper, false);
+  });
+}
+
+// Integer digit strings (no leading zeros) between the bounds.
+std::optional<std::string> integer_digits(const DigitBound& lower, const OptBound& upper) {
+  const size_t lo_len = lower.digits.size();
+  const size_t hi_len = upper ? upper->digits.size() : SIZE_MAX;
+  if (hi_len < lo_len) return std::nullopt;
+  Alternatives alts;
+  if (lo_len == hi_len) return fixed_length(lo_len, lower, upper, true);
+  alts.add(fixed_length(lo_len, lower, std::nullopt, true));
+  // Every length strictly between: a nonzero digit and lo_len .. hi_len-2 more.
+  if (!upper) alts.add(fmt::format("[1-9][0-9]{{{},}}", lo_len));
+  else if (hi_len - lo_len >= 2)
+    alts.add(hi_len - lo_len == 2 ? fmt::format("[1-9][0-9]{{{}}}", lo_len)
+                                  : fmt::format("[1-9][0-9]{{{},{}}}", lo_len, hi_len - 2));
+  if (upper) alts.add(fixed_length(hi_len, std::nullopt, upper, true));
+  return alts.regex();
+}
+
+// Magnitudes (no sign) between the bounds, fixed point; integers only
+// when `integer`.
+int compare_magnitude(const Decimal& a, const Decimal& b);
+
+std::optional<std::string> magnitude_regex(const NumberBound& lower, const std::optional<NumberBound>& upper,
+                                           bool integer) {
+  if (upper) {
+    const int c = compare_magnitude(lower.value, upper->value);
+    if (c > 0 || (c == 0 && !(lower.inclusive && upper->inclusive))) return std::nullopt;
+  }
+  const std::string& li = lower.value.integer;
+  if (integer) {
+    // ceil of the lower bound, floor of the upper: a bound with a fraction
+    // excludes its integer part below and includes it above.
+    DigitBound lo{li, lower.inclusive && lower.value.fraction.empty()};
+    OptBound hi;
+    if (upper) hi = DigitBound{upper->value.integer, upper->inclusive || !upper->value.fraction.empty()};
+    return integer_digits(lo, hi);
+  }
+  const DigitBound lower_fraction{lower.value.fraction, lower.inclusive};
+  Alternatives alts;
+  if (upper && upper->value.integer == li) {
+    auto f = fraction_regex(lower_fraction, DigitBound{upper->value.fraction, upper->inclusive});
+    if (f) alts.add(li + *f);
+    return alts.regex();
+  }
+  if (auto f = fraction_regex(lower_fraction, std::nullopt)) alts.add(li + *f);
+  OptBound between_upper;
+  if (upper) between_upper = DigitBound{upper->value.integer, false};
+  if (auto i = integer_digits({li, false}, between_upper)) alts.add(*i + "(?:\\.[0-9]+)?");
+  if (upper)
+    if (auto f = fraction_regex(std::nullopt, DigitBound{upper->value.fraction, upper->inclusive}))
+      alts.add(upper->value.integer + *f);
+  return alts.regex();
+}
+
+int compare_digits_as_integers(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
+  return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
+}
+
+int compare_magnitude(const Decimal& a, const Decimal& b) {
+  if (int c = compare_digits_as_integers(a.integer, b.integer)) return c;
+  const size_t n = std::max(a.fraction.size(), b.fraction.size());
+  std::string fa = a.fraction, fb = b.fraction;
+  fa.resize(n, '0');
+  fb.resize(n, '0');
+  return fa < fb ? -1 : (fa == fb ? 0 : 1);
+}
+
+Decimal magnitude_of(Decimal d) {
+  d.negative = false;
+  return d;
+}
+
+// --- Strings ----------------------------------------------------------------
+
+// A class character, non-ASCII ones as \u{…} (the ranges of a class are
+// mostly huge spans whose ends are unprintable).
+std::string class_member(uint32_t cp) { return cp >= 0x7F ? fmt::format("\\u{{{:X}}}", cp) : class_char(cp); }
+
+// One character as a regex atom, or a class.
+std::string class_regex(const ir::CodePointSet& set) {
+  const auto& ranges = set.ranges();
+  if (ranges.size() == 1 && ranges[0].first == ranges[0].second) {
+    const uint32_t cp = ranges[0].first;
+    return cp < 0x7F ? regex_literal(std::string(1, static_cast<char>(cp))) : class_member(cp);
+  }
+  std::string out = "[";
+  for (const auto& [lo, hi] : ranges) out += class_member(lo) + (hi > lo ? "-" + class_member(hi) : "");
+  return out + "]";
+}
+
+// The spellings of the characters JSON must escape, as one regex:
+// \" \\ \b \f \n \r \t, and \u00xx (lower-case) for the other controls.
+std::optional<std::string> escapes_regex(const std::vector<uint32_t>& escaped) {
+  std::string short_forms;
+  std::map<int, std::string> by_high_nibble;  // \u00xx: x's low hex digits per high one
+  for (uint32_t cp : escaped) {
+    switch (cp) {
+      case '"': short_forms += '"'; break;
+      case '\\': short_forms += "\\\\"; break;
+      case '\b': short_forms += 'b'; break;
+      case '\f': short_forms += 'f'; break;
+      case '\n': short_forms += 'n'; break;
+      case '\r': short_forms += 'r'; break;
+      case '\t': short_forms += 't'; break;
+      default: by_high_nibble[static_cast<int>(cp >> 4)] += fmt::format("{:x}", cp & 0xF);
+    }
+  }
+  Alternatives alts;
+  if (!short_forms.empty()) alts.add(short_forms.size() == 1 ? short_forms : "[" + short_forms + "]");
+  if (!by_high_nibble.empty()) {
+    Alternatives hex;
+    for (const auto& [high, lows] : by_high_nibble)
+      hex.add(fmt::format("{}{}", high, lows.size() == 1 ? lows : "[" + lows + "]"));
+    alts.add("u00" + *hex.regex());
+  }
+  if (auto r = alts.regex()) return "\\\\" + *r;
+  return std::nullopt;
+}
+
+
+}  // namespace
+
+// --- Decimals ---------------------------------------------------------------
+
+std::optional<Decimal> parse_decimal(std::string_view text) {
+  Decimal d;
+  size_t i = 0;
+  if (i < text.size() && text[i] == '-') {
+    d.negative = true;
+    ++i;
+  }
+  std::string digits;  // all mantissa digits
+  long point = -1;     // digits before the point
+  for (; i < text.size() && (isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'); ++i) {
+    if (text[i] == '.') {
+      if (point >= 0) return std::nullopt;
+      point = static_cast<long>(digits.size());
+    } else {
+      digits += text[i];
+    }
+  }
+  if (digits.empty()) return std::nullopt;
+  if (point < 0) point = static_cast<long>(digits.size());
+  long exponent = 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool minus = false;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) minus = text[i++] == '-';
+    if (i == text.size()) return std::nullopt;
+    for (; i < text.size(); ++i) {
+      if (!isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+      exponent = exponent * 10 + (text[i] - '0');
+      if (exponent > kMaxDecimalExponent) return std::nullopt;
+    }
+    if (minus) exponent = -exponent;
+  }
+  if (i != text.size()) return std::nullopt;
+  point += exponent;
+  // Place the point: pad with zeros on the side that needs them.
+  if (point < 0) {
+    digits.insert(0, static_cast<size_t>(-point), '0');
+    point = 0;
+  }
+  if (point > static_cast<long>(digits.size())) digits.append(static_cast<size_t>(point) - digits.size(), '0');
+  std::string integer = digits.substr(0, static_cast<size_t>(point));
+  std::string fraction = digits.substr(static_cast<size_t>(point));
+  integer.erase(0, std::min(integer.find_first_not_of('0'), integer.size()));
+  while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+  d.integer = integer.empty() ? "0" : integer;
+  d.fraction = fraction;
+  if (d.is_zero()) d.negative = false;
+  return d;
+}
+
+int compare(const Decimal& a, const Decimal& b) {
+  if (a.is_zero() && b.is_zero()) return 0;
+  if (a.negative != b.negative) return a.negative ? -1 : 1;
+  const int c = compare_magnitude(a, b);
+  return a.negative ? -c : c;
+}
+
+std::string to_string(const Decimal& d) {
+  return (d.negative ? "-" : "") + d.integer + (d.fraction.empty() ? "" : "." + d.fraction);
+}
+
+std::optional<std::string> number_regex(const std::optional<NumberBound>& lower,
+                                        const std::optional<NumberBound>& upper, bool integer) {
+  if (!lower && !upper)
+    return integer ? "-?(?:0|[1-9][0-9]*)" : "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?";
+  const NumberBound zero{Decimal{}, true};
+  Alternatives alts;
+  // Non-negative writings (no sign): magnitudes in [max(lower, 0), upper].
+  if (!upper || !upper->value.negative) {
+    NumberBound lo = lower && !lower->value.negative ? *lower : zero;
+    alts.add(magnitude_regex({magnitude_of(lo.value), lo.inclusive}, upper, integer));
+  }
+  // Negative writings ("-" and a magnitude m, the value −m, −0 included):
+  // value ≤ upper ⟺ m ≥ −upper, value ≥ lower ⟺ m ≤ −lower.
+  if (!lower || lower->value.negative || lower->value.is_zero()) {
+    NumberBound lo = upper && (upper->value.negative || upper->value.is_zero())
+                         ? NumberBound{magnitude_of(upper->value), upper->inclusive}
+                         : zero;
+    std::optional<NumberBound> hi;
+    if (lower) hi = NumberBound{magnitude_of(lower->value), lower->inclusive};
+    if (auto m = magnitude_regex(lo, hi, integer)) alts.add("-" + *m);
+  }
+  return alts.regex();
+}
+
+// --- Strings ----------------------------------------------------------------
+
+std::optional<std::string> string_char_regex(const ir::CodePointSet& set) {
+  Alternatives alts;
+  ir::CodePointSet raw;
+  std::vector<uint32_t> escaped;
+  for (const auto& [lo, hi] : set.ranges()) {
+    for (uint32_t cp = lo; cp <= std::min<uint32_t>(hi, 0x5C); ++cp)
+      if (cp < 0x20 || cp == '"' || cp == '\\') escaped.push_back(cp);
+  }
+  // The raw part: the set without the escaped characters.
+  for (const auto& [lo, hi] : set.ranges()) {
+    uint32_t from = lo;
+    for (uint32_t cp : escaped)
+      if (cp >= from && cp <= hi) {
+        if (cp > from) raw.add(from, cp - 1);
+        from = cp + 1;
+      }
+    if (from <= hi) raw.add(from, hi);
+  }
+  if (!raw.empty()) alts.add(class_regex(raw));
+  alts.add(escapes_regex(escaped));
+  return alts.regex();
+}
+
+std::string any_string_char_regex() {
+  static const std::string any = *string_char_regex(ir::CodePointSet::all());
+  return any;
+}
+
+std::string json_string_text(std::string_view utf8) {
+  std::string out = "\"";
+  for (size_t pos = 0; pos < utf8.size();) {
+    const size_t at = pos;
+    auto cp = decode_utf8(utf8, pos);
+    if (!cp) continue;
+    switch (*cp) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (*cp < 0x20) out += fmt::format("\\u00{:02x}", *cp);
+        else out.append(utf8.substr(at, pos - at));
+    }
+  }
+  return out + "\"";
+}
+
+std::string regex_literal(std::string_view text) {
+  std::string out;
+  for (size_t pos = 0; pos < text.size();) {
+    auto cp = decode_utf8(text, pos);
+    const uint32_t c = cp ? *cp : 0xFFFD;
+    if (c < 0x80 && (isalnum(static_cast<int>(c)) || c == ' ')) out += static_cast<char>(c);
+    else if (c < 0x80 && ispunct(static_cast<int>(c))) out += fmt::format("\\{}", static_cast<char>(c));
+    else if (needs_code_point_escape(c)) out += fmt::format("\\u{{{:X}}}", c);
+    else append_utf8(out, c);
+  }
+  return out;
+}
+
+namespace {
+// A regex and whether a quantifier may follow it as it is.
+struct Encoded {
+  std::string text;
+  bool atom;
+};
+
+std::string quantifier(uint32_t min, uint32_t max) {
+  if (max == ir::kRegexUnbounded) return min == 0 ? "*" : (min == 1 ? "+" : fmt::format("{{{},}}", min));
+  if (min == 0 && max == 1) return "?";
+  return min == max ? fmt::format("{{{}}}", min) : fmt::format("{{{},{}}}", min, max);
+}
+
+std::optional<Encoded> encode(const ir::RegexNode& node) {
+  using Kind = ir::RegexNode::Kind;
+  switch (node.kind) {
+    case Kind::Empty: return Encoded{"", false};
+    case Kind::Set: {
+      auto r = string_char_regex(node.set);
+      if (!r) return std::nullopt;
+      const bool single = r->size() == 1 || (r->size() == 2 && (*r)[0] == '\\');
+      return Encoded{*r, single || r->front() == '[' || r->starts_with("(?:")};
+    }
+    case Kind::Concat: {
+      Encoded out{"", node.children.size() == 1};
+      for (const ir::RegexNode& child : node.children) {
+        auto part = encode(child);
+        if (!part) return std::nullopt;
+        out.text += part->text;
+        out.atom = out.atom && part->atom;
+      }
+      return out;
+    }
+    case Kind::Alternation: {
+      Alternatives alts;
+      for (const ir::RegexNode& child : node.children)
+        if (auto part = encode(child)) alts.add(part->text);
+      auto r = alts.regex();
+      if (!r) return std::nullopt;
+      return Encoded{r->starts_with("(?:") ? *r : "(?:" + *r + ")", true};
+    }
+    case Kind::Repeat: {
+      auto inner = encode(node.children.at(0));
+      if (!inner) return node.min == 0 ? std::optional<Encoded>(Encoded{"", false}) : std::nullopt;
+      if (inner->text.empty()) return Encoded{"", false};
+      const std::string base = inner->atom ? inner->text : "(?:" + inner->text + ")";
+      return Encoded{base + quantifier(node.min, node.max), false};
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::string> encode_regex(const ir::RegexNode& node) {
+  auto e = encode(node);
+  if (!e) return std::nullopt;
+  return e->text;
+}
+
+namespace {
+struct NameTrie {
+  bool terminal = false;
+  std::map<uint32_t, std::unique_ptr<NameTrie>> children;
+};
+
+// Strings that are not in the trie below `node` (as the rest of a name).
+std::string not_in(const NameTrie& node) {
+  const std::string any = any_string_char_regex();
+  Alternatives alts;
+  ir::CodePointSet listed;
+  for (const auto& [cp, child] : node.children) listed.add(cp, cp);
+  // Characters that no name continues with: anything may follow them.
+  ir::CodePointSet diverging = listed.complement();
+  if (auto c = string_char_regex(diverging)) alts.add(*c + "(?:" + any + ")*");
+  for (const auto& [cp, child] : node.children) alts.add(*string_char_regex(ir::CodePointSet::single(cp)) + not_in(*child));
+  // Some character always diverges (names are finite), so `body` is never empty.
+  const std::string body = *alts.regex();
+  return node.terminal ? body : "(?:" + body + ")?";
+}
+}  // namespace
+
+std::string key_not_in_regex(const std::vector<std::string>& names) {
+  NameTrie root;
+  for (const std::string& name : names) {
+    NameTrie* node = &root;
+    for (size_t pos = 0; pos < name.size();) {
+      auto cp = decode_utf8(name, pos);
+      auto& child = node->children[cp ? *cp : 0xFFFD];
+      if (!child) child = std::make_unique<NameTrie>();
+      node = child.get();
+    }
+    node->terminal = true;
+  }
+  return "\"" + not_in(root) + "\"";
+}
+
+// --- ECMAScript patterns ----------------------------------------------------
+
+namespace {
+// ECMAScript's \s: the white space and line terminators of ECMA-262.
+constexpr const char* kEcmaSpace = "\\t\\n\\v\\f\\r \\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF";
+
+// One branch of the top-level alternation, its anchors taken off.
+struct Branch {
+  std::string body;
+  bool anchored_start = false, anchored_end = false;
+};
+}  // namespace
+
+std::variant<std::string, PatternError> ecma_pattern_to_regex(std::string_view pattern) {
+  std::vector<Branch> branches(1);
+  int depth = 0;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    Branch& b = branches.back();
+    if (c == '\\') {
+      if (i + 1 >= pattern.size()) return PatternError{"the pattern ends with a lone backslash"};
+      const char e = pattern[++i];
+      if (e == 's') b.body += in_class ? kEcmaSpace : fmt::format("[{}]", kEcmaSpace);
+      else if (e == 'S' && !in_class) b.body += fmt::format("[^{}]", kEcmaSpace);
+      else if (e == 'S') return PatternError{"'\\S' inside a class is not supported"};
+      else if (e == 'p' || e == 'P') return PatternError{"Unicode property escapes (\\p{…}) are not supported"};
+      else if (e == 'c') return PatternError{"control escapes (\\cX) are not supported"};
+      else if (e >= '1' && e <= '9') return PatternError{"backreferences are not supported"};
+      else if (e == 'b' && !in_class) return PatternError{"word boundaries (\\b) are not supported"};
+      else if (e == 'B') return PatternError{"word boundaries (\\B) are not supported"};
+      else b.body += std::string("\\") + e;
+      continue;
+    }
+    if (in_class) {
+      if (c == ']') in_class = false;
+      b.body += c;
+      continue;
+    }
+    switch (c) {
+      case '[':
+        in_class = true;
+        b.body += c;
+        if (i + 1 < pattern.size() && pattern[i + 1] == '^') b.body += pattern[++i];
+        if (i + 1 < pattern.size() && pattern[i + 1] == ']')
+          return PatternError{"'[]' and '[^]' are not supported"};
+        break;
+      case '(': ++depth; b.body += c; break;
+      case ')': --depth; b.body += c; break;
+      case '.': b.body += "[^\\n\\r\\u2028\\u2029]"; break;
+      case '|':
+        if (depth == 0) branches.emplace_back();
+        else b.body += c;
+        break;
+      case '^':
+        if (depth != 0 || !b.body.empty() || b.anchored_start)
+          return PatternError{"'^' is supported only at the start of the pattern (or of a top-level alternative)"};
+        b.anchored_start = true;
+        break;
+      case '$': {
+        size_t next = i + 1;
+        if (depth != 0 || (next < pattern.size() && pattern[next] != '|'))
+          return PatternError{"'$' is supported only at the end of the pattern (or of a top-level alternative)"};
+        b.anchored_end = true;
+        break;
+      }
+      default: b.body += c;
+    }
+  }
+  std::string out;
+  for (const Branch& b : branches) {
+    if (!out.empty()) out += "|";
+    out += fmt::format("{}(?:{}){}", b.anchored_start ? "" : "[\\s\\S]*", b.body, b.anchored_end ? "" : "[\\s\\S]*");
+  }
+  return out;
+}
+
+// --- Formats ----------------------------------------------------------------
+
+namespace {
+constexpr const char* kDate =
+    "[0-9]{4}-(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    "|[0-9]{4}-(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    "|[0-9]{4}-02-(?:0[1-9]|1[0-9]|2[0-8])"
+    "|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)-02-29";
+// Leap seconds only at 23:59:60 UTC written as such (docs/JSON_SCHEMA.md).
+constexpr const char* kTime =
+    "(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+    "|23:59:60(?:\\.[0-9]+)?(?:[Zz]|[+-]00:00))";
+constexpr const char* kOctet = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+constexpr const char* kLabel = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+
+std::string ipv4() { return fmt::format("{0}\\.{0}\\.{0}\\.{0}", kOctet); }
+
+std::string ipv6() {
+  const std::string h = "[0-9A-Fa-f]{1,4}";
+  const std::string ls32 = fmt::format("(?:{0}:{0}|{1})", h, ipv4());
+  // RFC 3986's IPv6address: six groups and ls32, or "::" with at most n
+  // groups before it (n = 0..6) and what fits after it.
+  Alternatives alts;
+  alts.add(fmt::format("(?:{0}:){{6}}{1}", h, ls32));
+  alts.add(fmt::format("::(?:{0}:){{5}}{1}", h, ls32));
+  for (int n = 0; n <= 6; ++n) {
+    const std::string before = n == 0 ? fmt::format("(?:{0})?", h) : fmt::format("(?:(?:{0}:){{0,{1}}}{0})?", h, n);
+    const std::string after = n <= 4 ? fmt::format("(?:{}:){{{}}}{}", h, 4 - n, ls32) : (n == 5 ? h : "");
+    alts.add(before + "::" + after);
+  }
+  return *alts.regex();
+}
+
+std::string hostname() {
+  // Labels of 1 to 63 letters, digits and hyphens, not starting or ending
+  // with a hyphen, without "--" at the third and fourth characters (those
+  // are IDNA A-labels, which a regex cannot check).
+  const std::string a = "[A-Za-z0-9]", x = "[A-Za-z0-9-]";
+  const std::string label = fmt::format("(?:{0}(?:{1}?{0}|{1}{{2}}{0}|{1}(?:{0}{1}|-{0}){1}{{0,58}}{0})?)", a, x);
+  return fmt::format("{0}(?:\\.{0})*", label);
+}
+
+std::string email() {
+  const std::string atext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-]";
+  const std::string dot_atom = fmt::format("{0}+(?:\\.{0}+)*", atext);
+  const std::string quoted = "\"(?:[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]|\\\\[\\x20-\\x7E])*\"";
+  const std::string domain = fmt::format("{0}(?:\\.{0})*|\\[{1}\\]|\\[IPv6:{2}\\]", kLabel, ipv4(), ipv6());
+  return fmt::format("(?:{}|{})@(?:{})", dot_atom, quoted, domain);
+}
+
+std::string uri() {
+  // RFC 3986: scheme ":" hier-part [ "?" query ] [ "#" fragment ].
+  const std::string unreserved = "A-Za-z0-9\\-._~";
+  const std::string sub_delims = "!$&'()*+,;=";
+  const std::string pct = "%[0-9A-Fa-f]{2}";
+  const std::string pchar = fmt::format("(?:[{}{}:@]|{})", unreserved, sub_delims, pct);
+  const std::string userinfo = fmt::format("(?:[{}{}:]|{})*", unreserved, sub_delims, pct);
+  const std::string ip_literal = fmt::format("\\[(?:{}|[vV][0-9A-Fa-f]+\\.[{}{}:]+)\\]", ipv6(), unreserved, sub_delims);
+  const std::string reg_name = fmt::format("(?:[{}{}]|{})*", unreserved, sub_delims, pct);
+  const std::string host = fmt::format("(?:{}|{}|{})", ip_literal, ipv4(), reg_name);
+  const std::string authority = fmt::format("(?:{}@)?{}(?::[0-9]*)?", userinfo, host);
+  const std::string segment = pchar + "*";
+  const std::string segment_nz = pchar + "+";
+  const std::string hier = fmt::format("(?://{0}(?:/{1})*|/(?:{2}(?:/{1})*)?|{2}(?:/{1})*|)", authority, segment,
+                                       segment_nz);
+  const std::string tail = fmt::format("(?:[/?]|{})*", pchar);
+  return fmt::format("[A-Za-z][A-Za-z0-9+\\-.]*:{}(?:\\?{})?(?:#{})?", hier, tail, tail);
+}
+}  // namespace
+
+std::optional<FormatRegex> format_regex(std::string_view format) {
+  if (format == "date") return FormatRegex{fmt::format("(?:{})", kDate), ""};
+  if (format == "time") return FormatRegex{kTime, ""};
+  if (format == "date-time") return FormatRegex{fmt::format("(?:{})[Tt]{}", kDate, kTime), ""};
+  if (format == "ipv4") return FormatRegex{ipv4(), ""};
+  if (format == "ipv6") return FormatRegex{ipv6(), ""};
+  if (format == "uuid") return FormatRegex{"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}", ""};
+  if (format == "hostname") return FormatRegex{hostname(), "the 253-character limit of a hostname"};
+  if (format == "email") return FormatRegex{email(), ""};
+  if (format == "uri") return FormatRegex{uri(), ""};
+  return std::nullopt;
+}
+
+}  // namespace cgram::json
