@@ -1229,6 +1229,12 @@ std::optional<SchemaTranslation> translate_json_schema(const SourceFile& file, D
     const size_t dash = message.find(" - ");
     diags.error({loc, loc}, "invalid JSON: " + (dash == std::string::npos ? message : message.substr(dash + 3)));
     return std::nullopt;
+  } catch (const Json::exception& e) {
+    // A number too large for a double, say: nlohmann names no position.
+    std::string message = e.what();
+    const size_t bracket = message.find("] ");
+    diags.error_at_file("invalid JSON: " + (bracket == std::string::npos ? message : message.substr(bracket + 2)));
+    return std::nullopt;
   }
   JsonLocator where(text);
   Converter converter(root, where, file, diags, options, limits);

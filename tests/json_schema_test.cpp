@@ -10,3 +10,243 @@
 
 using namespace cgram;
 using namespace cgram::test;
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <random>
+#include <regex>
+
+#include "sentence_generator.h"
+
+namespace {
+
+std::shared_ptr<const Grammar> grammar_of(std::string_view source) {
+  Grammar::Outcome outcome = Grammar::parse(source, "test.cgram");
+  INFO(outcome.diagnostics.render() << source);
+  REQUIRE(outcome.ok());
+  return outcome.grammar;
+}
+
+bool complete(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  return verdict(oracle_grammar(*g), text) == oracle::Verdict::Complete;
+}
+
+Grammar::Outcome parse_schema(std::string_view schema, JsonWhitespace layout = JsonWhitespace::Compact,
+                              bool strict = false) {
+  ParseOptions options;
+  options.format = GrammarFormat::JsonSchema;
+  options.schema.whitespace = layout;
+  options.schema.strict = strict;
+  return Grammar::parse(schema, "schema.json", options);
+}
+
+// A random fixed-point number of few digits (as the grammar of bounds writes them).
+std::string random_number(std::mt19937_64& rng) {
+  std::string out = rng() % 2 ? "-" : "";
+  const int integer_digits = 1 + static_cast<int>(rng() % 3);
+  std::string integer;
+  for (int i = 0; i < integer_digits; ++i) integer += static_cast<char>('0' + rng() % 10);
+  integer.erase(0, std::min(integer.find_first_not_of('0'), integer.size() - 1));
+  out += integer;
+  if (rng() % 2) {
+    out += '.';
+    const int fraction_digits = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < fraction_digits; ++i) out += static_cast<char>('0' + rng() % 10);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("number bounds are exact digit automata: every fixed-point number is in iff its value is",
+          "[json-schema]") {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 60; ++round) {
+    std::optional<json::NumberBound> lower, upper;
+    if (rng() % 4) lower = json::NumberBound{*json::parse_decimal(random_number(rng)), rng() % 2 == 0};
+    if (rng() % 4) upper = json::NumberBound{*json::parse_decimal(random_number(rng)), rng() % 2 == 0};
+    const bool integer = rng() % 3 == 0;
+    auto regex = json::number_regex(lower, upper, integer);
+    // The reference: strtod values (few digits: exact as doubles).
+    auto in_range = [&](const std::string& text) {
+      const double v = std::strtod(text.c_str(), nullptr);
+      if (integer && text.find('.') != std::string::npos) return false;
+      if (lower) {
+        const double b = std::strtod(json::to_string(lower->value).c_str(), nullptr);
+        if (lower->inclusive ? v < b : v <= b) return false;
+      }
+      if (upper) {
+        const double b = std::strtod(json::to_string(upper->value).c_str(), nullptr);
+        if (upper->inclusive ? v > b : v >= b) return false;
+      }
+      return true;
+    };
+    std::vector<std::string> samples;
+    for (int i = 0; i < 150; ++i) samples.push_back(random_number(rng));
+    for (const auto* b : {&lower, &upper})
+      if (*b) {
+        const std::string at = json::to_string((*b)->value);
+        const bool point = at.find('.') != std::string::npos;
+        samples.push_back(at);
+        samples.push_back(at + (point ? "0" : ".0"));
+        samples.push_back(at + (point ? "1" : ".1"));
+      }
+    samples.push_back("-0");
+    samples.push_back("0.0");
+    if (!regex) {
+      for (const std::string& s : samples) {
+        INFO(s);
+        CHECK_FALSE(in_range(s));
+      }
+      continue;
+    }
+    auto g = grammar_of(fmt::format("start ::= #'{}' ;", *regex));
+    for (const std::string& s : samples) {
+      INFO(fmt::format("{} in [{}{}, {}{}] integer {}", s, lower ? (lower->inclusive ? "≥" : ">") : "",
+                       lower ? json::to_string(lower->value) : "-inf", upper ? (upper->inclusive ? "≤" : "<") : "",
+                       upper ? json::to_string(upper->value) : "inf", integer));
+      CHECK(complete(g, s) == in_range(s));
+    }
+  }
+}
+
+TEST_CASE("decimals are parsed exactly, exponents included", "[json-schema]") {
+  CHECK(json::to_string(*json::parse_decimal("1.50e2")) == "150");
+  CHECK(json::to_string(*json::parse_decimal("-0.000")) == "0");
+  CHECK(json::to_string(*json::parse_decimal("12.5e-3")) == "0.0125");
+  CHECK(json::to_string(*json::parse_decimal("1e400")).size() == 401);
+  CHECK_FALSE(json::parse_decimal("1e401"));
+  CHECK_FALSE(json::parse_decimal("1.2.3"));
+  CHECK_FALSE(json::parse_decimal("e5"));
+  CHECK(json::compare(*json::parse_decimal("-0"), *json::parse_decimal("0.0")) == 0);
+  CHECK(json::compare(*json::parse_decimal("-2"), *json::parse_decimal("-10")) > 0);
+}
+
+TEST_CASE("ECMAScript patterns mean what std::regex (ECMAScript) finds in the string", "[json-schema]") {
+  const std::vector<std::string> patterns = {"a+b", "^a", "b$", "^ab*$", "^a|b$", "[a-c]{2}", "x(?:ab)?y",
+                                             "^\\d{2,3}$", "a.c", "\\s", "^[^a]*$", "(a|b)c", ""};
+  std::mt19937_64 rng(5);
+  for (const std::string& pattern : patterns) {
+    auto converted = json::ecma_pattern_to_regex(pattern);
+    REQUIRE(std::holds_alternative<std::string>(converted));
+    auto parsed = ir::parse_regex(std::get<std::string>(converted));
+    REQUIRE(std::holds_alternative<ir::RegexNode>(parsed));
+    auto encoded = json::encode_regex(std::get<ir::RegexNode>(parsed));
+    REQUIRE(encoded);
+    auto g = grammar_of(fmt::format("start ::= #'\\\"{}\\\"' ;", *encoded));
+    const std::regex reference(pattern, std::regex::ECMAScript);
+    for (int i = 0; i < 200; ++i) {
+      static constexpr std::string_view kChars = "abcxy19 \n\"";
+      std::string s;
+      for (size_t n = rng() % 6; n > 0; --n) s += kChars[rng() % kChars.size()];
+      INFO(fmt::format("pattern {} on {:?}", pattern, s));
+      CHECK(complete(g, json::json_string_text(s)) == std::regex_search(s, reference));
+    }
+  }
+}
+
+TEST_CASE("unsupported patterns are errors that say why", "[json-schema]") {
+  for (const char* p : {"a^b", "a$b", "\\p{L}", "(a)\\1", "\\bword", "[]", "(?=a)"}) {
+    auto converted = json::ecma_pattern_to_regex(p);
+    if (auto* e = std::get_if<json::PatternError>(&converted)) {
+      CHECK_FALSE(e->message.empty());
+      continue;
+    }
+    // Lookahead passes through and is refused by the regex parser.
+    CHECK(std::holds_alternative<ir::RegexError>(ir::parse_regex(std::get<std::string>(converted))));
+  }
+}
+
+TEST_CASE("additional property keys are exactly the names not declared", "[json-schema]") {
+  const std::vector<std::string> names = {"a", "ab", "b\"c", "é", ""};
+  auto g = grammar_of(fmt::format("start ::= #'{}' ;", json::key_not_in_regex(names)));
+  for (const std::string& key : {"a", "ab", "b\"c", "é", "", "b", "abc", "ba", "b\"", "e", "éé", "A", "\n"}) {
+    INFO(key);
+    const bool declared = std::find(names.begin(), names.end(), key) != names.end();
+    CHECK(complete(g, json::json_string_text(key)) == !declared);
+  }
+  // One spelling per character: \u0061 is not another way to write "a".
+  CHECK_FALSE(complete(g, "\"\\u0061x\""));
+}
+
+TEST_CASE("the compact and pretty layouts are exactly what JSON serialisers write", "[json-schema]") {
+  const std::string schema = R"({
+    "type": "object",
+    "properties": {
+      "name": {"type": "string", "maxLength": 4},
+      "tags": {"type": "array", "items": {"enum": ["x", "y", [1, {"k": null}]]}, "maxItems": 3},
+      "child": {"$ref": "#"},
+      "flags": {"type": "object", "additionalProperties": {"type": "boolean"}, "maxProperties": 2}
+    },
+    "required": ["name"],
+    "additionalProperties": false
+  })";
+  for (JsonWhitespace layout : {JsonWhitespace::Compact, JsonWhitespace::Pretty}) {
+    Grammar::Outcome outcome = parse_schema(schema, layout);
+    INFO(outcome.diagnostics.render());
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.warning_count() == 1);  // maxProperties, ignored
+    test::SentenceGenerator generator(outcome.grammar->ir(), 3);
+    for (int i = 0; i < 60; ++i) {
+      const std::string text = generator.generate(8);
+      INFO(text);
+      const auto value = nlohmann::ordered_json::parse(text);
+      CHECK(text == (layout == JsonWhitespace::Pretty ? value.dump(2) : value.dump()));
+    }
+  }
+}
+
+TEST_CASE("schema diagnostics point into the schema; --strict makes ignored keywords errors", "[json-schema]") {
+  const std::string schema = "{\n  \"type\": \"object\",\n  \"minProperties\": 1\n}";
+  Grammar::Outcome relaxed = parse_schema(schema);
+  REQUIRE(relaxed.ok());
+  CHECK(relaxed.diagnostics.render().find("schema.json:3:20: warning: 'minProperties' is not supported") !=
+        std::string::npos);
+  Grammar::Outcome strict = parse_schema(schema, JsonWhitespace::Compact, true);
+  CHECK_FALSE(strict.ok());
+  CHECK(strict.diagnostics.render().find("schema.json:3:20: error: 'minProperties'") != std::string::npos);
+
+  auto error_of = [](std::string_view text) {
+    Grammar::Outcome outcome = parse_schema(text);
+    REQUIRE_FALSE(outcome.ok());
+    return outcome.diagnostics.render();
+  };
+  CHECK(error_of("{\"type\": \"object\",}").find("schema.json:1:19: error: invalid JSON") != std::string::npos);
+  CHECK(error_of("{\"$ref\": \"#/$defs/missing\"}").find("names nothing in the schema") != std::string::npos);
+  CHECK(error_of("{\"$ref\": \"other.json\"}").find("only references inside the schema") != std::string::npos);
+  CHECK(error_of("{\"type\": \"string\", \"pattern\": \"\\\\p{L}\"}").find("1:31: error: 'pattern': Unicode") !=
+        std::string::npos);
+  CHECK(error_of("{\"type\": \"strin\"}").find("'type' must be one of") != std::string::npos);
+  CHECK(error_of("false").find("the schema accepts no JSON value") != std::string::npos);
+  CHECK(error_of("{\"allOf\": [{\"type\": \"string\"}, {\"type\": \"number\"}]}").find("accepts no JSON value") !=
+        std::string::npos);
+  CHECK(error_of("{\"$dynamicRef\": \"#x\"}").find("'$dynamicRef' is not supported") != std::string::npos);
+  CHECK(error_of("{\"minimum\": 1e999}").find("invalid JSON: number overflow") != std::string::npos);
+  CHECK(error_of("{\"minimum\": \"1\"}").find("'minimum' must be a number") != std::string::npos);
+  CHECK(error_of(std::string(300, '[') + std::string(300, ']')).find("nests deeper than 256") != std::string::npos);
+  // oneOf whose branches cannot overlap is exact; otherwise it is read as anyOf, with a warning.
+  CHECK(parse_schema(R"({"oneOf": [{"type": "string"}, {"type": "integer"}]})", JsonWhitespace::Compact, true).ok());
+  CHECK(parse_schema(R"({"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]},
+                                   {"type": "object", "properties": {"k": {"const": 2}}, "required": ["k"]}]})",
+                     JsonWhitespace::Compact, true)
+            .ok());
+  CHECK_FALSE(parse_schema(R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})", JsonWhitespace::Compact, true).ok());
+}
+
+TEST_CASE("allOf merges: properties with additionalProperties, bounds, types, enums", "[json-schema]") {
+  Grammar::Outcome outcome = parse_schema(R"({"allOf": [
+      {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}, "additionalProperties": false},
+      {"properties": {"a": {"maximum": 5}, "b": {"type": "string"}}, "required": ["a"]}]})");
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  auto oracle = oracle_grammar(*outcome.grammar);
+  auto ok = [&](std::string_view text) { return verdict(oracle, text) == oracle::Verdict::Complete; };
+  CHECK(ok(R"({"a":5})"));
+  CHECK(ok(R"({"a":0})"));
+  CHECK_FALSE(ok(R"({"a":6})"));
+  CHECK_FALSE(ok(R"({"a":-1})"));
+  CHECK_FALSE(ok(R"({})"));
+  // b is not allowed by the first part (additionalProperties: false there).
+  CHECK_FALSE(ok(R"({"a":1,"b":"x"})"));
+}
