@@ -9,6 +9,7 @@ packages=(
   llvm-19-dev lld-19
   libfmt-dev librange-v3-dev catch2
   nlohmann-json3-dev libcli11-dev libsimdjson-dev libicu-dev
+  python3 python3-jsonschema
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev
 )
 
