@@ -3,7 +3,9 @@
 // bundled vocabulary (lexical lowering, LALR(1) table, token index) and one
 // or two masks computed. The library's own limits (ParseOptions defaults)
 // bound every input; diagnostics are rendered as the CLI would. An input
-// whose first line starts with "#gbnf" (a GBNF comment) is read as GBNF.
+// whose first line starts with "#gbnf" (a GBNF comment) is read as GBNF;
+// one whose first line is "#json-schema" is a JSON Schema after that line
+// (the layout picked by the second line's length).
 #include <algorithm>
 #include <variant>
 
@@ -17,6 +19,13 @@ CGRAM_FUZZ_TARGET(grammar) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   ParseOptions options;
   if (text.starts_with("#gbnf")) options.format = GrammarFormat::Gbnf;
+  static constexpr std::string_view kSchema = "#json-schema\n";
+  if (text.starts_with(kSchema)) {
+    text.remove_prefix(kSchema.size());
+    options.format = GrammarFormat::JsonSchema;
+    const size_t line = std::min(text.find('\n'), text.size());
+    options.schema.whitespace = static_cast<JsonWhitespace>(line % 3);
+  }
   Grammar::Outcome outcome = Grammar::parse(text, "fuzz.cgram", options);
   if (!outcome.ok()) {
     FUZZ_CHECK(outcome.diagnostics.has_errors());
