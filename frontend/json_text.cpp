@@ -132,7 +132,8 @@ std::optional<std::string> fixed_length(size_t n, const OptBound& lower, const O
     const bool ok = (!lower || lower->inclusive) && (!upper || upper->inclusive);
     return ok ? std::optional<std::string>("") : std::nullopt;
   }
-  if (!lower && !upper) return leading && n > 1 ? fmt::format("[1-9][0-9]{{{}}}", n - 1) : fmt::format("[0-9]{{{}}}", n);
+  auto digits = [](size_t count) { return count == 1 ? std::string("[0-9]") : fmt::format("[0-9]{{{}}}", count); };
+  if (!lower && !upper) return leading && n > 1 ? "[1-9]" + digits(n - 1) : digits(n);
   return by_first_digit(leading && n > 1 ? 1 : 0, [&](int d) -> std::optional<std::string> {
     DigitBound lower_rest, upper_rest;
     OptBound next_lower, next_upper;
