@@ -598,11 +598,7 @@ class Translator {
 
 }  // namespace
 
-uint32_t GbnfTranslation::gbnf_offset(uint32_t offset) const {
-  auto it = std::upper_bound(offsets.begin(), offsets.end(), std::make_pair(offset, UINT32_MAX));
-  if (it == offsets.begin()) return 0;
-  return std::prev(it)->second;
-}
+uint32_t GbnfTranslation::gbnf_offset(uint32_t offset) const { return original_offset(offsets, offset); }
 
 std::optional<GbnfTranslation> translate_gbnf(const SourceFile& gbnf, Diagnostics& diags, const SyntaxLimits& limits,
                                               const std::string& entry) {

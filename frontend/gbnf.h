@@ -36,7 +36,7 @@ struct GbnfTranslation {
   uint32_t entry_offset = 0;
   // (offset in `cgram`, offset in the GBNF text) at the start of every
   // translated token, ascending in both.
-  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  OffsetMap offsets;
 
   // The GBNF offset of the token that holds .cgram offset `offset`.
   uint32_t gbnf_offset(uint32_t offset) const;

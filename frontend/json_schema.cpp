@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -19,6 +20,13 @@ namespace {
 using Json = nlohmann::ordered_json;
 // A grammar expression (.cgram text); nullopt when no value matches.
 using Expr = std::optional<std::string>;
+
+// A key as a JSON pointer token (RFC 6901: ~ and / escaped).
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key) out += c == '~' ? "~0" : (c == '/' ? "~1" : std::string(1, c));
+  return out;
+}
 
 // --- Where each value of the schema text starts -----------------------------
 
@@ -62,11 +70,6 @@ class JsonLocator {
     ++pos;
     return out;
   }
-  static std::string escape_token(const std::string& key) {
-    std::string out;
-    for (char c : key) out += c == '~' ? "~0" : (c == '/' ? "~1" : std::string(1, c));
-    return out;
-  }
   void value(size_t& pos, const std::string& pointer) {
     skip_space(pos);
     offsets_.emplace(pointer, static_cast<uint32_t>(pos));
@@ -79,7 +82,7 @@ class JsonLocator {
         if (pos >= text_.size() || text_[pos] == '}' || text_[pos] == ']') break;
         std::string child = pointer + "/" + std::to_string(index);
         if (c == '{') {
-          child = pointer + "/" + escape_token(string(pos));
+          child = pointer + "/" + pointer_token(string(pos));
           skip_space(pos);
           ++pos;  // ':'
         }
@@ -124,6 +127,13 @@ bool constrains(const std::string& key) {
   return keyword_use(key) == KeywordUse::Supported || keyword_use(key) == KeywordUse::IgnoredWarning;
 }
 
+// Whether a schema object says anything about the value (beyond annotations).
+bool has_constraints(const Json& s) {
+  for (const auto& [key, unused] : s.items())
+    if (constrains(key) || key == "enum" || key == "const") return true;
+  return false;
+}
+
 const std::vector<std::string>& all_types() {
   static const std::vector<std::string> types = {"null", "boolean", "object", "array", "string", "number"};
   return types;
@@ -143,7 +153,7 @@ std::string json_type_of(const Json& v) {
     case Json::value_t::string: return "string";
     case Json::value_t::number_float: {
       const double d = v.get<double>();
-      return d == static_cast<double>(static_cast<long long>(d)) ? "integer" : "number";
+      return std::isfinite(d) && std::trunc(d) == d ? "integer" : "number";
     }
     default: return "integer";
   }
@@ -171,11 +181,6 @@ bool json_equal(const Json& a, const Json& b) {
   return a == b;
 }
 
-std::string pointer_token(const std::string& key) {
-  std::string out;
-  for (char c : key) out += c == '~' ? "~0" : (c == '/' ? "~1" : std::string(1, c));
-  return out;
-}
 
 struct Rule {
   std::string name;
@@ -449,7 +454,7 @@ class Converter {
     // Percent-decoding of the URI fragment.
     std::string decoded;
     for (size_t i = 0; i < pointer.size(); ++i) {
-      if (pointer[i] == '%' && i + 2 < pointer.size() + 0 && isxdigit(static_cast<unsigned char>(pointer[i + 1])) &&
+      if (pointer[i] == '%' && i + 2 < pointer.size() && isxdigit(static_cast<unsigned char>(pointer[i + 1])) &&
           isxdigit(static_cast<unsigned char>(pointer[i + 2]))) {
         decoded += static_cast<char>(std::stoi(pointer.substr(i + 1, 2), nullptr, 16));
         i += 2;
@@ -499,9 +504,7 @@ class Converter {
     // Other constraints beside $ref apply too (2020-12): merge them.
     Json rest = s;
     rest.erase("$ref");
-    bool others = false;
-    for (const auto& [key, v] : rest.items()) others = others || constrains(key) || key == "enum" || key == "const";
-    if (others) return value_of_merged(Json{{"allOf", Json::array({*target, rest})}}, node.pointer, depth);
+    if (has_constraints(rest)) return value_of_merged(Json{{"allOf", Json::array({*target, rest})}}, node.pointer, depth);
     return rule_for(target, target_pointer, depth);
   }
 
@@ -705,14 +708,10 @@ class Converter {
       error(at, fmt::format("'{}' must be a non-empty array", key));
       return std::nullopt;
     }
+    // Everything else (a oneOf beside an anyOf too) constrains each branch.
     Json rest = s;
     rest.erase(key);
-    if (s.contains("anyOf") && s.contains("oneOf")) {
-      // Both: the oneOf is one more constraint on each anyOf branch.
-      rest = Json{{"oneOf", s["oneOf"]}};
-    }
-    bool others = false;
-    for (const auto& [k, v] : rest.items()) others = others || constrains(k) || k == "enum" || k == "const";
+    const bool others = has_constraints(rest);
     if (std::string(key) == "oneOf" && !disjoint(s[key])) {
       permissive(at,
                  "'oneOf' is read as 'anyOf': its alternatives may overlap, and a value that matches two of them "
@@ -924,8 +923,11 @@ class Converter {
     if (!s.contains(key)) return std::nullopt;
     const Json& v = s[key];
     if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) return v.get<uint64_t>();
-    if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == static_cast<double>(static_cast<uint64_t>(v.get<double>())))
-      return static_cast<uint64_t>(v.get<double>());
+    // A float like 2.0 counts; one past 2^63 would not convert (and is no length anyway).
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (d >= 0 && d < 0x1p63 && std::trunc(d) == d) return static_cast<uint64_t>(d);
+    }
     error(node.pointer + "/" + key, fmt::format("'{}' must be a non-negative integer", key));
     return std::nullopt;
   }
@@ -1183,11 +1185,7 @@ std::optional<JsonWhitespace> parse_json_whitespace(std::string_view name) {
   return std::nullopt;
 }
 
-uint32_t SchemaTranslation::schema_offset(uint32_t offset) const {
-  auto it = std::upper_bound(offsets.begin(), offsets.end(), std::make_pair(offset, UINT32_MAX));
-  if (it == offsets.begin()) return 0;
-  return std::prev(it)->second;
-}
+uint32_t SchemaTranslation::schema_offset(uint32_t offset) const { return original_offset(offsets, offset); }
 
 bool is_json_schema_path(std::string_view path) { return path.ends_with(".json"); }
 

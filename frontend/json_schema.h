@@ -42,7 +42,7 @@ struct SchemaTranslation {
   std::string cgram;            // the grammar's text
   std::string start = "start";  // its start rule
   // (offset in `cgram`, offset in the schema) at the start of every rule, ascending in the first.
-  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  OffsetMap offsets;
 
   // The schema offset of the rule that holds .cgram offset `offset`.
   uint32_t schema_offset(uint32_t offset) const;

@@ -46,22 +46,23 @@ struct DigitBound {
 };
 using OptBound = std::optional<DigitBound>;
 
-// The bound left for the digits after the first, once the first is `d`;
-// `satisfied` when every continuation meets it, `violated` when none does.
-enum class Step { Satisfied, Violated, Continue };
-Step lower_step(const DigitBound& b, int d, DigitBound& rest) {
-  const int first = b.digits.empty() ? 0 : b.digits[0] - '0';
-  if (d > first) return Step::Satisfied;
-  if (d < first) return Step::Violated;
-  rest = {b.digits.empty() ? "" : b.digits.substr(1), b.inclusive};
-  return Step::Continue;
+// Steps one bound past a first digit `d`. Returns false when no
+// continuation meets the bound; `rest` is what the digits after `d` must
+// meet, or nothing when every continuation meets it.
+bool step(const OptBound& bound, bool lower, int d, OptBound& rest) {
+  rest.reset();
+  if (!bound) return true;
+  const int first = bound->digits.empty() ? 0 : bound->digits[0] - '0';
+  if (d == first) {
+    rest = DigitBound{bound->digits.empty() ? "" : bound->digits.substr(1), bound->inclusive};
+    return true;
+  }
+  return lower ? d > first : d < first;
 }
-Step upper_step(const DigitBound& b, int d, DigitBound& rest) {
-  const int first = b.digits.empty() ? 0 : b.digits[0] - '0';
-  if (d < first) return Step::Satisfied;
-  if (d > first) return Step::Violated;
-  rest = {b.digits.empty() ? "" : b.digits.substr(1), b.inclusive};
-  return Step::Continue;
+
+// Both bounds past a first digit `d`; false when `d` is not allowed.
+bool step_both(const OptBound& lower, const OptBound& upper, int d, OptBound& next_lower, OptBound& next_upper) {
+  return step(lower, true, d, next_lower) && step(upper, false, d, next_upper);
 }
 
 // Per first digit, the regex of what may follow it (nullopt: the digit is
@@ -99,18 +100,8 @@ FractionSet fraction_set(OptBound lower, OptBound upper) {
   if (!lower && upper_is_zero) return upper->inclusive ? FractionSet{true, "0+"} : FractionSet{};
   out.empty_ok = (!lower) && (!upper || !upper->digits.empty() || upper->inclusive);
   out.nonempty = by_first_digit(0, [&](int d) -> std::optional<std::string> {
-    DigitBound lower_rest, upper_rest;
     OptBound next_lower, next_upper;
-    if (lower) {
-      Step s = lower_step(*lower, d, lower_rest);
-      if (s == Step::Violated) return std::nullopt;
-      if (s == Step::Continue) next_lower = lower_rest;
-    }
-    if (upper) {
-      Step s = upper_step(*upper, d, upper_rest);
-      if (s == Step::Violated) return std::nullopt;
-      if (s == Step::Continue) next_upper = upper_rest;
-    }
+    if (!step_both(lower, upper, d, next_lower, next_upper)) return std::nullopt;
     FractionSet rest = fraction_set(next_lower, next_upper);
     if (!rest.nonempty) return rest.empty_ok ? std::optional<std::string>("") : std::nullopt;
     return rest.empty_ok ? "(?:" + *rest.nonempty + ")?" : *rest.nonempty;
@@ -135,18 +126,8 @@ std::optional<std::string> fixed_length(size_t n, const OptBound& lower, const O
   auto digits = [](size_t count) { return count == 1 ? std::string("[0-9]") : fmt::format("[0-9]{{{}}}", count); };
   if (!lower && !upper) return leading && n > 1 ? "[1-9]" + digits(n - 1) : digits(n);
   return by_first_digit(leading && n > 1 ? 1 : 0, [&](int d) -> std::optional<std::string> {
-    DigitBound lower_rest, upper_rest;
     OptBound next_lower, next_upper;
-    if (lower) {
-      Step s = lower_step(*lower, d, lower_rest);
-      if (s == Step::Violated) return std::nullopt;
-      if (s == Step::Continue) next_lower = lower_rest;
-    }
-    if (upper) {
-      Step s = upper_step(*upper, d, upper_rest);
-      if (s == Step::Violated) return std::nullopt;
-      if (s == Step::Continue) next_upper = upper_rest;
-    }
+    if (!step_both(lower, upper, d, next_lower, next_upper)) return std::nullopt;
     return fixed_length(n - 1, next_lower, next_upper, false);
   });
 }

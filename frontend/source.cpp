@@ -64,4 +64,10 @@ uint32_t SourceFile::offset_of(uint32_t line, uint32_t column) const {
   return offset;
 }
 
+uint32_t original_offset(const OffsetMap& offsets, uint32_t offset) {
+  auto it = std::upper_bound(offsets.begin(), offsets.end(), std::make_pair(offset, UINT32_MAX));
+  if (it == offsets.begin()) return 0;
+  return std::prev(it)->second;
+}
+
 }  // namespace cgram

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cgram {
@@ -46,5 +47,11 @@ class SourceFile {
   std::vector<uint32_t> line_starts_;
   std::vector<uint32_t> checkpoints_;  // characters before each 64-byte block
 };
+
+// A text translated to .cgram (GBNF, a JSON Schema) keeps (offset in the
+// translation, offset in the original) pairs, ascending in the first. The
+// original offset of the piece that holds translated offset `offset`.
+using OffsetMap = std::vector<std::pair<uint32_t, uint32_t>>;
+uint32_t original_offset(const OffsetMap& offsets, uint32_t offset);
 
 }  // namespace cgram

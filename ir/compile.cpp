@@ -61,20 +61,32 @@ Diagnostic to_gbnf(const Diagnostic& d, const GbnfTranslation& translation, cons
   return out;
 }
 
-// A JSON Schema: its translation parsed as .cgram, each diagnostic placed
-// at the schema value its rule came from.
-Grammar::Outcome parse_json_schema(std::string_view source, std::string_view filename, const ParseOptions& options) {
+// An outcome for `source` with no diagnostics yet.
+Grammar::Outcome new_outcome(std::string_view source, std::string_view filename, const ParseOptions& options) {
   Grammar::Outcome out;
   out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
   out.diagnostics = Diagnostics(out.file.get());
   out.diagnostics.set_max_kept(options.syntax.max_errors);
+  return out;
+}
+
+// A translation's .cgram text, parsed from its start rule.
+Grammar::Outcome parse_translation(const std::string& cgram, const std::string& start, std::string_view filename,
+                                   const ParseOptions& options) {
+  ParseOptions inner = options;
+  inner.format = GrammarFormat::Cgram;
+  inner.start = start;
+  return Grammar::parse(cgram, filename, inner);
+}
+
+// A JSON Schema: its translation parsed as .cgram, each diagnostic placed
+// at the schema value its rule came from.
+Grammar::Outcome parse_json_schema(std::string_view source, std::string_view filename, const ParseOptions& options) {
+  Grammar::Outcome out = new_outcome(source, filename, options);
   std::optional<SchemaTranslation> translation =
       translate_json_schema(*out.file, out.diagnostics, options.schema, options.syntax);
   if (!translation) return out;
-  ParseOptions inner = options;
-  inner.format = GrammarFormat::Cgram;
-  inner.start = translation->start;
-  Grammar::Outcome translated = Grammar::parse(translation->cgram, filename, inner);
+  Grammar::Outcome translated = parse_translation(translation->cgram, translation->start, filename, options);
   for (const Diagnostic& d : translated.diagnostics.all()) {
     Diagnostic placed = d;
     if (d.range.begin.line != 0) {
@@ -87,17 +99,11 @@ Grammar::Outcome parse_json_schema(std::string_view source, std::string_view fil
 }
 
 Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, const ParseOptions& options) {
-  Grammar::Outcome out;
-  out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
-  out.diagnostics = Diagnostics(out.file.get());
-  out.diagnostics.set_max_kept(options.syntax.max_errors);
+  Grammar::Outcome out = new_outcome(source, filename, options);
   const std::string entry = options.entry_rule();
   std::optional<GbnfTranslation> translation = translate_gbnf(*out.file, out.diagnostics, options.syntax, entry);
   if (!translation) return out;
-  ParseOptions inner = options;
-  inner.format = GrammarFormat::Cgram;
-  inner.start = translation->start;
-  Grammar::Outcome translated = Grammar::parse(translation->cgram, filename, inner);
+  Grammar::Outcome translated = parse_translation(translation->cgram, translation->start, filename, options);
   std::map<std::string, std::string> gbnf_of{{translation->start, entry}};
   for (const auto& [gbnf_name, cgram_name] : translation->names) gbnf_of[cgram_name] = gbnf_name;
   // The added entry rule can repeat what its rule says (an empty language,
@@ -118,10 +124,7 @@ Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filena
                                 const ParseOptions& options) {
   if (options.format == GrammarFormat::Gbnf) return parse_gbnf(source, filename, options);
   if (options.format == GrammarFormat::JsonSchema) return parse_json_schema(source, filename, options);
-  Outcome out;
-  out.file = std::make_shared<const SourceFile>(std::string(filename), std::string(source));
-  out.diagnostics = Diagnostics(out.file.get());
-  out.diagnostics.set_max_kept(options.syntax.max_errors);
+  Outcome out = new_outcome(source, filename, options);
   ast::Grammar tree = parse_grammar(*out.file, out.diagnostics, options.syntax);
   if (out.diagnostics.has_errors() && tree.rules.empty()) return out;
   ir::LowerOptions lower_options;

@@ -161,9 +161,9 @@ TEST_CASE("unsupported patterns are errors that say why", "[json-schema]") {
 TEST_CASE("additional property keys are exactly the names not declared", "[json-schema]") {
   const std::vector<std::string> names = {"a", "ab", "b\"c", "é", ""};
   auto g = grammar_of(fmt::format("start ::= #'{}' ;", json::key_not_in_regex(names)));
-  for (const std::string& key : {"a", "ab", "b\"c", "é", "", "b", "abc", "ba", "b\"", "e", "éé", "A", "\n"}) {
+  for (const char* key : {"a", "ab", "b\"c", "é", "", "b", "abc", "ba", "b\"", "e", "éé", "A", "\n"}) {
     INFO(key);
-    const bool declared = std::find(names.begin(), names.end(), key) != names.end();
+    const bool declared = std::find(names.begin(), names.end(), std::string(key)) != names.end();
     CHECK(complete(g, json::json_string_text(key)) == !declared);
   }
   // One spelling per character: \u0061 is not another way to write "a".
@@ -249,4 +249,30 @@ TEST_CASE("allOf merges: properties with additionalProperties, bounds, types, en
   CHECK_FALSE(ok(R"({})"));
   // b is not allowed by the first part (additionalProperties: false there).
   CHECK_FALSE(ok(R"({"a":1,"b":"x"})"));
+}
+
+TEST_CASE("anyOf and oneOf side by side both constrain, with the schema's other keywords", "[json-schema]") {
+  Grammar::Outcome outcome = parse_schema(
+      R"({"type": "integer", "anyOf": [{"minimum": 0}], "oneOf": [{"maximum": 9}, {"type": "string"}]})");
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  auto oracle = oracle_grammar(*outcome.grammar);
+  auto ok = [&](std::string_view text) { return verdict(oracle, text) == oracle::Verdict::Complete; };
+  CHECK(ok("0"));
+  CHECK(ok("9"));
+  CHECK_FALSE(ok("10"));
+  CHECK_FALSE(ok("-1"));
+  CHECK_FALSE(ok("\"x\""));
+}
+
+TEST_CASE("numbers beyond any integer type are read without overflow", "[json-schema]") {
+  // 1e300 is an integer value (JSON Schema counts values, not writings).
+  Grammar::Outcome big = parse_schema(R"({"type": "integer", "enum": [1e300, 0.5]})");
+  INFO(big.diagnostics.render());
+  REQUIRE(big.ok());
+  CHECK(complete(big.grammar, "1" + std::string(300, '0')));
+  CHECK_FALSE(complete(big.grammar, "0.5"));
+  Grammar::Outcome length = parse_schema(R"({"type": "string", "minLength": 1e300})");
+  CHECK_FALSE(length.ok());
+  CHECK(length.diagnostics.render().find("'minLength' must be a non-negative integer") != std::string::npos);
 }
