@@ -120,6 +120,16 @@ Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, 
 
 }  // namespace
 
+std::optional<GrammarFormat> grammar_format(std::string_view name, std::string_view path) {
+  if (name == "cgram") return GrammarFormat::Cgram;
+  if (name == "gbnf") return GrammarFormat::Gbnf;
+  if (name == "json-schema") return GrammarFormat::JsonSchema;
+  if (name != "auto") return std::nullopt;
+  if (is_gbnf_path(path)) return GrammarFormat::Gbnf;
+  if (is_json_schema_path(path)) return GrammarFormat::JsonSchema;
+  return GrammarFormat::Cgram;
+}
+
 Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filename,
                                 const ParseOptions& options) {
   if (options.format == GrammarFormat::Gbnf) return parse_gbnf(source, filename, options);

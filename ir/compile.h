@@ -1,6 +1,7 @@
 #pragma once
 // The front door: .cgram text → checked grammar IR, or diagnostics.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,10 @@ namespace cgram {
 // (the last two translated to .cgram first, frontend/gbnf.h and
 // frontend/json_schema.h; diagnostics point into the text given).
 enum class GrammarFormat { Cgram, Gbnf, JsonSchema };
+// The format called `name` ("cgram", "gbnf" or "json-schema"); for "auto",
+// the one `path`'s extension says (.gbnf GBNF, .json a JSON Schema, anything
+// else .cgram). Nothing for another name.
+std::optional<GrammarFormat> grammar_format(std::string_view name, std::string_view path);
 
 struct ParseOptions {
   // For GBNF, "start" (the default) means `root`; another name is a GBNF rule.

@@ -1,5 +1,7 @@
 #include "matcher.h"
 
+#include "logits_mask.h"
+
 #include <bit>
 #include <limits>
 
@@ -150,10 +152,8 @@ bool Matcher::update_logits_from_tokens(std::span<float> logits) {
   if (!grammar_ || logits.size() < grammar_->vocabulary().size()) return false;
   mask_scratch_.resize(mask_words());
   if (!fill_mask(mask_scratch_)) return false;
-  const float minus_infinity = -std::numeric_limits<float>::infinity();
-  const size_t vocab_size = grammar_->vocabulary().size();
-  for (size_t t = 0; t < logits.size(); ++t)
-    if (t >= vocab_size || !(mask_scratch_[t / 32] >> (t % 32) & 1)) logits[t] = minus_infinity;
+  // Bits past the vocabulary are clear in a mask, so padding ids get -inf too.
+  apply_mask_to_logits(logits.data(), LogitsType::Float32, logits.size(), mask_scratch_);
   return true;
 }
 

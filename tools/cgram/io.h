@@ -94,11 +94,8 @@ inline ParseOptions grammar_options(const std::string& path, const std::string& 
                                     const GrammarInput& input = {}) {
   ParseOptions options;
   options.start = start;
-  const std::string& format = input.format;
-  if (format == "gbnf" || (format == "auto" && is_gbnf_path(path))) options.format = GrammarFormat::Gbnf;
-  else if (format == "json-schema" || (format == "auto" && is_json_schema_path(path)))
-    options.format = GrammarFormat::JsonSchema;
-  else options.format = GrammarFormat::Cgram;
+  // CLI11 has checked the name already.
+  options.format = grammar_format(input.format, path).value_or(GrammarFormat::Cgram);
   options.schema.whitespace = parse_json_whitespace(input.whitespace).value_or(JsonWhitespace::Flexible);
   options.schema.strict = input.strict;
   return options;

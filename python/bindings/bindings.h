@@ -1,0 +1,92 @@
+#pragma once
+// The Python module `cgram._cgram` (pybind11): what the binding files share.
+//
+// Python owns each object through a wrapper that holds the C++ object's
+// shared_ptr (vocabularies, grammars, compiled grammars) or the matcher
+// itself. Every C++ error value becomes a Python exception from the
+// hierarchy below; nothing aborts the interpreter.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compile.h"
+#include "compiled_grammar.h"
+#include "encoder.h"
+#include "matcher.h"
+#include "vocabulary.h"
+
+namespace cgram::python {
+
+namespace py = pybind11;
+
+// The exception classes (cgram.Error and its subclasses), made once at import.
+struct Exceptions {
+  py::object error;             // cgram.Error(Exception)
+  py::object vocabulary_error;  // cgram.VocabularyError(Error, ValueError)
+  py::object grammar_error;     // cgram.GrammarError(Error, ValueError): .diagnostics
+  py::object compile_error;     // cgram.CompileError(Error)
+  py::object load_error;        // cgram.LoadError(Error): an AOT object refused
+};
+const Exceptions& exceptions();
+
+// Raises `type(message)`.
+[[noreturn]] void raise(const py::object& type, const std::string& message);
+
+// A vocabulary and, made on first use, its encoder (compiling the
+// pre-tokenizer's regex costs milliseconds: not paid by callers who never encode).
+struct PyVocabulary {
+  std::shared_ptr<const Vocabulary> vocab;
+  std::unique_ptr<Encoder> encoder;
+
+  const Encoder& get_encoder();
+};
+
+// One diagnostic, rendered while its source file was at hand.
+struct PyDiagnostic {
+  std::string severity;  // "error", "warning" or "note"
+  std::string message;
+  std::string filename;
+  uint32_t line = 0, column = 0, end_line = 0, end_column = 0;  // 0: no place in the file
+  std::string rendered;                                          // clang style, with the line and a caret
+};
+
+struct PyGrammar {
+  std::shared_ptr<const Grammar> grammar;
+  std::vector<PyDiagnostic> diagnostics;  // warnings and notes (errors were raised)
+  GrammarFormat format = GrammarFormat::Cgram;
+  std::string filename;
+};
+
+struct PyCompiledGrammar {
+  std::shared_ptr<const CompiledGrammar> compiled;
+};
+
+// A matcher, and whether a batch fill that released the GIL is using it:
+// every other call on it is then refused (a matcher is not thread-safe).
+struct PyMatcher {
+  Matcher matcher;
+  bool busy = false;
+
+  explicit PyMatcher(Matcher m) : matcher(std::move(m)) {}
+  Matcher& use();  // raises RuntimeError while busy
+};
+
+// A writable array of 32-bit mask words (int32, as vLLM and SGLang use, or
+// uint32) from a NumPy array or a CPU torch tensor (through .numpy(), which
+// shares its memory). `ndim` is 1 or 2; the last axis must be contiguous.
+// Raises TypeError or ValueError (with `what` in the message) otherwise.
+py::array mask_array(const py::object& object, int ndim, const char* what);
+// Row `row` of a checked mask array.
+std::span<uint32_t> mask_row(py::array& words, size_t row);
+
+void bind_vocabulary(py::module_& m);
+void bind_grammar(py::module_& m);
+void bind_matcher(py::module_& m);
+void bind_logits(py::module_& m);
+
+}  // namespace cgram::python

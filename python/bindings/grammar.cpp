@@ -1,0 +1,303 @@
+// cgram.Grammar (parsing .cgram, GBNF and JSON Schemas, with diagnostics),
+// cgram.CompiledGrammar, cgram.compile and cgram.load.
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "bindings.h"
+#include "file_io.h"
+#include "kernel_jit.h"
+#include "parse.h"
+#include "shared_object.h"
+
+namespace cgram::python {
+namespace {
+
+using GrammarPtr = std::shared_ptr<PyGrammar>;
+using CompiledPtr = std::shared_ptr<PyCompiledGrammar>;
+
+const char* format_key(GrammarFormat format) {
+  switch (format) {
+    case GrammarFormat::Cgram: return "cgram";
+    case GrammarFormat::Gbnf: return "gbnf";
+    case GrammarFormat::JsonSchema: return "json-schema";
+  }
+  return "?";
+}
+
+const char* default_filename(GrammarFormat format) {
+  switch (format) {
+    case GrammarFormat::Cgram: return "grammar.cgram";
+    case GrammarFormat::Gbnf: return "grammar.gbnf";
+    case GrammarFormat::JsonSchema: return "schema.json";
+  }
+  return "grammar";
+}
+
+// What a grammar's text is and how to read it.
+struct Reading {
+  std::string format = "auto";
+  std::optional<std::string> filename;
+  std::string start = "start";
+  std::string whitespace = "flexible";
+  bool strict = false;
+};
+
+PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
+  PyDiagnostic out;
+  out.severity = severity_name(d.severity);
+  out.message = d.message;
+  out.filename = all.file() ? all.file()->name() : "";
+  if (d.range.begin.line != 0) {
+    out.line = d.range.begin.line;
+    out.column = d.range.begin.column;
+    out.end_line = d.range.end.line;
+    out.end_column = d.range.end.column;
+  }
+  out.rendered = all.render_one(d);
+  return out;
+}
+
+[[noreturn]] void raise_grammar_error(const Diagnostics& diagnostics) {
+  py::list list;
+  for (const Diagnostic& d : diagnostics.sorted()) list.append(py::cast(to_python(diagnostics, d)));
+  py::object error = exceptions().grammar_error(diagnostics.render(false));
+  error.attr("diagnostics") = list;
+  PyErr_SetObject(exceptions().grammar_error.ptr(), error.ptr());
+  throw py::error_already_set();
+}
+
+GrammarPtr parse(std::string_view source, const Reading& reading) {
+  const std::string path = reading.filename.value_or("");
+  std::optional<GrammarFormat> format = grammar_format(reading.format, path);
+  if (!format) throw py::value_error(fmt::format("format must be 'auto', 'cgram', 'gbnf' or 'json-schema', not '{}'", reading.format));
+  std::optional<JsonWhitespace> whitespace = parse_json_whitespace(reading.whitespace);
+  if (!whitespace)
+    throw py::value_error(fmt::format("whitespace must be 'compact', 'pretty' or 'flexible', not '{}'", reading.whitespace));
+  ParseOptions options;
+  options.format = *format;
+  options.start = reading.start;
+  options.schema = {*whitespace, reading.strict};
+  auto wrapper = std::make_shared<PyGrammar>();
+  wrapper->format = *format;
+  wrapper->filename = reading.filename.value_or(default_filename(*format));
+  std::optional<Grammar::Outcome> outcome;
+  {
+    py::gil_scoped_release released;
+    outcome = Grammar::parse(source, wrapper->filename, options);
+  }
+  if (!outcome->ok()) raise_grammar_error(outcome->diagnostics);
+  wrapper->grammar = outcome->grammar;
+  for (const Diagnostic& d : outcome->diagnostics.sorted())
+    wrapper->diagnostics.push_back(to_python(outcome->diagnostics, d));
+  return wrapper;
+}
+
+GrammarPtr parse_file(const std::string& path, Reading reading) {
+  std::string text;
+  if (auto error = read_regular_file(path, "grammar", kMaxSourceBytes, text)) {
+    PyErr_SetString(PyExc_OSError, error->c_str());
+    throw py::error_already_set();
+  }
+  reading.filename = path;
+  return parse(text, reading);
+}
+
+// A JSON Schema given as a Python value is written as indented JSON, so
+// that diagnostics have lines to point at.
+std::string schema_text(const py::object& schema) {
+  if (py::isinstance<py::str>(schema) || py::isinstance<py::bytes>(schema)) return py::cast<std::string>(schema);
+  py::object dumps = py::module_::import("json").attr("dumps");
+  return py::cast<std::string>(dumps(schema, py::arg("indent") = 2));
+}
+
+std::shared_ptr<const Vocabulary> vocabulary_or_bundled(const std::shared_ptr<PyVocabulary>& vocab) {
+  if (vocab) return vocab->vocab;
+  // Built once per process: loading it costs milliseconds.
+  static const std::shared_ptr<const Vocabulary> bundled = [] {
+    VocabularyResult result = Vocabulary::bundled();
+    if (auto* error = std::get_if<VocabularyError>(&result)) raise(exceptions().vocabulary_error, error->message);
+    return std::get<std::shared_ptr<const Vocabulary>>(result);
+  }();
+  return bundled;
+}
+
+CompiledPtr compile(const GrammarPtr& grammar, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier,
+                    bool eager_index) {
+  if (!grammar) throw py::type_error("grammar must be a cgram.Grammar");
+  if (tier != "table" && tier != "jit") throw py::value_error(fmt::format("tier must be 'table' or 'jit', not '{}'", tier));
+  std::shared_ptr<const Vocabulary> vocabulary = vocabulary_or_bundled(vocab);
+  CompileOptions options;
+  options.eager_index = eager_index;
+  std::optional<CompiledGrammar::Result> result;
+  std::optional<jit::JitError> jit_error;
+  {
+    py::gil_scoped_release released;
+    result = CompiledGrammar::compile(grammar->grammar, vocabulary, options);
+    if (auto* ok = std::get_if<std::shared_ptr<const CompiledGrammar>>(&*result); ok && tier == "jit")
+      jit_error = jit::tier_up_now(**ok);
+  }
+  if (auto* error = std::get_if<CompileError>(&*result)) raise(exceptions().compile_error, error->message);
+  if (jit_error) raise(exceptions().compile_error, "JIT: " + jit_error->message);
+  auto wrapper = std::make_shared<PyCompiledGrammar>();
+  wrapper->compiled = std::get<std::shared_ptr<const CompiledGrammar>>(*result);
+  return wrapper;
+}
+
+CompiledPtr load(const std::string& path, const std::shared_ptr<PyVocabulary>& vocab) {
+  std::shared_ptr<const Vocabulary> vocabulary = vocabulary_or_bundled(vocab);
+  std::optional<CompiledGrammar::Result> result;
+  {
+    py::gil_scoped_release released;
+    result = load_shared_object(path, vocabulary);
+  }
+  if (auto* error = std::get_if<CompileError>(&*result)) raise(exceptions().load_error, error->message);
+  auto wrapper = std::make_shared<PyCompiledGrammar>();
+  wrapper->compiled = std::get<std::shared_ptr<const CompiledGrammar>>(*result);
+  return wrapper;
+}
+
+void save(const PyCompiledGrammar& self, const std::string& path) {
+  std::variant<std::monostate, CompileError> result;
+  {
+    py::gil_scoped_release released;
+    result = save_shared_object(*self.compiled, path);
+  }
+  if (auto* error = std::get_if<CompileError>(&result)) raise(exceptions().compile_error, error->message);
+}
+
+void bind_diagnostic(py::module_& m) {
+  py::class_<PyDiagnostic>(m, "Diagnostic", "One error, warning or note about a grammar, at its place in the file.")
+      .def_readonly("severity", &PyDiagnostic::severity, "'error', 'warning' or 'note'.")
+      .def_readonly("message", &PyDiagnostic::message)
+      .def_readonly("filename", &PyDiagnostic::filename)
+      .def_readonly("line", &PyDiagnostic::line, "1-based; 0 when the diagnostic has no place in the file.")
+      .def_readonly("column", &PyDiagnostic::column, "1-based, in characters.")
+      .def_readonly("end_line", &PyDiagnostic::end_line)
+      .def_readonly("end_column", &PyDiagnostic::end_column)
+      .def("__str__", [](const PyDiagnostic& d) { return d.rendered; })
+      .def("__repr__", [](const PyDiagnostic& d) {
+        return fmt::format("<cgram.Diagnostic {}:{}:{}: {}: {}>", d.filename, d.line, d.column, d.severity, d.message);
+      });
+}
+
+void bind_grammar_class(py::module_& m) {
+  py::class_<PyGrammar, GrammarPtr> cls(m, "Grammar", R"doc(
+A checked grammar: .cgram text, llama.cpp GBNF or a JSON Schema (translated
+to .cgram). Parsing raises GrammarError, which carries the diagnostics;
+warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc");
+  cls.def(py::init([](py::object source, const std::string& format, std::optional<std::string> filename,
+                      const std::string& start, const std::string& whitespace, bool strict) {
+            Reading reading{format, filename, start, whitespace, strict};
+            return parse(py::cast<std::string>(source), reading);
+          }),
+          py::arg("source"), py::kw_only(), py::arg("format") = "auto", py::arg("filename") = py::none(),
+          py::arg("start") = "start", py::arg("whitespace") = "flexible", py::arg("strict") = false,
+          "Parses `source` (str or bytes). format: 'auto' (by the filename's extension: .gbnf GBNF, "
+          ".json a JSON Schema, else .cgram), 'cgram', 'gbnf' or 'json-schema'. start: the start rule "
+          "('start' means root for GBNF). whitespace and strict: JSON Schema documents' layout "
+          "('compact', 'pretty', 'flexible') and whether ignored keywords are errors.")
+      .def_static(
+          "from_file",
+          [](const std::string& path, const std::string& format, const std::string& start,
+             const std::string& whitespace, bool strict) {
+            return parse_file(path, Reading{format, std::nullopt, start, whitespace, strict});
+          },
+          py::arg("path"), py::kw_only(), py::arg("format") = "auto", py::arg("start") = "start",
+          py::arg("whitespace") = "flexible", py::arg("strict") = false,
+          "Reads and parses a grammar file (the format by its extension unless given).")
+      .def_static(
+          "from_gbnf",
+          [](py::object source, const std::string& start, const std::string& filename) {
+            return parse(py::cast<std::string>(source), Reading{"gbnf", filename, start, "flexible", false});
+          },
+          py::arg("source"), py::kw_only(), py::arg("start") = "root", py::arg("filename") = "grammar.gbnf",
+          "Parses llama.cpp GBNF.")
+      .def_static(
+          "from_json_schema",
+          [](py::object schema, const std::string& whitespace, bool strict, const std::string& filename) {
+            return parse(schema_text(schema), Reading{"json-schema", filename, "start", whitespace, strict});
+          },
+          py::arg("schema"), py::kw_only(), py::arg("whitespace") = "flexible", py::arg("strict") = false,
+          py::arg("filename") = "schema.json",
+          "Translates a JSON Schema: a dict (or bool), or its JSON text.")
+      .def_property_readonly("format", [](const PyGrammar& g) { return format_key(g.format); })
+      .def_property_readonly("filename", [](const PyGrammar& g) { return g.filename; })
+      .def_property_readonly(
+          "source", [](const PyGrammar& g) { return std::string(g.grammar->file().text()); },
+          "The .cgram text (for GBNF and JSON Schemas, the translation).")
+      .def_property_readonly("diagnostics", [](const PyGrammar& g) { return g.diagnostics; },
+                             "Every warning and note, in file order.")
+      .def_property_readonly(
+          "warnings",
+          [](const PyGrammar& g) {
+            std::vector<PyDiagnostic> out;
+            for (const PyDiagnostic& d : g.diagnostics)
+              if (d.severity == "warning") out.push_back(d);
+            return out;
+          })
+      .def("__repr__", [](const PyGrammar& g) -> std::string {
+        return fmt::format("<cgram.Grammar '{}' ({}), {} rules>", g.filename, format_key(g.format),
+                           g.grammar->ir().user_rule_count());
+      });
+}
+
+void bind_compiled_grammar(py::module_& m) {
+  py::class_<PyCompiledGrammar, CompiledPtr>(m, "CompiledGrammar", R"doc(
+A grammar compiled for one vocabulary: immutable, shared by every matcher
+made from it, safe to use from many threads. Made by cgram.compile or
+cgram.load.)doc")
+      .def_property_readonly("vocab",
+                             [](const PyCompiledGrammar& g) {
+                               auto wrapper = std::make_shared<PyVocabulary>();
+                               wrapper->vocab = g.compiled->vocabulary_ptr();
+                               return wrapper;
+                             })
+      .def_property_readonly("vocab_size", [](const PyCompiledGrammar& g) { return g.compiled->vocabulary().size(); })
+      .def_property_readonly("mask_words", [](const PyCompiledGrammar& g) { return g.compiled->mask_words(); },
+                             "int32 words in one mask: ceil(vocab_size / 32).")
+      .def_property_readonly("tier", [](const PyCompiledGrammar& g) { return std::string(g.compiled->tier()); },
+                             "Which code matchers run: 'table', 'jit' or 'aot'.")
+      .def_property_readonly("memory_bytes", [](const PyCompiledGrammar& g) { return g.compiled->memory_bytes(); })
+      .def_property_readonly("source_name", [](const PyCompiledGrammar& g) { return g.compiled->source_name(); })
+      .def_property_readonly("timings",
+                             [](const PyCompiledGrammar& g) {
+                               py::dict out;
+                               out["lower_ms"] = g.compiled->timings().lower_ms;
+                               out["index_ms"] = g.compiled->timings().index_ms;
+                               return out;
+                             })
+      .def("save", &save, py::arg("path"),
+           "Writes an AOT shared object (the file `cgram compile` writes); load it with cgram.load.")
+      .def("__repr__", [](const PyCompiledGrammar& g) {
+        return fmt::format("<cgram.CompiledGrammar '{}' for '{}' ({} ids), tier {}>", g.compiled->source_name(),
+                           g.compiled->vocabulary().name(), g.compiled->vocabulary().size(), g.compiled->tier());
+      });
+
+  m.def("compile", &compile, py::arg("grammar"), py::arg("vocab") = py::none(), py::kw_only(),
+        py::arg("tier") = "table", py::arg("eager_index") = false,
+        "Compiles a Grammar for a Vocabulary (default: the bundled one). tier='jit' compiles native "
+        "kernels with LLVM first; eager_index=True builds the whole token index now rather than on "
+        "first use. The GIL is released meanwhile. Raises CompileError.");
+  m.def(
+      "compile",
+      [](py::str source, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier, bool eager_index) {
+        return compile(parse(py::cast<std::string>(source), Reading{}), vocab, tier, eager_index);
+      },
+      py::arg("grammar"), py::arg("vocab") = py::none(), py::kw_only(), py::arg("tier") = "table",
+      py::arg("eager_index") = false, "The same for .cgram text.");
+  m.def("load", &load, py::arg("path"), py::arg("vocab") = py::none(),
+        "Loads an AOT shared object made for `vocab` (default: the bundled one). Raises LoadError.");
+}
+
+}  // namespace
+
+void bind_grammar(py::module_& m) {
+  bind_diagnostic(m);
+  bind_grammar_class(m);
+  bind_compiled_grammar(m);
+}
+
+}  // namespace cgram::python

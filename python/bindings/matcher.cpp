@@ -1,0 +1,212 @@
+// cgram.Matcher, and cgram.fill_masks: a batch of masks filled on a thread
+// pool with the GIL released.
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "batch.h"
+#include "bindings.h"
+
+namespace cgram::python {
+namespace {
+
+using CompiledPtr = std::shared_ptr<PyCompiledGrammar>;
+
+// A pool and the lock that gives it to one batch at a time (ThreadPool::run
+// takes one job at a time; two Python threads may fill batches at once).
+struct PyThreadPool {
+  ThreadPool pool;
+  std::mutex running;
+  explicit PyThreadPool(size_t threads) : pool(threads) {}
+};
+
+std::shared_ptr<PyThreadPool> default_pool() {
+  static std::shared_ptr<PyThreadPool> pool = std::make_shared<PyThreadPool>(std::thread::hardware_concurrency());
+  return pool;
+}
+
+// Mask words for one matcher's row: its mask, then zeros to the row's end
+// (a model's padding ids past the vocabulary are never allowed).
+void fill_row(Matcher& matcher, std::span<uint32_t> row) {
+  matcher.fill_mask(row);
+  const size_t words = std::min(row.size(), matcher.mask_words());
+  std::fill(row.begin() + static_cast<std::ptrdiff_t>(words), row.end(), 0u);
+}
+
+void check_width(const py::array& words, const Matcher& matcher, const char* what) {
+  const size_t width = static_cast<size_t>(words.shape(words.ndim() - 1));
+  if (width < matcher.mask_words())
+    throw py::value_error(fmt::format("{} has {} words per row; the vocabulary needs {} (ceil({} / 32))", what, width,
+                                      matcher.mask_words(), matcher.grammar().vocabulary().size()));
+}
+
+size_t checked_row(const py::array& words, py::ssize_t row, const char* what) {
+  if (row < 0 || row >= words.shape(0))
+    throw py::index_error(fmt::format("row {} is outside {} ({} rows)", row, what, words.shape(0)));
+  return static_cast<size_t>(row);
+}
+
+void fill_mask(PyMatcher& self, const py::object& out, std::optional<py::ssize_t> row) {
+  Matcher& matcher = self.use();
+  py::array words = mask_array(out, row ? 2 : 1, row ? "the bitmask (with a row)" : "the mask");
+  check_width(words, matcher, "the mask");
+  fill_row(matcher, mask_row(words, row ? checked_row(words, *row, "the bitmask") : 0));
+}
+
+py::array_t<int32_t> new_mask(PyMatcher& self) {
+  Matcher& matcher = self.use();
+  py::array_t<int32_t> out(static_cast<py::ssize_t>(matcher.mask_words()));
+  matcher.fill_mask({reinterpret_cast<uint32_t*>(out.mutable_data()), matcher.mask_words()});
+  return out;
+}
+
+void rollback(PyMatcher& self, size_t n) {
+  Matcher& matcher = self.use();
+  if (!matcher.rollback(n))
+    throw py::value_error(fmt::format("cannot roll back {} tokens: {} accepted", n, matcher.tokens_accepted()));
+}
+
+// Marks the matchers busy for the time the GIL is released, and frees them
+// whatever happens.
+class BusyMarks {
+ public:
+  ~BusyMarks() {
+    for (PyMatcher* m : marked_) m->busy = false;
+  }
+  void mark(PyMatcher& m) {
+    m.use();
+    m.busy = true;
+    marked_.push_back(&m);
+  }
+
+ private:
+  std::vector<PyMatcher*> marked_;
+};
+
+void fill_masks(const py::sequence& matchers, const py::object& out, std::optional<std::vector<py::ssize_t>> rows,
+                std::shared_ptr<PyThreadPool> pool) {
+  py::array words = mask_array(out, 2, "the bitmask");
+  const size_t count = py::len(matchers);
+  if (rows && rows->size() != count)
+    throw py::value_error(fmt::format("{} rows given for {} matchers", rows->size(), count));
+  if (!rows && count > static_cast<size_t>(words.shape(0)))
+    throw py::value_error(fmt::format("the bitmask has {} rows, fewer than the {} matchers", words.shape(0), count));
+  // References held until the end, GIL or not: the caller's sequence may change meanwhile.
+  std::vector<py::object> keep;
+  std::vector<PyMatcher*> targets;
+  std::vector<size_t> target_rows;
+  std::set<size_t> rows_seen;
+  BusyMarks busy;
+  for (size_t i = 0; i < count; ++i) {
+    py::object item = matchers[i];
+    if (!py::isinstance<PyMatcher>(item))
+      throw py::type_error(fmt::format("matchers[{}] is a {}, not a cgram.Matcher", i,
+                                       std::string(py::str(py::type::of(item).attr("__name__")))));
+    PyMatcher& m = item.cast<PyMatcher&>();
+    if (m.busy) throw py::value_error(fmt::format("matchers[{}] appears twice, or is in use by another thread", i));
+    check_width(words, m.matcher, "the bitmask");
+    const size_t row = rows ? checked_row(words, (*rows)[i], "the bitmask") : i;
+    if (!rows_seen.insert(row).second) throw py::value_error(fmt::format("row {} is given twice", row));
+    busy.mark(m);
+    keep.push_back(std::move(item));
+    targets.push_back(&m);
+    target_rows.push_back(row);
+  }
+  if (!pool) pool = default_pool();
+  py::gil_scoped_release released;
+  std::lock_guard lock(pool->running);
+  pool->pool.run(count, [&](size_t i) { fill_row(targets[i]->matcher, mask_row(words, target_rows[i])); });
+}
+
+}  // namespace
+
+Matcher& PyMatcher::use() {
+  if (busy) throw std::runtime_error("this matcher is being filled by fill_masks in another thread");
+  return matcher;
+}
+
+void bind_matcher(py::module_& m) {
+  py::enum_<AdvanceResult>(m, "AdvanceResult", "What advance() did with a token.")
+      .value("ONGOING", AdvanceResult::Ongoing, "accepted; the text goes on")
+      .value("FINISHED", AdvanceResult::Finished, "accepted end of sequence: the text is complete")
+      .value("REJECTED", AdvanceResult::Rejected, "not allowed; the state is unchanged");
+
+  py::class_<PyMatcher>(m, "Matcher", R"doc(
+One matcher per sequence: the exact set of allowed next tokens at every
+step. Masks are int32 words, ceil(vocab_size / 32) per row, bit t % 32 of
+word t // 32 set when token t is allowed (the layout vLLM and SGLang use).
+Not thread-safe: use each matcher from one thread at a time.)doc")
+      .def(py::init([](const CompiledPtr& grammar) {
+             if (!grammar) throw py::type_error("grammar must be a cgram.CompiledGrammar");
+             return std::make_unique<PyMatcher>(Matcher(grammar->compiled));
+           }),
+           py::arg("grammar"))
+      .def(
+          "advance", [](PyMatcher& self, uint32_t token) { return self.use().advance(token); }, py::arg("token"),
+          "Accepts `token` if it is allowed. REJECTED leaves the state as it was.")
+      .def("fill_mask", &fill_mask, py::arg("out"), py::arg("row") = py::none(),
+           "Writes the mask into `out`: a 1-D int32 array (NumPy, or a CPU torch tensor) of at least "
+           "mask_words words, or row `row` of a 2-D (batch, words) bitmask. Words past mask_words are "
+           "cleared (padding ids of a model are never allowed).")
+      .def("mask", &new_mask, "The mask, as a new int32 array of mask_words words.")
+      .def(
+          "allowed_tokens", [](PyMatcher& self) { return self.use().current_possible_tokens(); },
+          "The allowed token ids, ascending.")
+      .def(
+          "is_allowed", [](PyMatcher& self, uint32_t token) { return self.use().is_allowed(token); },
+          py::arg("token"), "Whether one token is allowed, without building the mask.")
+      .def(
+          "forced_tokens", [](PyMatcher& self, size_t limit) { return self.use().forced_tokens(limit); },
+          py::arg("limit") = 32, "Tokens certain to come next (each the only allowed token in turn).")
+      .def("rollback", &rollback, py::arg("n") = 1,
+           "Undoes the last n accepted tokens (ValueError when fewer were accepted).")
+      .def(
+          "reset", [](PyMatcher& self) { self.use().reset(); }, "Back to the start of the text.")
+      .def(
+          "clone", [](PyMatcher& self) { return std::make_unique<PyMatcher>(self.use().clone()); },
+          "A copy in the same state, sharing the compiled grammar.")
+      .def("__copy__", [](PyMatcher& self) { return std::make_unique<PyMatcher>(self.use().clone()); })
+      .def("__deepcopy__",
+           [](PyMatcher& self, py::dict) { return std::make_unique<PyMatcher>(self.use().clone()); })
+      .def(
+          "can_end", [](PyMatcher& self) { return self.use().can_end(); },
+          "Whether the text so far is a complete sentence (end of sequence is allowed).")
+      .def(
+          "is_finished", [](PyMatcher& self) { return self.use().is_finished(); },
+          "Whether end of sequence was accepted.")
+      .def_property_readonly("tokens_accepted", [](PyMatcher& self) { return self.use().tokens_accepted(); })
+      .def_property_readonly("mask_words", [](PyMatcher& self) { return self.use().mask_words(); })
+      .def_property_readonly("vocab_size", [](PyMatcher& self) { return self.use().grammar().vocabulary().size(); })
+      .def_property_readonly(
+          "error",
+          [](PyMatcher& self) -> std::optional<std::string> {
+            const Matcher& matcher = self.use();
+            if (!matcher.has_error()) return std::nullopt;
+            return matcher.error();
+          },
+          "Why the matcher stopped (a limit of the engine), or None. A matcher with an error allows nothing.")
+      .def("__repr__", [](PyMatcher& self) {
+        if (self.busy) return std::string("<cgram.Matcher (being filled)>");
+        return fmt::format("<cgram.Matcher {} tokens accepted{}>", self.matcher.tokens_accepted(),
+                           self.matcher.is_finished() ? ", finished" : "");
+      });
+
+  py::class_<PyThreadPool, std::shared_ptr<PyThreadPool>>(m, "ThreadPool",
+                                                          "Threads for fill_masks (the default pool has one per core).")
+      .def(py::init([](size_t threads) { return std::make_shared<PyThreadPool>(threads ? threads : 1); }),
+           py::arg("threads"))
+      .def_property_readonly("threads", [](const PyThreadPool& p) { return p.pool.size(); });
+
+  m.def("fill_masks", &fill_masks, py::arg("matchers"), py::arg("out"), py::arg("rows") = py::none(),
+        py::arg("pool") = py::none(),
+        "Fills row i of the (batch, words) int32 bitmask `out` with matchers[i]'s mask (or row rows[i]), "
+        "on a thread pool, with the GIL released. Rows must be distinct and matchers too; words past "
+        "a matcher's mask_words are cleared.");
+}
+
+}  // namespace cgram::python

@@ -1,0 +1,101 @@
+// The module: exceptions, mask arrays, and the parts bound by the other files.
+#include <fmt/format.h>
+
+#include "bindings.h"
+#include "version.h"
+
+namespace cgram::python {
+namespace {
+
+Exceptions* g_exceptions = nullptr;
+
+py::object new_exception(py::module_& m, const char* name, py::tuple bases, const char* doc) {
+  const std::string qualified = fmt::format("cgram.{}", name);
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
+  if (!type) throw py::error_already_set();
+  py::object object = py::reinterpret_steal<py::object>(type);
+  m.add_object(name, object);
+  return object;
+}
+
+void make_exceptions(py::module_& m) {
+  // Lives as long as the process: the classes are module attributes too.
+  static Exceptions made;
+  py::object value_error = py::reinterpret_borrow<py::object>(PyExc_ValueError);
+  made.error = new_exception(m, "Error", py::make_tuple(py::reinterpret_borrow<py::object>(PyExc_Exception)),
+                             "Every error cgram raises.");
+  made.vocabulary_error = new_exception(m, "VocabularyError", py::make_tuple(made.error, value_error),
+                                        "A vocabulary file or token list that cannot be loaded, or text "
+                                        "that cannot be encoded.");
+  made.grammar_error = new_exception(m, "GrammarError", py::make_tuple(made.error, value_error),
+                                     "A grammar with errors. str() is every diagnostic rendered; "
+                                     "`diagnostics` is the list of Diagnostic objects.");
+  made.compile_error = new_exception(m, "CompileError", py::make_tuple(made.error),
+                                     "Compiling a grammar for a vocabulary failed (a limit, the JIT, the linker).");
+  made.load_error = new_exception(m, "LoadError", py::make_tuple(made.error),
+                                  "An AOT shared object refused: not a cgram object, another version or "
+                                  "vocabulary, damaged.");
+  g_exceptions = &made;
+}
+
+bool is_words_dtype(const py::dtype& dtype) {
+  return dtype.itemsize() == 4 && (dtype.kind() == 'i' || dtype.kind() == 'u');
+}
+
+}  // namespace
+
+const Exceptions& exceptions() { return *g_exceptions; }
+
+void raise(const py::object& type, const std::string& message) {
+  PyErr_SetString(type.ptr(), message.c_str());
+  throw py::error_already_set();
+}
+
+py::array mask_array(const py::object& object, int ndim, const char* what) {
+  py::object candidate = object;
+  // A torch tensor: its NumPy view shares the memory (CPU tensors only;
+  // torch says why for the others).
+  if (!py::isinstance<py::array>(candidate) && py::hasattr(candidate, "numpy") &&
+      py::hasattr(candidate, "data_ptr"))
+    candidate = candidate.attr("numpy")();
+  if (!py::isinstance<py::array>(candidate))
+    throw py::type_error(fmt::format("{} must be a NumPy array or a CPU torch tensor of int32, not {}", what,
+                                     std::string(py::str(py::type::of(object).attr("__name__")))));
+  py::array words = py::reinterpret_borrow<py::array>(candidate);
+  if (!is_words_dtype(words.dtype()))
+    throw py::type_error(fmt::format("{} must hold int32 (or uint32) words, not {}", what,
+                                     std::string(py::str(words.dtype()))));
+  if (words.ndim() != ndim)
+    throw py::value_error(fmt::format("{} must have {} dimension{}, not {}", what, ndim, ndim == 1 ? "" : "s",
+                                      words.ndim()));
+  if (!words.writeable()) throw py::value_error(fmt::format("{} is read-only", what));
+  if (reinterpret_cast<uintptr_t>(words.data()) % 4 != 0)
+    throw py::value_error(fmt::format("{} is not aligned to 4 bytes", what));
+  if (words.shape(ndim - 1) > 1 && words.strides(ndim - 1) != 4)
+    throw py::value_error(fmt::format("{} must be contiguous along its last axis", what));
+  if (ndim == 2 && words.shape(0) > 1 && (words.strides(0) < 0 || words.strides(0) % 4 != 0))
+    throw py::value_error(fmt::format("{} has a row stride that is not a positive multiple of 4 bytes", what));
+  return words;
+}
+
+std::span<uint32_t> mask_row(py::array& words, size_t row) {
+  auto* base = static_cast<char*>(words.mutable_data());
+  const size_t width = static_cast<size_t>(words.shape(words.ndim() - 1));
+  if (words.ndim() == 2) base += static_cast<size_t>(words.strides(0)) * row;
+  return {reinterpret_cast<uint32_t*>(base), width};
+}
+
+}  // namespace cgram::python
+
+PYBIND11_MODULE(_cgram, m) {
+  namespace py = pybind11;
+  using namespace cgram::python;
+  m.doc() = "cgram: grammars compiled for a tokenizer vocabulary into exact next-token masks.";
+  m.attr("__version__") = cgram::kVersion;
+  m.attr("ABI_VERSION") = cgram::kAbiVersion;
+  make_exceptions(m);
+  bind_vocabulary(m);
+  bind_grammar(m);
+  bind_matcher(m);
+  bind_logits(m);
+}
