@@ -10,6 +10,7 @@ packages=(
   libfmt-dev librange-v3-dev catch2
   nlohmann-json3-dev libcli11-dev libsimdjson-dev libicu-dev
   python3 python3-jsonschema
+  python3-dev pybind11-dev python3-numpy python3-torch
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev
 )
 

@@ -70,9 +70,10 @@ struct PyCompiledGrammar {
 // every other call on it is then refused (a matcher is not thread-safe).
 struct PyMatcher {
   Matcher matcher;
+  std::shared_ptr<const CompiledGrammar> grammar;
   bool busy = false;
 
-  explicit PyMatcher(Matcher m) : matcher(std::move(m)) {}
+  PyMatcher(Matcher m, std::shared_ptr<const CompiledGrammar> g) : matcher(std::move(m)), grammar(std::move(g)) {}
   Matcher& use();  // raises RuntimeError while busy
 };
 

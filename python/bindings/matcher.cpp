@@ -143,7 +143,7 @@ word t // 32 set when token t is allowed (the layout vLLM and SGLang use).
 Not thread-safe: use each matcher from one thread at a time.)doc")
       .def(py::init([](const CompiledPtr& grammar) {
              if (!grammar) throw py::type_error("grammar must be a cgram.CompiledGrammar");
-             return std::make_unique<PyMatcher>(Matcher(grammar->compiled));
+             return std::make_unique<PyMatcher>(Matcher(grammar->compiled), grammar->compiled);
            }),
            py::arg("grammar"))
       .def(
@@ -168,17 +168,25 @@ Not thread-safe: use each matcher from one thread at a time.)doc")
       .def(
           "reset", [](PyMatcher& self) { self.use().reset(); }, "Back to the start of the text.")
       .def(
-          "clone", [](PyMatcher& self) { return std::make_unique<PyMatcher>(self.use().clone()); },
+          "clone", [](PyMatcher& self) { return std::make_unique<PyMatcher>(self.use().clone(), self.grammar); },
           "A copy in the same state, sharing the compiled grammar.")
-      .def("__copy__", [](PyMatcher& self) { return std::make_unique<PyMatcher>(self.use().clone()); })
+      .def("__copy__", [](PyMatcher& self) { return std::make_unique<PyMatcher>(self.use().clone(), self.grammar); })
       .def("__deepcopy__",
-           [](PyMatcher& self, py::dict) { return std::make_unique<PyMatcher>(self.use().clone()); })
+           [](PyMatcher& self, py::dict) { return std::make_unique<PyMatcher>(self.use().clone(), self.grammar); })
       .def(
           "can_end", [](PyMatcher& self) { return self.use().can_end(); },
           "Whether the text so far is a complete sentence (end of sequence is allowed).")
       .def(
           "is_finished", [](PyMatcher& self) { return self.use().is_finished(); },
           "Whether end of sequence was accepted.")
+      .def_property_readonly(
+          "grammar",
+          [](const PyMatcher& self) {
+            auto wrapper = std::make_shared<PyCompiledGrammar>();
+            wrapper->compiled = self.grammar;
+            return wrapper;
+          },
+          "The compiled grammar it matches.")
       .def_property_readonly("tokens_accepted", [](PyMatcher& self) { return self.use().tokens_accepted(); })
       .def_property_readonly("mask_words", [](PyMatcher& self) { return self.use().mask_words(); })
       .def_property_readonly("vocab_size", [](PyMatcher& self) { return self.use().grammar().vocabulary().size(); })
