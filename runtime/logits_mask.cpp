@@ -24,6 +24,7 @@ void apply(Element* logits, Element minus_infinity, size_t vocab, std::span<cons
       std::fill_n(logits + base, 32, minus_infinity);
       continue;
     }
+    // A mixed word: only the disallowed elements are written.
     for (; clear != 0; clear &= clear - 1) logits[base + static_cast<size_t>(std::countr_zero(clear))] = minus_infinity;
   }
   std::fill(logits + covered, logits + vocab, minus_infinity);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "compile.h"
 #include "compiled_grammar.h"
 #include "encoder.h"
+#include "batch.h"
 #include "matcher.h"
 #include "vocabulary.h"
 
@@ -76,6 +78,16 @@ struct PyMatcher {
   PyMatcher(Matcher m, std::shared_ptr<const CompiledGrammar> g) : matcher(std::move(m)), grammar(std::move(g)) {}
   Matcher& use();  // raises RuntimeError while busy
 };
+
+// A pool and the lock that gives it to one batch at a time (ThreadPool::run
+// takes one job at a time; two Python threads may fill batches at once).
+struct PyThreadPool {
+  ThreadPool pool;
+  std::mutex running;
+  explicit PyThreadPool(size_t threads) : pool(threads) {}
+};
+// One thread per core, made on first use.
+std::shared_ptr<PyThreadPool> default_pool();
 
 // A writable array of 32-bit mask words (int32, as vLLM and SGLang use, or
 // uint32) from a NumPy array or a CPU torch tensor (through .numpy(), which

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "batch.h"
@@ -48,12 +49,19 @@ void apply_token_bitmask(const py::object& logits_object, const std::string& typ
   } else {
     for (py::ssize_t row = 0; row < logits.shape(0); ++row) rows.push_back(static_cast<size_t>(row));
   }
+  // A row given twice is masked once (to the same result), never by two threads at once.
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   const size_t vocab = static_cast<size_t>(logits.shape(1));
   auto* base = static_cast<char*>(logits.mutable_data());
   const size_t stride = static_cast<size_t>(logits.strides(0));
+  // Rows are independent: split over the default pool's threads, with the GIL released.
+  std::shared_ptr<PyThreadPool> pool = default_pool();
   py::gil_scoped_release released;
-  // Rows are independent: a row given twice is masked twice, to the same result.
-  for (size_t row : rows) apply_mask_to_logits(base + row * stride, *type, vocab, mask_row(bitmask, row));
+  std::lock_guard lock(pool->running);
+  pool->pool.run(rows.size(), [&](size_t i) {
+    apply_mask_to_logits(base + rows[i] * stride, *type, vocab, mask_row(bitmask, rows[i]));
+  });
 }
 
 }  // namespace

@@ -17,19 +17,6 @@ namespace {
 
 using CompiledPtr = std::shared_ptr<PyCompiledGrammar>;
 
-// A pool and the lock that gives it to one batch at a time (ThreadPool::run
-// takes one job at a time; two Python threads may fill batches at once).
-struct PyThreadPool {
-  ThreadPool pool;
-  std::mutex running;
-  explicit PyThreadPool(size_t threads) : pool(threads) {}
-};
-
-std::shared_ptr<PyThreadPool> default_pool() {
-  static std::shared_ptr<PyThreadPool> pool = std::make_shared<PyThreadPool>(std::thread::hardware_concurrency());
-  return pool;
-}
-
 // Mask words for one matcher's row: its mask, then zeros to the row's end
 // (a model's padding ids past the vocabulary are never allowed).
 void fill_row(Matcher& matcher, std::span<uint32_t> row) {
@@ -124,6 +111,11 @@ void fill_masks(const py::sequence& matchers, const py::object& out, std::option
 }
 
 }  // namespace
+
+std::shared_ptr<PyThreadPool> default_pool() {
+  static std::shared_ptr<PyThreadPool> pool = std::make_shared<PyThreadPool>(std::thread::hardware_concurrency());
+  return pool;
+}
 
 Matcher& PyMatcher::use() {
   if (busy) throw std::runtime_error("this matcher is being filled by fill_masks in another thread");

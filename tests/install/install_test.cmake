@@ -1,8 +1,10 @@
 # `cmake --install` into a temporary prefix, then two outside consumers of
 # what it put there: a C program built with pkg-config's flags, and a CMake
-# project that finds the package (find_package(cgram) → cgram::cgram).
+# project that finds the package (find_package(cgram) → cgram::cgram), and
+# Python importing the installed package.
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=tests/install -DWORK=dir -DC_COMPILER=cc
-#         -DVERSION=x.y.z -DLIBDIR=lib -P install_test.cmake
+#         -DVERSION=x.y.z -DLIBDIR=lib [-DPYTHON=python3 -DPYTHON_DIR=lib/python3.X/dist-packages]
+#         -P install_test.cmake
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(prefix ${WORK}/prefix)
@@ -53,4 +55,12 @@ run("cmake --build (consumer)" ${CMAKE_COMMAND} --build ${WORK}/cxx-build)
 run("consumer" ${WORK}/cxx-build/consumer)
 expect_output("consumer" "cgram ${VERSION} (ABI")
 expect_output("consumer" "bundled vocabulary: 32064 tokens")
-message(STATUS "installed into ${prefix}; both consumers built and ran")
+
+# Python: the installed package imports from its place, with nothing from the
+# build tree (no ';' in the code: CMake would split the argument there).
+if(PYTHON)
+  run("python import" ${CMAKE_COMMAND} -E env PYTHONPATH=${prefix}/${PYTHON_DIR} ${PYTHON} -c
+      "import cgram, cgram.logits\nm = cgram.Matcher(cgram.compile(cgram.Grammar.from_gbnf('root ::= [0-9]+')))\nprint(cgram.__file__, m.is_allowed(m.grammar.vocab.encode('7', continuation=True)[0]))")
+  expect_output("python import" "${prefix}/${PYTHON_DIR}/cgram/__init__.py True")
+endif()
+message(STATUS "installed into ${prefix}; the consumers built and ran")
