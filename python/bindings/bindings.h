@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -26,18 +27,21 @@ namespace cgram::python {
 
 namespace py = pybind11;
 
-// The exception classes (cgram.Error and its subclasses), made once at import.
+// The exception classes (cgram.Error and its subclasses), made once at
+// import. The module's attributes own them; these handles borrow, so that
+// nothing touches Python objects from static destructors after the
+// interpreter has gone.
 struct Exceptions {
-  py::object error;             // cgram.Error(Exception)
-  py::object vocabulary_error;  // cgram.VocabularyError(Error, ValueError)
-  py::object grammar_error;     // cgram.GrammarError(Error, ValueError): .diagnostics
-  py::object compile_error;     // cgram.CompileError(Error)
-  py::object load_error;        // cgram.LoadError(Error): an AOT object refused
+  py::handle error;             // cgram.Error(Exception)
+  py::handle vocabulary_error;  // cgram.VocabularyError(Error, ValueError)
+  py::handle grammar_error;     // cgram.GrammarError(Error, ValueError): .diagnostics
+  py::handle compile_error;     // cgram.CompileError(Error)
+  py::handle load_error;        // cgram.LoadError(Error): an AOT object refused
 };
 const Exceptions& exceptions();
 
 // Raises `type(message)`.
-[[noreturn]] void raise(const py::object& type, const std::string& message);
+[[noreturn]] void raise(py::handle type, const std::string& message);
 
 // A vocabulary and, made on first use, its encoder (compiling the
 // pre-tokenizer's regex costs milliseconds: not paid by callers who never encode).
@@ -88,14 +92,19 @@ struct PyThreadPool {
 };
 // One thread per core, made on first use.
 std::shared_ptr<PyThreadPool> default_pool();
+// Runs job(i) for i in [0, count) on `pool` (call it with the GIL
+// released). An exception in a job is caught there, and the first one is
+// rethrown once every job has finished: none escapes a worker thread.
+void run_on_pool(PyThreadPool& pool, size_t count, const std::function<void(size_t)>& job);
 
 // A writable array of 32-bit mask words (int32, as vLLM and SGLang use, or
 // uint32) from a NumPy array or a CPU torch tensor (through .numpy(), which
 // shares its memory). `ndim` is 1 or 2; the last axis must be contiguous.
 // Raises TypeError or ValueError (with `what` in the message) otherwise.
 py::array mask_array(const py::object& object, int ndim, const char* what);
-// Row `row` of a checked mask array.
-std::span<uint32_t> mask_row(py::array& words, size_t row);
+// Every row of a checked mask array, taken while the GIL is held (the
+// array's flags can change once it is released).
+std::vector<std::span<uint32_t>> mask_rows(py::array& words);
 
 void bind_vocabulary(py::module_& m);
 void bind_grammar(py::module_& m);

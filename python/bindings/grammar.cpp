@@ -105,6 +105,14 @@ GrammarPtr parse_file(const std::string& path, Reading reading) {
   return parse(text, reading);
 }
 
+// A str (as UTF-8) or bytes argument; TypeError for anything else.
+std::string text_argument(const py::object& value, const char* what) {
+  if (!py::isinstance<py::str>(value) && !py::isinstance<py::bytes>(value))
+    throw py::type_error(fmt::format("{} must be str or bytes, not {}", what,
+                                     std::string(py::str(py::type::of(value).attr("__name__")))));
+  return py::cast<std::string>(value);
+}
+
 // A JSON Schema given as a Python value is written as indented JSON, so
 // that diagnostics have lines to point at.
 std::string schema_text(const py::object& schema) {
@@ -191,7 +199,7 @@ warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc")
   cls.def(py::init([](py::object source, const std::string& format, std::optional<std::string> filename,
                       const std::string& start, const std::string& whitespace, bool strict) {
             Reading reading{format, filename, start, whitespace, strict};
-            return parse(py::cast<std::string>(source), reading);
+            return parse(text_argument(source, "source"), reading);
           }),
           py::arg("source"), py::kw_only(), py::arg("format") = "auto", py::arg("filename") = py::none(),
           py::arg("start") = "start", py::arg("whitespace") = "flexible", py::arg("strict") = false,
@@ -211,7 +219,7 @@ warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc")
       .def_static(
           "from_gbnf",
           [](py::object source, const std::string& start, const std::string& filename) {
-            return parse(py::cast<std::string>(source), Reading{"gbnf", filename, start, "flexible", false});
+            return parse(text_argument(source, "source"), Reading{"gbnf", filename, start, "flexible", false});
           },
           py::arg("source"), py::kw_only(), py::arg("start") = "root", py::arg("filename") = "grammar.gbnf",
           "Parses llama.cpp GBNF.")

@@ -22,10 +22,12 @@ py::array logits_array(const py::object& object, LogitsType type) {
     throw py::type_error(fmt::format("logits hold {}-byte elements; the type named needs {}", logits.itemsize(), bytes));
   if (logits.ndim() != 2) throw py::value_error(fmt::format("logits must have 2 dimensions, not {}", logits.ndim()));
   if (!logits.writeable()) throw py::value_error("logits are read-only");
+  if (logits.size() == 0) return logits;  // nothing is written: any strides will do
   if (logits.shape(1) > 1 && logits.strides(1) != bytes)
     throw py::value_error("logits must be contiguous along their last axis");
-  if (logits.shape(0) > 1 && (logits.strides(0) < 0 || logits.strides(0) % bytes != 0))
-    throw py::value_error("logits have a row stride that is not a positive multiple of the element size");
+  // Rows are masked from several threads: they must not overlap.
+  if (logits.shape(0) > 1 && (logits.strides(0) < bytes * logits.shape(1) || logits.strides(0) % bytes != 0))
+    throw py::value_error("logits have rows that overlap, or a row stride that is not a multiple of the element size");
   if (reinterpret_cast<uintptr_t>(logits.data()) % static_cast<uintptr_t>(bytes) != 0)
     throw py::value_error("logits are not aligned to their element size");
   return logits;
@@ -55,12 +57,12 @@ void apply_token_bitmask(const py::object& logits_object, const std::string& typ
   const size_t vocab = static_cast<size_t>(logits.shape(1));
   auto* base = static_cast<char*>(logits.mutable_data());
   const size_t stride = static_cast<size_t>(logits.strides(0));
+  const std::vector<std::span<uint32_t>> masks = mask_rows(bitmask);
   // Rows are independent: split over the default pool's threads, with the GIL released.
   std::shared_ptr<PyThreadPool> pool = default_pool();
   py::gil_scoped_release released;
-  std::lock_guard lock(pool->running);
-  pool->pool.run(rows.size(), [&](size_t i) {
-    apply_mask_to_logits(base + rows[i] * stride, *type, vocab, mask_row(bitmask, rows[i]));
+  run_on_pool(*pool, rows.size(), [&](size_t i) {
+    apply_mask_to_logits(base + rows[i] * stride, *type, vocab, masks[rows[i]]);
   });
 }
 

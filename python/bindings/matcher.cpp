@@ -16,6 +16,7 @@ namespace cgram::python {
 namespace {
 
 using CompiledPtr = std::shared_ptr<PyCompiledGrammar>;
+constexpr size_t kMaxPoolThreads = 1024;
 
 // Mask words for one matcher's row: its mask, then zeros to the row's end
 // (a model's padding ids past the vocabulary are never allowed).
@@ -42,7 +43,7 @@ void fill_mask(PyMatcher& self, const py::object& out, std::optional<py::ssize_t
   Matcher& matcher = self.use();
   py::array words = mask_array(out, row ? 2 : 1, row ? "the bitmask (with a row)" : "the mask");
   check_width(words, matcher, "the mask");
-  fill_row(matcher, mask_row(words, row ? checked_row(words, *row, "the bitmask") : 0));
+  fill_row(matcher, mask_rows(words)[row ? checked_row(words, *row, "the bitmask") : 0]);
 }
 
 py::array_t<int32_t> new_mask(PyMatcher& self) {
@@ -105,9 +106,9 @@ void fill_masks(const py::sequence& matchers, const py::object& out, std::option
     target_rows.push_back(row);
   }
   if (!pool) pool = default_pool();
+  const std::vector<std::span<uint32_t>> spans = mask_rows(words);
   py::gil_scoped_release released;
-  std::lock_guard lock(pool->running);
-  pool->pool.run(count, [&](size_t i) { fill_row(targets[i]->matcher, mask_row(words, target_rows[i])); });
+  run_on_pool(*pool, count, [&](size_t i) { fill_row(targets[i]->matcher, spans[target_rows[i]]); });
 }
 
 }  // namespace
@@ -198,7 +199,11 @@ Not thread-safe: use each matcher from one thread at a time.)doc")
 
   py::class_<PyThreadPool, std::shared_ptr<PyThreadPool>>(m, "ThreadPool",
                                                           "Threads for fill_masks (the default pool has one per core).")
-      .def(py::init([](size_t threads) { return std::make_shared<PyThreadPool>(threads ? threads : 1); }),
+      .def(py::init([](size_t threads) {
+             if (threads == 0 || threads > kMaxPoolThreads)
+               throw py::value_error(fmt::format("threads must be 1 to {}, not {}", kMaxPoolThreads, threads));
+             return std::make_shared<PyThreadPool>(threads);
+           }),
            py::arg("threads"))
       .def_property_readonly("threads", [](const PyThreadPool& p) { return p.pool.size(); });
 

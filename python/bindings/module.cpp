@@ -1,6 +1,9 @@
 // The module: exceptions, mask arrays, and the parts bound by the other files.
 #include <fmt/format.h>
 
+#include <exception>
+#include <mutex>
+
 #include "bindings.h"
 #include "version.h"
 
@@ -9,20 +12,19 @@ namespace {
 
 Exceptions* g_exceptions = nullptr;
 
-py::object new_exception(py::module_& m, const char* name, py::tuple bases, const char* doc) {
+// A new exception class, owned by the module (the handle borrows it).
+py::handle new_exception(py::module_& m, const char* name, py::tuple bases, const char* doc) {
   const std::string qualified = fmt::format("cgram.{}", name);
   PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
   if (!type) throw py::error_already_set();
-  py::object object = py::reinterpret_steal<py::object>(type);
-  m.add_object(name, object);
-  return object;
+  m.add_object(name, py::reinterpret_steal<py::object>(type));
+  return type;
 }
 
 void make_exceptions(py::module_& m) {
-  // Lives as long as the process: the classes are module attributes too.
   static Exceptions made;
-  py::object value_error = py::reinterpret_borrow<py::object>(PyExc_ValueError);
-  made.error = new_exception(m, "Error", py::make_tuple(py::reinterpret_borrow<py::object>(PyExc_Exception)),
+  py::handle value_error = PyExc_ValueError;
+  made.error = new_exception(m, "Error", py::make_tuple(py::handle(PyExc_Exception)),
                              "Every error cgram raises.");
   made.vocabulary_error = new_exception(m, "VocabularyError", py::make_tuple(made.error, value_error),
                                         "A vocabulary file or token list that cannot be loaded, or text "
@@ -46,7 +48,7 @@ bool is_words_dtype(const py::dtype& dtype) {
 
 const Exceptions& exceptions() { return *g_exceptions; }
 
-void raise(const py::object& type, const std::string& message) {
+void raise(py::handle type, const std::string& message) {
   PyErr_SetString(type.ptr(), message.c_str());
   throw py::error_already_set();
 }
@@ -69,20 +71,42 @@ py::array mask_array(const py::object& object, int ndim, const char* what) {
     throw py::value_error(fmt::format("{} must have {} dimension{}, not {}", what, ndim, ndim == 1 ? "" : "s",
                                       words.ndim()));
   if (!words.writeable()) throw py::value_error(fmt::format("{} is read-only", what));
+  if (words.size() == 0) return words;  // nothing is written: any strides will do
   if (reinterpret_cast<uintptr_t>(words.data()) % 4 != 0)
     throw py::value_error(fmt::format("{} is not aligned to 4 bytes", what));
   if (words.shape(ndim - 1) > 1 && words.strides(ndim - 1) != 4)
     throw py::value_error(fmt::format("{} must be contiguous along its last axis", what));
-  if (ndim == 2 && words.shape(0) > 1 && (words.strides(0) < 0 || words.strides(0) % 4 != 0))
-    throw py::value_error(fmt::format("{} has a row stride that is not a positive multiple of 4 bytes", what));
+  // Rows written from several threads must not overlap (an expanded
+  // tensor's rows share their memory).
+  if (ndim == 2 && words.shape(0) > 1 &&
+      (words.strides(0) < 4 * words.shape(1) || words.strides(0) % 4 != 0))
+    throw py::value_error(fmt::format("{} has rows that overlap, or a row stride that is not a multiple of 4 bytes", what));
   return words;
 }
 
-std::span<uint32_t> mask_row(py::array& words, size_t row) {
+std::vector<std::span<uint32_t>> mask_rows(py::array& words) {
   auto* base = static_cast<char*>(words.mutable_data());
   const size_t width = static_cast<size_t>(words.shape(words.ndim() - 1));
-  if (words.ndim() == 2) base += static_cast<size_t>(words.strides(0)) * row;
-  return {reinterpret_cast<uint32_t*>(base), width};
+  const size_t rows = words.ndim() == 2 ? static_cast<size_t>(words.shape(0)) : 1;
+  const size_t stride = words.ndim() == 2 ? static_cast<size_t>(words.strides(0)) : 0;
+  std::vector<std::span<uint32_t>> out;
+  for (size_t row = 0; row < rows; ++row) out.emplace_back(reinterpret_cast<uint32_t*>(base + row * stride), width);
+  return out;
+}
+
+void run_on_pool(PyThreadPool& pool, size_t count, const std::function<void(size_t)>& job) {
+  std::lock_guard lock(pool.running);
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  pool.pool.run(count, [&](size_t i) {
+    try {
+      job(i);
+    } catch (...) {
+      std::lock_guard guard(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  });
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace cgram::python

@@ -59,13 +59,14 @@ def unpack_bitmask(bitmask: torch.Tensor, width: int) -> torch.Tensor:
     """The allowed tokens of int32 bitmask rows, as a bool tensor of `width`
     columns (columns past 32 * words are False: never allowed)."""
     rows = bitmask.reshape(-1, bitmask.shape[-1])
+    bits = rows.shape[1] * 32  # explicit: reshape cannot infer -1 for an empty batch
     if sys.byteorder == "little":
         # Byte j of a row holds tokens 8j .. 8j + 7, least significant bit first.
         as_bytes = rows.contiguous().view(torch.uint8).long()
-        allowed = _byte_bits(rows.device)[as_bytes].reshape(rows.shape[0], -1)
+        allowed = _byte_bits(rows.device)[as_bytes].reshape(rows.shape[0], bits)
     else:
         shifts = torch.arange(32, dtype=torch.int32, device=rows.device)
-        allowed = ((rows.unsqueeze(-1) >> shifts) & 1).bool().reshape(rows.shape[0], -1)
+        allowed = ((rows.unsqueeze(-1) >> shifts) & 1).bool().reshape(rows.shape[0], bits)
     if allowed.shape[1] >= width:
         return allowed[:, :width]
     padding = torch.zeros((rows.shape[0], width - allowed.shape[1]), dtype=torch.bool, device=rows.device)
@@ -147,17 +148,25 @@ class GrammarLogitsProcessor:
     place). No `transformers` import is needed; pass it in a
     LogitsProcessorList, or call it from your own sampling loop.
 
-    The first call sees the prompts; each later call advances every row's
-    matcher by the tokens appended since. A row whose matcher accepted end
-    of sequence is left unmasked (the generator pads finished rows). The
-    rows must stay the same sequences from call to call: beam search, which
-    reorders them, is refused with an error; reset() starts a new batch."""
+    The first call sees the prompts. Each later call must see exactly one
+    new token per row (a generation step), which advances that row's
+    matcher; anything else (beam search reordering rows, a new batch, a
+    processor reused for the next turn) is refused with RuntimeError, and
+    reset() starts a new batch. A row whose matcher accepted end of sequence
+    allows only end of sequence from then on (generators pad finished rows
+    anyway). A token the grammar rejects, or a matcher stopped by an engine
+    limit, raises RuntimeError before any row changes."""
 
     def __init__(self, grammar: CompiledGrammar, *, pool: Optional[ThreadPool] = None):
         if not isinstance(grammar, CompiledGrammar):
             raise TypeError(f"grammar must be a cgram.CompiledGrammar, not {type(grammar).__name__}")
         self.grammar = grammar
         self.pool = pool
+        vocab = grammar.vocab
+        self._eos_ids = list(vocab.eos_ids)
+        self._eos_only = torch.zeros(grammar.mask_words, dtype=torch.int32)
+        for token in self._eos_ids:
+            self._eos_only[token // 32] |= _bit(token % 32)
         self.reset()
 
     def reset(self) -> None:
@@ -178,9 +187,15 @@ class GrammarLogitsProcessor:
         else:
             self._advance(input_ids)
         active = [row for row, finished in enumerate(self._finished) if not finished]
+        for row in active:
+            if self.matchers[row].error is not None:
+                raise RuntimeError(f"row {row}: the matcher stopped: {self.matchers[row].error}")
         if active:
             fill_masks([self.matchers[row] for row in active], self._bitmask, active, self.pool)
-            apply_token_bitmask_inplace(scores, self._bitmask, active)
+        for row, finished in enumerate(self._finished):
+            if finished:
+                self._bitmask[row] = self._eos_only
+        apply_token_bitmask_inplace(scores, self._bitmask)
         return scores
 
     def _start(self, input_ids: torch.Tensor) -> None:
@@ -194,22 +209,27 @@ class GrammarLogitsProcessor:
     def _advance(self, input_ids: torch.Tensor) -> None:
         seen = self._seen
         ids = input_ids.detach().to("cpu")
-        if ids.shape[0] != seen.shape[0] or ids.shape[1] < seen.shape[1] or not torch.equal(ids[:, : seen.shape[1]], seen):
+        if (
+            ids.shape[0] != seen.shape[0]
+            or ids.shape[1] != seen.shape[1] + 1
+            or not torch.equal(ids[:, : seen.shape[1]], seen)
+        ):
             raise RuntimeError(
-                "the batch's rows are not the sequences of the previous call (beam search, a reordered or new "
-                "batch): cgram's processor follows one sequence per row; call reset() for a new batch"
+                "each call after the first must add one token to each row of the previous call's batch (beam "
+                "search, a reordered or new batch, several tokens at once are not followed); call reset() for a "
+                "new batch"
             )
-        for row, tokens in enumerate(ids[:, seen.shape[1] :].tolist()):
-            if self._finished[row]:
-                continue
-            matcher = self.matchers[row]
-            for token in tokens:
-                result = matcher.advance(token)
-                if result == AdvanceResult.REJECTED:
-                    raise RuntimeError(
-                        f"row {row}: token {token} is not allowed by the grammar (were these scores masked?)"
-                    )
-                if result == AdvanceResult.FINISHED:
-                    self._finished[row] = True
-                    break
+        tokens = ids[:, -1].tolist()
+        # Every row's token is checked before any matcher moves.
+        for row, token in enumerate(tokens):
+            if not self._finished[row] and not self.matchers[row].is_allowed(token):
+                raise RuntimeError(f"row {row}: token {token} is not allowed by the grammar (were these scores masked?)")
+        for row, token in enumerate(tokens):
+            if not self._finished[row]:
+                self._finished[row] = self.matchers[row].advance(token) == AdvanceResult.FINISHED
         self._seen = ids.clone()
+
+
+def _bit(position: int) -> int:
+    """Bit `position` of an int32 word, as a Python int that fits one (bit 31 is negative)."""
+    return -(2**31) if position == 31 else 1 << position

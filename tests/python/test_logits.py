@@ -83,9 +83,16 @@ class ApplyBitmask(unittest.TestCase):
         expected = reference(logits.unsqueeze(0), bitmask.unsqueeze(0))[0]
         cl.apply_token_bitmask_inplace(logits, bitmask)
         self.assertTrue(torch.equal(logits, expected))
-        # Strided rows (a slice of a wider batch) and a transposed (non-contiguous) tensor.
+        # Strided rows (a slice of a wider batch) through the kernel: the
+        # columns past the slice stay as they were.
         wide = torch.randn(4, 400)
-        self.check_both_paths(wide[:, :300], random_bitmask(4, 10, seed=5))
+        mask = random_bitmask(4, 10, seed=5)
+        expected = wide.clone()
+        expected[:, :300] = reference(wide[:, :300], mask)
+        sliced = wide.clone()
+        cl.apply_token_bitmask_inplace(sliced[:, :300], mask)
+        self.assertTrue(torch.equal(sliced, expected))
+        # A transposed tensor (its rows are not contiguous): the torch path.
         transposed = torch.randn(300, 4).t()
         self.check_both_paths(transposed, random_bitmask(4, 10, seed=6))
         # float64 goes through torch.
@@ -101,7 +108,17 @@ class ApplyBitmask(unittest.TestCase):
         cl._apply_with_torch(fallback, bitmask, None)
         self.assertTrue(torch.equal(native, fallback))
 
+    def test_empty_batch(self):
+        for logits in (torch.zeros(0, 50), torch.zeros(0, 50, dtype=torch.float64)):
+            cl.apply_token_bitmask_inplace(logits, torch.zeros(0, 2, dtype=torch.int32))
+
     def test_refusals(self):
+        # Rows that share memory (an expanded tensor) would be written by several threads.
+        with self.assertRaises(ValueError):
+            cl.apply_token_bitmask_inplace(torch.zeros(1, 64).expand(3, 64), torch.zeros(3, 2, dtype=torch.int32))
+        matcher = cgram.Matcher(compiled(os.path.join(EXAMPLES, "json.cgram")))
+        with self.assertRaises(ValueError):
+            cgram.fill_masks([matcher], torch.zeros(1, matcher.mask_words, dtype=torch.int32).expand(2, -1))
         with self.assertRaises(TypeError):
             cl.apply_token_bitmask_inplace(torch.zeros(2, 10, dtype=torch.int32), torch.zeros(2, 1, dtype=torch.int32))
         with self.assertRaises(TypeError):
@@ -146,8 +163,9 @@ class Processor(unittest.TestCase):
             next_tokens = []
             for row in range(batch):
                 if finished[row]:
-                    self.assertTrue(torch.equal(scores[row], raw[row]))
-                    next_tokens.append(eos)  # the generator pads finished rows
+                    # Only end of sequence (the generator pads finished rows anyway).
+                    self.assertEqual(torch.isfinite(scores[row]).nonzero().flatten().tolist(), grammar.vocab.eos_ids)
+                    next_tokens.append(eos)
                     continue
                 allowed = torch.isfinite(scores[row]).nonzero().flatten().tolist()
                 self.assertEqual(allowed, shadows[row].allowed_tokens())
@@ -197,27 +215,36 @@ class Processor(unittest.TestCase):
     def test_rows_must_stay(self):
         grammar = compiled(os.path.join(EXAMPLES, "json.cgram"))
         processor = cl.GrammarLogitsProcessor(grammar)
+        width = grammar.vocab_size
         ids = torch.tensor([[1, 2], [3, 4]])
-        processor(ids, torch.zeros(2, grammar.vocab_size))
-        open_brace = grammar.vocab.encode("{", continuation=True)[0]
-        step = torch.tensor([[open_brace], [open_brace]])
-        processor(torch.cat([ids, step], 1), torch.zeros(2, grammar.vocab_size))
-        with self.assertRaises(RuntimeError):
-            processor(torch.cat([ids.flip(0), step], 1), torch.zeros(2, grammar.vocab_size))  # beam reorder
-        with self.assertRaises(RuntimeError):
-            processor(torch.tensor([[1, 2, open_brace]]), torch.zeros(1, grammar.vocab_size))  # new batch
+        processor(ids, torch.zeros(2, width))
+        brace, bracket = (grammar.vocab.encode(text, continuation=True)[0] for text in ("{", "["))
+        ids = torch.cat([ids, torch.tensor([[brace], [bracket]])], 1)
+        processor(ids, torch.zeros(2, width))
+        quote = grammar.vocab.encode('"', continuation=True)[0]
+        refused = [
+            torch.cat([ids.flip(0), torch.tensor([[quote], [quote]])], 1),  # beam search reordered the rows
+            torch.cat([ids, torch.tensor([[quote, quote], [quote, quote]])], 1),  # two tokens at once
+            torch.tensor([[1, 2, brace, quote]]),  # another batch
+        ]
+        for bad in refused:
+            with self.assertRaises(RuntimeError):
+                processor(bad, torch.zeros(bad.shape[0], width))
+        self.assertEqual([m.tokens_accepted for m in processor.matchers], [1, 1])
         processor.reset()
-        processor(torch.tensor([[9]]), torch.zeros(1, grammar.vocab_size))
+        processor(torch.tensor([[9]]), torch.zeros(1, width))
         self.assertEqual(len(processor.matchers), 1)
 
-    def test_rejected_token(self):
+    def test_rejected_token_changes_no_row(self):
         grammar = compiled(os.path.join(EXAMPLES, "json.cgram"))
         processor = cl.GrammarLogitsProcessor(grammar)
-        processor(torch.tensor([[1]]), torch.zeros(1, grammar.vocab_size))
+        processor(torch.tensor([[1], [1]]), torch.zeros(2, grammar.vocab_size))
+        good = grammar.vocab.encode("{", continuation=True)[0]
         bad = grammar.vocab.encode("]", continuation=True)[0]
         with self.assertRaises(RuntimeError) as caught:
-            processor(torch.tensor([[1, bad]]), torch.zeros(1, grammar.vocab_size))
-        self.assertIn(str(bad), str(caught.exception))
+            processor(torch.tensor([[1, good], [1, bad]]), torch.zeros(2, grammar.vocab_size))
+        self.assertIn(f"row 1: token {bad}", str(caught.exception))
+        self.assertEqual([m.tokens_accepted for m in processor.matchers], [0, 0])
 
     def test_refusals(self):
         with self.assertRaises(TypeError):
