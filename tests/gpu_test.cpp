@@ -1,0 +1,193 @@
+// The GPU path on machines without a GPU: the driver loader against a
+// missing and a fake libcuda, the PTX checked by ptxas when it is present,
+// and the kernels' logic run on the host (the same bodies, compiled for the
+// host by the JIT) against the CPU code.
+#include <catch2/catch.hpp>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "cuda_driver.h"
+#include "gpu_kernels.h"
+#include "jit_session.h"
+#include "logits_mask.h"
+
+using namespace cgram;
+
+namespace {
+
+template <typename T>
+const gpu::GpuError& error_of(const T& result) {
+  REQUIRE(std::holds_alternative<gpu::GpuError>(result));
+  return std::get<gpu::GpuError>(result);
+}
+
+// The host build of the kernels, JIT-compiled once.
+struct HostKernels {
+  std::unique_ptr<jit::JitSession> session;
+  using Apply = void (*)(void*, int64_t, uint32_t, const uint32_t*, uint32_t, const uint32_t*, uint32_t, uint32_t);
+  using Fill = void (*)(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, uint32_t, uint32_t, uint32_t,
+                        uint32_t);
+  using SetBits = void (*)(uint32_t*, uint32_t, const uint32_t*, const uint32_t*, uint32_t, uint32_t, uint32_t);
+  Apply apply[3] = {};
+  Fill fill = nullptr;
+  SetBits set_bits = nullptr;
+
+  static HostKernels& get() {
+    static HostKernels kernels = [] {
+      HostKernels k;
+      auto created = jit::JitSession::create();
+      REQUIRE(std::holds_alternative<std::unique_ptr<jit::JitSession>>(created));
+      k.session = std::move(std::get<std::unique_ptr<jit::JitSession>>(created));
+      auto module = codegen::build_gpu_kernels(k.session->context(), codegen::GpuTarget::Host);
+      REQUIRE(module);
+      REQUIRE(std::holds_alternative<std::monostate>(k.session->add(std::move(module))));
+      auto lookup = [&](const char* name) {
+        auto address = k.session->lookup(name);
+        REQUIRE(std::holds_alternative<void*>(address));
+        return std::get<void*>(address);
+      };
+      const char* apply_names[] = {"cgram_apply_f32_grid", "cgram_apply_f16_grid", "cgram_apply_bf16_grid"};
+      for (int i = 0; i < 3; ++i) k.apply[i] = reinterpret_cast<Apply>(lookup(apply_names[i]));
+      k.fill = reinterpret_cast<Fill>(lookup("cgram_fill_grid"));
+      k.set_bits = reinterpret_cast<SetBits>(lookup("cgram_set_bits_grid"));
+      return k;
+    }();
+    return kernels;
+  }
+};
+
+std::vector<uint32_t> random_words(size_t count, std::mt19937& rng) {
+  std::vector<uint32_t> words(count);
+  for (size_t i = 0; i < count; ++i) {
+    switch (rng() % 4) {
+      case 0: words[i] = 0; break;
+      case 1: words[i] = UINT32_MAX; break;
+      default: words[i] = static_cast<uint32_t>(rng());
+    }
+  }
+  return words;
+}
+
+}  // namespace
+
+TEST_CASE("gpu driver: a missing library is an error that says so", "[gpu]") {
+  auto result = gpu::Driver::load("libcgram-no-such-cuda.so.1");
+  const std::string& message = error_of(result).message;
+  CHECK_THAT(message, Catch::Contains("cannot load the CUDA driver (libcgram-no-such-cuda.so.1)"));
+  CHECK_THAT(message, Catch::Contains("NVIDIA driver"));
+}
+
+TEST_CASE("gpu driver: the machine's own libcuda, or a clear error", "[gpu]") {
+  auto result = gpu::Driver::load();
+  if (auto* error = std::get_if<gpu::GpuError>(&result)) {
+    // No driver here (the CI machines have none), or no device.
+    CHECK((error->message.find("libcuda.so.1") != std::string::npos || error->message.find("cuInit") != std::string::npos));
+  } else {
+    auto devices = std::get<gpu::DriverPtr>(result)->devices();
+    CHECK(std::holds_alternative<std::vector<gpu::Driver::Device>>(devices));
+  }
+}
+
+TEST_CASE("gpu driver: fake libraries, no device and a driver too old", "[gpu]") {
+  auto no_device = gpu::Driver::load(CGRAM_FAKE_CUDA_NO_DEVICE);
+  CHECK(error_of(no_device).message == "cuInit: no CUDA-capable device is detected (100)");
+  auto too_old = gpu::Driver::load(CGRAM_FAKE_CUDA_INCOMPLETE);
+  CHECK_THAT(error_of(too_old).message, Catch::Contains("lacks cuGetErrorString"));
+}
+
+TEST_CASE("gpu kernels: PTX for sm_80 and sm_90, checked by ptxas", "[gpu]") {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    llvm::LLVMContext context;
+    // Specialised for one vocabulary (Llama 3's) and generic.
+    for (codegen::GpuKernelShape shape : {codegen::GpuKernelShape{}, codegen::GpuKernelShape{128256, 4008}}) {
+      auto module = codegen::build_gpu_kernels(context, codegen::GpuTarget::Nvptx, shape);
+      REQUIRE(module);
+      auto ptx = codegen::emit_ptx(*module, arch);
+      REQUIRE(std::holds_alternative<std::string>(ptx));
+      const std::string& text = std::get<std::string>(ptx);
+      CHECK_THAT(text, Catch::Contains(std::string(".target ") + arch));
+      for (const char* kernel : {"cgram_apply_f32", "cgram_apply_f16", "cgram_apply_bf16", "cgram_fill", "cgram_set_bits"})
+        CHECK_THAT(text, Catch::Contains(std::string(".entry ") + kernel + "("));
+      const std::string ptxas = CGRAM_PTXAS;
+      if (ptxas.empty()) {
+        WARN("ptxas not found: the PTX is not assembled");
+        continue;
+      }
+      const auto dir = std::filesystem::temp_directory_path();
+      const auto file = dir / fmt::format("cgram_gpu_test_{}_{}.ptx", arch, shape.vocab);
+      std::ofstream(file) << text;
+      const std::string command = fmt::format("'{}' -arch={} '{}' -o /dev/null", ptxas, arch, file.string());
+      INFO(command);
+      CHECK(std::system(command.c_str()) == 0);
+      std::filesystem::remove(file);
+    }
+  }
+}
+
+TEST_CASE("gpu kernels on the host: apply equals the CPU kernel, every dtype", "[gpu]") {
+  HostKernels& k = HostKernels::get();
+  std::mt19937 rng(11);
+  const LogitsType types[] = {LogitsType::Float32, LogitsType::Float16, LogitsType::BFloat16};
+  for (int t = 0; t < 3; ++t) {
+    const size_t element = logits_type_bytes(types[t]);
+    for (uint32_t vocab : {1u, 31u, 32u, 1000u, 4133u}) {
+      const uint32_t words = (vocab + 31) / 32 - (vocab > 64 ? 1 : 0);  // sometimes narrower than the logits
+      const uint32_t rows = 5, stride = vocab + 7;
+      std::vector<uint32_t> bitmask = random_words(size_t{rows} * words, rng);
+      std::vector<uint8_t> base(size_t{rows} * stride * element);
+      for (auto& byte : base) byte = static_cast<uint8_t>(rng());
+      for (bool listed : {false, true}) {
+        const std::vector<uint32_t> row_list = {3, 0, 4};
+        std::vector<uint8_t> device = base, cpu = base;
+        const uint32_t launched = listed ? 3 : rows;
+        k.apply[t](device.data(), stride, vocab, bitmask.data(), words, listed ? row_list.data() : nullptr, vocab,
+                   launched);
+        for (uint32_t i = 0; i < launched; ++i) {
+          const uint32_t row = listed ? row_list[i] : i;
+          apply_mask_to_logits(cpu.data() + size_t{row} * stride * element, types[t], vocab,
+                               std::span<const uint32_t>(bitmask).subspan(size_t{row} * words, words));
+        }
+        INFO("type " << t << " vocab " << vocab << " listed " << listed);
+        CHECK(device == cpu);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host's tokens", "[gpu]") {
+  HostKernels& k = HostKernels::get();
+  std::mt19937 rng(5);
+  const uint32_t words = 40, out_words = 43, set_count = 9, rows = 6;
+  std::vector<uint32_t> sets = random_words(size_t{set_count} * words, rng);
+  std::vector<uint32_t> offsets = {0}, ids;
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t n = r == 2 ? 0 : rng() % 4 + 1;  // row 2 has no set
+    for (uint32_t i = 0; i < n; ++i) ids.push_back(rng() % set_count);
+    offsets.push_back(static_cast<uint32_t>(ids.size()));
+  }
+  std::vector<uint32_t> out(size_t{rows} * out_words, 0xDEADBEEF);
+  k.fill(sets.data(), ids.data(), offsets.data(), out.data(), words, out_words, out_words, rows);
+  std::vector<uint32_t> expected(size_t{rows} * out_words, 0);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t i = offsets[r]; i < offsets[r + 1]; ++i)
+      for (uint32_t w = 0; w < words; ++w) expected[size_t{r} * out_words + w] |= sets[size_t{ids[i]} * words + w];
+  CHECK(out == expected);
+
+  std::vector<uint32_t> tokens, token_rows;
+  for (int i = 0; i < 50; ++i) {
+    tokens.push_back(rng() % (words * 32));
+    token_rows.push_back(rng() % rows);
+    expected[size_t{token_rows.back()} * out_words + tokens.back() / 32] |= 1u << (tokens.back() % 32);
+  }
+  k.set_bits(out.data(), out_words, tokens.data(), token_rows.data(), static_cast<uint32_t>(tokens.size()),
+             static_cast<uint32_t>(tokens.size()), 1);
+  CHECK(out == expected);
+}
