@@ -33,15 +33,22 @@ struct KernelBody {
       emit;
 };
 
+// A void function of the kernel's parameters, then two i32 (x and y, or
+// the grid's width and height) when `with_pair`.
+llvm::Function* new_function(llvm::Module& module, const KernelBody& kernel, bool with_pair,
+                             llvm::GlobalValue::LinkageTypes linkage, const std::string& name) {
+  llvm::Type* i32 = llvm::Type::getInt32Ty(module.getContext());
+  std::vector<llvm::Type*> types = kernel.params;
+  if (with_pair) types.insert(types.end(), {i32, i32});
+  return llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(module.getContext()), types, false),
+                                linkage, name, module);
+}
+
 // body(params..., x, y): internal, always inlined into its wrappers.
 llvm::Function* define_body(llvm::Module& module, const KernelBody& kernel) {
   llvm::LLVMContext& context = module.getContext();
   llvm::IRBuilder<> b(context);
-  std::vector<llvm::Type*> types = kernel.params;
-  types.push_back(b.getInt32Ty());
-  types.push_back(b.getInt32Ty());
-  auto* fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), types, false),
-                                    llvm::Function::InternalLinkage, kernel.name + "_body", module);
+  llvm::Function* fn = new_function(module, kernel, true, llvm::Function::InternalLinkage, kernel.name + "_body");
   fn->addFnAttr(llvm::Attribute::AlwaysInline);
   auto* entry = llvm::BasicBlock::Create(context, "entry", fn);
   auto* done = llvm::BasicBlock::Create(context, "done", fn);
@@ -63,8 +70,7 @@ llvm::Value* read_sreg(llvm::IRBuilder<>& b, llvm::Module& module, llvm::Intrins
 void define_nvptx_kernel(llvm::Module& module, const KernelBody& kernel, llvm::Function* body) {
   llvm::LLVMContext& context = module.getContext();
   llvm::IRBuilder<> b(context);
-  auto* fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), kernel.params, false),
-                                    llvm::Function::ExternalLinkage, kernel.name, module);
+  llvm::Function* fn = new_function(module, kernel, false, llvm::Function::ExternalLinkage, kernel.name);
   b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", fn));
   llvm::Value* x = b.CreateAdd(b.CreateMul(read_sreg(b, module, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
                                            read_sreg(b, module, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
@@ -86,11 +92,7 @@ void define_nvptx_kernel(llvm::Module& module, const KernelBody& kernel, llvm::F
 void define_host_grid(llvm::Module& module, const KernelBody& kernel, llvm::Function* body) {
   llvm::LLVMContext& context = module.getContext();
   llvm::IRBuilder<> b(context);
-  std::vector<llvm::Type*> types = kernel.params;
-  types.push_back(b.getInt32Ty());
-  types.push_back(b.getInt32Ty());
-  auto* fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), types, false),
-                                    llvm::Function::ExternalLinkage, kernel.name + "_grid", module);
+  llvm::Function* fn = new_function(module, kernel, true, llvm::Function::ExternalLinkage, kernel.name + "_grid");
   auto* entry = llvm::BasicBlock::Create(context, "entry", fn);
   auto* outer = llvm::BasicBlock::Create(context, "rows", fn);
   auto* inner = llvm::BasicBlock::Create(context, "columns", fn);
