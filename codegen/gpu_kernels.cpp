@@ -6,11 +6,15 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
+#include <llvm/Transforms/IPO/AlwaysInliner.h>
+
+#include <fmt/format.h>
 
 #include <functional>
 #include <mutex>
@@ -303,6 +307,10 @@ std::variant<std::string, PtxError> emit_ptx(llvm::Module& module, std::string_v
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kNvptxTriple, error);
   if (!target) return PtxError{"no NVPTX target in this LLVM: " + error};
+  // LLVM only warns about an unknown processor: refuse it here.
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->createMCSubtargetInfo(kNvptxTriple, "", ""));
+  if (!subtarget || !subtarget->isCPUStringValid(arch))
+    return PtxError{fmt::format("'{}' is not a GPU architecture LLVM's NVPTX target knows (sm_80, sm_90, ...)", arch)};
   // PTX ISA 7.8 is the first with sm_90; ptxas 11.8 and later read it.
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       kNvptxTriple, llvm::StringRef(arch), "+ptx78", llvm::TargetOptions(), std::nullopt, std::nullopt,
@@ -312,6 +320,8 @@ std::variant<std::string, PtxError> emit_ptx(llvm::Module& module, std::string_v
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream stream(ptx);
   llvm::legacy::PassManager passes;
+  // Each kernel's body goes into the kernel (no call per thread).
+  passes.add(llvm::createAlwaysInlinerLegacyPass());
   if (machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
     return PtxError{"the NVPTX target cannot emit PTX"};
   passes.run(module);

@@ -50,7 +50,7 @@ expect_run(0 "Usage" --help)
 expect_run(0 "Exit status: 0 complete" match --help)
 expect_run(64 "expected the text to match" match ${json})
 expect_run(64 "FILE is required" check)
-expect_run(64 "unknown command 'frobnicate'; the commands are: check, match, mask, generate, bench, compile, convert, schema, demo"
+expect_run(64 "unknown command 'frobnicate'; the commands are: check, match, mask, generate, bench, compile, convert, schema, gpu, demo"
            frobnicate)
 expect_run(64 "expected a command: check, match" )
 
@@ -260,3 +260,17 @@ expect_run(1 "loose.json:3:18: error: 'uniqueItems' is not supported and is igno
 file(WRITE ${WORK}/broken.json "{\"type\": \"object\",, }")
 expect_run(1 "broken.json:1:19: error: invalid JSON: unexpected" schema ${WORK}/broken.json)
 expect_run(64 "--whitespace: tight not in" schema ${WORK}/person.json --whitespace tight)
+
+# cgram gpu: without a driver, a clear reason and exit 3 (the CPU path is
+# used); the kernels' PTX on any machine.
+expect_run(3 "no GPU: cannot load the CUDA driver (/nonexistent/libcuda.so.1)" gpu --library /nonexistent/libcuda.so.1)
+expect_run(3 "every command works without a GPU" gpu --library /nonexistent/libcuda.so.1)
+expect_run(0 "" gpu --emit-ptx sm_80 -o ${WORK}/kernels.ptx)
+file(READ ${WORK}/kernels.ptx ptx)
+foreach(kernel cgram_apply_f32 cgram_apply_bf16 cgram_fill cgram_set_bits)
+  string(FIND "${ptx}" ".entry ${kernel}(" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "cgram gpu --emit-ptx: no kernel ${kernel} in the PTX")
+  endif()
+endforeach()
+expect_run(1 "'sm_1' is not a GPU architecture" gpu --emit-ptx sm_1)

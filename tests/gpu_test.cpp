@@ -116,6 +116,8 @@ TEST_CASE("gpu kernels: PTX for sm_80 and sm_90, checked by ptxas", "[gpu]") {
       CHECK_THAT(text, Catch::Contains(std::string(".target ") + arch));
       for (const char* kernel : {"cgram_apply_f32", "cgram_apply_f16", "cgram_apply_bf16", "cgram_fill", "cgram_set_bits"})
         CHECK_THAT(text, Catch::Contains(std::string(".entry ") + kernel + "("));
+      // The bodies are inlined into the kernels: no call per thread.
+      CHECK_THAT(text, !Catch::Contains("call.uni"));
       const std::string ptxas = CGRAM_PTXAS;
       if (ptxas.empty()) {
         WARN("ptxas not found: the PTX is not assembled");
@@ -130,6 +132,15 @@ TEST_CASE("gpu kernels: PTX for sm_80 and sm_90, checked by ptxas", "[gpu]") {
       std::filesystem::remove(file);
     }
   }
+}
+
+TEST_CASE("gpu kernels: an unknown architecture is an error", "[gpu]") {
+  llvm::LLVMContext context;
+  auto module = codegen::build_gpu_kernels(context, codegen::GpuTarget::Nvptx);
+  REQUIRE(module);
+  auto ptx = codegen::emit_ptx(*module, "sm_1");
+  REQUIRE(std::holds_alternative<codegen::PtxError>(ptx));
+  CHECK_THAT(std::get<codegen::PtxError>(ptx).message, Catch::Contains("'sm_1' is not a GPU architecture"));
 }
 
 TEST_CASE("gpu kernels on the host: apply equals the CPU kernel, every dtype", "[gpu]") {

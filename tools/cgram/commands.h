@@ -7,6 +7,8 @@
 namespace cgram::cli {
 
 inline constexpr int kExitUsage = 64;
+// cgram gpu: no CUDA driver, or no device (the CPU path is used).
+inline constexpr int kExitNoGpu = 3;
 // Texts read from files (match --file, mask --prefix-file and --tokens,
 // bench --docs and --tokens, each file of a folder): at most this many bytes
 // each, unless --max-text-bytes says otherwise. As much as a grammar: match
@@ -56,6 +58,16 @@ struct ConvertArgs : GrammarInput {
   std::string output;  // empty: standard output
 };
 int run_convert(const ConvertArgs& args);
+
+// cgram gpu: the devices the CUDA driver sees (exit kExitNoGpu, with the
+// reason, when there is no driver or no device), or with --emit-ptx ARCH the
+// mask kernels' PTX.
+struct GpuArgs {
+  std::string library = "libcuda.so.1";
+  std::string emit_ptx;  // "sm_80", "sm_90"...; empty: report the devices
+  std::string output;    // for --emit-ptx; empty: standard output
+};
+int run_gpu(const GpuArgs& args);
 
 // The main job on the embedded default: check the bundled JSON grammar and
 // match a few texts against it. Exit 0 when every verdict is the expected one.

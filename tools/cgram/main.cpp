@@ -187,6 +187,13 @@ int main(int argc, char** argv) {
   schema_cmd->add_option("-o,--output", schema.output, "The .cgram file to write (default: standard output)");
   add_schema_options(schema_cmd, schema);
 
+  GpuArgs gpu;
+  CLI::App* gpu_cmd = app.add_subcommand(
+      "gpu", "The GPUs the CUDA driver sees, or why there are none (exit 3; masks are then computed on the CPU)");
+  gpu_cmd->add_option("--library", gpu.library, "The CUDA driver library to load")->capture_default_str();
+  gpu_cmd->add_option("--emit-ptx", gpu.emit_ptx, "Write the mask kernels' PTX for this architecture (sm_80, sm_90)");
+  gpu_cmd->add_option("-o,--output", gpu.output, "The PTX file to write (default: standard output)");
+
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
 
@@ -227,6 +234,7 @@ int main(int argc, char** argv) {
     if (!bench.vocabs.empty()) bench.vocab = bench.vocabs[0];
   }
   if (*demo_cmd) return run_demo();
+  if (*gpu_cmd) return run_gpu(gpu);
   if (*convert_cmd) return run_convert(convert);
   if (*schema_cmd) return run_convert(schema);
   if (*compile_cmd) return run_compile(compile);
