@@ -3,7 +3,8 @@
 // for the host (the same bodies run over the grid by a loop: how the kernels'
 // logic is tested on machines without a GPU).
 //
-// Kernels, each thread (x, y) = (block.x * 256 + thread.x, block.y):
+// Kernels, each thread (x, y) = (block.x * block size + thread.x, block.y),
+// the block size being the launcher's choice (x past the work returns):
 //   cgram_apply_f32 / _f16 / _bf16(ptr logits, i64 row_stride, i32 vocab, ptr bitmask, i32 words, ptr rows)
 //     logits row r = rows ? rows[y] : y (the same row of the bitmask): token
 //     x < vocab gets -inf unless bit x % 32 of word x / 32 is set; tokens
@@ -32,7 +33,6 @@ class Module;
 namespace cgram::codegen {
 
 enum class GpuTarget { Nvptx, Host };
-inline constexpr unsigned kGpuBlock = 256;  // threads per block along x
 
 // Sizes fixed when the module is made for one grammar/vocabulary pair (the
 // launch arguments are then ignored); 0: read from the launch arguments.

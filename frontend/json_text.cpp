@@ -222,22 +222,29 @@ std::string class_regex(const ir::CodePointSet& set) {
   return out + "]";
 }
 
+// The letter of JSON's two-character escape for `cp` (\" \\ \b \f \n \r \t), if it has one.
+std::optional<char> json_escape_letter(uint32_t cp) {
+  switch (cp) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '\b': return 'b';
+    case '\f': return 'f';
+    case '\n': return 'n';
+    case '\r': return 'r';
+    case '\t': return 't';
+    default: return std::nullopt;
+  }
+}
+
 // The spellings of the characters JSON must escape, as one regex:
 // \" \\ \b \f \n \r \t, and \u00xx (lower-case) for the other controls.
 std::optional<std::string> escapes_regex(const std::vector<uint32_t>& escaped) {
   std::string short_forms;
   std::map<int, std::string> by_high_nibble;  // \u00xx: x's low hex digits per high one
   for (uint32_t cp : escaped) {
-    switch (cp) {
-      case '"': short_forms += '"'; break;
-      case '\\': short_forms += "\\\\"; break;
-      case '\b': short_forms += 'b'; break;
-      case '\f': short_forms += 'f'; break;
-      case '\n': short_forms += 'n'; break;
-      case '\r': short_forms += 'r'; break;
-      case '\t': short_forms += 't'; break;
-      default: by_high_nibble[static_cast<int>(cp >> 4)] += fmt::format("{:x}", cp & 0xF);
-    }
+    if (auto letter = json_escape_letter(cp))
+      short_forms += *letter == '\\' ? std::string("\\\\") : std::string(1, *letter);  // a regex: \ escaped
+    else by_high_nibble[static_cast<int>(cp >> 4)] += fmt::format("{:x}", cp & 0xF);
   }
   Alternatives alts;
   if (!short_forms.empty()) alts.add(short_forms.size() == 1 ? short_forms : "[" + short_forms + "]");
@@ -377,17 +384,13 @@ std::string json_string_text(std::string_view utf8) {
     const size_t at = pos;
     auto cp = decode_utf8(utf8, pos);
     if (!cp) continue;
-    switch (*cp) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (*cp < 0x20) out += fmt::format("\\u00{:02x}", *cp);
-        else out.append(utf8.substr(at, pos - at));
+    if (auto letter = json_escape_letter(*cp)) {
+      out += '\\';
+      out += *letter;
+    } else if (*cp < 0x20) {
+      out += fmt::format("\\u00{:02x}", *cp);
+    } else {
+      out.append(utf8.substr(at, pos - at));
     }
   }
   return out + "\"";

@@ -102,6 +102,10 @@ void run_on_pool(PyThreadPool& pool, size_t count, const std::function<void(size
 // shares its memory). `ndim` is 1 or 2; the last axis must be contiguous.
 // Raises TypeError or ValueError (with `what` in the message) otherwise.
 py::array mask_array(const py::object& object, int ndim, const char* what);
+// Refuses (ValueError) an array that cannot be written in place from
+// several threads: another number of dimensions, read-only, unaligned, not
+// contiguous along its last axis, or with rows that overlap.
+void check_writable_layout(const py::array& array, int ndim, const char* what);
 // Every row of a checked mask array, taken while the GIL is held (the
 // array's flags can change once it is released).
 std::vector<std::span<uint32_t>> mask_rows(py::array& words);

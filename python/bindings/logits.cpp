@@ -20,16 +20,7 @@ py::array logits_array(const py::object& object, LogitsType type) {
   const auto bytes = static_cast<py::ssize_t>(logits_type_bytes(type));
   if (logits.itemsize() != bytes)
     throw py::type_error(fmt::format("logits hold {}-byte elements; the type named needs {}", logits.itemsize(), bytes));
-  if (logits.ndim() != 2) throw py::value_error(fmt::format("logits must have 2 dimensions, not {}", logits.ndim()));
-  if (!logits.writeable()) throw py::value_error("logits are read-only");
-  if (logits.size() == 0) return logits;  // nothing is written: any strides will do
-  if (logits.shape(1) > 1 && logits.strides(1) != bytes)
-    throw py::value_error("logits must be contiguous along their last axis");
-  // Rows are masked from several threads: they must not overlap.
-  if (logits.shape(0) > 1 && (logits.strides(0) < bytes * logits.shape(1) || logits.strides(0) % bytes != 0))
-    throw py::value_error("logits have rows that overlap, or a row stride that is not a multiple of the element size");
-  if (reinterpret_cast<uintptr_t>(logits.data()) % static_cast<uintptr_t>(bytes) != 0)
-    throw py::value_error("logits are not aligned to their element size");
+  check_writable_layout(logits, 2, "the logits");
   return logits;
 }
 

@@ -53,6 +53,24 @@ void raise(py::handle type, const std::string& message) {
   throw py::error_already_set();
 }
 
+void check_writable_layout(const py::array& array, int ndim, const char* what) {
+  if (array.ndim() != ndim)
+    throw py::value_error(fmt::format("{} must have {} dimension{}, not {}", what, ndim, ndim == 1 ? "" : "s",
+                                      array.ndim()));
+  if (!array.writeable()) throw py::value_error(fmt::format("{} is read-only", what));
+  if (array.size() == 0) return;  // nothing is written: any strides will do
+  const py::ssize_t item = array.itemsize();
+  if (reinterpret_cast<uintptr_t>(array.data()) % static_cast<uintptr_t>(item) != 0)
+    throw py::value_error(fmt::format("{} is not aligned to its {}-byte elements", what, item));
+  if (array.shape(ndim - 1) > 1 && array.strides(ndim - 1) != item)
+    throw py::value_error(fmt::format("{} must be contiguous along its last axis", what));
+  // Rows written from several threads must not overlap (an expanded
+  // tensor's rows share their memory).
+  if (ndim == 2 && array.shape(0) > 1 && (array.strides(0) < item * array.shape(1) || array.strides(0) % item != 0))
+    throw py::value_error(
+        fmt::format("{} has rows that overlap, or a row stride that is not a multiple of its element size", what));
+}
+
 py::array mask_array(const py::object& object, int ndim, const char* what) {
   py::object candidate = object;
   // A torch tensor: its NumPy view shares the memory (CPU tensors only;
@@ -67,20 +85,7 @@ py::array mask_array(const py::object& object, int ndim, const char* what) {
   if (!is_words_dtype(words.dtype()))
     throw py::type_error(fmt::format("{} must hold int32 (or uint32) words, not {}", what,
                                      std::string(py::str(words.dtype()))));
-  if (words.ndim() != ndim)
-    throw py::value_error(fmt::format("{} must have {} dimension{}, not {}", what, ndim, ndim == 1 ? "" : "s",
-                                      words.ndim()));
-  if (!words.writeable()) throw py::value_error(fmt::format("{} is read-only", what));
-  if (words.size() == 0) return words;  // nothing is written: any strides will do
-  if (reinterpret_cast<uintptr_t>(words.data()) % 4 != 0)
-    throw py::value_error(fmt::format("{} is not aligned to 4 bytes", what));
-  if (words.shape(ndim - 1) > 1 && words.strides(ndim - 1) != 4)
-    throw py::value_error(fmt::format("{} must be contiguous along its last axis", what));
-  // Rows written from several threads must not overlap (an expanded
-  // tensor's rows share their memory).
-  if (ndim == 2 && words.shape(0) > 1 &&
-      (words.strides(0) < 4 * words.shape(1) || words.strides(0) % 4 != 0))
-    throw py::value_error(fmt::format("{} has rows that overlap, or a row stride that is not a multiple of 4 bytes", what));
+  check_writable_layout(words, ndim, what);
   return words;
 }
 

@@ -327,18 +327,7 @@ int run_convert(const ConvertArgs& args) {
   const std::string converted =
       (format == GrammarFormat::Gbnf ? "(* converted from GBNF by cgram convert *)\n" : "") +
       std::string(outcome.grammar->file().text());
-  if (args.output.empty()) {
-    std::cout << converted;
-    return 0;
-  }
-  std::ofstream out(args.output, std::ios::binary);
-  out << converted;
-  out.close();
-  if (!out) {
-    print_error(fmt::format("cannot write '{}': {}", args.output, std::strerror(errno)));
-    return 1;
-  }
-  return 0;
+  return write_output(args.output, converted);
 }
 
 int run_demo() {

@@ -4,9 +4,6 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 
 #include "commands.h"
@@ -29,19 +26,7 @@ int emit_kernels(const GpuArgs& args) {
     print_error(error->message);
     return 1;
   }
-  const std::string& text = std::get<std::string>(ptx);
-  if (args.output.empty()) {
-    std::cout << text;
-    return 0;
-  }
-  std::ofstream out(args.output, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    print_error(fmt::format("cannot write '{}': {}", args.output, std::strerror(errno)));
-    return 1;
-  }
-  return 0;
+  return write_output(args.output, std::get<std::string>(ptx));
 }
 
 }  // namespace

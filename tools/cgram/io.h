@@ -3,6 +3,9 @@
 // (JSON that is always valid UTF-8, bytes made safe for a terminal).
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -105,6 +108,23 @@ inline ParseOptions grammar_options(const std::string& path, const std::string& 
 // user gave, so control characters are escaped (lines kept).
 inline void print_error(std::string_view message) {
   std::cerr << "cgram: error: " << printable(message, true) << "\n";
+}
+
+// Writes `text` to the file `path`, or to standard output when `path` is
+// empty. Exit status 0, or 1 with the reason printed.
+inline int write_output(const std::string& path, std::string_view text) {
+  if (path.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    print_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace cgram::cli
