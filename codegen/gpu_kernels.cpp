@@ -142,6 +142,24 @@ llvm::Value* word_at(llvm::IRBuilder<>& b, llvm::Value* base, llvm::Value* index
   return b.CreateGEP(b.getInt32Ty(), base, index64);
 }
 
+// The row thread row y works on: rows[y], or y itself when `rows` is null (as i64).
+llvm::Value* listed_row(llvm::IRBuilder<>& b, llvm::Function* fn, llvm::Value* rows, llvm::Value* y,
+                        llvm::BasicBlock* done) {
+  llvm::Value* listed = b.CreateICmpNE(rows, llvm::ConstantPointerNull::get(b.getPtrTy()));
+  llvm::BasicBlock* unlisted_block = b.GetInsertBlock();
+  auto* read_list = llvm::BasicBlock::Create(b.getContext(), "read_list", fn, done);
+  auto* have_row = llvm::BasicBlock::Create(b.getContext(), "have_row", fn, done);
+  b.CreateCondBr(listed, read_list, have_row);
+  b.SetInsertPoint(read_list);
+  llvm::Value* from_list = b.CreateLoad(b.getInt32Ty(), word_at(b, rows, b.CreateZExt(y, b.getInt64Ty())));
+  b.CreateBr(have_row);
+  b.SetInsertPoint(have_row);
+  llvm::PHINode* row = b.CreatePHI(b.getInt32Ty(), 2, "row");
+  row->addIncoming(y, unlisted_block);
+  row->addIncoming(from_list, read_list);
+  return b.CreateZExt(row, b.getInt64Ty());
+}
+
 struct Element {
   const char* suffix;
   unsigned bits;
@@ -149,34 +167,21 @@ struct Element {
 };
 constexpr Element kElements[] = {{"f32", 32, 0xFF800000u}, {"f16", 16, 0xFC00u}, {"bf16", 16, 0xFF80u}};
 
-KernelBody apply_kernel(llvm::LLVMContext& context, const Element& element, GpuKernelShape shape) {
+KernelBody apply_kernel(llvm::LLVMContext& context, const Element& element) {
   llvm::IRBuilder<> t(context);
   KernelBody k;
   k.name = std::string("cgram_apply_") + element.suffix;
   k.params = {t.getPtrTy(), t.getInt64Ty(), t.getInt32Ty(), t.getPtrTy(), t.getInt32Ty(), t.getPtrTy()};
-  k.emit = [element, shape](llvm::IRBuilder<>& b, llvm::Function* fn, std::span<llvm::Value* const> a, llvm::Value* x,
-                            llvm::Value* y, llvm::BasicBlock* done) {
+  k.emit = [element](llvm::IRBuilder<>& b, llvm::Function* fn, std::span<llvm::Value* const> a, llvm::Value* x,
+                     llvm::Value* y, llvm::BasicBlock* done) {
     llvm::Value* logits = a[0];
     llvm::Value* row_stride = a[1];
-    llvm::Value* vocab = shape.vocab ? b.getInt32(shape.vocab) : a[2];
+    llvm::Value* vocab = a[2];
     llvm::Value* bitmask = a[3];
-    llvm::Value* words = shape.words ? b.getInt32(shape.words) : a[4];
+    llvm::Value* words = a[4];
     llvm::Value* rows = a[5];
     require(b, fn, b.CreateICmpULT(x, vocab), done);
-    // The row: rows[y], or y itself when there is no list.
-    llvm::Value* listed = b.CreateICmpNE(rows, llvm::ConstantPointerNull::get(b.getPtrTy()));
-    llvm::BasicBlock* unlisted_block = b.GetInsertBlock();
-    auto* read_list = llvm::BasicBlock::Create(b.getContext(), "read_list", fn, done);
-    auto* have_row = llvm::BasicBlock::Create(b.getContext(), "have_row", fn, done);
-    b.CreateCondBr(listed, read_list, have_row);
-    b.SetInsertPoint(read_list);
-    llvm::Value* from_list = b.CreateLoad(b.getInt32Ty(), word_at(b, rows, b.CreateZExt(y, b.getInt64Ty())));
-    b.CreateBr(have_row);
-    b.SetInsertPoint(have_row);
-    llvm::PHINode* row32 = b.CreatePHI(b.getInt32Ty(), 2, "row");
-    row32->addIncoming(y, unlisted_block);
-    row32->addIncoming(from_list, read_list);
-    llvm::Value* row = b.CreateZExt(row32, b.getInt64Ty());
+    llvm::Value* row = listed_row(b, fn, rows, y, done);
     llvm::Value* word_index = b.CreateLShr(x, b.getInt32(5));
     auto* in_mask = llvm::BasicBlock::Create(b.getContext(), "in_mask", fn, done);
     auto* decide = llvm::BasicBlock::Create(b.getContext(), "decide", fn, done);
@@ -205,18 +210,20 @@ KernelBody fill_kernel(llvm::LLVMContext& context, GpuKernelShape shape) {
   llvm::IRBuilder<> t(context);
   KernelBody k;
   k.name = "cgram_fill";
-  k.params = {t.getPtrTy(), t.getPtrTy(), t.getPtrTy(), t.getPtrTy(), t.getInt32Ty(), t.getInt32Ty()};
+  k.params = {t.getPtrTy(), t.getPtrTy(), t.getPtrTy(), t.getPtrTy(), t.getInt32Ty(), t.getInt32Ty(), t.getPtrTy()};
   k.emit = [shape](llvm::IRBuilder<>& b, llvm::Function* fn, std::span<llvm::Value* const> a, llvm::Value* x,
                    llvm::Value* y, llvm::BasicBlock* done) {
     llvm::Value* sets = a[0];
     llvm::Value* set_ids = a[1];
     llvm::Value* row_offsets = a[2];
     llvm::Value* out = a[3];
-    llvm::Value* words = shape.words ? b.getInt32(shape.words) : a[4];
+    llvm::Value* words = shape.set_words ? b.getInt32(shape.set_words) : a[4];
     llvm::Value* out_words = a[5];
+    llvm::Value* out_rows = a[6];
     llvm::Type* i64 = b.getInt64Ty();
     require(b, fn, b.CreateICmpULT(x, out_words), done);
     llvm::Value* y64 = b.CreateZExt(y, i64);
+    llvm::Value* out_row = listed_row(b, fn, out_rows, y, done);
     llvm::Value* first = b.CreateLoad(b.getInt32Ty(), word_at(b, row_offsets, y64));
     llvm::Value* last = b.CreateLoad(b.getInt32Ty(), word_at(b, row_offsets, b.CreateAdd(y64, b.getInt64(1))));
     // Past `words` the loop runs no times: the word is 0.
@@ -240,7 +247,7 @@ KernelBody fill_kernel(llvm::LLVMContext& context, GpuKernelShape shape) {
     acc->addIncoming(merged, body);
     b.CreateBr(loop);
     b.SetInsertPoint(store);
-    llvm::Value* target = b.CreateAdd(b.CreateMul(y64, b.CreateZExt(out_words, i64)), b.CreateZExt(x, i64));
+    llvm::Value* target = b.CreateAdd(b.CreateMul(out_row, b.CreateZExt(out_words, i64)), b.CreateZExt(x, i64));
     b.CreateStore(acc, word_at(b, out, target));
     b.CreateBr(done);
   };
@@ -290,7 +297,7 @@ std::unique_ptr<llvm::Module> build_gpu_kernels(llvm::LLVMContext& context, GpuT
   auto module = std::make_unique<llvm::Module>("cgram_gpu_kernels", context);
   if (target == GpuTarget::Nvptx) module->setTargetTriple(kNvptxTriple);
   std::vector<KernelBody> kernels;
-  for (const Element& element : kElements) kernels.push_back(apply_kernel(context, element, shape));
+  for (const Element& element : kElements) kernels.push_back(apply_kernel(context, element));
   kernels.push_back(fill_kernel(context, shape));
   kernels.push_back(set_bits_kernel(context));
   for (const KernelBody& kernel : kernels) {
@@ -302,14 +309,22 @@ std::unique_ptr<llvm::Module> build_gpu_kernels(llvm::LLVMContext& context, GpuT
   return module;
 }
 
+bool nvptx_knows_arch(std::string_view arch) {
+  initialize_nvptx();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kNvptxTriple, error);
+  if (!target) return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->createMCSubtargetInfo(kNvptxTriple, "", ""));
+  return subtarget && subtarget->isCPUStringValid(arch);
+}
+
 std::variant<std::string, PtxError> emit_ptx(llvm::Module& module, std::string_view arch) {
   initialize_nvptx();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kNvptxTriple, error);
   if (!target) return PtxError{"no NVPTX target in this LLVM: " + error};
   // LLVM only warns about an unknown processor: refuse it here.
-  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->createMCSubtargetInfo(kNvptxTriple, "", ""));
-  if (!subtarget || !subtarget->isCPUStringValid(arch))
+  if (!nvptx_knows_arch(arch))
     return PtxError{fmt::format("'{}' is not a GPU architecture LLVM's NVPTX target knows (sm_80, sm_90, ...)", arch)};
   // PTX ISA 7.8 is the first with sm_90; ptxas 11.8 and later read it.
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(

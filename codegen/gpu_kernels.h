@@ -10,9 +10,10 @@
 //     x < vocab gets -inf unless bit x % 32 of word x / 32 is set; tokens
 //     past 32 * words are never allowed. One store per disallowed token, no
 //     load of logits: the kernel is bound by the bytes it writes.
-//   cgram_fill(ptr sets, ptr set_ids, ptr row_offsets, ptr out, i32 words, i32 out_words)
-//     out[y][x] = OR of sets[set_ids[k]][x] for k in [row_offsets[y], row_offsets[y + 1]),
-//     0 past `words`: a row's precomputed token sets, ORed on the device.
+//   cgram_fill(ptr sets, ptr set_ids, ptr row_offsets, ptr out, i32 words, i32 out_words, ptr out_rows)
+//     out[r][x] = OR of sets[set_ids[k]][x] for k in [row_offsets[y], row_offsets[y + 1]),
+//     0 past `words`, where r = out_rows ? out_rows[y] : y: a row's precomputed
+//     token sets, ORed on the device.
 //   cgram_set_bits(ptr out, i32 out_words, ptr tokens, ptr token_rows, i32 count)
 //     sets bit tokens[x] of row token_rows[x] (atomically): what the host
 //     computed from the parse stack, merged in.
@@ -34,11 +35,13 @@ namespace cgram::codegen {
 
 enum class GpuTarget { Nvptx, Host };
 
-// Sizes fixed when the module is made for one grammar/vocabulary pair (the
-// launch arguments are then ignored); 0: read from the launch arguments.
+// What is fixed when the module is made for one grammar/vocabulary pair:
+// the width of its token sets (cgram_fill's `words` argument is then
+// ignored, and the loop over words has a constant bound); 0: read from the
+// launch arguments. The logits' and bitmask's widths are the caller's (a
+// model pads its vocabulary), so apply stays generic.
 struct GpuKernelShape {
-  unsigned vocab = 0;
-  unsigned words = 0;
+  unsigned set_words = 0;
 };
 
 std::unique_ptr<llvm::Module> build_gpu_kernels(llvm::LLVMContext& context, GpuTarget target,
@@ -49,5 +52,7 @@ struct PtxError {
   std::string message;
 };
 std::variant<std::string, PtxError> emit_ptx(llvm::Module& module, std::string_view arch);
+// Whether LLVM's NVPTX target knows `arch`.
+bool nvptx_knows_arch(std::string_view arch);
 
 }  // namespace cgram::codegen

@@ -607,7 +607,7 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
     // A large subtree: its tokens are classified once by the index, for
     // this terminal state, and only the lexeme ends need the parser.
     const StateIndex& ix = g_.index().get_subtree(first - 1, head.terminal, head.state);
-    for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
+    or_set(words, ix.inside);
     walk_crossings(ix, after, words);
     return;
   }
@@ -708,8 +708,7 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
     }
     if (nodes->empty()) continue;
     // Tokens whose rest stays inside the next lexeme: one OR.
-    if (!into.words.empty())
-      for (size_t w = 0; w < into.words.size(); ++w) words[w] |= into.words[w];
+    if (!into.words.empty()) or_set(words, into.words);
     for (uint32_t id : into.ids) words[id / 32] |= 1u << (id % 32);
     // Tokens that also cross the end of that lexeme: walked from there, once
     // per (state where it ends, byte that starts the one after).
@@ -759,8 +758,7 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
       walk(0, *heads, words);
       continue;
     }
-    const std::vector<uint32_t>& inside = index.inside_from_start(terminals);
-    for (size_t w = 0; w < inside.size(); ++w) words[w] |= inside[w];
+    or_set(words, index.inside_from_start(terminals));
     for (uint32_t t : terminals) {
       const ir::LexTerminal& term = lex_.terminals[t];
       if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
@@ -791,7 +789,7 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
   const StateIndex& ix = g_.index().get(h.terminal, h.state);
   // Tokens that stay inside the text: its DFA is trimmed and nothing limits
   // its tokens, so each of them can go on to a complete sentence.
-  for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
+  or_set(words, ix.inside);
   ScratchPool<Head>::Lease after(head_scratch_);
   ScratchPool<uint32_t>::Lease nodes(node_scratch_);
   if (dfa_accepting(h.terminal, h.state)) {  // the text ends before the token
@@ -830,8 +828,13 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
   return true;
 }
 
-void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
+void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink) {
   refresh_tier();
+  sink_ = sink;
+  struct ClearSink {
+    TokenSetSink*& sink;
+    ~ClearSink() { sink = nullptr; }
+  } clear_sink{sink_};
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();
   ScratchPool<Head>::Lease after(head_scratch_);
@@ -857,7 +860,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
         for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c) {
           std::span<const uint32_t> set = g_.any_tokens_ending_in(c);
           if (set.empty() || (c != ir::utf8::kBoundary && !viable_after_any(*nodes, c, 0))) continue;
-          for (size_t w = 0; w < set.size(); ++w) words[w] |= set[w];
+          or_set(words, set);
         }
         continue;
       }
@@ -889,8 +892,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
       continue;
     }
     const StateIndex& ix = index.get(h.terminal, h.state);
-    if (can_continue_into_token(h))
-      for (size_t w = 0; w < ix.inside.size(); ++w) words[w] |= ix.inside[w];
+    if (can_continue_into_token(h)) or_set(words, ix.inside);
     bool ends_here = dfa_accepting(h.terminal, h.state);
     if (!ends_here && !ix.crosses()) continue;
     heads_after_lexeme(h, *after);

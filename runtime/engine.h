@@ -26,6 +26,7 @@
 
 #include "compiled_grammar.h"
 #include "scratch.h"
+#include "token_set_sink.h"
 
 namespace cgram {
 
@@ -82,7 +83,8 @@ class Engine {
   void step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out);
   bool can_end(const std::vector<Head>& heads);
   // Sets the bit of every text token some head survives (not end of sequence).
-  void fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words);
+  // With a sink, the precomputed sets it takes are left out of `words`.
+  void fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink = nullptr);
 
   struct Mark {
     size_t nodes, edges, status;
@@ -225,6 +227,11 @@ class Engine {
     if (work_done_ > limits_.max_work_per_call && exhausted_.empty()) exhaust_work();
   }
   void exhaust_work();
+  // words |= set, unless the sink of the current fill takes the set.
+  void or_set(std::span<uint32_t> words, std::span<const uint32_t> set) {
+    if (sink_ && sink_->take(set)) return;
+    for (size_t w = 0; w < set.size(); ++w) words[w] |= set[w];
+  }
   void exhaust(std::string why) {
     if (exhausted_.empty()) exhausted_ = std::move(why);
   }
@@ -238,6 +245,7 @@ class Engine {
   const ir::LrTable& table_;
   const KernelFunctions* k_ = nullptr;
   const uint32_t* const* k_tables_ = nullptr;
+  TokenSetSink* sink_ = nullptr;  // during fill_text_tokens only
   std::optional<uint32_t> any_terminal_;
   std::vector<std::bitset<256>> first_bytes_;  // per terminal
   std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)

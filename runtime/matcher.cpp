@@ -81,14 +81,14 @@ AdvanceResult Matcher::advance(uint32_t token) {
   return AdvanceResult::Ongoing;
 }
 
-bool Matcher::fill_mask(std::span<uint32_t> words) {
+bool Matcher::fill_mask(std::span<uint32_t> words, TokenSetSink* sink) {
   const size_t n = mask_words();
   if (words.size() < n || !engine_) return false;
   std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
   if (has_error()) return false;
   if (finished_) return true;
   const Engine::Mark before = engine_->mark();
-  engine_->fill_text_tokens(current_, words.first(n));
+  engine_->fill_text_tokens(current_, words.first(n), sink);
   if (stopped(before)) {
     std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
     return false;

@@ -39,7 +39,12 @@ class Matcher {
   // mask_words() are left alone. False, with nothing written, when `words`
   // is shorter than mask_words(); false with every bit clear when the
   // matcher has an error.
-  bool fill_mask(std::span<uint32_t> words);
+  bool fill_mask(std::span<uint32_t> words) { return fill_mask(words, nullptr); }
+  // The same, leaving out of `words` the precomputed token sets `sink`
+  // takes: the mask is `words` OR those sets (how a GPU fills masks:
+  // runtime/mask_plan.h). The sink may have been given sets even when the
+  // result is false.
+  bool fill_mask(std::span<uint32_t> words, TokenSetSink* sink);
   std::vector<uint32_t> current_possible_tokens();
   bool is_allowed(uint32_t token);
   // Tokens certain to come next (each the only allowed token in turn).

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,8 +34,8 @@ const gpu::GpuError& error_of(const T& result) {
 struct HostKernels {
   std::unique_ptr<jit::JitSession> session;
   using Apply = void (*)(void*, int64_t, uint32_t, const uint32_t*, uint32_t, const uint32_t*, uint32_t, uint32_t);
-  using Fill = void (*)(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, uint32_t, uint32_t, uint32_t,
-                        uint32_t);
+  using Fill = void (*)(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, uint32_t, uint32_t,
+                        const uint32_t*, uint32_t, uint32_t);
   using SetBits = void (*)(uint32_t*, uint32_t, const uint32_t*, const uint32_t*, uint32_t, uint32_t, uint32_t);
   Apply apply[3] = {};
   Fill fill = nullptr;
@@ -107,7 +108,7 @@ TEST_CASE("gpu kernels: PTX for sm_80 and sm_90, checked by ptxas", "[gpu]") {
   for (const char* arch : {"sm_80", "sm_90"}) {
     llvm::LLVMContext context;
     // Specialised for one vocabulary (Llama 3's) and generic.
-    for (codegen::GpuKernelShape shape : {codegen::GpuKernelShape{}, codegen::GpuKernelShape{128256, 4008}}) {
+    for (codegen::GpuKernelShape shape : {codegen::GpuKernelShape{}, codegen::GpuKernelShape{4008}}) {
       auto module = codegen::build_gpu_kernels(context, codegen::GpuTarget::Nvptx, shape);
       REQUIRE(module);
       auto ptx = codegen::emit_ptx(*module, arch);
@@ -124,7 +125,7 @@ TEST_CASE("gpu kernels: PTX for sm_80 and sm_90, checked by ptxas", "[gpu]") {
         continue;
       }
       const auto dir = std::filesystem::temp_directory_path();
-      const auto file = dir / fmt::format("cgram_gpu_test_{}_{}.ptx", arch, shape.vocab);
+      const auto file = dir / fmt::format("cgram_gpu_test_{}_{}.ptx", arch, shape.set_words);
       std::ofstream(file) << text;
       const std::string command = fmt::format("'{}' -arch={} '{}' -o /dev/null", ptxas, arch, file.string());
       INFO(command);
@@ -184,12 +185,25 @@ TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host'
     for (uint32_t i = 0; i < n; ++i) ids.push_back(rng() % set_count);
     offsets.push_back(static_cast<uint32_t>(ids.size()));
   }
-  std::vector<uint32_t> out(size_t{rows} * out_words, 0xDEADBEEF);
-  k.fill(sets.data(), ids.data(), offsets.data(), out.data(), words, out_words, out_words, rows);
   std::vector<uint32_t> expected(size_t{rows} * out_words, 0);
   for (uint32_t r = 0; r < rows; ++r)
     for (uint32_t i = offsets[r]; i < offsets[r + 1]; ++i)
       for (uint32_t w = 0; w < words; ++w) expected[size_t{r} * out_words + w] |= sets[size_t{ids[i]} * words + w];
+  // With an output row list, plan row y lands in row out_rows[y]; the
+  // rows not listed are untouched.
+  const std::vector<uint32_t> out_rows = {4, 1, 0};
+  std::vector<uint32_t> listed(size_t{rows} * out_words, 0xDEADBEEF);
+  k.fill(sets.data(), ids.data(), offsets.data(), listed.data(), words, out_words, out_rows.data(), out_words, 3);
+  for (uint32_t r = 0; r < rows; ++r) {
+    auto row = [&](const std::vector<uint32_t>& v, uint32_t i) {
+      return std::vector<uint32_t>(v.begin() + i * out_words, v.begin() + (i + 1) * out_words);
+    };
+    const auto at = std::find(out_rows.begin(), out_rows.end(), r);
+    if (at == out_rows.end()) CHECK(row(listed, r) == std::vector<uint32_t>(out_words, 0xDEADBEEF));
+    else CHECK(row(listed, r) == row(expected, static_cast<uint32_t>(at - out_rows.begin())));
+  }
+  std::vector<uint32_t> out(size_t{rows} * out_words, 0xDEADBEEF);
+  k.fill(sets.data(), ids.data(), offsets.data(), out.data(), words, out_words, nullptr, out_words, rows);
   CHECK(out == expected);
 
   std::vector<uint32_t> tokens, token_rows;
