@@ -101,11 +101,22 @@ std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std:
   }
   if (bitmask == 0 && !matchers.empty()) return GpuError{"the bitmask's address is null"};
   size_t rejected = 0;
+  launchable_ = false;
   if (auto error = plan_rows(matchers, out_rows, pool, rejected)) return error;
   if (rejected_rows) *rejected_rows = rejected;
   if (matchers.empty()) return std::nullopt;
   if (auto error = upload_new_sets()) return error;
   if (auto error = upload_plan()) return error;
+  bitmask_ = bitmask;
+  out_words_ = out_words;
+  launchable_ = true;
+  return launch_plan();
+}
+
+std::optional<GpuError> GpuMasker::launch_plan() {
+  if (!launchable_) return GpuError{"no batch was planned (or the last one failed)"};
+  const uint64_t bitmask = bitmask_;
+  const uint32_t out_words = out_words_;
   const uint64_t base = plan_memory_->address();
   auto at = [&](size_t words) { return base + words * sizeof(uint32_t); };
   const size_t ids = plan_.set_ids.size(), rows = plan_.rows(), tokens = plan_.tokens.size();

@@ -55,6 +55,9 @@ class GpuMasker {
   // 32 × words. `logits` holds rows of `row_stride` elements of `type`.
   std::optional<GpuError> apply(LogitsType type, uint64_t logits, int64_t row_stride, uint32_t vocab,
                                 uint64_t bitmask, uint32_t words, std::span<const uint32_t> rows, uint32_t row_count);
+  // The last fill's kernels again, with no work on the host: how the
+  // device's part of a fill is timed.
+  std::optional<GpuError> launch_plan();
   std::optional<GpuError> synchronize() { return backend_->synchronize(); }
 
   KernelBackend& backend() { return *backend_; }
@@ -80,6 +83,9 @@ class GpuMasker {
   std::vector<MaskPlan> row_plans_;  // per row, with a pool
   std::vector<uint32_t> staging_;
   size_t sets_uploaded_ = 0;
+  bool launchable_ = false;  // the plan on the device is the last fill's
+  uint64_t bitmask_ = 0;
+  uint32_t out_words_ = 0;
   // Device memory (declared after backend_: freed before it).
   std::unique_ptr<KernelMemory> sets_, plan_memory_, rows_;
 };

@@ -274,3 +274,9 @@ foreach(kernel cgram_apply_f32 cgram_apply_bf16 cgram_fill cgram_set_bits)
   endif()
 endforeach()
 expect_run(1 "'sm_1' is not a GPU architecture" gpu --emit-ptx sm_1)
+# cgram bench --gpu: without a driver, exit 3 with the reason; the kernels'
+# host build runs the whole device path and checks it against the CPU.
+file(WRITE ${WORK}/gpu_doc.json "{\"a\": [1, 2, {\"b\": \"text\"}], \"c\": null}")
+expect_run(3 "no GPU: cannot load the CUDA driver" bench ${json} --docs ${WORK}/gpu_doc.json --gpu --cuda-library /nonexistent/libcuda.so.1)
+expect_run(0 "masks equal the CPU's: yes; masked logits equal the CPU's: yes" bench ${json} --docs ${WORK}/gpu_doc.json --gpu --gpu-host --rows 5 --runs 2 --logits-width 32100)
+expect_run(64 "--logits-width 100 does not hold the vocabulary's 32064 ids" bench ${json} --docs ${WORK}/gpu_doc.json --gpu --gpu-host --logits-width 100)

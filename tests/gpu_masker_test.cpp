@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <bit>
 #include <random>
 
@@ -35,6 +36,14 @@ std::unique_ptr<jit::GpuMasker> host_masker(const std::shared_ptr<const Compiled
   REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(backend));
   return std::make_unique<jit::GpuMasker>(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(backend)),
                                           options);
+}
+
+// The CUDA backend when this machine has a GPU (CGRAM_CUDA_LIBRARY names
+// another driver library), or nothing, with why.
+std::variant<std::unique_ptr<jit::KernelBackend>, jit::GpuError> real_gpu(const CompiledGrammar& g) {
+  jit::CudaBackendOptions options;
+  if (const char* library = std::getenv("CGRAM_CUDA_LIBRARY")) options.library = library;
+  return jit::cuda_kernel_backend(jit::gpu_kernel_shape(g), options);
 }
 
 std::unique_ptr<jit::KernelMemory> allocate(jit::GpuMasker& masker, size_t bytes) {
@@ -250,4 +259,20 @@ TEST_CASE("gpu masker: the PTX architecture follows the device, capped at what L
   CHECK(jit::ptx_arch_for(8, 6) == "sm_86");
   // A device newer than this LLVM gets the newest architecture below it.
   CHECK(jit::ptx_arch_for(99, 0) == "sm_90");
+}
+
+TEST_CASE("gpu masker on this machine's GPU, when it has one: the same comparisons", "[gpu]") {
+  const std::vector<std::string> names = {"json.cgram", "csv.cgram", "markup.cgram", "c_subset.cgram"};
+  for (const std::string& name : names) {
+    INFO(name);
+    auto g = compile(test::read_example(name));
+    auto backend = real_gpu(*g);
+    if (auto* error = std::get_if<jit::GpuError>(&backend)) {
+      WARN("no GPU here (" << error->message << "): the device comparisons are skipped (scripts/gpu.sh runs them)");
+      return;
+    }
+    jit::GpuMasker masker(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(backend)));
+    const Totals t = walk_and_compare(g, masker, 11, 16, 24);
+    CHECK(t.rows == 16 * 24);
+  }
 }

@@ -112,6 +112,14 @@ struct BenchArgs : VocabArgs {
   std::string only;                 // one format of the suite
   std::string docs;
   std::string tokens_file;  // documents as token ids, one a line
+  // --gpu: the GPU masker and logits kernels on a batch of matchers standing
+  // inside the documents (--gpu-host: their host build, no GPU needed).
+  bool gpu = false;
+  bool gpu_host = false;
+  std::string cuda_library = "libcuda.so.1";
+  size_t rows = 64;
+  size_t logits_width = 0;  // 0: the vocabulary's size
+  size_t runs = 200;
 };
 int run_bench(const BenchArgs& args);
 

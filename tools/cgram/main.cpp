@@ -161,6 +161,20 @@ int main(int argc, char** argv) {
   add_max_text_bytes(bench_cmd, bench.max_text_bytes);
   bench_cmd->add_flag("--eager-index", bench.eager_index,
                       "Build the whole token index at compile time (as AOT and eager JIT do) instead of on first use");
+  bench_cmd->add_flag("--gpu", bench.gpu,
+                      "Time the GPU masker (device fill of a batch) and the logits kernel (exit 3 without a GPU)");
+  bench_cmd->add_flag("--gpu-host", bench.gpu_host,
+                      "With --gpu: run the GPU kernels' host build instead (no GPU needed; checks and host timings)");
+  bench_cmd->add_option("--cuda-library", bench.cuda_library, "With --gpu: the CUDA driver library")
+      ->capture_default_str();
+  bench_cmd->add_option("--rows", bench.rows, "With --gpu: the batch, one matcher a row, each inside a document")
+      ->check(CLI::Range(size_t{1}, size_t{65535}))
+      ->capture_default_str();
+  bench_cmd->add_option("--logits-width", bench.logits_width,
+                        "With --gpu: logits per row (default: the vocabulary's size; more: a model's padding)");
+  bench_cmd->add_option("--runs", bench.runs, "With --gpu: timed runs of each measurement")
+      ->check(CLI::Range(size_t{1}, size_t{100000}))
+      ->capture_default_str();
 
   CompileArgs compile;
   CLI::App* compile_cmd = app.add_subcommand(

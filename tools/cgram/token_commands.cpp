@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "bench_support.h"
 #include "commands.h"
 #include "compile.h"
 #include "encoder.h"
@@ -24,11 +25,6 @@ namespace cgram::cli {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 struct Loaded {
   std::shared_ptr<const Vocabulary> vocab;
@@ -189,12 +185,6 @@ std::optional<std::vector<uint32_t>> prefix_tokens(const MaskArgs& args, const L
   return std::move(std::get<std::vector<uint32_t>>(tokens));
 }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * (v.size() - 1) + 0.5));
-  return v[i];
-}
 
 }  // namespace
 
@@ -321,7 +311,6 @@ int run_generate(const GenerateArgs& args) {
 
 namespace {
 
-using Documents = std::vector<std::pair<std::string, std::vector<uint32_t>>>;
 
 // The entries of a folder; `ec` is set when it cannot be listed (the
 // range-for over a directory_iterator would throw on a failed step).
@@ -446,6 +435,7 @@ int bench_file(const BenchArgs& args) {
     for (size_t i = 0; i < sequences->size(); ++i)
       docs.emplace_back(fmt::format("{} line {}", args.tokens_file, i + 1), std::move((*sequences)[i]));
   }
+  if (args.gpu) return bench_gpu(args, loaded->compiled, docs);
   const Latencies run = run_documents(loaded->compiled, docs);
   const std::vector<double>& mask_us = run.mask_us;
   const std::vector<double>& advance_us = run.advance_us;
