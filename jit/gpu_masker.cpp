@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_set>
 
 namespace cgram::jit {
@@ -102,7 +103,9 @@ std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std:
   if (bitmask == 0 && !matchers.empty()) return GpuError{"the bitmask's address is null"};
   size_t rejected = 0;
   launchable_ = false;
+  const auto planning = std::chrono::steady_clock::now();
   if (auto error = plan_rows(matchers, out_rows, pool, rejected)) return error;
+  plan_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - planning).count();
   if (rejected_rows) *rejected_rows = rejected;
   if (matchers.empty()) return std::nullopt;
   if (auto error = upload_new_sets()) return error;

@@ -63,8 +63,10 @@ class GpuMasker {
   KernelBackend& backend() { return *backend_; }
   const TokenSetTable& sets() const { return table_; }
   size_t sets_on_device() const { return sets_uploaded_; }
-  // The last batch: what the host sent (set ids, tokens).
+  // The last batch: what the host sent (set ids, tokens), and how long the
+  // host took to work it out (microseconds).
   const MaskPlan& last_plan() const { return plan_; }
+  double last_plan_us() const { return plan_us_; }
   // Where the device memory for `bytes` more of something comes from.
   std::variant<std::unique_ptr<KernelMemory>, GpuError> allocate(size_t bytes) { return backend_->allocate(bytes); }
 
@@ -83,6 +85,7 @@ class GpuMasker {
   std::vector<MaskPlan> row_plans_;  // per row, with a pool
   std::vector<uint32_t> staging_;
   size_t sets_uploaded_ = 0;
+  double plan_us_ = 0;
   bool launchable_ = false;  // the plan on the device is the last fill's
   uint64_t bitmask_ = 0;
   uint32_t out_words_ = 0;
