@@ -12,9 +12,27 @@ codegen::GpuKernelShape gpu_kernel_shape(const CompiledGrammar& grammar) {
   return {static_cast<unsigned>(grammar.mask_words())};
 }
 
-GpuMasker::GpuMasker(std::shared_ptr<const CompiledGrammar> grammar, std::unique_ptr<KernelBackend> backend,
+namespace {
+constexpr size_t kMaxRows = 65535;  // the grid's y dimension
+}
+
+std::variant<std::unique_ptr<GpuMasker>, GpuError> GpuMasker::create(std::shared_ptr<const CompiledGrammar> grammar,
+                                                                     std::unique_ptr<KernelBackend> backend,
+                                                                     const GpuMaskerOptions& options) {
+  if (!grammar) return GpuError{"a GPU masker needs a compiled grammar"};
+  if (!backend) return GpuError{"a GPU masker needs a kernel backend"};
+  if (backend->set_words() != 0 && backend->set_words() != grammar->mask_words())
+    return GpuError{fmt::format("the kernels were made for token sets of {} words; this grammar's have {}",
+                                backend->set_words(), grammar->mask_words())};
+  return std::make_unique<GpuMasker>(Key{}, std::move(grammar), std::move(backend), options);
+}
+
+GpuMasker::GpuMasker(Key, std::shared_ptr<const CompiledGrammar> grammar, std::unique_ptr<KernelBackend> backend,
                      const GpuMaskerOptions& options)
-    : grammar_(std::move(grammar)), backend_(std::move(backend)), table_(grammar_, options.max_set_bytes) {}
+    : grammar_(std::move(grammar)),
+      backend_(std::move(backend)),
+      table_(grammar_, options.max_set_bytes),
+      max_set_bytes_(options.max_set_bytes) {}
 
 GpuMasker::~GpuMasker() {
   // Launches in flight may still read the buffers.
@@ -69,7 +87,11 @@ std::optional<GpuError> GpuMasker::upload_new_sets() {
   if (registered == sets_uploaded_ && sets_) return std::nullopt;
   const bool regrow = !sets_ || sets_->bytes() < registered * set_bytes;
   if (regrow) {
-    if (auto error = reserve(sets_, std::max<size_t>(registered, 1) * set_bytes)) return error;
+    // Doubling, but never past the table's own limit.
+    const size_t needed = std::max<size_t>(registered, 1) * set_bytes;
+    const size_t cap = std::max(needed, max_set_bytes_ / set_bytes * set_bytes);
+    const size_t grown = std::min(std::max(needed, sets_ ? sets_->bytes() * 2 : needed), cap);
+    if (auto error = reserve(sets_, grown)) return error;
     sets_uploaded_ = 0;  // a new buffer: every set again
   }
   staging_.clear();
@@ -95,10 +117,16 @@ std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std:
     return GpuError{fmt::format("{} matchers for {} bitmask rows", matchers.size(), out_rows.size())};
   if (out_words < table_.words())
     return GpuError{fmt::format("bitmask rows of {} words; the vocabulary needs {}", out_words, table_.words())};
-  std::unordered_set<uint32_t> seen;
+  if (matchers.size() > kMaxRows)
+    return GpuError{fmt::format("{} rows in one batch; at most {}", matchers.size(), kMaxRows)};
+  std::unordered_set<uint32_t> seen_rows;
+  std::unordered_set<const Matcher*> seen_matchers;
   for (size_t i = 0; i < matchers.size(); ++i) {
     if (!matchers[i]) return GpuError{fmt::format("matcher {} is null", i)};
-    if (!seen.insert(out_rows[i]).second) return GpuError{fmt::format("bitmask row {} is given twice", out_rows[i])};
+    // One matcher on two rows would be filled from two threads at once.
+    if (!seen_matchers.insert(matchers[i]).second) return GpuError{fmt::format("matcher {} appears twice", i)};
+    if (!seen_rows.insert(out_rows[i]).second)
+      return GpuError{fmt::format("bitmask row {} is given twice", out_rows[i])};
   }
   if (bitmask == 0 && !matchers.empty()) return GpuError{"the bitmask's address is null"};
   size_t rejected = 0;
@@ -108,6 +136,8 @@ std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std:
   plan_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - planning).count();
   if (rejected_rows) *rejected_rows = rejected;
   if (matchers.empty()) return std::nullopt;
+  if (plan_.tokens.size() > UINT32_MAX || plan_.set_ids.size() > UINT32_MAX)
+    return GpuError{fmt::format("a batch of {} host tokens: at most {}", plan_.tokens.size(), UINT32_MAX)};
   if (auto error = upload_new_sets()) return error;
   if (auto error = upload_plan()) return error;
   bitmask_ = bitmask;
@@ -145,6 +175,7 @@ std::optional<GpuError> GpuMasker::launch_plan() {
 std::optional<GpuError> GpuMasker::apply(LogitsType type, uint64_t logits, int64_t row_stride, uint32_t vocab,
                                          uint64_t bitmask, uint32_t words, std::span<const uint32_t> rows,
                                          uint32_t row_count) {
+  if (row_count > kMaxRows) return GpuError{fmt::format("{} rows in one launch; at most {}", row_count, kMaxRows)};
   if (!rows.empty() && rows.size() != row_count)
     return GpuError{fmt::format("{} rows listed for {} rows", rows.size(), row_count)};
   if (row_stride < static_cast<int64_t>(vocab))
@@ -159,8 +190,11 @@ std::optional<GpuError> GpuMasker::apply(LogitsType type, uint64_t logits, int64
   launch.words = words;
   launch.row_count = row_count;
   if (!rows.empty()) {
+    // Uploaded from a pageable copy: the caller's rows may be pinned memory
+    // it reuses before the launch has run.
+    row_staging_.assign(rows.begin(), rows.end());
     if (auto error = reserve(rows_, rows.size() * sizeof(uint32_t))) return error;
-    if (auto error = rows_->upload(rows.data(), rows.size() * sizeof(uint32_t))) return error;
+    if (auto error = rows_->upload(row_staging_.data(), row_staging_.size() * sizeof(uint32_t))) return error;
     launch.rows = rows_->address();
   }
   return backend_->apply(launch);

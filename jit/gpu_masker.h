@@ -3,7 +3,8 @@
 // grammar.
 //
 // The grammar's precomputed token sets (runtime/mask_plan.h) live in device
-// memory, uploaded once each, as masks first use them. For a batch, the host
+// memory, uploaded as masks first use them (again only when the buffer
+// grows). For a batch, the host
 // walks only what needs the parse stack and sends set ids and a few tokens
 // per row; cgram_fill ORs the sets into the bitmask rows on the device and
 // cgram_set_bits merges the host's tokens. apply() then masks the logits in
@@ -12,7 +13,10 @@
 //
 // Runs on any KernelBackend: the GPU, or the host build of the same kernels
 // (how it is tested without a GPU). Not thread-safe: one masker per thread
-// (they may share a compiled grammar).
+// (they may share a compiled grammar; each holds its own copy of the sets).
+// The work goes on the backend's own stream: a caller whose logits come from
+// another stream synchronizes between them (synchronize(), or its own
+// stream's), as with any library that launches on its own stream.
 #include <memory>
 #include <optional>
 #include <span>
@@ -31,11 +35,16 @@ struct GpuMaskerOptions {
 };
 
 class GpuMasker {
+  struct Key {};
+
  public:
-  // The backend must have been made for this grammar's set width
-  // (gpu_kernel_shape(grammar)) or for any width.
-  GpuMasker(std::shared_ptr<const CompiledGrammar> grammar, std::unique_ptr<KernelBackend> backend,
-            const GpuMaskerOptions& options = {});
+  // Refused: a null grammar or backend, or a backend specialised for
+  // another set width than this grammar's (gpu_kernel_shape(grammar)).
+  static std::variant<std::unique_ptr<GpuMasker>, GpuError> create(std::shared_ptr<const CompiledGrammar> grammar,
+                                                                    std::unique_ptr<KernelBackend> backend,
+                                                                    const GpuMaskerOptions& options = {});
+  GpuMasker(Key, std::shared_ptr<const CompiledGrammar> grammar, std::unique_ptr<KernelBackend> backend,
+            const GpuMaskerOptions& options);
   ~GpuMasker();
   GpuMasker(const GpuMasker&) = delete;
   GpuMasker& operator=(const GpuMasker&) = delete;
@@ -46,6 +55,8 @@ class GpuMasker {
   // grammar's are cleared. Asynchronous: ordered before later launches,
   // finished by synchronize(). A matcher with an error or of another
   // grammar gets an all-clear row; `rejected_rows` (optional) counts them.
+  // Refused: a matcher or a row given twice, a null matcher, more than
+  // 65,535 rows.
   // With a pool, the host's part of the rows is computed on its threads.
   std::optional<GpuError> fill(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
                                uint64_t bitmask, uint32_t out_words, ThreadPool* pool = nullptr,
@@ -83,7 +94,8 @@ class GpuMasker {
   TokenSetTable table_;
   MaskPlan plan_;
   std::vector<MaskPlan> row_plans_;  // per row, with a pool
-  std::vector<uint32_t> staging_;
+  std::vector<uint32_t> staging_, row_staging_;  // pageable: safe to reuse once an upload returns
+  size_t max_set_bytes_;
   size_t sets_uploaded_ = 0;
   double plan_us_ = 0;
   bool launchable_ = false;  // the plan on the device is the last fill's

@@ -7,6 +7,9 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <new>
+#include <stdexcept>
+#include <vector>
 
 #include "jit_session.h"
 
@@ -42,22 +45,23 @@ std::optional<GpuError> check_height(uint32_t height) {
 
 class HostMemory final : public KernelMemory {
  public:
-  explicit HostMemory(size_t bytes) : data_(std::make_unique<uint8_t[]>(bytes == 0 ? 1 : bytes)), bytes_(bytes) {}
-  uint64_t address() const override { return reinterpret_cast<uintptr_t>(data_.get()); }
+  // Throws std::bad_alloc (HostBackend::allocate turns it into an error).
+  explicit HostMemory(size_t bytes) : data_(bytes == 0 ? 1 : bytes), bytes_(bytes) {}
+  uint64_t address() const override { return reinterpret_cast<uintptr_t>(data_.data()); }
   size_t bytes() const override { return bytes_; }
   std::optional<GpuError> upload(const void* data, size_t bytes, size_t offset) override {
     if (auto error = check_range("upload", offset, bytes, bytes_)) return error;
-    if (bytes) std::memcpy(data_.get() + offset, data, bytes);
+    if (bytes) std::memcpy(data_.data() + offset, data, bytes);
     return std::nullopt;
   }
   std::optional<GpuError> download(void* data, size_t bytes, size_t offset) override {
     if (auto error = check_range("download", offset, bytes, bytes_)) return error;
-    if (bytes) std::memcpy(data, data_.get() + offset, bytes);
+    if (bytes) std::memcpy(data, data_.data() + offset, bytes);
     return std::nullopt;
   }
 
  private:
-  std::unique_ptr<uint8_t[]> data_;
+  std::vector<uint8_t> data_;
   size_t bytes_;
 };
 
@@ -73,7 +77,8 @@ class HostBackend final : public KernelBackend {
                         const uint32_t*, uint32_t, uint32_t);
   using SetBits = void (*)(uint32_t*, uint32_t, const uint32_t*, const uint32_t*, uint32_t, uint32_t, uint32_t);
 
-  explicit HostBackend(std::unique_ptr<JitSession> session) : session_(std::move(session)) {}
+  HostBackend(std::unique_ptr<JitSession> session, unsigned set_words)
+      : session_(std::move(session)), set_words_(set_words) {}
 
   std::optional<GpuError> resolve() {
     auto find = [&](const std::string& name) -> std::variant<void*, GpuError> {
@@ -98,8 +103,15 @@ class HostBackend final : public KernelBackend {
   std::string description() const override { return "host (the GPU kernels compiled for the CPU)"; }
   bool is_gpu() const override { return false; }
   double peak_bandwidth_gb_s() const override { return 0; }
+  unsigned set_words() const override { return set_words_; }
   std::variant<std::unique_ptr<KernelMemory>, GpuError> allocate(size_t bytes) override {
-    return std::make_unique<HostMemory>(bytes);
+    try {
+      return std::unique_ptr<KernelMemory>(std::make_unique<HostMemory>(bytes));
+    } catch (const std::bad_alloc&) {
+      return GpuError{fmt::format("out of host memory for {} bytes", bytes)};
+    } catch (const std::length_error&) {
+      return GpuError{fmt::format("out of host memory for {} bytes", bytes)};
+    }
   }
   std::optional<GpuError> fill(const FillLaunch& l) override {
     if (auto error = check_height(l.rows)) return error;
@@ -131,6 +143,7 @@ class HostBackend final : public KernelBackend {
 
  private:
   std::unique_ptr<JitSession> session_;
+  unsigned set_words_;
   std::array<Apply, 3> apply_{};
   Fill fill_ = nullptr;
   SetBits set_bits_ = nullptr;
@@ -166,12 +179,14 @@ class CudaMemory final : public KernelMemory {
 class CudaBackend final : public KernelBackend {
  public:
   CudaBackend(std::shared_ptr<const gpu::Context> context, std::shared_ptr<const gpu::Stream> stream,
-              std::unique_ptr<gpu::Module> module, std::string description, double bandwidth_gb_s)
+              std::unique_ptr<gpu::Module> module, std::string description, double bandwidth_gb_s,
+              unsigned set_words)
       : context_(std::move(context)),
         stream_(std::move(stream)),
         module_(std::move(module)),
         description_(std::move(description)),
-        bandwidth_gb_s_(bandwidth_gb_s) {}
+        bandwidth_gb_s_(bandwidth_gb_s),
+        set_words_(set_words) {}
 
   std::optional<GpuError> resolve() {
     auto find = [&](const char* name, gpu::CUfunction& slot) -> std::optional<GpuError> {
@@ -189,6 +204,7 @@ class CudaBackend final : public KernelBackend {
   std::string description() const override { return description_; }
   bool is_gpu() const override { return true; }
   double peak_bandwidth_gb_s() const override { return bandwidth_gb_s_; }
+  unsigned set_words() const override { return set_words_; }
   std::variant<std::unique_ptr<KernelMemory>, GpuError> allocate(size_t bytes) override {
     auto buffer = gpu::DeviceBuffer::allocate(*context_, bytes == 0 ? 4 : bytes);
     if (auto* error = std::get_if<GpuError>(&buffer)) return *error;
@@ -247,6 +263,7 @@ class CudaBackend final : public KernelBackend {
   std::unique_ptr<gpu::Module> module_;
   std::string description_;
   double bandwidth_gb_s_;
+  unsigned set_words_;
   std::array<gpu::CUfunction, 3> apply_{};
   gpu::CUfunction fill_ = nullptr;
   gpu::CUfunction set_bits_ = nullptr;
@@ -269,7 +286,7 @@ std::variant<std::unique_ptr<KernelBackend>, GpuError> host_kernel_backend(codeg
   if (!module) return GpuError{"the GPU kernels' IR does not verify"};
   if (auto added = session->add(std::move(module)); auto* error = std::get_if<JitError>(&added))
     return GpuError{error->message};
-  auto backend = std::make_unique<HostBackend>(std::move(session));
+  auto backend = std::make_unique<HostBackend>(std::move(session), shape.set_words);
   if (auto error = backend->resolve()) return *error;
   return std::unique_ptr<KernelBackend>(std::move(backend));
 }
@@ -313,7 +330,8 @@ std::variant<std::unique_ptr<KernelBackend>, GpuError> cuda_kernel_backend(codeg
   if (auto error = take(gpu::Module::load_ptx(*context, std::get<std::string>(ptx)), loaded_module)) return *error;
   auto backend = std::make_unique<CudaBackend>(
       std::move(context), std::move(stream), std::move(loaded_module),
-      fmt::format("{} (sm_{}{}, PTX for {})", device.name, device.major, device.minor, arch), device.bandwidth_gb_s);
+      fmt::format("{} (sm_{}{}, PTX for {})", device.name, device.major, device.minor, arch), device.bandwidth_gb_s,
+      shape.set_words);
   if (auto error = backend->resolve()) return *error;
   return std::unique_ptr<KernelBackend>(std::move(backend));
 }

@@ -27,8 +27,12 @@ class KernelMemory {
   virtual ~KernelMemory() = default;
   virtual uint64_t address() const = 0;
   virtual size_t bytes() const = 0;
-  // In order with the backend's launches. The host memory may be reused
-  // once the call returns (pageable memory is staged by the driver).
+  // In order with the backend's launches. Pageable (not pinned) host memory
+  // may be reused once the call returns: the driver copies it to a staging
+  // buffer before returning (the CUDA API's documented synchronization
+  // behaviour for asynchronous copies from pageable memory). Pinned memory
+  // must stay until the backend is synchronized; cgram only uploads from
+  // its own pageable buffers.
   virtual std::optional<GpuError> upload(const void* data, size_t bytes, size_t offset = 0) = 0;
   // Waits for the launches before it.
   virtual std::optional<GpuError> download(void* data, size_t bytes, size_t offset = 0) = 0;
@@ -63,6 +67,8 @@ class KernelBackend {
   virtual bool is_gpu() const = 0;
   // The device memory's peak bandwidth (0: unknown, or the host).
   virtual double peak_bandwidth_gb_s() const = 0;
+  // The token-set width the kernels were specialised for (0: any).
+  virtual unsigned set_words() const = 0;
   virtual std::variant<std::unique_ptr<KernelMemory>, GpuError> allocate(size_t bytes) = 0;
   // Asynchronous on the backend's stream (the host backend runs them now).
   virtual std::optional<GpuError> fill(const FillLaunch& launch) = 0;

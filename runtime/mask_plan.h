@@ -7,7 +7,8 @@
 // planner asks the matcher for its mask with a sink that takes every set the
 // table knows (or can still register), so the host's part is small: the
 // walked tokens and end of sequence. The device holds each set once per
-// compiled grammar; a batch sends only set ids and those tokens.
+// table (jit/gpu_masker.h has one per masker); a batch sends only set ids
+// and those tokens.
 #include <cstdint>
 #include <memory>
 #include <mutex>

@@ -28,7 +28,14 @@ if [ "$status" -ne 0 ]; then
   exit 3
 fi
 
+# A failure is recorded and the report still written; the worst status is
+# the script's.
+worst=0
+set +e
 "$build/tests/cgram_tests" "[gpu]" --durations yes 2>&1 | tee -a "$report"
+tests_status=${PIPESTATUS[0]}
+set -e
+if [ "$tests_status" -ne 0 ]; then worst=$tests_status; fi
 
 vocab=${CGRAM_GPU_VOCAB:-../shared/vocab/llama3-tokenizer.json}
 width_args=()
@@ -37,12 +44,13 @@ if [ ! -f "$vocab" ]; then
   vocab=""
   width_args=(--logits-width 128256)
 fi
-{
-  echo
-  echo "## cgram bench --gpu, JSON, 64 rows"
-  echo
-  "$cgram" bench examples/json.cgram --docs bench/docs/json ${vocab:+--vocab "$vocab"} --gpu --rows 64 \
-    --eager-index "${width_args[@]}"
-} | tee -a "$report"
+printf '\n## cgram bench --gpu, JSON, 64 rows\n\n' | tee -a "$report"
+set +e
+"$cgram" bench examples/json.cgram --docs bench/docs/json ${vocab:+--vocab "$vocab"} --gpu --rows 64 \
+  --eager-index "${width_args[@]}" 2>&1 | tee -a "$report"
+bench_status=${PIPESTATUS[0]}
+set -e
+if [ "$bench_status" -ne 0 ] && [ "$worst" -eq 0 ]; then worst=$bench_status; fi
 
 if [ -n "${OUT:-}" ]; then cp "$report" "$OUT/gpu-report.md"; fi
+exit "$worst"

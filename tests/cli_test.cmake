@@ -280,3 +280,5 @@ file(WRITE ${WORK}/gpu_doc.json "{\"a\": [1, 2, {\"b\": \"text\"}], \"c\": null}
 expect_run(3 "no GPU: cannot load the CUDA driver" bench ${json} --docs ${WORK}/gpu_doc.json --gpu --cuda-library /nonexistent/libcuda.so.1)
 expect_run(0 "masks equal the CPU's: yes; masked logits equal the CPU's: yes" bench ${json} --docs ${WORK}/gpu_doc.json --gpu --gpu-host --rows 5 --runs 2 --logits-width 32100)
 expect_run(64 "--logits-width 100 does not hold the vocabulary's 32064 ids" bench ${json} --docs ${WORK}/gpu_doc.json --gpu --gpu-host --logits-width 100)
+expect_run(64 "cgram bench: --rows only goes with --gpu" bench ${json} --docs ${WORK}/gpu_doc.json --rows 3)
+expect_run(64 "--gpu times one grammar over its documents, not --suite" bench --suite ${WORK} --gpu)

@@ -34,16 +34,33 @@ std::unique_ptr<jit::GpuMasker> host_masker(const std::shared_ptr<const Compiled
   auto backend = jit::host_kernel_backend(jit::gpu_kernel_shape(*g));
   INFO((std::holds_alternative<jit::GpuError>(backend) ? std::get<jit::GpuError>(backend).message : ""));
   REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(backend));
-  return std::make_unique<jit::GpuMasker>(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(backend)),
-                                          options);
+  auto masker =
+      jit::GpuMasker::create(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(backend)), options);
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::GpuMasker>>(masker));
+  return std::move(std::get<std::unique_ptr<jit::GpuMasker>>(masker));
 }
 
 // The CUDA backend when this machine has a GPU (CGRAM_CUDA_LIBRARY names
-// another driver library), or nothing, with why.
-std::variant<std::unique_ptr<jit::KernelBackend>, jit::GpuError> real_gpu(const CompiledGrammar& g) {
+// another driver library); null when it has no driver or no device. Where
+// there is a device, failing to make the backend (PTX refused, a kernel
+// missing) fails the test.
+std::unique_ptr<jit::KernelBackend> real_gpu(const CompiledGrammar& g) {
   jit::CudaBackendOptions options;
   if (const char* library = std::getenv("CGRAM_CUDA_LIBRARY")) options.library = library;
-  return jit::cuda_kernel_backend(jit::gpu_kernel_shape(g), options);
+  auto driver = gpu::Driver::load(options.library);
+  if (auto* error = std::get_if<gpu::GpuError>(&driver)) {
+    WARN("no GPU here (" << error->message << "): the device comparisons are skipped (scripts/gpu.sh runs them)");
+    return nullptr;
+  }
+  auto devices = std::get<gpu::DriverPtr>(driver)->devices();
+  if (std::holds_alternative<gpu::GpuError>(devices) || std::get<0>(devices).empty()) {
+    WARN("the CUDA driver sees no device: the device comparisons are skipped");
+    return nullptr;
+  }
+  auto backend = jit::cuda_kernel_backend(jit::gpu_kernel_shape(g), options);
+  INFO((std::holds_alternative<jit::GpuError>(backend) ? std::get<jit::GpuError>(backend).message : ""));
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(backend));
+  return std::move(std::get<std::unique_ptr<jit::KernelBackend>>(backend));
 }
 
 std::unique_ptr<jit::KernelMemory> allocate(jit::GpuMasker& masker, size_t bytes) {
@@ -204,7 +221,11 @@ TEST_CASE("gpu masker: refusals, and rows it cannot fill are clear", "[gpu]") {
   const std::vector<uint32_t> two_rows = {0, 1};
 
   std::vector<Matcher*> same = {&a, &a};
-  auto error = masker->fill(same, std::vector<uint32_t>{1, 1}, bitmask->address(), words);
+  auto error = masker->fill(same, two_rows, bitmask->address(), words);
+  REQUIRE(error);
+  CHECK(error->message == "matcher 1 appears twice");
+  std::vector<Matcher*> pair0 = {&a, &b};
+  error = masker->fill(pair0, std::vector<uint32_t>{1, 1}, bitmask->address(), words);
   REQUIRE(error);
   CHECK(error->message == "bitmask row 1 is given twice");
   std::vector<Matcher*> pair = {&a, &b};
@@ -267,12 +288,54 @@ TEST_CASE("gpu masker on this machine's GPU, when it has one: the same compariso
     INFO(name);
     auto g = compile(test::read_example(name));
     auto backend = real_gpu(*g);
-    if (auto* error = std::get_if<jit::GpuError>(&backend)) {
-      WARN("no GPU here (" << error->message << "): the device comparisons are skipped (scripts/gpu.sh runs them)");
-      return;
-    }
-    jit::GpuMasker masker(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(backend)));
+    if (!backend) return;
+    auto created = jit::GpuMasker::create(g, std::move(backend));
+    REQUIRE(std::holds_alternative<std::unique_ptr<jit::GpuMasker>>(created));
+    jit::GpuMasker& masker = *std::get<std::unique_ptr<jit::GpuMasker>>(created);
     const Totals t = walk_and_compare(g, masker, 11, 16, 24);
     CHECK(t.rows == 16 * 24);
   }
+}
+
+TEST_CASE("gpu masker: refused without a grammar, a backend, or with kernels for another width", "[gpu]") {
+  auto g = compile(test::read_example("json.cgram"));
+  auto other_width = jit::host_kernel_backend({static_cast<unsigned>(g->mask_words() + 1)});
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(other_width));
+  auto refused = jit::GpuMasker::create(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(other_width)));
+  REQUIRE(std::holds_alternative<jit::GpuError>(refused));
+  CHECK_THAT(std::get<jit::GpuError>(refused).message, Catch::Contains("the kernels were made for token sets of"));
+  auto generic = jit::host_kernel_backend();
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(generic));
+  auto no_grammar = jit::GpuMasker::create(nullptr, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(generic)));
+  REQUIRE(std::holds_alternative<jit::GpuError>(no_grammar));
+  CHECK(std::get<jit::GpuError>(no_grammar).message == "a GPU masker needs a compiled grammar");
+  auto no_backend = jit::GpuMasker::create(g, nullptr);
+  REQUIRE(std::holds_alternative<jit::GpuError>(no_backend));
+  CHECK(std::get<jit::GpuError>(no_backend).message == "a GPU masker needs a kernel backend");
+  // A generic backend serves any grammar: the masks are the same.
+  auto any_width = jit::host_kernel_backend();
+  auto masker = jit::GpuMasker::create(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(any_width)));
+  REQUIRE(std::holds_alternative<std::unique_ptr<jit::GpuMasker>>(masker));
+  walk_and_compare(g, *std::get<std::unique_ptr<jit::GpuMasker>>(masker), 5, 2, 6);
+}
+
+TEST_CASE("gpu masker: a matcher a limit stops mid-mask gets a clear row, whatever sets it had given", "[gpu]") {
+  auto g = compile(test::read_example("json.cgram"));
+  auto masker = host_masker(g);
+  MatcherOptions options;
+  options.limits.max_work_per_call = 3;
+  Matcher stopped(g, options);
+  const uint32_t words = static_cast<uint32_t>(g->mask_words());
+  auto bitmask = allocate(*masker, size_t{words} * 4);
+  std::vector<uint32_t> ones(words, UINT32_MAX), out(words);
+  require_ok(bitmask->upload(ones.data(), ones.size() * 4));
+  std::vector<Matcher*> one = {&stopped};
+  size_t rejected = 0;
+  require_ok(masker->fill(one, std::vector<uint32_t>{0}, bitmask->address(), words, nullptr, &rejected));
+  require_ok(bitmask->download(out.data(), out.size() * 4));
+  CHECK(stopped.has_error());
+  CHECK(rejected == 1);
+  REQUIRE(masker->sets().size() > 0);  // the engine had handed sets over before the limit stopped it
+  CHECK(masker->last_plan().set_ids.empty());
+  CHECK(std::all_of(out.begin(), out.end(), [](uint32_t w) { return w == 0; }));
 }

@@ -99,7 +99,10 @@ int bench_gpu(const BenchArgs& args, const std::shared_ptr<const CompiledGrammar
               << "(--gpu-host runs the kernels' host build instead.)\n";
     return args.gpu_host ? 3 : kExitNoGpu;
   }
-  jit::GpuMasker masker(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(created)));
+  auto made = or_report(jit::GpuMasker::create(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(created))),
+                        "GPU masker");
+  if (!made) return 3;
+  jit::GpuMasker& masker = **made;
   jit::KernelBackend& backend = masker.backend();
 
   auto owned = matchers_inside(g, docs, rows);

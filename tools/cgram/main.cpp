@@ -163,18 +163,22 @@ int main(int argc, char** argv) {
                       "Build the whole token index at compile time (as AOT and eager JIT do) instead of on first use");
   bench_cmd->add_flag("--gpu", bench.gpu,
                       "Time the GPU masker (device fill of a batch) and the logits kernel (exit 3 without a GPU)");
-  bench_cmd->add_flag("--gpu-host", bench.gpu_host,
-                      "With --gpu: run the GPU kernels' host build instead (no GPU needed; checks and host timings)");
-  bench_cmd->add_option("--cuda-library", bench.cuda_library, "With --gpu: the CUDA driver library")
-      ->capture_default_str();
-  bench_cmd->add_option("--rows", bench.rows, "With --gpu: the batch, one matcher a row, each inside a document")
-      ->check(CLI::Range(size_t{1}, size_t{65535}))
-      ->capture_default_str();
-  bench_cmd->add_option("--logits-width", bench.logits_width,
-                        "With --gpu: logits per row (default: the vocabulary's size; more: a model's padding)");
-  bench_cmd->add_option("--runs", bench.runs, "With --gpu: timed runs of each measurement")
-      ->check(CLI::Range(size_t{1}, size_t{100000}))
-      ->capture_default_str();
+  std::vector<CLI::Option*> gpu_only;
+  gpu_only.push_back(bench_cmd->add_flag("--gpu-host", bench.gpu_host,
+                      "With --gpu: run the GPU kernels' host build instead (no GPU needed; checks and host timings)"));
+  gpu_only.push_back(
+      bench_cmd->add_option("--cuda-library", bench.cuda_library, "With --gpu: the CUDA driver library")
+          ->capture_default_str());
+  gpu_only.push_back(
+      bench_cmd->add_option("--rows", bench.rows, "With --gpu: the batch, one matcher a row, each inside a document")
+          ->check(CLI::Range(size_t{1}, size_t{65535}))
+          ->capture_default_str());
+  gpu_only.push_back(bench_cmd->add_option(
+      "--logits-width", bench.logits_width,
+      "With --gpu: logits per row (default: the vocabulary's size; more: a model's padding)"));
+  gpu_only.push_back(bench_cmd->add_option("--runs", bench.runs, "With --gpu: timed runs of each measurement")
+                         ->check(CLI::Range(size_t{1}, size_t{100000}))
+                         ->capture_default_str());
 
   CompileArgs compile;
   CLI::App* compile_cmd = app.add_subcommand(
@@ -238,6 +242,17 @@ int main(int argc, char** argv) {
   if (*match_cmd && !match.text && !match.text_file) {
     std::cerr << "cgram match: expected the text to match: give TEXT or --file PATH\n";
     return kExitUsage;
+  }
+  if (*bench_cmd) {
+    for (const CLI::Option* option : gpu_only)
+      if (option->count() > 0 && !bench.gpu) {
+        std::cerr << "cgram bench: " << option->get_name() << " only goes with --gpu\n";
+        return kExitUsage;
+      }
+    if (bench.gpu && !bench.suite.empty()) {
+      std::cerr << "cgram bench: --gpu times one grammar over its documents, not --suite\n";
+      return kExitUsage;
+    }
   }
   if (*bench_cmd && bench.suite.empty()) {
     if (bench.file.empty() || (bench.docs.empty() && bench.tokens_file.empty()) || bench.vocabs.size() > 1) {
