@@ -4,9 +4,8 @@
 //
 // The grammar's precomputed token sets (runtime/mask_plan.h) live in device
 // memory, uploaded as masks first use them (again only when the buffer
-// grows). For a batch, the host
-// walks only what needs the parse stack and sends set ids and a few tokens
-// per row; cgram_fill ORs the sets into the bitmask rows on the device and
+// grows). For a batch, the host walks only what needs the parse stack and
+// sends set ids and a few tokens per row; cgram_fill ORs the sets into the bitmask rows on the device and
 // cgram_set_bits merges the host's tokens. apply() then masks the logits in
 // place. The bitmask has the int32 layout of vLLM and SGLang: one row of
 // `out_words` 32-bit words per sequence, bit t % 32 of word t / 32.
