@@ -4,9 +4,24 @@
 #include <chrono>
 
 #include "binary_io.h"
+#include "encoder.h"
 #include "utf8_dfa.h"
 
 namespace cgram {
+
+CompiledGrammar::CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {}
+
+CompiledGrammar::~CompiledGrammar() = default;
+
+std::variant<const Encoder*, VocabularyError> CompiledGrammar::encoder() const {
+  std::call_once(encoder_once_, [this] {
+    auto created = Encoder::create(vocab_);
+    if (auto* error = std::get_if<VocabularyError>(&created)) encoder_error_ = *error;
+    else encoder_ = std::move(std::get<std::unique_ptr<Encoder>>(created));
+  });
+  if (encoder_error_) return *encoder_error_;
+  return encoder_.get();
+}
 
 CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocab, const CompileOptions& options)

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -19,6 +20,8 @@
 #include "vocabulary.h"
 
 namespace cgram {
+
+class Encoder;
 
 struct CompileError {
   std::string message;
@@ -68,6 +71,10 @@ class CompiledGrammar {
   // Bytes held by the compiled grammar (tables, automata, index), not
   // counting the vocabulary and its trie, which grammars share.
   size_t memory_bytes() const;
+  // The vocabulary's own encoder (jump-forward re-encodes text with it),
+  // made on first use; or why there is none (a plain token list).
+  // Thread-safe.
+  std::variant<const Encoder*, VocabularyError> encoder() const;
 
   // Tier-up: compiled code for these tables (JIT or AOT). Matchers pick it
   // up at their next call and give the same masks. Installed at most once;
@@ -106,7 +113,8 @@ class CompiledGrammar {
  public:
   CompiledGrammar(Building, std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
                   const CompileOptions& options);
-  CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {}
+  CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab);
+  ~CompiledGrammar();
 
  private:
   static Result load_tables_checked(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
@@ -125,6 +133,9 @@ class CompiledGrammar {
   mutable std::mutex kernels_mutex_;
   mutable std::shared_ptr<const Kernels> kernels_owner_;
   mutable std::atomic<const Kernels*> kernels_{nullptr};
+  mutable std::once_flag encoder_once_;
+  mutable std::unique_ptr<Encoder> encoder_;
+  mutable std::optional<VocabularyError> encoder_error_;
 };
 
 }  // namespace cgram

@@ -907,4 +907,61 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
   truncate(start);
 }
 
+bool Engine::any_may_start(const std::vector<Head>& heads) {
+  if (!any_terminal_) return false;
+  ScratchPool<Head>::Lease between(head_scratch_);
+  heads_between_lexemes(heads, *between);
+  return std::any_of(between->begin(), between->end(), [&](const Head& h) {
+    const auto& can = shiftable(h.node);
+    return std::binary_search(can.begin(), can.end(), *any_terminal_);
+  });
+}
+
+std::optional<uint8_t> Engine::only_next_byte(const std::vector<Head>& heads, bool first_of_token,
+                                              std::vector<Head>& next, bool& several) {
+  several = false;
+  std::optional<uint8_t> only;
+  ScratchPool<Head>::Lease stepped(head_scratch_);
+  for (int b = 0; b < 256 && exhausted_.empty(); ++b) {
+    step_byte(heads, static_cast<uint8_t>(b), first_of_token, *stepped);
+    keep_viable(*stepped);
+    if (stepped->empty()) continue;
+    if (only) {
+      several = true;
+      return std::nullopt;
+    }
+    only = static_cast<uint8_t>(b);
+    next.assign(stepped->begin(), stepped->end());
+  }
+  return only;
+}
+
+Engine::Forced Engine::forced_text(const std::vector<Head>& heads, size_t limit) {
+  refresh_tier();
+  const Mark start = mark();
+  Forced forced;
+  ScratchPool<Head>::Lease current(head_scratch_);
+  ScratchPool<Head>::Lease next(head_scratch_);
+  current->assign(heads.begin(), heads.end());
+  while (exhausted_.empty() && !current->empty()) {
+    const bool complete = can_end(*current);
+    if (any_may_start(*current)) break;
+    if (complete || forced.text.size() >= limit) {
+      // Complete here: the bytes end the text when nothing may follow.
+      bool several = false;
+      if (complete && !only_next_byte(*current, forced.text.empty(), *next, several) && !several)
+        forced.ends = exhausted_.empty();
+      break;
+    }
+    bool several = false;
+    const auto byte = only_next_byte(*current, forced.text.empty(), *next, several);
+    if (!byte) break;
+    forced.text.push_back(static_cast<char>(*byte));
+    current->swap(*next);
+  }
+  truncate(start);
+  if (!exhausted_.empty()) return {};
+  return forced;
+}
+
 }  // namespace cgram

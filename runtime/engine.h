@@ -86,6 +86,19 @@ class Engine {
   // With a sink, the precomputed sets it takes are left out of `words`.
   void fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink = nullptr);
 
+  // The bytes every continuation of the text read by `heads` must start
+  // with, at most `limit` of them: the longest common prefix of the rests
+  // of the sentences. The bytes are read as one token (the fewest tokens, so
+  // except!(S, n) limits are the loosest: no byte is claimed that another
+  // tokenization could avoid). It stops where the text could end, where any!
+  // could start, and where two bytes are possible. `ends`: after the bytes
+  // the text is complete and nothing may follow.
+  struct Forced {
+    std::string text;
+    bool ends = false;
+  };
+  Forced forced_text(const std::vector<Head>& heads, size_t limit);
+
   struct Mark {
     size_t nodes, edges, status;
   };
@@ -185,6 +198,13 @@ class Engine {
   bool viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, uint32_t pending);
   void keep_viable(std::vector<Head>& heads);
   bool can_continue_into_token(const Head& h) const;
+  // Whether an any! token may start from one of these heads (its bytes are
+  // then any token's).
+  bool any_may_start(const std::vector<Head>& heads);
+  // The one byte that can come next from `heads` (stepped into `next`), or
+  // nullopt when none or several can; `several` tells which.
+  std::optional<uint8_t> only_next_byte(const std::vector<Head>& heads, bool first_of_token, std::vector<Head>& next,
+                                        bool& several);
   // The exact allowed text tokens, by walking the trie below `root` from
   // `heads` (which stand at the depth of `root`).
   void walk(uint32_t root, const std::vector<Head>& heads, std::span<uint32_t> words);

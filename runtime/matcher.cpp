@@ -1,5 +1,6 @@
 #include "matcher.h"
 
+#include "encoder.h"
 #include "logits_mask.h"
 
 #include <bit>
@@ -30,10 +31,10 @@ bool Matcher::stopped(Engine::Mark before) {
   return true;
 }
 
-void Matcher::push_step(const std::vector<Head>& heads, bool finished) {
+void Matcher::push_step(const std::vector<Head>& heads, bool finished, uint32_t token) {
   size_t begin = head_pool_.size();
   head_pool_.insert(head_pool_.end(), heads.begin(), heads.end());
-  history_.push_back({begin, head_pool_.size(), engine_ ? engine_->mark() : Engine::Mark{}, finished});
+  history_.push_back({begin, head_pool_.size(), engine_ ? engine_->mark() : Engine::Mark{}, finished, token});
   current_.assign(heads.begin(), heads.end());
 }
 
@@ -43,12 +44,12 @@ void Matcher::reset() {
   finished_ = false;
   if (!engine_) {
     error_ = "the matcher was made without a compiled grammar";
-    push_step({}, false);
+    push_step({}, false, kNoToken);
     return;
   }
   error_.clear();
   std::vector<Head> heads = engine_->initial_heads();
-  push_step(heads, false);
+  push_step(heads, false, kNoToken);
 }
 
 bool Matcher::can_end() {
@@ -65,7 +66,7 @@ AdvanceResult Matcher::advance(uint32_t token) {
   if (vocab.is_eos(token)) {
     if (!can_end()) return AdvanceResult::Rejected;
     scratch_.assign(current_.begin(), current_.end());
-    push_step(scratch_, true);
+    push_step(scratch_, true, token);
     finished_ = true;
     return AdvanceResult::Finished;
   }
@@ -77,7 +78,7 @@ AdvanceResult Matcher::advance(uint32_t token) {
     engine_->truncate(before);
     return AdvanceResult::Rejected;
   }
-  push_step(scratch_, false);
+  push_step(scratch_, false, token);
   return AdvanceResult::Ongoing;
 }
 
@@ -124,21 +125,80 @@ bool Matcher::is_allowed(uint32_t token) {
   return !scratch_.empty();
 }
 
-std::vector<uint32_t> Matcher::forced_tokens(size_t limit) {
-  std::vector<uint32_t> forced;
-  if (has_error()) return forced;
-  // Walked on this matcher and rolled back (a copy would cost as much as
-  // the whole history).
-  size_t advanced = 0;
-  while (forced.size() < limit) {
-    std::vector<uint32_t> allowed = current_possible_tokens();
-    if (allowed.size() != 1 || grammar_->vocabulary().is_eos(allowed[0])) break;
-    if (advance(allowed[0]) != AdvanceResult::Ongoing) break;
-    forced.push_back(allowed[0]);
-    ++advanced;
+std::string Matcher::forced_text(size_t limit) {
+  if (has_error() || finished_ || !engine_) return {};
+  const Engine::Mark before = engine_->mark();
+  Engine::Forced forced = engine_->forced_text(current_, limit);
+  if (engine_->exhausted()) {  // a query: no sticky error, nothing claimed
+    engine_->clear_exhausted();
+    engine_->truncate(before);
+    return {};
   }
-  if (advanced > 0) rollback(advanced);  // also drops an error met further on
-  return forced;
+  return std::move(forced.text);
+}
+
+bool Matcher::accepts_all(std::span<const uint32_t> tokens) {
+  size_t accepted = 0;
+  for (uint32_t t : tokens) {
+    if (advance(t) != AdvanceResult::Ongoing) break;
+    ++accepted;
+  }
+  rollback(accepted);
+  return accepted == tokens.size();
+}
+
+std::variant<Matcher::JumpForward, std::string> Matcher::jump_forward(size_t limit) {
+  JumpForward none;
+  if (has_error() || finished_ || !engine_) return none;
+  auto encoder = grammar_->encoder();
+  if (auto* error = std::get_if<VocabularyError>(&encoder)) return error->message;
+  const Encoder& enc = *std::get<const Encoder*>(encoder);
+  const Engine::Mark before = engine_->mark();
+  Engine::Forced forced = engine_->forced_text(current_, limit);
+  if (engine_->exhausted()) {
+    engine_->clear_exhausted();
+    engine_->truncate(before);
+    return none;
+  }
+  if (forced.text.empty()) return none;
+  none.forced = forced.text;
+  const Vocabulary& vocab = grammar_->vocabulary();
+  // Heal the last token first (re-encoded with the forced text, it may
+  // merge into a longer one); without it when that gains nothing.
+  const size_t accepted = tokens_accepted();
+  for (size_t back : {size_t{1}, size_t{0}}) {
+    if (back > accepted) continue;
+    std::string text;
+    std::vector<uint32_t> taken;
+    for (size_t i = history_.size() - back; i < history_.size(); ++i) {
+      taken.push_back(history_[i].token);
+      text += vocab.bytes(history_[i].token);
+    }
+    const size_t kept_bytes = text.size();
+    text += forced.text;
+    auto encoded = enc.try_encode_continuation(text);
+    if (std::holds_alternative<VocabularyError>(encoded)) continue;
+    std::vector<uint32_t> tokens = std::move(std::get<std::vector<uint32_t>>(encoded));
+    // The last token could merge with the text after it, unless none can come.
+    if (!forced.ends && !tokens.empty()) tokens.pop_back();
+    size_t spelled = 0;
+    for (uint32_t t : tokens) spelled += vocab.bytes(t).size();
+    if (spelled <= kept_bytes) continue;  // no forced byte covered
+    if (std::vector<uint32_t>(tokens.begin(), tokens.begin() + std::min(tokens.size(), taken.size())) == taken &&
+        back > 0)
+      continue;  // the last token stays as it is: the plain jump says the same
+    // Checked against the grammar from the state before the taken tokens.
+    rollback(back);
+    const bool valid = accepts_all(tokens);
+    for (uint32_t t : taken) advance(t);
+    if (!valid) continue;
+    JumpForward jump;
+    jump.rollback = back;
+    jump.tokens = std::move(tokens);
+    jump.forced = std::move(forced.text);
+    return jump;
+  }
+  return none;
 }
 
 AdvanceResult Matcher::modify_possible_logits(uint32_t token, std::span<float> logits) {

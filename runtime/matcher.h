@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "compiled_grammar.h"
@@ -47,8 +48,30 @@ class Matcher {
   bool fill_mask(std::span<uint32_t> words, TokenSetSink* sink);
   std::vector<uint32_t> current_possible_tokens();
   bool is_allowed(uint32_t token);
-  // Tokens certain to come next (each the only allowed token in turn).
-  std::vector<uint32_t> forced_tokens(size_t limit = 32);
+  // The bytes that must come next whatever the tokenization, at most
+  // `limit`: the longest common prefix of every way the text can go on to
+  // a complete sentence (`": "` after a key of a fixed-shape record, the
+  // rest of `true` after `tr`). Empty where the text could end, where any!
+  // could start, and where two bytes are possible. Nothing changes; a limit
+  // met on the way (EngineLimits) gives empty text, not an error.
+  std::string forced_text(size_t limit = kDefaultForcedTextLimit);
+  static constexpr size_t kDefaultForcedTextLimit = 256;
+
+  // Jump-forward with token healing: what to do so that the forced text is
+  // in, tokenized as the tokenizer would. Take back `rollback` tokens, then
+  // accept `tokens`; their bytes are the taken-back tokens' bytes followed by
+  // the start of the forced text. They are the vocabulary's own encoding
+  // of that text, accepted by the grammar (checked here), and the last
+  // token of that encoding is left out unless the text must end there (it
+  // could merge with what comes next). Empty when nothing is gained.
+  // Nothing changes. Needs the vocabulary's encoder: a plain token list has
+  // none (the error says so).
+  struct JumpForward {
+    size_t rollback = 0;
+    std::vector<uint32_t> tokens;
+    std::string forced;  // the forced text (tokens may cover less of it)
+  };
+  std::variant<JumpForward, std::string> jump_forward(size_t limit = kDefaultForcedTextLimit);
   // advance(token), then apply the new mask to `logits` (-inf where
   // disallowed); logits are untouched when the result is not Ongoing.
   // `logits` must cover the vocabulary (a model's padding ids past it are
@@ -83,8 +106,13 @@ class Matcher {
     size_t heads_begin, heads_end;
     Engine::Mark mark;
     bool finished;
+    uint32_t token;  // the token accepted to reach it (kNoToken for the start)
   };
-  void push_step(const std::vector<Head>& heads, bool finished);
+  static constexpr uint32_t kNoToken = UINT32_MAX;
+  void push_step(const std::vector<Head>& heads, bool finished, uint32_t token);
+  // Whether every token of `tokens` is accepted in turn from here; the
+  // state is as it was afterwards.
+  bool accepts_all(std::span<const uint32_t> tokens);
   // After an engine call: when a limit stopped it, drops its partial work
   // (back to `before`) and keeps the error. True when it was stopped.
   bool stopped(Engine::Mark before);

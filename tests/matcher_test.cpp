@@ -195,26 +195,21 @@ TEST_CASE("end of sequence exactly when the text is complete; finished matchers 
   CHECK_FALSE(m.can_end());
 }
 
-TEST_CASE("forced tokens are really forced", "[matcher]") {
+TEST_CASE("forced text: bytes only one token may spell come through any tokenization", "[matcher]") {
   auto vocab = bundled();
   // Only the byte-fallback tokens <0x01> and <0x02> can spell these bytes.
   auto compiled = compile(grammar(R"(start ::= #'\x01\x02' #'[a-z]+';)"));
   Matcher m(compiled);
-  std::vector<uint32_t> forced = m.forced_tokens();
-  REQUIRE(forced.size() == 2);
-  Matcher probe = m.clone();
-  for (uint32_t t : forced) {
-    REQUIRE(probe.current_possible_tokens() == std::vector<uint32_t>{t});
-    REQUIRE(probe.advance(t) == AdvanceResult::Ongoing);
-  }
-  CHECK(vocab->bytes(forced[0]) == "\x01");
-  CHECK(vocab->bytes(forced[1]) == "\x02");
-  // Then many letters are possible: nothing is forced; and asking changed nothing.
-  CHECK(probe.forced_tokens().empty());
-  CHECK(m.tokens_accepted() == 0);
-  // Whenever several tokens could spell the next text, none is forced.
+  CHECK(m.forced_text() == "\x01\x02");
+  CHECK(m.tokens_accepted() == 0);  // asking changed nothing
+  REQUIRE(m.advance(vocab->find("\x01").value()) == AdvanceResult::Ongoing);
+  CHECK(m.forced_text() == "\x02");
+  REQUIRE(m.advance(vocab->find("\x02").value()) == AdvanceResult::Ongoing);
+  // Then many letters are possible: nothing is forced.
+  CHECK(m.forced_text().empty());
+  // JSON starts with one of several characters.
   Matcher json(compile(grammar(read_example("json.cgram"))));
-  CHECK(json.forced_tokens().empty());
+  CHECK(json.forced_text().empty());
 }
 
 TEST_CASE("logits: masked to -inf, untouched when rejected", "[matcher]") {

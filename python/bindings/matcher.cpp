@@ -39,6 +39,13 @@ size_t checked_row(const py::array& words, py::ssize_t row, const char* what) {
   return static_cast<size_t>(row);
 }
 
+py::tuple jump_forward(PyMatcher& self, size_t limit) {
+  auto jump = self.use().jump_forward(limit);
+  if (auto* error = std::get_if<std::string>(&jump)) raise(exceptions().vocabulary_error, *error);
+  const Matcher::JumpForward& j = std::get<Matcher::JumpForward>(jump);
+  return py::make_tuple(j.rollback, j.tokens);
+}
+
 void fill_mask(PyMatcher& self, const py::object& out, std::optional<py::ssize_t> row) {
   Matcher& matcher = self.use();
   py::array words = mask_array(out, row ? 2 : 1, row ? "the bitmask (with a row)" : "the mask");
@@ -154,8 +161,13 @@ Not thread-safe: use each matcher from one thread at a time.)doc")
           "is_allowed", [](PyMatcher& self, uint32_t token) { return self.use().is_allowed(token); },
           py::arg("token"), "Whether one token is allowed, without building the mask.")
       .def(
-          "forced_tokens", [](PyMatcher& self, size_t limit) { return self.use().forced_tokens(limit); },
-          py::arg("limit") = 32, "Tokens certain to come next (each the only allowed token in turn).")
+          "forced_text", [](PyMatcher& self, size_t limit) { return py::bytes(self.use().forced_text(limit)); },
+          py::arg("limit") = Matcher::kDefaultForcedTextLimit,
+          "The bytes that must come next whatever the tokenization (the longest common prefix of every way the "
+          "text can go on to a complete sentence).")
+      .def("jump_forward", &jump_forward, py::arg("limit") = Matcher::kDefaultForcedTextLimit,
+           "Jump-forward with token healing: (rollback, tokens). Take back `rollback` tokens, then accept `tokens`, "
+           "the vocabulary's own encoding of their text and the forced text. (0, []) when nothing is gained.")
       .def("rollback", &rollback, py::arg("n") = 1,
            "Undoes the last n accepted tokens (ValueError when fewer were accepted).")
       .def(

@@ -472,18 +472,34 @@ cgram_status cgram_matcher_is_allowed(cgram_matcher* matcher, uint32_t token, bo
   });
 }
 
-cgram_status cgram_matcher_forced_tokens(cgram_matcher* matcher, uint32_t* tokens, size_t capacity, size_t* count) {
+cgram_status cgram_matcher_forced_text(cgram_matcher* matcher, char* bytes, size_t capacity, size_t* length) {
+  return guarded(__func__, [&](const Call& call) -> cgram_status {
+    if (!matcher) return call.null("matcher");
+    if (!length) return call.null("length");
+    if (!bytes && capacity > 0) return call.invalid("bytes is NULL but capacity is {}", capacity);
+    const std::string forced = capacity > 0 ? matcher->matcher.forced_text(capacity) : std::string();
+    const size_t written = std::min(forced.size(), capacity);
+    std::copy_n(forced.begin(), written, bytes);
+    *length = written;
+    return CGRAM_OK;
+  });
+}
+
+cgram_status cgram_matcher_jump_forward(cgram_matcher* matcher, uint32_t* tokens, size_t capacity, size_t* count,
+                                        size_t* rollback) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
     if (!count) return call.null("count");
+    if (!rollback) return call.null("rollback");
     if (!tokens && capacity > 0) return call.invalid("tokens is NULL but capacity is {}", capacity);
-    size_t written = 0;
-    if (capacity > 0 && !matcher->matcher.is_finished()) {
-      std::vector<uint32_t> forced = matcher->matcher.forced_tokens(capacity);
-      written = std::min(forced.size(), capacity);
-      std::copy_n(forced.begin(), written, tokens);
-    }
-    *count = written;
+    auto jump = matcher->matcher.jump_forward();
+    if (auto* error = std::get_if<std::string>(&jump)) return call.fail(CGRAM_ERROR_VOCABULARY, "{}", *error);
+    const cgram::Matcher::JumpForward& j = std::get<cgram::Matcher::JumpForward>(jump);
+    *count = j.tokens.size();
+    *rollback = j.rollback;
+    if (j.tokens.size() > capacity)
+      return call.fail(CGRAM_ERROR_BUFFER_TOO_SMALL, "{} tokens to append; capacity is {}", j.tokens.size(), capacity);
+    std::copy(j.tokens.begin(), j.tokens.end(), tokens);
     return CGRAM_OK;
   });
 }

@@ -51,7 +51,7 @@ extern "C" {
 /* The ABI version of this header, of libcgram.so and of AOT objects. A
  * program built against this header should check that cgram_abi_version()
  * returns the same number. */
-#define CGRAM_ABI_VERSION 2
+#define CGRAM_ABI_VERSION 3
 
 /* ------------------------------------------------------------------------
  * Status codes and errors
@@ -233,10 +233,23 @@ cgram_status cgram_matcher_fill_mask(cgram_matcher* matcher, uint32_t* words, si
 /* Whether `token` is allowed next (false when finished). */
 cgram_status cgram_matcher_is_allowed(cgram_matcher* matcher, uint32_t token, bool* allowed);
 
-/* The tokens certain to come next (each the only allowed token in turn, end
- * of sequence excluded), at most `capacity` of them, into `tokens` (NULL
- * when capacity == 0); *count gets how many were written. */
-cgram_status cgram_matcher_forced_tokens(cgram_matcher* matcher, uint32_t* tokens, size_t capacity, size_t* count);
+/* The bytes that must come next whatever the tokenization: the longest
+ * common prefix of every way the text can go on to a complete sentence (at
+ * most `capacity` of them, into `bytes`, NULL when capacity == 0; not
+ * NUL-terminated: the text may hold NUL). *length gets how many were
+ * written. Nothing changes. */
+cgram_status cgram_matcher_forced_text(cgram_matcher* matcher, char* bytes, size_t capacity, size_t* length);
+
+/* Jump-forward with token healing: take back *rollback tokens, then accept
+ * the *count tokens written to `tokens` (NULL when capacity == 0). They are
+ * the vocabulary's own encoding of the taken-back tokens' bytes and the
+ * forced text (its last token left out unless the text must end there),
+ * and the grammar accepts them. *count == 0 when nothing is gained.
+ * Nothing changes. CGRAM_ERROR_BUFFER_TOO_SMALL (with *count the number
+ * needed) when they do not fit; CGRAM_ERROR_VOCABULARY when the vocabulary
+ * has no encoder (a plain token list). */
+cgram_status cgram_matcher_jump_forward(cgram_matcher* matcher, uint32_t* tokens, size_t capacity, size_t* count,
+                                        size_t* rollback);
 
 /* Undoes the last n accepted tokens (an end of sequence included);
  * CGRAM_ERROR_INVALID_ARGUMENT when n > cgram_matcher_tokens_accepted. */

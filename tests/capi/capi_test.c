@@ -315,14 +315,14 @@ static void test_exact_masks(cgram_tier tier) {
     cgram_advance_result result = CGRAM_ADVANCE_ONGOING;
     float logits[TINY_SIZE] = {0};
     size_t count = 7;
-    uint32_t forced[4];
+    char forced[4];
     CHECK_STATUS(cgram_matcher_advance(m, A, &result), CGRAM_ERROR_STATE);
     CHECK(contains(cgram_last_error(), "finished"));
     CHECK_STATUS(cgram_matcher_advance(m, EOS, &result), CGRAM_ERROR_STATE);
     CHECK_STATUS(cgram_matcher_modify_possible_logits(m, A, logits, TINY_SIZE, &result), CGRAM_ERROR_STATE);
     CHECK(result == CGRAM_ADVANCE_ONGOING); /* untouched */
     CHECK(logits[A] == 0.0f);
-    CHECK_OK(cgram_matcher_forced_tokens(m, forced, 4, &count));
+    CHECK_OK(cgram_matcher_forced_text(m, forced, 4, &count));
     CHECK(count == 0);
     CHECK_OK(cgram_matcher_update_logits(m, logits, TINY_SIZE));
     for (t = 0; t < TINY_SIZE; ++t) CHECK(isinf(logits[t]) && logits[t] < 0);
@@ -429,29 +429,69 @@ static void test_exact_masks(cgram_tier tier) {
   cgram_matcher_free(NULL);
 }
 
-static void test_forced_tokens(void) {
+static void test_forced_text(void) {
   cgram_vocab* vocab = tiny_vocab();
   cgram_grammar* grammar = compile_text(vocab, "start ::= 'abx' ;", CGRAM_TIER_TABLE);
   cgram_matcher* m = NULL;
-  uint32_t forced[4] = {99, 99, 99, 99};
-  size_t count = 99;
+  char forced[8] = {0};
+  uint32_t tokens[4] = {99, 99, 99, 99};
+  size_t length = 99, count = 99, rollback = 99;
   if (!grammar) {
     cgram_vocab_free(vocab);
     return;
   }
   CHECK_OK(cgram_matcher_new(grammar, &m));
-  /* Two ways to start ("a" and "ab"): nothing forced. */
-  CHECK_OK(cgram_matcher_forced_tokens(m, forced, 4, &count));
-  CHECK(count == 0);
+  /* Whatever the tokenization, the text is "abx". */
+  CHECK_OK(cgram_matcher_forced_text(m, forced, 8, &length));
+  CHECK(length == 3 && memcmp(forced, "abx", 3) == 0);
+  CHECK_OK(cgram_matcher_forced_text(m, forced, 2, &length));
+  CHECK(length == 2 && memcmp(forced, "ab", 2) == 0);
   CHECK(advance(m, AB) == CGRAM_ADVANCE_ONGOING);
-  CHECK_OK(cgram_matcher_forced_tokens(m, forced, 4, &count));
-  CHECK(count == 1 && forced[0] == X); /* the end of sequence is never listed */
-  CHECK_OK(cgram_matcher_forced_tokens(m, NULL, 0, &count));
-  CHECK(count == 0);
+  CHECK_OK(cgram_matcher_forced_text(m, forced, 8, &length));
+  CHECK(length == 1 && forced[0] == 'x');
+  CHECK_OK(cgram_matcher_forced_text(m, NULL, 0, &length));
+  CHECK(length == 0);
   CHECK(cgram_matcher_tokens_accepted(m) == 1); /* looking ahead moves nothing */
-  CHECK_INVALID(cgram_matcher_forced_tokens(m, NULL, 4, &count));
-  CHECK_INVALID(cgram_matcher_forced_tokens(m, forced, 4, NULL));
-  CHECK_INVALID(cgram_matcher_forced_tokens(NULL, forced, 4, &count));
+  /* A plain token list has no encoder: jump-forward says so. */
+  CHECK_STATUS(cgram_matcher_jump_forward(m, tokens, 4, &count, &rollback), CGRAM_ERROR_VOCABULARY);
+  CHECK(contains(cgram_last_error(), "no encoder"));
+  CHECK_INVALID(cgram_matcher_forced_text(m, NULL, 4, &length));
+  CHECK_INVALID(cgram_matcher_forced_text(m, forced, 4, NULL));
+  CHECK_INVALID(cgram_matcher_forced_text(NULL, forced, 4, &length));
+  CHECK_INVALID(cgram_matcher_jump_forward(m, NULL, 4, &count, &rollback));
+  CHECK_INVALID(cgram_matcher_jump_forward(m, tokens, 4, NULL, &rollback));
+  CHECK_INVALID(cgram_matcher_jump_forward(m, tokens, 4, &count, NULL));
+  cgram_matcher_free(m);
+  cgram_grammar_free(grammar);
+  cgram_vocab_free(vocab);
+}
+
+static void test_jump_forward(void) {
+  cgram_vocab* vocab = NULL;
+  cgram_grammar* grammar = NULL;
+  cgram_matcher* m = NULL;
+  uint32_t tokens[64];
+  size_t count = 99, rollback = 99, i = 0, spelled = 0, length = 0;
+  const char* bytes = NULL;
+  CHECK_OK(cgram_vocab_bundled(NULL, 0, &vocab));
+  if (!vocab) return;
+  grammar = compile_text(vocab, "start ::= '{\"name\": \"' #'[a-z]+' '\", \"kind\": \"record\"}' ;", CGRAM_TIER_TABLE);
+  if (!grammar) {
+    cgram_vocab_free(vocab);
+    return;
+  }
+  CHECK_OK(cgram_matcher_new(grammar, &m));
+  /* At the start, `{"name": "` is forced: all its tokens but the last. */
+  CHECK_OK(cgram_matcher_jump_forward(m, tokens, 64, &count, &rollback));
+  CHECK(rollback == 0 && count > 0);
+  for (i = 0; i < count; ++i) {
+    CHECK_OK(cgram_vocab_token_bytes(vocab, tokens[i], &bytes, &length));
+    spelled += length;
+    CHECK(advance(m, tokens[i]) == CGRAM_ADVANCE_ONGOING);
+  }
+  CHECK(spelled > 0 && spelled < 10);
+  CHECK_STATUS(cgram_matcher_jump_forward(m, NULL, 0, &count, &rollback), CGRAM_OK); /* nothing more is forced */
+  CHECK(count == 0);
   cgram_matcher_free(m);
   cgram_grammar_free(grammar);
   cgram_vocab_free(vocab);
@@ -840,7 +880,8 @@ int main(int argc, char** argv) {
   test_vocabulary_misuse();
   test_exact_masks(CGRAM_TIER_TABLE);
   test_exact_masks(CGRAM_TIER_JIT);
-  test_forced_tokens();
+  test_forced_text();
+  test_jump_forward();
   test_grammar_errors();
   test_aot();
   test_batch();

@@ -2,7 +2,7 @@
 // examples/reply.cgram for except! and any!) compiled once for the bundled
 // vocabulary; the input is a sequence of operations on a Matcher: advance
 // (allowed ids, any id, end of sequence, out-of-range ids), fill_mask,
-// is_allowed, rollback(n), clone, reset, can_end and forced_tokens.
+// is_allowed, rollback(n), clone, reset, can_end and forced_text.
 //
 // Checked as it goes: the mask against is_allowed and advance; every
 // advance against the reference recognizer (tests/oracle, Earley over
@@ -170,13 +170,23 @@ CGRAM_FUZZ_TARGET(matcher) {
         FUZZ_CHECK(refresh() == masks_by_length.back());
         break;
       }
-      default: {  // can_end and forced tokens
+      default: {  // can_end and the forced text
         refresh();
         const bool can_end = m.can_end();
         for (uint32_t eos : vocab.eos_ids()) FUZZ_CHECK(bit(mask, eos) == can_end);
         if (!m.is_finished()) FUZZ_CHECK(can_end == reference.complete());
-        std::vector<uint32_t> forced = m.forced_tokens(4);
-        if (!forced.empty()) FUZZ_CHECK(fuzz::check_mask(mask, n) == 1 && bit(mask, forced[0]));
+        // Every allowed token agrees with the forced text as far as both go,
+        // and nothing is forced where the text may end.
+        const std::string forced = m.forced_text(8);
+        if (!forced.empty()) {
+          FUZZ_CHECK(!can_end);
+          for (uint32_t t = 0; t < n; ++t) {
+            if (!bit(mask, t)) continue;
+            const std::string_view b = vocab.bytes(t);
+            const size_t common = std::min(b.size(), forced.size());
+            FUZZ_CHECK(b.substr(0, common) == std::string_view(forced).substr(0, common));
+          }
+        }
         FUZZ_CHECK(refresh() == masks_by_length.back());
         break;
       }

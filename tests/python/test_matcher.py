@@ -136,18 +136,32 @@ class Calls(unittest.TestCase):
         self.assertEqual(matcher.tokens_accepted, 0)
         self.assertEqual(matcher.mask().tolist(), start)
 
-    def test_forced_tokens(self):
+    def test_forced_text(self):
         letters = cgram.Vocabulary.from_tokens([b"a", b"b", b"c", b"ab", b"<eos>"], eos_ids=[4])
         g = cgram.compile("start ::= 'a' 'c' 'b' ;", letters)
         matcher = cgram.Matcher(g)
-        # Text tokens only: end of sequence is never forced (the caller decides to stop).
-        self.assertEqual(matcher.forced_tokens(), [0, 2, 1])
-        self.assertEqual(matcher.forced_tokens(limit=2), [0, 2])
-        self.assertEqual(matcher.tokens_accepted, 0)  # a look ahead, rolled back
+        # Bytes, whatever the tokenization; end of sequence is never part of them.
+        self.assertEqual(matcher.forced_text(), b"acb")
+        self.assertEqual(matcher.forced_text(limit=2), b"ac")
+        self.assertEqual(matcher.tokens_accepted, 0)  # a look ahead
         for token in [0, 2, 1]:
             matcher.advance(token)
         self.assertEqual(matcher.allowed_tokens(), [4])
-        self.assertEqual(matcher.forced_tokens(), [])
+        self.assertEqual(matcher.forced_text(), b"")
+        # A plain token list has no encoder to re-encode the forced text with.
+        with self.assertRaises(cgram.VocabularyError):
+            cgram.Matcher(g).jump_forward()
+
+    def test_jump_forward(self):
+        g = cgram.compile("start ::= '{\"name\": \"' #'[a-z]+' '\", \"kind\": \"record\"}' ;", self.vocab)
+        matcher = cgram.Matcher(g)
+        rollback, tokens = matcher.jump_forward()
+        self.assertEqual(rollback, 0)
+        text = b"".join(self.vocab.token_bytes(t) for t in tokens)
+        self.assertTrue(b'{"name": "'.startswith(text) and text)
+        for token in tokens:
+            self.assertEqual(matcher.advance(token), cgram.AdvanceResult.ONGOING)
+        self.assertEqual(matcher.jump_forward(), (0, []))
 
     def test_fill_mask_targets(self):
         matcher = cgram.Matcher(self.grammar)
