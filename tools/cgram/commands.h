@@ -114,6 +114,7 @@ struct BenchArgs : VocabArgs {
   std::string tokens_file;  // documents as token ids, one a line
   // --gpu: the GPU masker and logits kernels on a batch of matchers standing
   // inside the documents (--gpu-host: their host build, no GPU needed).
+  bool jump_forward = false;  // --jump-forward: the share of tokens jump-forward saves
   bool gpu = false;
   bool gpu_host = false;
   std::string cuda_library = "libcuda.so.1";

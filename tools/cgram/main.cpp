@@ -163,6 +163,8 @@ int main(int argc, char** argv) {
                       "Build the whole token index at compile time (as AOT and eager JIT do) instead of on first use");
   bench_cmd->add_flag("--gpu", bench.gpu,
                       "Time the GPU masker (device fill of a batch) and the logits kernel (exit 3 without a GPU)");
+  bench_cmd->add_flag("--jump-forward", bench.jump_forward,
+                      "Also measure the share of the documents' tokens jump-forward (forced text, token healing) saves");
   std::vector<CLI::Option*> gpu_only;
   gpu_only.push_back(bench_cmd->add_flag("--gpu-host", bench.gpu_host,
                       "With --gpu: run the GPU kernels' host build instead (no GPU needed; checks and host timings)"));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <unordered_map>
 
 #include "bench_support.h"
 #include "commands.h"
@@ -439,6 +440,86 @@ std::optional<std::vector<double>> run_is_allowed(const std::shared_ptr<const Co
   return us;
 }
 
+// Jump-forward on the documents, as a server would use it: at each step,
+// jump_forward() first; when it gives nothing, the model writes the next
+// token (the document's own, or, after a jump that ended between two of
+// its tokens, the first token of the encoder's encoding of the rest). What
+// is saved is the model's steps: 1 - model steps / the document's tokens.
+struct JumpSavings {
+  size_t tokens = 0, model_steps = 0, jumps = 0, healed = 0, jumped_tokens = 0, documents = 0;
+  double saved() const { return tokens ? 1.0 - double(model_steps) / double(tokens) : 0; }
+};
+
+std::optional<JumpSavings> run_jump_forward(const std::shared_ptr<const CompiledGrammar>& compiled,
+                                            const Documents& docs) {
+  JumpSavings out;
+  auto enc = compiled->encoder();
+  if (auto* error = std::get_if<VocabularyError>(&enc)) {
+    print_error(error->message);
+    return std::nullopt;
+  }
+  const Encoder& encoder = *std::get<const Encoder*>(enc);
+  const Vocabulary& vocab = compiled->vocabulary();
+  for (const auto& [path, tokens] : docs) {
+    std::string text;
+    std::unordered_map<size_t, size_t> token_at;  // byte offset → the document's token starting there
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      token_at[text.size()] = i;
+      text += vocab.bytes(tokens[i]);
+    }
+    Matcher m(compiled);
+    std::vector<size_t> ends;  // byte offset after each accepted token
+    size_t pos = 0, steps = 0;
+    bool left = false;
+    while (pos < text.size()) {
+      auto jumped = m.jump_forward();
+      const auto* jump = std::get_if<Matcher::JumpForward>(&jumped);
+      if (jump && !jump->tokens.empty()) {
+        m.rollback(jump->rollback);
+        for (size_t i = 0; i < jump->rollback; ++i) ends.pop_back();
+        pos = ends.empty() ? 0 : ends.back();
+        for (uint32_t t : jump->tokens) {
+          const std::string_view b = vocab.bytes(t);
+          if (text.compare(pos, b.size(), b) != 0 || m.advance(t) != AdvanceResult::Ongoing) {
+            print_error(fmt::format("{}: jump-forward left the document at byte {} (a bug in cgram)", printable(path),
+                                    pos));
+            return std::nullopt;
+          }
+          pos += b.size();
+          ends.push_back(pos);
+        }
+        ++out.jumps;
+        if (jump->rollback) ++out.healed;
+        out.jumped_tokens += jump->tokens.size() - jump->rollback;
+        continue;
+      }
+      uint32_t next;
+      if (auto it = token_at.find(pos); it != token_at.end()) {
+        next = tokens[it->second];
+      } else {
+        auto rest = encoder.try_encode_continuation(std::string_view(text).substr(pos));
+        if (!std::holds_alternative<std::vector<uint32_t>>(rest) || std::get<std::vector<uint32_t>>(rest).empty()) {
+          left = true;
+          break;
+        }
+        next = std::get<std::vector<uint32_t>>(rest)[0];
+      }
+      if (m.advance(next) != AdvanceResult::Ongoing) {
+        left = true;  // the document leaves the language (bench reports it)
+        break;
+      }
+      ++steps;
+      pos += vocab.bytes(next).size();
+      ends.push_back(pos);
+    }
+    if (left) continue;
+    ++out.documents;
+    out.tokens += tokens.size();
+    out.model_steps += steps;
+  }
+  return out;
+}
+
 json percentiles(const std::vector<double>& v) {
   return {{"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)},
           {"max", percentile(v, 100)}};
@@ -474,6 +555,8 @@ int bench_file(const BenchArgs& args) {
   const std::vector<double>& advance_us = run.advance_us;
   const auto is_allowed_us = run_is_allowed(loaded->compiled, docs);
   if (!is_allowed_us) return 3;
+  std::optional<JumpSavings> jumps;
+  if (args.jump_forward && !(jumps = run_jump_forward(loaded->compiled, docs))) return 3;
   const CompileTimings& t = loaded->compiled->timings();
   json out = {{"vocab_size", loaded->vocab->size()},
               {"documents", run.documents},
@@ -495,6 +578,9 @@ int bench_file(const BenchArgs& args) {
               {"vocabulary_trie_bytes", loaded->vocab->trie().memory_bytes()}};
   put_bytes(out, "grammar", args.file);
   put_bytes(out, "vocabulary", loaded->vocab->name());
+  if (jumps)
+    out["jump_forward"] = {{"document_tokens", jumps->tokens}, {"model_steps", jumps->model_steps},
+                           {"saved", jumps->saved()}, {"jumps", jumps->jumps}, {"healed", jumps->healed}};
   if (args.json) {
     std::cout << dump_json(out, 2) << "\n";
     return 0;
@@ -520,6 +606,10 @@ int bench_file(const BenchArgs& args) {
                              loaded->jit_timings.ir_ms, loaded->jit_timings.optimize_ms, loaded->jit_timings.native_ms);
   if (loaded->load_ms > 0) std::cout << fmt::format(" (AOT object loaded in {:.2f} ms)", loaded->load_ms);
   std::cout << "\n";
+  if (jumps)
+    std::cout << fmt::format("jump-forward: {} of {} document tokens written by the model ({:.1f} % saved; {} jumps, "
+                             "{} healing the last token)\n",
+                             jumps->model_steps, jumps->tokens, 100 * jumps->saved(), jumps->jumps, jumps->healed);
   return 0;
 }
 
@@ -534,11 +624,12 @@ struct SuiteRow {
   std::vector<double> jit_mask_us;
   double jit_ms = 0;
   std::vector<double> is_allowed_us;  // opportunistic masking: the document's token checked, no mask
+  std::optional<JumpSavings> jumps;   // --jump-forward
 };
 
 std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::filesystem::path& grammar_path,
                                         const std::shared_ptr<const Vocabulary>& vocab, const Documents& docs,
-                                        bool compare_jit) {
+                                        bool compare_jit, bool jump_forward) {
   std::string text;
   if (auto error = read_grammar_file(grammar_path.string(), text)) {
     print_error(*error);
@@ -580,6 +671,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   auto is_allowed_us = run_is_allowed(compiled, docs);
   if (!is_allowed_us) return std::nullopt;
   row.is_allowed_us = std::move(*is_allowed_us);
+  if (jump_forward && !(row.jumps = run_jump_forward(compiled, docs))) return std::nullopt;
   if (compare_jit) {
     auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
     if (auto error = jit_compile(*jitted, &row.jit_ms)) {
@@ -631,7 +723,8 @@ int bench_suite(const BenchArgs& args) {
       Documents docs;
       if (!read_documents((format / "docs").string(), vocab, args.max_text_bytes, docs)) return 3;
       for (const auto& grammar : grammars) {
-        auto row = bench_suite_row(format.filename().string(), grammar, vocab, docs, args.tier == "jit");
+        auto row = bench_suite_row(format.filename().string(), grammar, vocab, docs, args.tier == "jit",
+                                   args.jump_forward);
         if (!row) return 3;
         if (!args.json)
           std::cerr << fmt::format("{} {} {}: p50 {:.1f} µs\n", row->format, row->spelling, row->vocabulary,
@@ -647,6 +740,9 @@ int bench_suite(const BenchArgs& args) {
                   {"mask_us", percentiles(r.mask_us)}, {"first_mask_ms", r.first_mask_ms},
                   {"compile_ms", r.compile_ms}, {"memory_mb", r.memory_mb},
                   {"is_allowed_us", percentiles(r.is_allowed_us)}};
+      if (r.jumps)
+        row["jump_forward"] = {{"document_tokens", r.jumps->tokens}, {"model_steps", r.jumps->model_steps},
+                               {"saved", r.jumps->saved()}, {"jumps", r.jumps->jumps}, {"healed", r.jumps->healed}};
       put_bytes(row, "format", r.format);
       put_bytes(row, "spelling", r.spelling);
       put_bytes(row, "vocabulary", r.vocabulary);
@@ -689,6 +785,22 @@ int bench_suite(const BenchArgs& args) {
                              r.format, r.spelling, r.vocabulary, a50, a99, m50, m99, a50 > 0 ? m50 / a50 : 0,
                              a99 > 0 ? m99 / a99 : 0);
   }
+  if (!args.jump_forward) return 0;
+  std::cout << "\nJump-forward: the model's steps when the forced text is appended by jump_forward()\n\n"
+               "| format | spelling | vocabulary | document tokens | model steps | saved | jumps | healing |\n"
+               "|---|---|---|---|---|---|---|---|\n";
+  JumpSavings all;
+  for (const SuiteRow& r : rows) {
+    const JumpSavings& j = *r.jumps;
+    std::cout << fmt::format("| {} | {} | {} | {} | {} | {:.1f} % | {} | {} |\n", r.format, r.spelling, r.vocabulary,
+                             j.tokens, j.model_steps, 100 * j.saved(), j.jumps, j.healed);
+    all.tokens += j.tokens;
+    all.model_steps += j.model_steps;
+    all.jumps += j.jumps;
+    all.healed += j.healed;
+  }
+  std::cout << fmt::format("| all | | | {} | {} | {:.1f} % | {} | {} |\n", all.tokens, all.model_steps,
+                           100 * all.saved(), all.jumps, all.healed);
   return 0;
 }
 
