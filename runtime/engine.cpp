@@ -964,4 +964,38 @@ Engine::Forced Engine::forced_text(const std::vector<Head>& heads, size_t limit)
   return forced;
 }
 
+namespace {
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+}  // namespace
+
+uint64_t Engine::context_key(const std::vector<Head>& heads, int depth) const {
+  std::vector<uint64_t> readings;
+  readings.reserve(heads.size());
+  for (const Head& h : heads) {
+    uint64_t k = mix(mix(mix(1, h.terminal), h.state), h.pending);
+    // The stack's top levels: the node's state, then the smallest state among
+    // its parents (a node may have several), and so on.
+    uint32_t node = h.node;
+    for (int level = 0; level < depth && node != UINT32_MAX; ++level) {
+      k = mix(k, nodes_[node].state);
+      uint32_t next = UINT32_MAX, best = UINT32_MAX;
+      for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next)
+        if (nodes_[edges_[e].parent].state < best) {
+          best = nodes_[edges_[e].parent].state;
+          next = edges_[e].parent;
+        }
+      node = next;
+    }
+    readings.push_back(k);
+  }
+  std::sort(readings.begin(), readings.end());
+  readings.erase(std::unique(readings.begin(), readings.end()), readings.end());
+  uint64_t key = 0x51ed27;
+  for (uint64_t r : readings) key = mix(key, r);
+  return key;
+}
+
 }  // namespace cgram

@@ -99,6 +99,13 @@ class Engine {
   };
   Forced forced_text(const std::vector<Head>& heads, size_t limit);
 
+  // A hash of where the text stands for the lexer and the parser: per
+  // reading, the LR states of the stack's top `depth` levels, the lexeme's
+  // terminal and DFA state, and the pending except! occurrences. Equal for
+  // equal states of any two matchers of one grammar (speculative drafts
+  // learn next tokens by it: runtime/drafts.h).
+  uint64_t context_key(const std::vector<Head>& heads, int depth = 2) const;
+
   struct Mark {
     size_t nodes, edges, status;
   };

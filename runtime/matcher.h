@@ -80,6 +80,9 @@ class Matcher {
   // False, with logits untouched, when `logits` is shorter than the
   // vocabulary or the matcher has an error.
   bool update_logits_from_tokens(std::span<float> logits);
+  // Where the text stands for the lexer and parser (Engine::context_key):
+  // equal for equal states of any two matchers of one grammar.
+  uint64_t context_key(int depth = 2) const { return engine_ ? engine_->context_key(current_, depth) : 0; }
   // Undoes the last n accepted tokens; false (and nothing undone) when n >
   // tokens_accepted().
   bool rollback(size_t n);

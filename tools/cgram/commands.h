@@ -115,6 +115,8 @@ struct BenchArgs : VocabArgs {
   // --gpu: the GPU masker and logits kernels on a batch of matchers standing
   // inside the documents (--gpu-host: their host build, no GPU needed).
   bool jump_forward = false;  // --jump-forward: the share of tokens jump-forward saves
+  bool speculate = false;     // --speculate: count-based drafts, trained on half the documents
+  size_t draft_tokens = 4;
   bool gpu = false;
   bool gpu_host = false;
   std::string cuda_library = "libcuda.so.1";

@@ -165,6 +165,12 @@ int main(int argc, char** argv) {
                       "Time the GPU masker (device fill of a batch) and the logits kernel (exit 3 without a GPU)");
   bench_cmd->add_flag("--jump-forward", bench.jump_forward,
                       "Also measure the share of the documents' tokens jump-forward (forced text, token healing) saves");
+  bench_cmd->add_flag("--speculate", bench.speculate,
+                      "Also measure count-based speculative drafts: trained on the first half of the documents, "
+                      "tested on the rest (acceptance, accepted length per step)");
+  bench_cmd->add_option("--draft-tokens", bench.draft_tokens, "With --speculate: drafts proposed per step")
+      ->check(CLI::Range(size_t{1}, size_t{64}))
+      ->capture_default_str();
   std::vector<CLI::Option*> gpu_only;
   gpu_only.push_back(bench_cmd->add_flag("--gpu-host", bench.gpu_host,
                       "With --gpu: run the GPU kernels' host build instead (no GPU needed; checks and host timings)"));

@@ -14,6 +14,7 @@
 
 #include "bench_support.h"
 #include "commands.h"
+#include "drafts.h"
 #include "compile.h"
 #include "encoder.h"
 #include "io.h"
@@ -520,6 +521,60 @@ std::optional<JumpSavings> run_jump_forward(const std::shared_ptr<const Compiled
   return out;
 }
 
+// Count-based speculative drafts on the documents: the draft model learns
+// from the first half of them, then each document of the second half is
+// decoded with drafts: at each step up to `k` drafts are proposed, the ones
+// that match the document are accepted, and the model's own token follows
+// (a speculative-decoding step yields the accepted drafts plus one token).
+// The draft model also learns from the tokens as they are accepted.
+struct Speculation {
+  size_t train_documents = 0, test_documents = 0, steps = 0, tokens = 0, proposed = 0, accepted = 0;
+  double acceptance() const { return proposed ? double(accepted) / double(proposed) : 0; }
+  double accepted_per_step() const { return steps ? double(accepted) / double(steps) : 0; }
+  double tokens_per_step() const { return steps ? double(tokens) / double(steps) : 0; }
+};
+
+Speculation run_speculation(const std::shared_ptr<const CompiledGrammar>& compiled, const Documents& docs, size_t k) {
+  Speculation out;
+  DraftModel drafts;
+  const size_t train = docs.size() / 2;
+  for (size_t d = 0; d < train; ++d) drafts.learn(compiled, docs[d].second);
+  out.train_documents = train;
+  for (size_t d = train; d < docs.size(); ++d) {
+    const std::vector<uint32_t>& tokens = docs[d].second;
+    Matcher m(compiled);
+    size_t i = 0;
+    bool left = false;
+    while (i < tokens.size() && !left) {
+      const std::vector<uint32_t> proposal = drafts.propose(m, k);
+      size_t accepted = 0;
+      while (accepted < proposal.size() && i + accepted < tokens.size() && proposal[accepted] == tokens[i + accepted])
+        ++accepted;
+      ++out.steps;
+      out.proposed += proposal.size();
+      out.accepted += accepted;
+      // The accepted drafts, then the model's token.
+      for (size_t j = 0; j <= accepted && i < tokens.size(); ++j, ++i) {
+        drafts.record(m, tokens[i]);
+        if (m.advance(tokens[i]) != AdvanceResult::Ongoing) {
+          left = true;  // the document leaves the language (bench reports it)
+          break;
+        }
+        ++out.tokens;
+      }
+    }
+    ++out.test_documents;
+  }
+  return out;
+}
+
+json speculation_json(const Speculation& s, size_t k) {
+  return {{"draft_tokens", k},          {"train_documents", s.train_documents}, {"test_documents", s.test_documents},
+          {"steps", s.steps},           {"tokens", s.tokens},                   {"proposed", s.proposed},
+          {"accepted", s.accepted},     {"acceptance", s.acceptance()},         {"accepted_per_step", s.accepted_per_step()},
+          {"tokens_per_step", s.tokens_per_step()}};
+}
+
 json percentiles(const std::vector<double>& v) {
   return {{"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)},
           {"max", percentile(v, 100)}};
@@ -557,6 +612,8 @@ int bench_file(const BenchArgs& args) {
   if (!is_allowed_us) return 3;
   std::optional<JumpSavings> jumps;
   if (args.jump_forward && !(jumps = run_jump_forward(loaded->compiled, docs))) return 3;
+  std::optional<Speculation> speculation;
+  if (args.speculate) speculation = run_speculation(loaded->compiled, docs, args.draft_tokens);
   const CompileTimings& t = loaded->compiled->timings();
   json out = {{"vocab_size", loaded->vocab->size()},
               {"documents", run.documents},
@@ -581,6 +638,7 @@ int bench_file(const BenchArgs& args) {
   if (jumps)
     out["jump_forward"] = {{"document_tokens", jumps->tokens}, {"model_steps", jumps->model_steps},
                            {"saved", jumps->saved()}, {"jumps", jumps->jumps}, {"healed", jumps->healed}};
+  if (speculation) out["speculation"] = speculation_json(*speculation, args.draft_tokens);
   if (args.json) {
     std::cout << dump_json(out, 2) << "\n";
     return 0;
@@ -610,6 +668,12 @@ int bench_file(const BenchArgs& args) {
     std::cout << fmt::format("jump-forward: {} of {} document tokens written by the model ({:.1f} % saved; {} jumps, "
                              "{} healing the last token)\n",
                              jumps->model_steps, jumps->tokens, 100 * jumps->saved(), jumps->jumps, jumps->healed);
+  if (speculation)
+    std::cout << fmt::format("speculation (up to {} drafts, trained on {} documents, tested on {}): {:.1f} % of {} "
+                             "drafts accepted, {:.2f} accepted per step, {:.2f} tokens per step\n",
+                             args.draft_tokens, speculation->train_documents, speculation->test_documents,
+                             100 * speculation->acceptance(), speculation->proposed, speculation->accepted_per_step(),
+                             speculation->tokens_per_step());
   return 0;
 }
 
@@ -625,11 +689,13 @@ struct SuiteRow {
   double jit_ms = 0;
   std::vector<double> is_allowed_us;  // opportunistic masking: the document's token checked, no mask
   std::optional<JumpSavings> jumps;   // --jump-forward
+  std::optional<Speculation> speculation;  // --speculate
 };
 
 std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::filesystem::path& grammar_path,
                                         const std::shared_ptr<const Vocabulary>& vocab, const Documents& docs,
-                                        bool compare_jit, bool jump_forward) {
+                                        const BenchArgs& args) {
+  const bool compare_jit = args.tier == "jit";
   std::string text;
   if (auto error = read_grammar_file(grammar_path.string(), text)) {
     print_error(*error);
@@ -671,7 +737,8 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   auto is_allowed_us = run_is_allowed(compiled, docs);
   if (!is_allowed_us) return std::nullopt;
   row.is_allowed_us = std::move(*is_allowed_us);
-  if (jump_forward && !(row.jumps = run_jump_forward(compiled, docs))) return std::nullopt;
+  if (args.jump_forward && !(row.jumps = run_jump_forward(compiled, docs))) return std::nullopt;
+  if (args.speculate) row.speculation = run_speculation(compiled, docs, args.draft_tokens);
   if (compare_jit) {
     auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
     if (auto error = jit_compile(*jitted, &row.jit_ms)) {
@@ -723,8 +790,7 @@ int bench_suite(const BenchArgs& args) {
       Documents docs;
       if (!read_documents((format / "docs").string(), vocab, args.max_text_bytes, docs)) return 3;
       for (const auto& grammar : grammars) {
-        auto row = bench_suite_row(format.filename().string(), grammar, vocab, docs, args.tier == "jit",
-                                   args.jump_forward);
+        auto row = bench_suite_row(format.filename().string(), grammar, vocab, docs, args);
         if (!row) return 3;
         if (!args.json)
           std::cerr << fmt::format("{} {} {}: p50 {:.1f} µs\n", row->format, row->spelling, row->vocabulary,
@@ -743,6 +809,7 @@ int bench_suite(const BenchArgs& args) {
       if (r.jumps)
         row["jump_forward"] = {{"document_tokens", r.jumps->tokens}, {"model_steps", r.jumps->model_steps},
                                {"saved", r.jumps->saved()}, {"jumps", r.jumps->jumps}, {"healed", r.jumps->healed}};
+      if (r.speculation) row["speculation"] = speculation_json(*r.speculation, args.draft_tokens);
       put_bytes(row, "format", r.format);
       put_bytes(row, "spelling", r.spelling);
       put_bytes(row, "vocabulary", r.vocabulary);
@@ -784,6 +851,19 @@ int bench_suite(const BenchArgs& args) {
     std::cout << fmt::format("| {} | {} | {} | {:.2f} µs | {:.2f} µs | {:.1f} µs | {:.1f} µs | {:.0f}x | {:.0f}x |\n",
                              r.format, r.spelling, r.vocabulary, a50, a99, m50, m99, a50 > 0 ? m50 / a50 : 0,
                              a99 > 0 ? m99 / a99 : 0);
+  }
+  if (args.speculate) {
+    std::cout << fmt::format("\nSpeculative drafts: up to {} per step, counts learnt from the first half of each "
+                             "format's documents (and online), tested on the rest\n\n",
+                             args.draft_tokens)
+              << "| format | spelling | vocabulary | test tokens | steps | drafts | accepted | acceptance | "
+                 "accepted per step | tokens per step |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const SuiteRow& r : rows) {
+      const Speculation& p = *r.speculation;
+      std::cout << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.1f} % | {:.2f} | {:.2f} |\n", r.format,
+                               r.spelling, r.vocabulary, p.tokens, p.steps, p.proposed, p.accepted,
+                               100 * p.acceptance(), p.accepted_per_step(), p.tokens_per_step());
+    }
   }
   if (!args.jump_forward) return 0;
   std::cout << "\nJump-forward: the model's steps when the forced text is appended by jump_forward()\n\n"
