@@ -4,14 +4,30 @@
 #include <chrono>
 
 #include "binary_io.h"
+#include "canonical.h"
 #include "encoder.h"
 #include "utf8_dfa.h"
 
 namespace cgram {
 
+namespace {
+constexpr uint8_t kCanonicalTag = 0xC1;
+}
+
 CompiledGrammar::CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {}
 
 CompiledGrammar::~CompiledGrammar() = default;
+
+const CanonicalPairs* CompiledGrammar::canonical_pairs() const {
+  if (!canonical_) return nullptr;
+  std::call_once(canonical_once_, [this] {
+    auto enc = encoder();
+    if (!std::holds_alternative<const Encoder*>(enc)) return;  // compile checked it: not reached
+    auto made = CanonicalPairs::create(vocab_, *std::get<const Encoder*>(enc));
+    if (auto* pairs = std::get_if<std::unique_ptr<CanonicalPairs>>(&made)) canonical_pairs_ = std::move(*pairs);
+  });
+  return canonical_pairs_.get();
+}
 
 std::variant<const Encoder*, VocabularyError> CompiledGrammar::encoder() const {
   std::call_once(encoder_once_, [this] {
@@ -25,7 +41,7 @@ std::variant<const Encoder*, VocabularyError> CompiledGrammar::encoder() const {
 
 CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocab, const CompileOptions& options)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)) {
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), canonical_(options.canonical) {
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   source_name_ = grammar_->file().name();
@@ -93,6 +109,8 @@ std::string CompiledGrammar::save_tables() const {
   table_->save(out);
   index_->save(out);
   for (const auto& set : any_tokens_by_char_state_) out.put_vector(set);
+  // An optional last section (older objects end before it): canonical mode.
+  if (canonical_) out.put<uint8_t>(kCanonicalTag);
   return out.take();
 }
 
@@ -125,6 +143,12 @@ CompiledGrammar::Result CompiledGrammar::load_tables_checked(std::string_view by
     if (!set.empty() && (set.size() != g->mask_words() || (tail_bits && set.back() >> tail_bits)))
       in.fail("an any! token set of the wrong size");
   }
+  if (in.ok() && !in.at_end()) {
+    if (in.get<uint8_t>() != kCanonicalTag) in.fail("data after the tables");
+    else if (!std::holds_alternative<const Encoder*>(g->encoder()))
+      in.fail("canonical mode for a vocabulary without an encoder");
+    g->canonical_ = true;
+  }
   if (in.ok() && !in.at_end()) in.fail("data after the tables");
   if (!in.ok()) return failed();
   return std::shared_ptr<const CompiledGrammar>(std::move(g));
@@ -142,6 +166,14 @@ CompiledGrammar::Result CompiledGrammar::compile(std::shared_ptr<const Grammar> 
                                                  const CompileOptions& options) {
   if (!grammar) return CompileError{"compile: no grammar (parse it first and check its diagnostics)"};
   if (!vocab) return CompileError{"compile: no vocabulary"};
+  if (options.canonical) {
+    if (vocab->kind() == TokenizerKind::List)
+      return CompileError{"canonical mode needs a merge-based vocabulary (byte-level BPE, tiktoken or "
+                          "SentencePiece); " + vocab->name() + " is a plain token list"};
+    auto encoder = Encoder::create(vocab);
+    if (auto* error = std::get_if<VocabularyError>(&encoder))
+      return CompileError{"canonical mode needs the vocabulary's encoder: " + error->message};
+  }
   auto compiled = std::make_shared<const CompiledGrammar>(Building{}, std::move(grammar), std::move(vocab), options);
   if (!compiled->build_error_.empty()) return CompileError{compiled->build_error_};
   return compiled;

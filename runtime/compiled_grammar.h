@@ -22,6 +22,7 @@
 namespace cgram {
 
 class Encoder;
+class CanonicalPairs;
 
 struct CompileError {
   std::string message;
@@ -35,6 +36,10 @@ struct CompileOptions {
   ir::CollapseLimits collapse;
   // How big the LR automaton may grow.
   ir::LrLimits lr;
+  // Canonical tokenization (runtime/canonical.h): matchers allow a token
+  // only where the tokenizer itself would write it there. Needs a
+  // merge-based vocabulary.
+  bool canonical = false;
 };
 
 // Where compile time goes (milliseconds).
@@ -75,6 +80,10 @@ class CompiledGrammar {
   // made on first use; or why there is none (a plain token list).
   // Thread-safe.
   std::variant<const Encoder*, VocabularyError> encoder() const;
+  // The canonical-pair filter of a grammar compiled with `canonical`
+  // (made on first use; null otherwise). Thread-safe.
+  bool is_canonical() const { return canonical_; }
+  const CanonicalPairs* canonical_pairs() const;
 
   // Tier-up: compiled code for these tables (JIT or AOT). Matchers pick it
   // up at their next call and give the same masks. Installed at most once;
@@ -133,6 +142,9 @@ class CompiledGrammar {
   mutable std::mutex kernels_mutex_;
   mutable std::shared_ptr<const Kernels> kernels_owner_;
   mutable std::atomic<const Kernels*> kernels_{nullptr};
+  bool canonical_ = false;
+  mutable std::once_flag canonical_once_;
+  mutable std::unique_ptr<CanonicalPairs> canonical_pairs_;
   mutable std::once_flag encoder_once_;
   mutable std::unique_ptr<Encoder> encoder_;
   mutable std::optional<VocabularyError> encoder_error_;

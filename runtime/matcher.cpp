@@ -10,12 +10,16 @@ namespace cgram {
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOptions& options)
     : grammar_(std::move(grammar)) {
-  if (grammar_) engine_.emplace(*grammar_, options.limits);
+  if (grammar_) {
+    engine_.emplace(*grammar_, options.limits);
+    canonical_ = grammar_->canonical_pairs();
+  }
   reset();
 }
 
 Matcher::Matcher(const Matcher& other)
     : grammar_(other.grammar_),
+      canonical_(other.canonical_),
       engine_(other.engine_),
       error_(other.error_),
       head_pool_(other.head_pool_),
@@ -71,6 +75,7 @@ AdvanceResult Matcher::advance(uint32_t token) {
     return AdvanceResult::Finished;
   }
   if (vocab.is_special(token)) return AdvanceResult::Rejected;
+  if (canonical_ && !canonical_->allows(previous_token(), token)) return AdvanceResult::Rejected;
   Engine::Mark before = engine_->mark();
   engine_->step_token(current_, vocab.bytes(token), scratch_);
   if (stopped(before)) return AdvanceResult::Rejected;
@@ -89,11 +94,12 @@ bool Matcher::fill_mask(std::span<uint32_t> words, TokenSetSink* sink) {
   if (has_error()) return false;
   if (finished_) return true;
   const Engine::Mark before = engine_->mark();
-  engine_->fill_text_tokens(current_, words.first(n), sink);
+  engine_->fill_text_tokens(current_, words.first(n), canonical_ ? nullptr : sink);
   if (stopped(before)) {
     std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
     return false;
   }
+  if (canonical_) canonical_->filter(previous_token(), words.first(n));
   if (can_end())
     for (uint32_t id : grammar_->vocabulary().eos_ids()) words[id / 32] |= 1u << (id % 32);
   if (has_error()) {
@@ -118,11 +124,16 @@ bool Matcher::is_allowed(uint32_t token) {
   if (finished_ || token >= vocab.size()) return false;
   if (vocab.is_eos(token)) return can_end();
   if (vocab.is_special(token)) return false;
+  if (canonical_ && !canonical_->allows(previous_token(), token)) return false;
   Engine::Mark before = engine_->mark();
   engine_->step_token(current_, vocab.bytes(token), scratch_);
   if (stopped(before)) return false;
   engine_->truncate(before);
   return !scratch_.empty();
+}
+
+uint32_t Matcher::previous_token() const {
+  return history_.size() > 1 ? history_.back().token : CanonicalPairs::kStart;
 }
 
 std::string Matcher::forced_text(size_t limit) {

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "canonical.h"
 #include "compiled_grammar.h"
 #include "engine.h"
 
@@ -44,7 +45,8 @@ class Matcher {
   // The same, leaving out of `words` the precomputed token sets `sink`
   // takes: the mask is `words` OR those sets (how a GPU fills masks:
   // runtime/mask_plan.h). The sink may have been given sets even when the
-  // result is false.
+  // result is false. In canonical mode the sink is not used (the filter
+  // needs every bit on the host).
   bool fill_mask(std::span<uint32_t> words, TokenSetSink* sink);
   std::vector<uint32_t> current_possible_tokens();
   bool is_allowed(uint32_t token);
@@ -120,7 +122,11 @@ class Matcher {
   // (back to `before`) and keeps the error. True when it was stopped.
   bool stopped(Engine::Mark before);
 
+  // The token before the next one (CanonicalPairs::kStart at the start).
+  uint32_t previous_token() const;
+
   std::shared_ptr<const CompiledGrammar> grammar_;
+  const CanonicalPairs* canonical_ = nullptr;  // canonical mode: the grammar's pair filter
   std::optional<Engine> engine_;  // none without a grammar
   std::string error_;
   std::vector<Head> head_pool_;

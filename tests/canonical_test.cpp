@@ -1,0 +1,230 @@
+// Canonical mode: a token may follow another only where the tokenizer itself
+// would write the two that way.
+//  - Soundness: every random walk that ends (end of sequence) has generated
+//    exactly the tokenizer's own encoding of its text.
+//  - Completeness: the tokenizer's encoding of every valid document (the
+//    examples' and the benchmark suite's) is accepted token by token.
+// Masks, is_allowed and advance agree in canonical mode too.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <random>
+
+#include "encoder.h"
+#include "helpers.h"
+#include "matcher.h"
+#include "shared_object.h"
+
+using namespace cgram;
+
+namespace {
+
+std::shared_ptr<const Vocabulary> bundled() {
+  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  return vocab;
+}
+
+std::shared_ptr<const CompiledGrammar> compile_canonical(const std::string& source,
+                                                         std::shared_ptr<const Vocabulary> vocab = bundled()) {
+  CompileOptions options;
+  options.canonical = true;
+  auto result = CompiledGrammar::compile(test::grammar(source), std::move(vocab), options);
+  INFO((std::holds_alternative<CompileError>(result) ? std::get<CompileError>(result).message : ""));
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
+  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+}
+
+const Encoder& encoder_of(const CompiledGrammar& g) {
+  auto enc = g.encoder();
+  REQUIRE(std::holds_alternative<const Encoder*>(enc));
+  return *std::get<const Encoder*>(enc);
+}
+
+struct WalkCounts {
+  size_t walks = 0, ended = 0, dead_ends = 0, steps = 0, masks = 0;
+};
+
+std::shared_ptr<const CompiledGrammar> compile_plain(const std::string& source,
+                                                     std::shared_ptr<const Vocabulary> vocab = bundled()) {
+  auto result = CompiledGrammar::compile(test::grammar(source), std::move(vocab));
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
+  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+}
+
+// The canonical matcher's full mask: within the plain one, and equal to
+// is_allowed on every token of the plain one.
+std::vector<uint32_t> checked_mask(Matcher& canonical, Matcher& plain) {
+  const std::vector<uint32_t> allowed = canonical.current_possible_tokens();
+  const std::vector<uint32_t> grammar = plain.current_possible_tokens();
+  REQUIRE(std::includes(grammar.begin(), grammar.end(), allowed.begin(), allowed.end()));
+  for (uint32_t t : grammar)
+    REQUIRE(canonical.is_allowed(t) == std::binary_search(allowed.begin(), allowed.end(), t));
+  return allowed;
+}
+
+// Random walks in canonical mode, beside a plain matcher of the same
+// grammar: the next token is drawn from the grammar's mask until the
+// canonical matcher allows one (the full canonical mask is built, and
+// checked, every few steps and wherever none is found).
+void sound_walks(const std::string& source, std::shared_ptr<const Vocabulary> vocab, uint64_t seed, size_t walks,
+                 size_t max_steps, WalkCounts& counts) {
+  auto g = compile_canonical(source, vocab);
+  auto plain_grammar = compile_plain(source, vocab);
+  const Encoder& encoder = encoder_of(*g);
+  std::mt19937_64 rng(seed);
+  for (size_t w = 0; w < walks; ++w) {
+    Matcher m(g), plain(plain_grammar);
+    std::vector<uint32_t> tokens;
+    std::string text;
+    ++counts.walks;
+    for (size_t step = 0;; ++step) {
+      std::vector<uint32_t> candidates = plain.current_possible_tokens();
+      const bool can_end = m.can_end();
+      std::erase_if(candidates, [&](uint32_t t) { return vocab->is_eos(t); });
+      std::shuffle(candidates.begin(), candidates.end(), rng);
+      if (candidates.size() > 64) candidates.resize(64);
+      std::optional<uint32_t> next;
+      for (uint32_t t : candidates)
+        if (m.is_allowed(t)) {
+          next = t;
+          break;
+        }
+      if (!next || step % 8 == 3) {
+        ++counts.masks;
+        std::vector<uint32_t> allowed = checked_mask(m, plain);
+        std::erase_if(allowed, [&](uint32_t t) { return vocab->is_eos(t); });
+        if (!next && !allowed.empty()) next = allowed[rng() % allowed.size()];
+      }
+      if (can_end && (!next || step >= max_steps || rng() % 8 == 0)) {
+        REQUIRE(m.advance(vocab->eos_ids()[0]) == AdvanceResult::Finished);
+        INFO("text '" << text << "'");
+        REQUIRE(encoder.encode_continuation(text) == tokens);  // the tokenizer's own encoding
+        ++counts.ended;
+        break;
+      }
+      if (!next) {
+        ++counts.dead_ends;
+        break;
+      }
+      if (step >= 4 * max_steps) break;  // a grammar that cannot end soon
+      REQUIRE(m.advance(*next) == AdvanceResult::Ongoing);
+      REQUIRE(plain.advance(*next) == AdvanceResult::Ongoing);
+      tokens.push_back(*next);
+      text += vocab->bytes(*next);
+      ++counts.steps;
+    }
+  }
+}
+
+// The document's own encoding, token by token: each allowed (the full mask
+// checked every few tokens), accepted, and the end allowed after the last.
+size_t accept_document(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+  const std::vector<uint32_t> tokens = encoder_of(*g).encode_continuation(text);
+  Matcher m(g);
+  std::vector<uint32_t> mask(m.mask_words());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    INFO("token " << i << " '" << g->vocabulary().display(tokens[i]) << "'");
+    if (i % 128 == 5) {
+      REQUIRE(m.fill_mask(mask));
+      REQUIRE((mask[tokens[i] / 32] >> (tokens[i] % 32) & 1));
+    }
+    REQUIRE(m.is_allowed(tokens[i]));
+    REQUIRE(m.advance(tokens[i]) == AdvanceResult::Ongoing);
+  }
+  CHECK(m.can_end());
+  return tokens.size();
+}
+
+}  // namespace
+
+TEST_CASE("canonical mode is sound: every ended walk is the tokenizer's own encoding", "[canonical]") {
+  WalkCounts counts;
+  for (const char* name : {"json.cgram", "record.cgram", "csv.cgram", "arithmetic.cgram", "markup.cgram"}) {
+    INFO(name);
+    sound_walks(test::read_example(name), bundled(), std::hash<std::string>()(name), 10, 20, counts);
+  }
+  CHECK(counts.ended > 0);
+  WARN("canonical walks (bundled vocabulary): " << counts.walks << " walks, " << counts.ended << " ended, "
+                                                << counts.dead_ends << " dead ends, " << counts.steps << " steps, "
+                                                << counts.masks << " full masks checked");
+}
+
+TEST_CASE("canonical mode is complete: every valid document's own encoding is accepted", "[canonical]") {
+  size_t tokens = 0, documents = 0;
+  for (const test::SuiteGrammar& s : test::suite_grammars()) {
+    INFO(s.label);
+    auto g = compile_canonical(s.source);
+    for (const std::string& doc : s.documents) {
+      tokens += accept_document(g, doc);
+      ++documents;
+    }
+  }
+  WARN("canonical completeness (bundled vocabulary): " << documents << " documents, " << tokens << " tokens");
+}
+
+TEST_CASE("canonical mode: a non-canonical spelling is refused, the canonical one taken", "[canonical]") {
+  auto g = compile_canonical(R"(start ::= #'[a-z ]+' ;)");
+  const Encoder& encoder = encoder_of(*g);
+  const std::vector<uint32_t> own = encoder.encode_continuation("hello world");
+  REQUIRE(own.size() < 11);  // merged tokens exist
+  // Spelling it letter by letter is refused at the first letter that would merge.
+  const uint32_t h = encoder.encode_continuation("h").at(0), e = encoder.encode_continuation("e").at(0);
+  REQUIRE(encoder.encode_continuation("he").size() == 1);  // "he" is one token
+  Matcher m(g);
+  REQUIRE(m.advance(h) == AdvanceResult::Ongoing);
+  CHECK_FALSE(m.is_allowed(e));
+  CHECK(m.advance(e) == AdvanceResult::Rejected);
+  // The plain (non-canonical) grammar allows it.
+  Matcher p(compile_plain(R"(start ::= #'[a-z ]+' ;)"));
+  REQUIRE(p.advance(h) == AdvanceResult::Ongoing);
+  CHECK(p.advance(e) == AdvanceResult::Ongoing);
+  // The canonical encoding is taken whole.
+  Matcher again(g);
+  for (uint32_t t : own) REQUIRE(again.advance(t) == AdvanceResult::Ongoing);
+}
+
+TEST_CASE("canonical mode: refused for a plain token list; kept by AOT objects", "[canonical]") {
+  auto list = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::from_tokens({"a", "b", "</s>"}, {2}));
+  CompileOptions options;
+  options.canonical = true;
+  auto refused = CompiledGrammar::compile(test::grammar("start ::= 'ab' ;"), list, options);
+  REQUIRE(std::holds_alternative<CompileError>(refused));
+  CHECK_THAT(std::get<CompileError>(refused).message, Catch::Contains("canonical mode needs a merge-based vocabulary"));
+
+  auto g = compile_canonical(test::read_example("json.cgram"));
+  const std::string path = (std::filesystem::temp_directory_path() / "cgram_canonical_test.so").string();
+  REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*g, path)));
+  auto loaded = load_shared_object(path, bundled());
+  std::filesystem::remove(path);
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(loaded));
+  auto aot = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
+  CHECK(aot->is_canonical());
+  Matcher a(g), b(aot);
+  const std::vector<uint32_t> tokens = encoder_of(*g).encode_continuation(R"({"a": [1, 2]})");
+  for (uint32_t t : tokens) {
+    CHECK(a.current_possible_tokens() == b.current_possible_tokens());
+    REQUIRE(a.advance(t) == AdvanceResult::Ongoing);
+    REQUIRE(b.advance(t) == AdvanceResult::Ongoing);
+  }
+}
+
+TEST_CASE("canonical mode with Llama 3: sound walks and complete documents", "[canonical][long]") {
+  const std::string path = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/llama3-tokenizer.json";
+  REQUIRE(std::filesystem::exists(path));
+  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path));
+  WalkCounts counts;
+  for (const char* name : {"json.cgram", "record.cgram", "csv.cgram"})
+    sound_walks(test::read_example(name), vocab, 5, 4, 16, counts);
+  WARN("canonical walks (Llama 3): " << counts.walks << " walks, " << counts.ended << " ended, " << counts.dead_ends
+                                     << " dead ends");
+  size_t tokens = 0;
+  for (const test::SuiteGrammar& s : test::suite_grammars()) {
+    if (s.label.find("regex") == std::string::npos) continue;  // one spelling per format
+    INFO(s.label);
+    auto g = compile_canonical(s.source, vocab);
+    for (const std::string& doc : s.documents) tokens += accept_document(g, doc);
+  }
+  WARN("canonical completeness (Llama 3): " << tokens << " tokens");
+}
