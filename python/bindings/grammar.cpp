@@ -133,12 +133,13 @@ std::shared_ptr<const Vocabulary> vocabulary_or_bundled(const std::shared_ptr<Py
 }
 
 CompiledPtr compile(const GrammarPtr& grammar, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier,
-                    bool eager_index) {
+                    bool eager_index, bool canonical) {
   if (!grammar) throw py::type_error("grammar must be a cgram.Grammar");
   if (tier != "table" && tier != "jit") throw py::value_error(fmt::format("tier must be 'table' or 'jit', not '{}'", tier));
   std::shared_ptr<const Vocabulary> vocabulary = vocabulary_or_bundled(vocab);
   CompileOptions options;
   options.eager_index = eager_index;
+  options.canonical = canonical;
   std::optional<CompiledGrammar::Result> result;
   std::optional<jit::JitError> jit_error;
   {
@@ -285,17 +286,19 @@ cgram.load.)doc")
       });
 
   m.def("compile", &compile, py::arg("grammar"), py::arg("vocab") = py::none(), py::kw_only(),
-        py::arg("tier") = "table", py::arg("eager_index") = false,
+        py::arg("tier") = "table", py::arg("eager_index") = false, py::arg("canonical") = false,
         "Compiles a Grammar for a Vocabulary (default: the bundled one). tier='jit' compiles native "
         "kernels with LLVM first; eager_index=True builds the whole token index now rather than on "
-        "first use. The GIL is released meanwhile. Raises CompileError.");
+        "first use; canonical=True allows a token only where the tokenizer itself would write it there. "
+        "The GIL is released meanwhile. Raises CompileError.");
   m.def(
       "compile",
-      [](py::str source, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier, bool eager_index) {
-        return compile(parse(py::cast<std::string>(source), Reading{}), vocab, tier, eager_index);
+      [](py::str source, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier, bool eager_index,
+         bool canonical) {
+        return compile(parse(py::cast<std::string>(source), Reading{}), vocab, tier, eager_index, canonical);
       },
       py::arg("grammar"), py::arg("vocab") = py::none(), py::kw_only(), py::arg("tier") = "table",
-      py::arg("eager_index") = false, "The same for .cgram text.");
+      py::arg("eager_index") = false, py::arg("canonical") = false, "The same for .cgram text.");
   m.def("load", &load, py::arg("path"), py::arg("vocab") = py::none(),
         "Loads an AOT shared object made for `vocab` (default: the bundled one). Raises LoadError.");
 }

@@ -368,6 +368,7 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
 
     cgram::CompileOptions compile_options;
     compile_options.eager_index = options->eager_index;
+    compile_options.canonical = options->canonical;
     auto compiled = cgram::CompiledGrammar::compile(outcome.grammar, vocab->vocab, compile_options);
     if (auto* error = std::get_if<cgram::CompileError>(&compiled))
       return call.fail(CGRAM_ERROR_COMPILE, "{}", error->message);

@@ -161,9 +161,11 @@ typedef struct cgram_compile_options {
   const char* start_rule; /* NULL: "start" */
   bool eager_index;       /* build the whole token index now rather than on first use */
   cgram_tier tier;
+  bool canonical;         /* a token only where the tokenizer itself would write it there
+                             (merge-based vocabularies; docs/SERVING.md) */
 } cgram_compile_options;
 
-/* Fills the defaults: no filename, rule "start", lazy index, table tier. */
+/* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical. */
 void cgram_compile_options_init(cgram_compile_options* options);
 
 /* Compiles `source` (source_length bytes, need not be NUL-terminated) for

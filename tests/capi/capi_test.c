@@ -497,6 +497,59 @@ static void test_jump_forward(void) {
   cgram_vocab_free(vocab);
 }
 
+static void test_canonical(void) {
+  cgram_vocab* list = tiny_vocab();
+  cgram_vocab* vocab = NULL;
+  cgram_compile_options options;
+  cgram_grammar* grammar = NULL;
+  cgram_matcher* m = NULL;
+  cgram_advance_result r;
+  const char* text = "start ::= #'[a-z]+' ;";
+  cgram_compile_options_init(&options);
+  CHECK(!options.canonical);
+  options.canonical = true;
+  /* A plain token list has no canonical encoding. */
+  CHECK_STATUS(cgram_grammar_compile(list, text, strlen(text), &options, &grammar, NULL), CGRAM_ERROR_COMPILE);
+  CHECK(contains(cgram_last_error(), "canonical mode needs a merge-based vocabulary"));
+  CHECK_OK(cgram_vocab_bundled(NULL, 0, &vocab));
+  CHECK_OK(cgram_grammar_compile(vocab, text, strlen(text), &options, &grammar, NULL));
+  if (grammar) {
+    /* After an "h", no token spelling "e" is allowed: the tokenizer writes
+     * "he" as one token (which is allowed at the start). */
+    size_t n = cgram_vocab_size(vocab), h_ids = 0, e_ids = 0;
+    uint32_t id;
+    bool he_allowed = false, after_h = false;
+    const char* bytes = NULL;
+    size_t length = 0;
+    CHECK_OK(cgram_matcher_new(grammar, &m));
+    for (id = 0; id < n; ++id) {
+      CHECK_OK(cgram_vocab_token_bytes(vocab, id, &bytes, &length));
+      if (length == 2 && memcmp(bytes, "he", 2) == 0) CHECK_OK(cgram_matcher_is_allowed(m, id, &he_allowed));
+    }
+    CHECK(he_allowed);
+    for (id = 0; id < n && !after_h; ++id) {
+      CHECK_OK(cgram_vocab_token_bytes(vocab, id, &bytes, &length));
+      if (length != 1 || bytes[0] != 'h') continue;
+      ++h_ids;
+      CHECK_OK(cgram_matcher_advance(m, id, &r));
+      after_h = r == CGRAM_ADVANCE_ONGOING;
+    }
+    CHECK(after_h && h_ids >= 1);
+    for (id = 0; id < n; ++id) {
+      CHECK_OK(cgram_vocab_token_bytes(vocab, id, &bytes, &length));
+      if (length != 1 || bytes[0] != 'e') continue;
+      ++e_ids;
+      CHECK_OK(cgram_matcher_advance(m, id, &r));
+      CHECK(r == CGRAM_ADVANCE_REJECTED);
+    }
+    CHECK(e_ids >= 1);
+    cgram_matcher_free(m);
+  }
+  cgram_grammar_free(grammar);
+  cgram_vocab_free(vocab);
+  cgram_vocab_free(list);
+}
+
 static void test_grammar_errors(void) {
   cgram_vocab* vocab = tiny_vocab();
   cgram_grammar* grammar = NULL;
@@ -882,6 +935,7 @@ int main(int argc, char** argv) {
   test_exact_masks(CGRAM_TIER_JIT);
   test_forced_text();
   test_jump_forward();
+  test_canonical();
   test_grammar_errors();
   test_aot();
   test_batch();

@@ -191,5 +191,25 @@ class Compiling(unittest.TestCase):
             cgram.compile("start ::= start 'a' ;")
 
 
+class TestCanonical(unittest.TestCase):
+    def test_canonical_mode(self):
+        vocab = bundled()
+        g = cgram.compile("start ::= #'[a-z ]+' ;", vocab, canonical=True)
+        own = vocab.encode("hello world", continuation=True)
+        matcher = cgram.Matcher(g)
+        for token in own:  # the tokenizer's own encoding is accepted
+            self.assertEqual(matcher.advance(token), cgram.AdvanceResult.ONGOING)
+        h, e = vocab.encode("h", continuation=True)[0], vocab.encode("e", continuation=True)[0]
+        letters = cgram.Matcher(g)
+        self.assertEqual(letters.advance(h), cgram.AdvanceResult.ONGOING)
+        self.assertFalse(letters.is_allowed(e))  # "he" is one token
+        plain = cgram.Matcher(cgram.compile("start ::= #'[a-z ]+' ;", vocab))
+        plain.advance(h)
+        self.assertTrue(plain.is_allowed(e))
+        listed = cgram.Vocabulary.from_tokens([b"a", b"b", b"<eos>"], eos_ids=[2])
+        with self.assertRaises(cgram.CompileError):
+            cgram.compile("start ::= 'ab' ;", listed, canonical=True)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -80,6 +80,7 @@ struct VocabArgs : GrammarInput {
   std::string vocab;
   bool json = false;
   bool eager_index = false;  // build the whole token index at compile time
+  bool canonical = false;    // canonical tokenization (CompileOptions::canonical)
   // "table", or "jit": compile the kernels with the JIT before running. A
   // FILE ending in .so is an AOT object made by `cgram compile` (tier "aot").
   std::string tier = "table";

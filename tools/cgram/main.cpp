@@ -95,6 +95,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   auto vocab_options = [&add_format](CLI::App* cmd, VocabArgs& a, bool single = true) {
+    cmd->add_flag("--canonical", a.canonical,
+                  "Canonical tokenization: a token only where the tokenizer itself would write it there "
+                  "(merge-based vocabularies)");
     if (!single) return;
     cmd->add_option("FILE", a.file, "The .cgram grammar")->required();
     cmd->add_option("--vocab", a.vocab,
@@ -197,6 +200,8 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--start", compile.start, "The start rule")->capture_default_str();
   add_format(compile_cmd, compile);
   compile_cmd->add_option("-o,--output", compile.output, "The shared object to write")->required();
+  compile_cmd->add_flag("--canonical", compile.canonical,
+                        "Canonical tokenization: a token only where the tokenizer itself would write it there");
 
   ConvertArgs convert;
   CLI::App* convert_cmd =

@@ -99,6 +99,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
   auto compile_start = Clock::now();
   CompileOptions compile_options;
   compile_options.eager_index = args.eager_index;
+  compile_options.canonical = args.canonical;
   auto compiled = CompiledGrammar::compile(outcome.grammar, out.vocab, compile_options);
   out.compile_ms = ms_since(compile_start);
   if (auto* e = std::get_if<CompileError>(&compiled)) {
@@ -710,7 +711,9 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   Grammar::Outcome outcome = Grammar::parse(text, grammar_path.string(), grammar_options(grammar_path.string(), "start"));
   std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   if (!outcome.ok()) return std::nullopt;
-  auto lazy = CompiledGrammar::compile(outcome.grammar, vocab);
+  CompileOptions lazy_options;
+  lazy_options.canonical = args.canonical;
+  auto lazy = CompiledGrammar::compile(outcome.grammar, vocab, lazy_options);
   if (auto* e = std::get_if<CompileError>(&lazy)) {
     print_error(e->message);
     return std::nullopt;
@@ -726,6 +729,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   Grammar::Outcome again = Grammar::parse(text, grammar_path.string(), grammar_options(grammar_path.string(), "start"));
   CompileOptions eager;
   eager.eager_index = true;
+  eager.canonical = args.canonical;
   auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
   row.compile_ms = ms_since(start);
   row.memory_mb = compiled->memory_bytes() / 1e6;
