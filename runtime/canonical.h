@@ -10,8 +10,8 @@
 //   - the tokenizer encodes t's bytes as t alone, and
 //   - it encodes p's bytes followed by t's as exactly p, t;
 // for BPE, a sequence whose adjacent pairs are all canonical is the
-// canonical encoding of its text (docs/LANGUAGE.md, "Canonical mode", says
-// what is guaranteed and how it is tested).
+// canonical encoding of its text (docs/SERVING.md, "Canonical tokenization",
+// says what is guaranteed and how it is tested).
 //
 // The pairs are decided by the vocabulary's own encoder and remembered per
 // previous token (a bitset of the tokens checked and one of those allowed),
