@@ -24,23 +24,47 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
       encoder_(encoder),
       cached_tokens_(cached_tokens),
       words_((vocab_->size() + 31) / 32),
+      looks_ahead_(vocab_->kind() != TokenizerKind::SentencePiece),
       self_checked_(words_, 0),
       self_ok_(words_, 0) {}
 
-bool CanonicalPairs::pair_is_canonical(uint32_t prev, uint32_t next) const {
-  std::string text(vocab_->bytes(prev));
-  text += vocab_->bytes(next);
+bool CanonicalPairs::written_as(std::span<const uint32_t> tokens, std::string_view after) const {
+  std::string text;
+  for (uint32_t t : tokens) text += vocab_->bytes(t);
+  text += after;
   auto encoded = encoder_.try_encode_continuation(text);
-  const auto* tokens = std::get_if<std::vector<uint32_t>>(&encoded);
-  return tokens && tokens->size() == 2 && (*tokens)[0] == prev && (*tokens)[1] == next;
+  const auto* got = std::get_if<std::vector<uint32_t>>(&encoded);
+  return got && got->size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), got->begin()) &&
+         (!after.empty() || got->size() == tokens.size());
+}
+
+namespace {
+// Text that may come after a pair, one of each kind a pre-tokenizer tells
+// apart (letters, digits, spaces, line breaks, punctuation, quotes).
+constexpr std::string_view kProbes[] = {"a", "A", "0", " ", "\n", ".", "(", "\"", "'", "\xC3\xA9"};
+}  // namespace
+
+CanonicalPairs::Pair CanonicalPairs::classify(uint32_t prev, uint32_t next) const {
+  const uint32_t pair[] = {prev, next};
+  if (written_as(pair, "")) return Pair::Canonical;
+  // Only a pre-tokenizer's look-ahead can make the text after a pair matter:
+  // with merges alone, more text on the right never undoes a merge across
+  // the pair.
+  if (looks_ahead_)
+    for (std::string_view probe : kProbes)
+      if (written_as(pair, probe)) return Pair::BeforeSomeText;
+  return Pair::Never;
 }
 
 bool CanonicalPairs::self_canonical(uint32_t token) const {
   if (!bit(self_checked_, token)) {
     set(self_checked_, token);
-    auto encoded = encoder_.try_encode_continuation(vocab_->bytes(token));
-    const auto* tokens = std::get_if<std::vector<uint32_t>>(&encoded);
-    if (tokens && tokens->size() == 1 && (*tokens)[0] == token) set(self_ok_, token);
+    const uint32_t one[] = {token};
+    bool ok = written_as(one, "");
+    if (!ok && looks_ahead_)
+      for (std::string_view probe : kProbes)
+        if ((ok = written_as(one, probe))) break;
+    if (ok) set(self_ok_, token);
   }
   return bit(self_ok_, token);
 }
@@ -58,42 +82,76 @@ CanonicalPairs::Row& CanonicalPairs::row_for(uint32_t prev) const {
   auto& entry = rows_[prev];
   entry.first.checked.assign(words_, 0);
   entry.first.allowed.assign(words_, 0);
+  entry.first.before_text.assign(words_, 0);
   entry.second = recent_.begin();
   return entry.first;
 }
 
-bool CanonicalPairs::decide(Row& row, uint32_t prev, uint32_t next) const {
+CanonicalPairs::Pair CanonicalPairs::pair(uint32_t prev, uint32_t next) const {
+  Row& row = row_for(prev);
   if (!bit(row.checked, next)) {
     set(row.checked, next);
-    if (self_canonical(next) && pair_is_canonical(prev, next)) set(row.allowed, next);
+    const Pair p = self_canonical(next) ? classify(prev, next) : Pair::Never;
+    if (p != Pair::Never) set(row.allowed, next);
+    if (p == Pair::BeforeSomeText) set(row.before_text, next);
   }
-  return bit(row.allowed, next);
+  if (!bit(row.allowed, next)) return Pair::Never;
+  return bit(row.before_text, next) ? Pair::BeforeSomeText : Pair::Canonical;
 }
 
-bool CanonicalPairs::allows(uint32_t prev, uint32_t next) const {
-  if (next >= vocab_->size() || vocab_->is_special(next)) return false;
-  std::lock_guard lock(mutex_);
-  if (prev == kStart || prev >= vocab_->size() || vocab_->is_special(prev)) return self_canonical(next);
-  return decide(row_for(prev), prev, next);
+bool CanonicalPairs::triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pair next_pair) const {
+  const uint32_t three[] = {before, prev, next};
+  if (written_as(three, "")) return true;
+  if (next_pair == Pair::BeforeSomeText)
+    for (std::string_view probe : kProbes)
+      if (written_as(three, probe)) return true;
+  return false;
 }
 
-void CanonicalPairs::filter(uint32_t prev, std::span<uint32_t> words) const {
+bool CanonicalPairs::allows(uint32_t before, uint32_t prev, uint32_t next) const {
+  if (!is_text(next)) return false;
   std::lock_guard lock(mutex_);
-  const bool start = prev == kStart || prev >= vocab_->size() || vocab_->is_special(prev);
-  Row* row = start ? nullptr : &row_for(prev);
+  if (!is_text(prev)) return self_canonical(next);
+  const Pair p = pair(prev, next);
+  if (p == Pair::Never) return false;
+  if (is_text(before) && pair(before, prev) == Pair::BeforeSomeText) return triple_ok(before, prev, next, p);
+  return true;
+}
+
+bool CanonicalPairs::may_end(uint32_t before, uint32_t prev) const {
+  if (!is_text(prev)) return true;  // no token
+  std::lock_guard lock(mutex_);
+  if (!is_text(before)) {  // one token: written alone at the end of the text
+    const uint32_t one[] = {prev};
+    return written_as(one, "");
+  }
+  return pair(before, prev) == Pair::Canonical;
+}
+
+void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> words) const {
+  std::lock_guard lock(mutex_);
+  const bool start = !is_text(prev);
+  const bool needs_three = !start && is_text(before) && pair(before, prev) == Pair::BeforeSomeText;
   const size_t n = std::min(words.size(), words_);
   for (size_t w = 0; w < n; ++w) {
     for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
       const auto t = static_cast<uint32_t>(w * 32 + std::countr_zero(bits));
-      if (t >= vocab_->size() || vocab_->is_special(t)) continue;
-      if (!(start ? self_canonical(t) : decide(*row, prev, t))) words[w] &= ~(1u << (t % 32));
+      if (!is_text(t)) continue;
+      bool ok;
+      if (start) {
+        ok = self_canonical(t);
+      } else {
+        const Pair p = pair(prev, t);
+        ok = p != Pair::Never && (!needs_three || triple_ok(before, prev, t, p));
+      }
+      if (!ok) words[w] &= ~(1u << (t % 32));
     }
   }
 }
 
 size_t CanonicalPairs::memory_bytes() const {
   std::lock_guard lock(mutex_);
-  return (self_checked_.size() * 2 + rows_.size() * words_ * 2) * sizeof(uint32_t);
+  return (self_checked_.size() * 2 + rows_.size() * words_ * 3) * sizeof(uint32_t);
 }
 
 }  // namespace cgram

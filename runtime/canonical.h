@@ -34,7 +34,7 @@ class Encoder;
 
 class CanonicalPairs {
  public:
-  static constexpr uint32_t kStart = UINT32_MAX;  // no previous token
+  static constexpr uint32_t kStart = UINT32_MAX;  // no token there
   // Previous tokens whose pairs are remembered (least recently used goes).
   static constexpr size_t kDefaultCachedTokens = 512;
 
@@ -44,11 +44,14 @@ class CanonicalPairs {
                                                                           const Encoder& encoder,
                                                                           size_t cached_tokens = kDefaultCachedTokens);
 
-  // Whether text token `next` may follow `prev` (kStart at the start).
-  bool allows(uint32_t prev, uint32_t next) const;
-  // Clears in `words` (a mask) the text tokens that may not follow `prev`;
+  // Whether text token `next` may follow `prev`, itself after `before`
+  // (kStart where there is no such token).
+  bool allows(uint32_t before, uint32_t prev, uint32_t next) const;
+  // Whether the text may end after `before`, `prev`.
+  bool may_end(uint32_t before, uint32_t prev) const;
+  // Clears in `words` (a mask) the text tokens that may not follow; the
   // end-of-sequence and special bits are left alone.
-  void filter(uint32_t prev, std::span<uint32_t> words) const;
+  void filter(uint32_t before, uint32_t prev, std::span<uint32_t> words) const;
   size_t memory_bytes() const;
 
   struct Key {
@@ -57,18 +60,30 @@ class CanonicalPairs {
   CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder, size_t cached_tokens);
 
  private:
+  // How a pair is written: as the two tokens at the end of a text, or only
+  // before some text (a pre-tokenizer that looks ahead: Llama 3 writes two
+  // spaces before a digit as ' ', ' ' but at the end as '  '), or never.
+  enum class Pair : uint8_t { Canonical, BeforeSomeText, Never };
   struct Row {
-    std::vector<uint32_t> checked, allowed;  // mask words
+    std::vector<uint32_t> checked, allowed, before_text;  // mask words
   };
-  bool pair_is_canonical(uint32_t prev, uint32_t next) const;
+  // Whether the encoder writes `tokens`' bytes followed by `after` starting
+  // with exactly `tokens`.
+  bool written_as(std::span<const uint32_t> tokens, std::string_view after) const;
+  Pair classify(uint32_t prev, uint32_t next) const;
   bool self_canonical(uint32_t token) const;  // under the lock
   Row& row_for(uint32_t prev) const;          // under the lock
-  bool decide(Row& row, uint32_t prev, uint32_t next) const;
+  Pair pair(uint32_t prev, uint32_t next) const;  // under the lock
+  // With `before`, `prev` written so only before some text: the three
+  // together, next being (or coming before) that text.
+  bool triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pair next_pair) const;
+  bool is_text(uint32_t token) const { return token < vocab_->size() && !vocab_->is_special(token); }
 
   std::shared_ptr<const Vocabulary> vocab_;
   const Encoder& encoder_;
   size_t cached_tokens_;
   size_t words_;
+  bool looks_ahead_;  // the vocabulary has a pre-tokenizer
   mutable std::mutex mutex_;
   mutable std::vector<uint32_t> self_checked_, self_ok_;
   mutable std::list<uint32_t> recent_;  // most recent first

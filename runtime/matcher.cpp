@@ -58,6 +58,7 @@ void Matcher::reset() {
 
 bool Matcher::can_end() {
   if (finished_ || has_error()) return false;
+  if (canonical_ && !canonical_->may_end(token_before(1), token_before(0))) return false;
   const Engine::Mark before = engine_->mark();
   const bool result = engine_->can_end(current_);
   return !stopped(before) && result;
@@ -75,7 +76,7 @@ AdvanceResult Matcher::advance(uint32_t token) {
     return AdvanceResult::Finished;
   }
   if (vocab.is_special(token)) return AdvanceResult::Rejected;
-  if (canonical_ && !canonical_->allows(previous_token(), token)) return AdvanceResult::Rejected;
+  if (canonical_ && !canonical_->allows(token_before(1), token_before(0), token)) return AdvanceResult::Rejected;
   Engine::Mark before = engine_->mark();
   engine_->step_token(current_, vocab.bytes(token), scratch_);
   if (stopped(before)) return AdvanceResult::Rejected;
@@ -99,7 +100,7 @@ bool Matcher::fill_mask(std::span<uint32_t> words, TokenSetSink* sink) {
     std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
     return false;
   }
-  if (canonical_) canonical_->filter(previous_token(), words.first(n));
+  if (canonical_) canonical_->filter(token_before(1), token_before(0), words.first(n));
   if (can_end())
     for (uint32_t id : grammar_->vocabulary().eos_ids()) words[id / 32] |= 1u << (id % 32);
   if (has_error()) {
@@ -124,7 +125,7 @@ bool Matcher::is_allowed(uint32_t token) {
   if (finished_ || token >= vocab.size()) return false;
   if (vocab.is_eos(token)) return can_end();
   if (vocab.is_special(token)) return false;
-  if (canonical_ && !canonical_->allows(previous_token(), token)) return false;
+  if (canonical_ && !canonical_->allows(token_before(1), token_before(0), token)) return false;
   Engine::Mark before = engine_->mark();
   engine_->step_token(current_, vocab.bytes(token), scratch_);
   if (stopped(before)) return false;
@@ -132,8 +133,8 @@ bool Matcher::is_allowed(uint32_t token) {
   return !scratch_.empty();
 }
 
-uint32_t Matcher::previous_token() const {
-  return history_.size() > 1 ? history_.back().token : CanonicalPairs::kStart;
+uint32_t Matcher::token_before(size_t back) const {
+  return history_.size() > back + 1 ? history_[history_.size() - 1 - back].token : CanonicalPairs::kStart;
 }
 
 std::string Matcher::forced_text(size_t limit) {

@@ -122,8 +122,9 @@ class Matcher {
   // (back to `before`) and keeps the error. True when it was stopped.
   bool stopped(Engine::Mark before);
 
-  // The token before the next one (CanonicalPairs::kStart at the start).
-  uint32_t previous_token() const;
+  // The accepted token `back` places before the next one (0: the last);
+  // CanonicalPairs::kStart where there is none.
+  uint32_t token_before(size_t back) const;
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   const CanonicalPairs* canonical_ = nullptr;  // canonical mode: the grammar's pair filter
