@@ -39,20 +39,59 @@ bool CanonicalPairs::written_as(std::span<const uint32_t> tokens, std::string_vi
 }
 
 namespace {
-// Text that may come after a pair, one of each kind a pre-tokenizer tells
-// apart (letters, digits, spaces, line breaks, punctuation, quotes).
-constexpr std::string_view kProbes[] = {"a", "A", "0", " ", "\n", ".", "(", "\"", "'", "\xC3\xA9"};
+// Text that may come after a pair that ends with white space, one of each
+// kind a pre-tokenizer tells apart (letters, digits, spaces, line breaks,
+// punctuation, quotes, a letter outside ASCII).
+constexpr std::string_view kAfterSpace[] = {"a", "A", "0", " ", "\n", ".", "(", "\"", "'", "\xC3\xA9"};
+// Bytes that finish a character cut after its first one, two or three
+// bytes (each lead byte's allowed second bytes are among them).
+constexpr std::string_view kFinishing[] = {"\x80",         "\x90",         "\xA0",        "\x80\x80",
+                                           "\x90\x80",     "\xA0\x80",     "\x80\x80\x80", "\x90\x80\x80"};
+
+// Whether `text` ends inside a UTF-8 character (a lead byte whose
+// continuation bytes are not all there).
+bool ends_inside_character(std::string_view text) {
+  size_t continuation = 0;
+  for (size_t i = text.size(); i > 0 && continuation < 4; --i) {
+    const auto b = static_cast<uint8_t>(text[i - 1]);
+    if ((b & 0xC0) == 0x80) {
+      ++continuation;
+      continue;
+    }
+    const size_t needed = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : 0;
+    return continuation < needed;
+  }
+  return false;
+}
 }  // namespace
+
+std::span<const std::string_view> CanonicalPairs::probes_after(std::span<const uint32_t> tokens) const {
+  // Only what the encoder does at the end of a text can make the text after
+  // a pair matter: a pre-tokenizer's look-ahead over white space, and a
+  // character cut by the end (its bytes become byte tokens there). With
+  // merges alone, more text on the right never undoes a merge across the
+  // pair, so SentencePiece (no pre-tokenizer, cut characters already byte
+  // tokens) needs none.
+  if (!looks_ahead_) return {};
+  const std::string_view last = vocab_->bytes(tokens.back());
+  if (last.empty()) return {};
+  std::string tail;
+  for (uint32_t t : tokens.last(std::min<size_t>(tokens.size(), 2))) tail += vocab_->bytes(t);
+  if (ends_inside_character(tail)) return kFinishing;
+  const char c = last.back();
+  if (c == ' ' || c == '\n' || c == '\t' || c == '\r') return kAfterSpace;
+  return {};
+}
 
 CanonicalPairs::Pair CanonicalPairs::classify(uint32_t prev, uint32_t next) const {
   const uint32_t pair[] = {prev, next};
-  if (written_as(pair, "")) return Pair::Canonical;
-  // Only a pre-tokenizer's look-ahead can make the text after a pair matter:
-  // with merges alone, more text on the right never undoes a merge across
-  // the pair.
-  if (looks_ahead_)
-    for (std::string_view probe : kProbes)
-      if (written_as(pair, probe)) return Pair::BeforeSomeText;
+  const std::span<const std::string_view> probes = probes_after(pair);
+  // A pair that ends inside a character is judged with the text after it
+  // (at the end, the cut character is written as bytes, whatever follows).
+  const bool cut = probes.data() == std::data(kFinishing);
+  if (written_as(pair, "")) return cut ? Pair::BeforeSomeText : Pair::Canonical;
+  for (std::string_view probe : probes)
+    if (written_as(pair, probe)) return Pair::BeforeSomeText;
   return Pair::Never;
 }
 
@@ -61,9 +100,10 @@ bool CanonicalPairs::self_canonical(uint32_t token) const {
     set(self_checked_, token);
     const uint32_t one[] = {token};
     bool ok = written_as(one, "");
-    if (!ok && looks_ahead_)
-      for (std::string_view probe : kProbes)
-        if ((ok = written_as(one, probe))) break;
+    for (std::string_view probe : probes_after(one)) {
+      if (ok) break;
+      ok = written_as(one, probe);
+    }
     if (ok) set(self_ok_, token);
   }
   return bit(self_ok_, token);
@@ -103,7 +143,7 @@ bool CanonicalPairs::triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pa
   const uint32_t three[] = {before, prev, next};
   if (written_as(three, "")) return true;
   if (next_pair == Pair::BeforeSomeText)
-    for (std::string_view probe : kProbes)
+    for (std::string_view probe : probes_after(three))
       if (written_as(three, probe)) return true;
   return false;
 }

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -71,6 +72,9 @@ class CanonicalPairs {
   // with exactly `tokens`.
   bool written_as(std::span<const uint32_t> tokens, std::string_view after) const;
   Pair classify(uint32_t prev, uint32_t next) const;
+  // The text that may follow `tokens` and change how the encoder writes
+  // them (none when only the end of the text could).
+  std::span<const std::string_view> probes_after(std::span<const uint32_t> tokens) const;
   bool self_canonical(uint32_t token) const;  // under the lock
   Row& row_for(uint32_t prev) const;          // under the lock
   Pair pair(uint32_t prev, uint32_t next) const;  // under the lock
