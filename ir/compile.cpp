@@ -120,10 +120,18 @@ Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, 
 
 }  // namespace
 
+const char* grammar_format_name(GrammarFormat format) {
+  switch (format) {
+    case GrammarFormat::Cgram: return "cgram";
+    case GrammarFormat::Gbnf: return "gbnf";
+    case GrammarFormat::JsonSchema: return "json-schema";
+  }
+  return "?";
+}
+
 std::optional<GrammarFormat> grammar_format(std::string_view name, std::string_view path) {
-  if (name == "cgram") return GrammarFormat::Cgram;
-  if (name == "gbnf") return GrammarFormat::Gbnf;
-  if (name == "json-schema") return GrammarFormat::JsonSchema;
+  for (GrammarFormat f : {GrammarFormat::Cgram, GrammarFormat::Gbnf, GrammarFormat::JsonSchema})
+    if (name == grammar_format_name(f)) return f;
   if (name != "auto") return std::nullopt;
   if (is_gbnf_path(path)) return GrammarFormat::Gbnf;
   if (is_json_schema_path(path)) return GrammarFormat::JsonSchema;

@@ -20,6 +20,8 @@ enum class GrammarFormat { Cgram, Gbnf, JsonSchema };
 // the one `path`'s extension says (.gbnf GBNF, .json a JSON Schema, anything
 // else .cgram). Nothing for another name.
 std::optional<GrammarFormat> grammar_format(std::string_view name, std::string_view path);
+// The name of `format`: "cgram", "gbnf" or "json-schema".
+const char* grammar_format_name(GrammarFormat format);
 
 struct ParseOptions {
   // For GBNF, "start" (the default) means `root`; another name is a GBNF rule.

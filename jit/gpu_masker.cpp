@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <unordered_set>
 
 namespace cgram::jit {
 
@@ -56,22 +55,23 @@ std::optional<GpuError> GpuMasker::reserve(std::unique_ptr<KernelMemory>& memory
 std::optional<GpuError> GpuMasker::plan_rows(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
                                              ThreadPool* pool, size_t& rejected) {
   plan_.clear();
-  if (!pool || pool->size() == 1 || matchers.size() < 2) {
-    MaskPlanner planner(table_);
+  // Planners keep their scratch between batches: one per row on a pool.
+  const bool pooled = pool && pool->size() > 1 && matchers.size() > 1;
+  while (planners_.size() < (pooled ? matchers.size() : 1)) planners_.emplace_back(table_);
+  if (!pooled) {
     for (size_t i = 0; i < matchers.size(); ++i)
-      if (!planner.add_row(*matchers[i], out_rows[i], plan_)) ++rejected;
+      if (!planners_[0].add_row(*matchers[i], out_rows[i], plan_)) ++rejected;
     return std::nullopt;
   }
   if (row_plans_.size() < matchers.size()) row_plans_.resize(matchers.size());
-  std::vector<char> filled(matchers.size(), 0);
+  filled_.assign(matchers.size(), 0);
   pool->run(matchers.size(), [&](size_t i) {
-    MaskPlanner planner(table_);
     row_plans_[i].clear();
-    filled[i] = planner.add_row(*matchers[i], out_rows[i], row_plans_[i]);
+    filled_[i] = planners_[i].add_row(*matchers[i], out_rows[i], row_plans_[i]);
   });
   for (size_t i = 0; i < matchers.size(); ++i) {
     const MaskPlan& row = row_plans_[i];
-    if (!filled[i]) ++rejected;
+    if (!filled_[i]) ++rejected;
     plan_.set_ids.insert(plan_.set_ids.end(), row.set_ids.begin(), row.set_ids.end());
     plan_.row_offsets.push_back(static_cast<uint32_t>(plan_.set_ids.size()));
     plan_.out_rows.push_back(row.out_rows[0]);
@@ -119,15 +119,22 @@ std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std:
     return GpuError{fmt::format("bitmask rows of {} words; the vocabulary needs {}", out_words, table_.words())};
   if (matchers.size() > kMaxRows)
     return GpuError{fmt::format("{} rows in one batch; at most {}", matchers.size(), kMaxRows)};
-  std::unordered_set<uint32_t> seen_rows;
-  std::unordered_set<const Matcher*> seen_matchers;
-  for (size_t i = 0; i < matchers.size(); ++i) {
+  for (size_t i = 0; i < matchers.size(); ++i)
     if (!matchers[i]) return GpuError{fmt::format("matcher {} is null", i)};
-    // One matcher on two rows would be filled from two threads at once.
-    if (!seen_matchers.insert(matchers[i]).second) return GpuError{fmt::format("matcher {} appears twice", i)};
-    if (!seen_rows.insert(out_rows[i]).second)
-      return GpuError{fmt::format("bitmask row {} is given twice", out_rows[i])};
+  // One matcher on two rows would be filled from two threads at once.
+  // Checked on sorted copies kept between batches (no allocation once warm).
+  sorted_matchers_.assign(matchers.begin(), matchers.end());
+  std::sort(sorted_matchers_.begin(), sorted_matchers_.end());
+  if (auto twice = std::adjacent_find(sorted_matchers_.begin(), sorted_matchers_.end());
+      twice != sorted_matchers_.end()) {
+    const size_t second = static_cast<size_t>(
+        std::find(std::find(matchers.begin(), matchers.end(), *twice) + 1, matchers.end(), *twice) - matchers.begin());
+    return GpuError{fmt::format("matcher {} appears twice", second)};
   }
+  sorted_rows_.assign(out_rows.begin(), out_rows.end());
+  std::sort(sorted_rows_.begin(), sorted_rows_.end());
+  if (auto twice = std::adjacent_find(sorted_rows_.begin(), sorted_rows_.end()); twice != sorted_rows_.end())
+    return GpuError{fmt::format("bitmask row {} is given twice", *twice)};
   if (bitmask == 0 && !matchers.empty()) return GpuError{"the bitmask's address is null"};
   size_t rejected = 0;
   launchable_ = false;

@@ -16,6 +16,7 @@
 // The work goes on the backend's own stream: a caller whose logits come from
 // another stream synchronizes between them (synchronize(), or its own
 // stream's), as with any library that launches on its own stream.
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -93,6 +94,10 @@ class GpuMasker {
   TokenSetTable table_;
   MaskPlan plan_;
   std::vector<MaskPlan> row_plans_;  // per row, with a pool
+  std::deque<MaskPlanner> planners_;  // the first for a batch planned here, one per row on a pool
+  std::vector<char> filled_;
+  std::vector<Matcher*> sorted_matchers_;  // the refusal checks' scratch
+  std::vector<uint32_t> sorted_rows_;
   std::vector<uint32_t> staging_, row_staging_;  // pageable: safe to reuse once an upload returns
   size_t max_set_bytes_;
   size_t sets_uploaded_ = 0;

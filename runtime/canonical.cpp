@@ -128,7 +128,10 @@ CanonicalPairs::Row& CanonicalPairs::row_for(uint32_t prev) const {
 }
 
 CanonicalPairs::Pair CanonicalPairs::pair(uint32_t prev, uint32_t next) const {
-  Row& row = row_for(prev);
+  return pair_in(row_for(prev), prev, next);
+}
+
+CanonicalPairs::Pair CanonicalPairs::pair_in(Row& row, uint32_t prev, uint32_t next) const {
   if (!bit(row.checked, next)) {
     set(row.checked, next);
     const Pair p = self_canonical(next) ? classify(prev, next) : Pair::Never;
@@ -172,6 +175,8 @@ void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> 
   std::lock_guard lock(mutex_);
   const bool start = !is_text(prev);
   const bool needs_three = !start && is_text(before) && pair(before, prev) == Pair::BeforeSomeText;
+  // Looked up once (after `before`'s row, which may push out another).
+  Row* row = start ? nullptr : &row_for(prev);
   const size_t n = std::min(words.size(), words_);
   for (size_t w = 0; w < n; ++w) {
     for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
@@ -181,7 +186,7 @@ void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> 
       if (start) {
         ok = self_canonical(t);
       } else {
-        const Pair p = pair(prev, t);
+        const Pair p = pair_in(*row, prev, t);
         ok = p != Pair::Never && (!needs_three || triple_ok(before, prev, t, p));
       }
       if (!ok) words[w] &= ~(1u << (t % 32));

@@ -78,6 +78,7 @@ class CanonicalPairs {
   bool self_canonical(uint32_t token) const;  // under the lock
   Row& row_for(uint32_t prev) const;          // under the lock
   Pair pair(uint32_t prev, uint32_t next) const;  // under the lock
+  Pair pair_in(Row& row, uint32_t prev, uint32_t next) const;  // `row` is prev's
   // With `before`, `prev` written so only before some text: the three
   // together, next being (or coming before) that text.
   bool triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pair next_pair) const;

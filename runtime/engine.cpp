@@ -972,8 +972,8 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }  // namespace
 
 uint64_t Engine::context_key(const std::vector<Head>& heads, int depth) const {
-  std::vector<uint64_t> readings;
-  readings.reserve(heads.size());
+  std::vector<uint64_t>& readings = key_scratch_;  // no allocation once warm
+  readings.clear();
   for (const Head& h : heads) {
     uint64_t k = mix(mix(mix(1, h.terminal), h.state), h.pending);
     // The stack's top levels: the node's state, then the smallest state among

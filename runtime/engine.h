@@ -302,6 +302,7 @@ class Engine {
   ScratchPool<Head> head_scratch_;
   ScratchPool<uint32_t> node_scratch_;
   std::vector<uint32_t> shiftable_scratch_;
+  mutable std::vector<uint64_t> key_scratch_;  // context_key's readings
   // Scratch for the trie walk, one level per depth.
   std::vector<std::vector<Head>> levels_;
   std::vector<Mark> level_marks_;

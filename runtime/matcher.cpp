@@ -137,7 +137,7 @@ uint32_t Matcher::token_before(size_t back) const {
   return history_.size() > back + 1 ? history_[history_.size() - 1 - back].token : CanonicalPairs::kStart;
 }
 
-std::string Matcher::forced_text(size_t limit) {
+Engine::Forced Matcher::forced(size_t limit) {
   if (has_error() || finished_ || !engine_) return {};
   const Engine::Mark before = engine_->mark();
   Engine::Forced forced = engine_->forced_text(current_, limit);
@@ -146,8 +146,10 @@ std::string Matcher::forced_text(size_t limit) {
     engine_->truncate(before);
     return {};
   }
-  return std::move(forced.text);
+  return forced;
 }
+
+std::string Matcher::forced_text(size_t limit) { return forced(limit).text; }
 
 bool Matcher::accepts_all(std::span<const uint32_t> tokens) {
   size_t accepted = 0;
@@ -165,13 +167,7 @@ std::variant<Matcher::JumpForward, std::string> Matcher::jump_forward(size_t lim
   auto encoder = grammar_->encoder();
   if (auto* error = std::get_if<VocabularyError>(&encoder)) return error->message;
   const Encoder& enc = *std::get<const Encoder*>(encoder);
-  const Engine::Mark before = engine_->mark();
-  Engine::Forced forced = engine_->forced_text(current_, limit);
-  if (engine_->exhausted()) {
-    engine_->clear_exhausted();
-    engine_->truncate(before);
-    return none;
-  }
+  Engine::Forced forced = this->forced(limit);
   if (forced.text.empty()) return none;
   none.forced = forced.text;
   const Vocabulary& vocab = grammar_->vocabulary();
@@ -196,8 +192,7 @@ std::variant<Matcher::JumpForward, std::string> Matcher::jump_forward(size_t lim
     size_t spelled = 0;
     for (uint32_t t : tokens) spelled += vocab.bytes(t).size();
     if (spelled <= kept_bytes) continue;  // no forced byte covered
-    if (std::vector<uint32_t>(tokens.begin(), tokens.begin() + std::min(tokens.size(), taken.size())) == taken &&
-        back > 0)
+    if (back > 0 && tokens.size() >= taken.size() && std::equal(taken.begin(), taken.end(), tokens.begin()))
       continue;  // the last token stays as it is: the plain jump says the same
     // Checked against the grammar from the state before the taken tokens.
     rollback(back);

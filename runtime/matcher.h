@@ -115,6 +115,9 @@ class Matcher {
   };
   static constexpr uint32_t kNoToken = UINT32_MAX;
   void push_step(const std::vector<Head>& heads, bool finished, uint32_t token);
+  // The engine's forced text from here (empty, and no error kept, when a
+  // limit stops it).
+  Engine::Forced forced(size_t limit);
   // Whether every token of `tokens` is accepted in turn from here; the
   // state is as it was afterwards.
   bool accepts_all(std::span<const uint32_t> tokens);

@@ -1,7 +1,7 @@
 // The GPU path on machines without a GPU: the driver loader against a
 // missing and a fake libcuda, the PTX checked by ptxas when it is present,
 // and the kernels' logic run on the host (the same bodies, compiled for the
-// host by the JIT) against the CPU code.
+// host by the JIT, launched through the host backend) against the CPU code.
 #include <catch2/catch.hpp>
 
 #include <llvm/IR/LLVMContext.h>
@@ -17,7 +17,7 @@
 
 #include "cuda_driver.h"
 #include "gpu_kernels.h"
-#include "jit_session.h"
+#include "kernel_backend.h"
 #include "logits_mask.h"
 
 using namespace cgram;
@@ -30,40 +30,24 @@ const gpu::GpuError& error_of(const T& result) {
   return std::get<gpu::GpuError>(result);
 }
 
-// The host build of the kernels, JIT-compiled once.
-struct HostKernels {
-  std::unique_ptr<jit::JitSession> session;
-  using Apply = void (*)(void*, int64_t, uint32_t, const uint32_t*, uint32_t, const uint32_t*, uint32_t, uint32_t);
-  using Fill = void (*)(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, uint32_t, uint32_t,
-                        const uint32_t*, uint32_t, uint32_t);
-  using SetBits = void (*)(uint32_t*, uint32_t, const uint32_t*, const uint32_t*, uint32_t, uint32_t, uint32_t);
-  Apply apply[3] = {};
-  Fill fill = nullptr;
-  SetBits set_bits = nullptr;
+// The host build of the kernels (the JIT), through the backend that runs
+// the GPU masker's tests: made once.
+jit::KernelBackend& host_kernels() {
+  static std::unique_ptr<jit::KernelBackend> backend = [] {
+    auto made = jit::host_kernel_backend();
+    REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(made));
+    return std::move(std::get<std::unique_ptr<jit::KernelBackend>>(made));
+  }();
+  return *backend;
+}
 
-  static HostKernels& get() {
-    static HostKernels kernels = [] {
-      HostKernels k;
-      auto created = jit::JitSession::create();
-      REQUIRE(std::holds_alternative<std::unique_ptr<jit::JitSession>>(created));
-      k.session = std::move(std::get<std::unique_ptr<jit::JitSession>>(created));
-      auto module = codegen::build_gpu_kernels(k.session->context(), codegen::GpuTarget::Host);
-      REQUIRE(module);
-      REQUIRE(std::holds_alternative<std::monostate>(k.session->add(std::move(module))));
-      auto lookup = [&](const char* name) {
-        auto address = k.session->lookup(name);
-        REQUIRE(std::holds_alternative<void*>(address));
-        return std::get<void*>(address);
-      };
-      const char* apply_names[] = {"cgram_apply_f32_grid", "cgram_apply_f16_grid", "cgram_apply_bf16_grid"};
-      for (int i = 0; i < 3; ++i) k.apply[i] = reinterpret_cast<Apply>(lookup(apply_names[i]));
-      k.fill = reinterpret_cast<Fill>(lookup("cgram_fill_grid"));
-      k.set_bits = reinterpret_cast<SetBits>(lookup("cgram_set_bits_grid"));
-      return k;
-    }();
-    return kernels;
-  }
-};
+// A host pointer as the kernels' address (0 for null).
+uint64_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+void require_ok(const std::optional<jit::GpuError>& error) {
+  INFO((error ? error->message : ""));
+  REQUIRE(!error);
+}
 
 std::vector<uint32_t> random_words(size_t count, std::mt19937& rng) {
   std::vector<uint32_t> words(count);
@@ -145,7 +129,7 @@ TEST_CASE("gpu kernels: an unknown architecture is an error", "[gpu]") {
 }
 
 TEST_CASE("gpu kernels on the host: apply equals the CPU kernel, every dtype", "[gpu]") {
-  HostKernels& k = HostKernels::get();
+  jit::KernelBackend& k = host_kernels();
   std::mt19937 rng(11);
   const LogitsType types[] = {LogitsType::Float32, LogitsType::Float16, LogitsType::BFloat16};
   for (int t = 0; t < 3; ++t) {
@@ -160,8 +144,8 @@ TEST_CASE("gpu kernels on the host: apply equals the CPU kernel, every dtype", "
         const std::vector<uint32_t> row_list = {3, 0, 4};
         std::vector<uint8_t> device = base, cpu = base;
         const uint32_t launched = listed ? 3 : rows;
-        k.apply[t](device.data(), stride, vocab, bitmask.data(), words, listed ? row_list.data() : nullptr, vocab,
-                   launched);
+        require_ok(k.apply({types[t], address(device.data()), stride, vocab, address(bitmask.data()), words,
+                            listed ? address(row_list.data()) : 0, launched}));
         for (uint32_t i = 0; i < launched; ++i) {
           const uint32_t row = listed ? row_list[i] : i;
           apply_mask_to_logits(cpu.data() + size_t{row} * stride * element, types[t], vocab,
@@ -175,7 +159,7 @@ TEST_CASE("gpu kernels on the host: apply equals the CPU kernel, every dtype", "
 }
 
 TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host's tokens", "[gpu]") {
-  HostKernels& k = HostKernels::get();
+  jit::KernelBackend& k = host_kernels();
   std::mt19937 rng(5);
   const uint32_t words = 40, out_words = 43, set_count = 9, rows = 6;
   std::vector<uint32_t> sets = random_words(size_t{set_count} * words, rng);
@@ -193,7 +177,8 @@ TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host'
   // rows not listed are untouched.
   const std::vector<uint32_t> out_rows = {4, 1, 0};
   std::vector<uint32_t> listed(size_t{rows} * out_words, 0xDEADBEEF);
-  k.fill(sets.data(), ids.data(), offsets.data(), listed.data(), words, out_words, out_rows.data(), out_words, 3);
+  require_ok(k.fill({address(sets.data()), address(ids.data()), address(offsets.data()), address(listed.data()),
+                      address(out_rows.data()), words, out_words, 3}));
   for (uint32_t r = 0; r < rows; ++r) {
     auto row = [&](const std::vector<uint32_t>& v, uint32_t i) {
       return std::vector<uint32_t>(v.begin() + i * out_words, v.begin() + (i + 1) * out_words);
@@ -203,7 +188,8 @@ TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host'
     else CHECK(row(listed, r) == row(expected, static_cast<uint32_t>(at - out_rows.begin())));
   }
   std::vector<uint32_t> out(size_t{rows} * out_words, 0xDEADBEEF);
-  k.fill(sets.data(), ids.data(), offsets.data(), out.data(), words, out_words, nullptr, out_words, rows);
+  require_ok(k.fill({address(sets.data()), address(ids.data()), address(offsets.data()), address(out.data()), 0, words,
+                      out_words, rows}));
   CHECK(out == expected);
 
   std::vector<uint32_t> tokens, token_rows;
@@ -212,7 +198,7 @@ TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host'
     token_rows.push_back(rng() % rows);
     expected[size_t{token_rows.back()} * out_words + tokens.back() / 32] |= 1u << (tokens.back() % 32);
   }
-  k.set_bits(out.data(), out_words, tokens.data(), token_rows.data(), static_cast<uint32_t>(tokens.size()),
-             static_cast<uint32_t>(tokens.size()), 1);
+  require_ok(k.set_bits({address(out.data()), out_words, address(tokens.data()), address(token_rows.data()),
+                          static_cast<uint32_t>(tokens.size())}));
   CHECK(out == expected);
 }

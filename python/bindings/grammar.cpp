@@ -18,15 +18,6 @@ namespace {
 using GrammarPtr = std::shared_ptr<PyGrammar>;
 using CompiledPtr = std::shared_ptr<PyCompiledGrammar>;
 
-const char* format_key(GrammarFormat format) {
-  switch (format) {
-    case GrammarFormat::Cgram: return "cgram";
-    case GrammarFormat::Gbnf: return "gbnf";
-    case GrammarFormat::JsonSchema: return "json-schema";
-  }
-  return "?";
-}
-
 const char* default_filename(GrammarFormat format) {
   switch (format) {
     case GrammarFormat::Cgram: return "grammar.cgram";
@@ -232,7 +223,7 @@ warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc")
           py::arg("schema"), py::kw_only(), py::arg("whitespace") = "flexible", py::arg("strict") = false,
           py::arg("filename") = "schema.json",
           "Translates a JSON Schema: a dict (or bool), or its JSON text.")
-      .def_property_readonly("format", [](const PyGrammar& g) { return format_key(g.format); })
+      .def_property_readonly("format", [](const PyGrammar& g) { return grammar_format_name(g.format); })
       .def_property_readonly("filename", [](const PyGrammar& g) { return g.filename; })
       .def_property_readonly(
           "source", [](const PyGrammar& g) { return std::string(g.grammar->file().text()); },
@@ -248,7 +239,7 @@ warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc")
             return out;
           })
       .def("__repr__", [](const PyGrammar& g) -> std::string {
-        return fmt::format("<cgram.Grammar '{}' ({}), {} rules>", g.filename, format_key(g.format),
+        return fmt::format("<cgram.Grammar '{}' ({}), {} rules>", g.filename, grammar_format_name(g.format),
                            g.grammar->ir().user_rule_count());
       });
 }
