@@ -13,9 +13,34 @@
 // canonical encoding of its text (docs/SERVING.md, "Canonical tokenization",
 // says what is guaranteed and how it is tested).
 //
-// The pairs are decided by the vocabulary's own encoder and remembered per
-// previous token (a bitset of the tokens checked and one of those allowed),
-// for a bounded number of previous tokens. Thread-safe.
+// How a pair is decided. The vocabulary's own encoder is the reference.
+// Asking it for every pair would cost a full encoding per token of the
+// vocabulary for each new previous token, so a fast path decides most pairs
+// and sends only the doubtful ones to the encoder:
+//  - Pieces. The next tokens are grouped by their first character; one run
+//    of the pre-tokenizer's regex per group tells, through ICU's hitEnd,
+//    whether the previous token's piece ends inside it, exactly at its end,
+//    or may go on into the next token, whatever follows that character.
+//    Only in the last case is the regex run on the pair itself.
+//  - Merges. Within one piece, a pair is written as itself unless a merge
+//    crosses between them. Such a merge must join a symbol on the previous
+//    token's right edge, as its merges build it, with one on the next
+//    token's left edge, and come before the merges that join each of those
+//    symbols to the rest of its token. An index of the edges gives every
+//    next token that could meet such a merge (or that joins the previous
+//    token into a whole token); only those go to the encoder. Tokens whose
+//    merges are not monotone, that hold a cut character, or that meet an
+//    added token, always go to the encoder.
+// Every fast answer equals the encoder's (tests/canonical_test.cpp checks
+// this pair by pair). Decisions are remembered per previous token (bitsets
+// of the tokens checked and allowed), for a bounded number of previous
+// tokens. Thread-safe.
+//
+// Context on the left: a pre-tokenizer may join the previous token to the
+// one before it in one piece (Llama 3 writes ` '%@` as one punctuation
+// piece, so `@` then `example` is canonical there, though `@example` alone
+// is one token). Where the two share a piece, a pair refused alone is
+// checked again together with the token before.
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -27,11 +52,10 @@
 #include <variant>
 #include <vector>
 
+#include "encoder.h"
 #include "vocabulary.h"
 
 namespace cgram {
-
-class Encoder;
 
 class CanonicalPairs {
  public:
@@ -59,6 +83,13 @@ class CanonicalPairs {
     explicit Key() = default;
   };
   CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder, size_t cached_tokens);
+  ~CanonicalPairs();
+
+  // For the tests: the pair by the encoder alone, and as the fast path
+  // decides it (0 Canonical, 1 before some text, 2 never).
+  int reference_pair(uint32_t prev, uint32_t next) const;
+  int decided_pair(uint32_t prev, uint32_t next) const;
+  bool has_fast_path() const { return merges_ != nullptr; }
 
  private:
   // How a pair is written: as the two tokens at the end of a text, or only
@@ -67,18 +98,43 @@ class CanonicalPairs {
   enum class Pair : uint8_t { Canonical, BeforeSomeText, Never };
   struct Row {
     std::vector<uint32_t> checked, allowed, before_text;  // mask words
+    // Rows of a previous token alone, on the fast path: the next tokens a
+    // merge may cross to, or that join it into one token (the encoder
+    // decides those), and those a merge surely crosses to.
+    bool fast = false;
+    std::vector<uint32_t> candidates;
+    std::vector<uint32_t> crossed;  // within one piece, never written so
+    // How the previous token's piece ends before each first character
+    // (a PieceState, by first-character group).
+    std::unordered_map<uint32_t, uint8_t> groups;
   };
+  using RowKey = uint64_t;  // (token before, or kStart) << 32 | previous token
+  struct Merges;            // the merge derivations (canonical.cpp)
+  static std::unique_ptr<const Merges> build_merges(const Vocabulary& vocab, const Encoder& encoder);
+
   // Whether the encoder writes `tokens`' bytes followed by `after` starting
   // with exactly `tokens`.
   bool written_as(std::span<const uint32_t> tokens, std::string_view after) const;
+  // The pair by the encoder alone (the reference every fast answer equals).
   Pair classify(uint32_t prev, uint32_t next) const;
   // The text that may follow `tokens` and change how the encoder writes
   // them (none when only the end of the text could).
   std::span<const std::string_view> probes_after(std::span<const uint32_t> tokens) const;
-  bool self_canonical(uint32_t token) const;  // under the lock
-  Row& row_for(uint32_t prev) const;          // under the lock
-  Pair pair(uint32_t prev, uint32_t next) const;  // under the lock
+  // Under the lock from here on.
+  bool self_canonical(uint32_t token) const;
+  bool written_alone(uint32_t token) const;  // at the end of a text
+  Row& row_for(RowKey key) const;
+  Row& make_row(RowKey key) const;
+  Pair pair(uint32_t prev, uint32_t next) const;
   Pair pair_in(Row& row, uint32_t prev, uint32_t next) const;  // `row` is prev's
+  Pair decide(Row& row, uint32_t prev, uint32_t next) const;    // not yet in the row
+  Pair decide_one_piece(const Row& row, uint32_t prev, uint32_t next) const;
+  uint8_t piece_state(Row& row, uint32_t prev, uint32_t group) const;
+  void find_candidates(Row& row, uint32_t prev) const;
+  // Whether the token before `prev` may change how `prev` and what follows
+  // it are cut into pieces (it shares a piece with `prev`).
+  bool context_matters(uint32_t before, uint32_t prev) const;
+  Pair in_context(Row& context_row, Row& row, uint32_t before, uint32_t prev, uint32_t next) const;
   // With `before`, `prev` written so only before some text: the three
   // together, next being (or coming before) that text.
   bool triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pair next_pair) const;
@@ -89,10 +145,13 @@ class CanonicalPairs {
   size_t cached_tokens_;
   size_t words_;
   bool looks_ahead_;  // the vocabulary has a pre-tokenizer
+  std::unique_ptr<const Merges> merges_;  // null: every pair goes to the encoder
   mutable std::mutex mutex_;
-  mutable std::vector<uint32_t> self_checked_, self_ok_;
-  mutable std::list<uint32_t> recent_;  // most recent first
-  mutable std::unordered_map<uint32_t, std::pair<Row, std::list<uint32_t>::iterator>> rows_;
+  mutable std::unique_ptr<Encoder::PieceFinder> finder_;
+  mutable std::string scratch_;
+  mutable std::vector<uint32_t> self_checked_, self_ok_, alone_checked_, alone_ok_;
+  mutable std::list<RowKey> recent_;  // most recent first
+  mutable std::unordered_map<RowKey, std::pair<Row, std::list<RowKey>::iterator>> rows_;
 };
 
 }  // namespace cgram

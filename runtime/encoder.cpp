@@ -86,8 +86,15 @@ struct Symbol {
   int32_t prev, next;   // neighbours, -1 at the ends
 };
 
-template <typename KeyOf>
-std::vector<Symbol> merge_symbols(std::string_view work, const std::vector<uint32_t>& w, KeyOf&& key_of) {
+struct NoMergeObserver {
+  void operator()(uint32_t, uint32_t, double) const {}
+};
+
+// `on_merge(left, right, key)` sees each merge as it is made (symbol
+// indices, before the right one is folded into the left).
+template <typename KeyOf, typename OnMerge = NoMergeObserver>
+std::vector<Symbol> merge_symbols(std::string_view work, const std::vector<uint32_t>& w, KeyOf&& key_of,
+                                  OnMerge&& on_merge = {}) {
   const uint32_t n = static_cast<uint32_t>(w.size() - 1);
   std::vector<Symbol> symbols(n);
   for (uint32_t i = 0; i < n; ++i)
@@ -121,6 +128,7 @@ std::vector<Symbol> merge_symbols(std::string_view work, const std::vector<uint3
     Symbol& r = symbols[c.right];
     // Stale: one side grew or was merged away since the pair was queued.
     if (l.end != c.left_end || r.end != c.right_end || l.next != static_cast<int32_t>(c.right)) continue;
+    on_merge(c.left, c.right, c.key);
     l.end = r.end;
     l.next = r.next;
     if (r.next >= 0) symbols[r.next].prev = static_cast<int32_t>(c.left);
@@ -157,12 +165,44 @@ const char* regex_failure(UErrorCode status) {
 
 int32_t saturate(int64_t v) { return static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX)); }
 
+// Whether a regex may look at text outside the match it is making: anchors
+// (^ $ \A \z \Z \G), word boundaries (\b \B) or look-behind. Conservative:
+// a named group "(?<name>" counts too. A '^' right after '[' negates a class.
+bool looks_outside_match(std::string_view pattern) {
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\') {
+      if (i + 1 < pattern.size() && std::string_view("bBAzZG").find(pattern[i + 1]) != std::string_view::npos) return true;
+      ++i;
+    } else if (c == '$' || (c == '^' && (i == 0 || pattern[i - 1] != '['))) {
+      return true;
+    } else if (c == '(' && pattern.substr(i, 3) == "(?<") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The number of UTF-8 bytes in the first `units16` UTF-16 units of `text`
+// (valid UTF-8).
+size_t utf8_length_of_utf16_prefix(std::string_view text, int32_t units16) {
+  size_t pos = 0;
+  for (int32_t seen = 0; seen < units16 && pos < text.size();) {
+    const size_t at = pos;
+    auto cp = decode_utf8(text, pos);
+    if (!cp) pos = at + 1;
+    seen += cp && *cp > 0xFFFF ? 2 : 1;
+  }
+  return pos;
+}
+
 }  // namespace
 
 struct Encoder::State {
   std::shared_ptr<const Vocabulary> vocab;
   EncoderOptions options;
   std::vector<std::unique_ptr<icu::RegexPattern>> patterns;
+  Encoder::PieceRule piece_rule = Encoder::PieceRule::WholeText;
   // The token that spells each single byte, when there is one.
   std::array<std::optional<uint32_t>, 256> byte_ids;
   // User-defined tokens by their first byte, longest first.
@@ -234,9 +274,7 @@ struct Encoder::State {
     std::vector<std::pair<std::string, size_t>> pieces;
     if (!pretokenize(text, base, pieces, run)) return false;
     for (const auto& [piece, offset] : pieces) {
-      bool ok = vocab->kind() == TokenizerKind::Tiktoken ? encode_tiktoken(piece, offset, run)
-                                                         : encode_byte_level(piece, offset, run);
-      if (!ok) return false;
+      if (!encode_piece(piece, offset, run)) return false;
     }
     return true;
   }
@@ -317,82 +355,115 @@ struct Encoder::State {
     return true;
   }
 
-  bool encode_byte_level(std::string_view piece, size_t base, Run& run) const {
-    const auto& data = vocab->encoder_data();
+  // --- The merges of each kind, shared by encoding and derive() ---------
+
+  static constexpr std::string_view kSpace = "\xE2\x96\x81";  // ▁, SentencePiece's space
+
+  // A piece's units as the merges see them: bytes through the byte-level
+  // table, raw bytes (tiktoken), or characters with '▁' for spaces
+  // (SentencePiece, without the dummy prefix).
+  Units units_of(std::string_view piece) const {
     Units units;
-    std::string mapped;
-    for (char c : piece) {
-      mapped.clear();
-      append_utf8(mapped, byte_to_unicode(static_cast<uint8_t>(c)));
-      units.add(mapped, std::string_view(&c, 1));
+    switch (vocab->kind()) {
+      case TokenizerKind::Tiktoken:
+        for (const char& c : piece) units.add(std::string_view(&c, 1), std::string_view(&c, 1));
+        break;
+      case TokenizerKind::SentencePiece:
+        for (size_t pos = 0; pos < piece.size();) {
+          size_t at = pos;
+          if (!decode_utf8(piece, pos)) pos = at + 1;  // not reached: the text is valid UTF-8
+          std::string_view c = piece.substr(at, pos - at);
+          units.add(c == " " ? kSpace : c, c);
+        }
+        break;
+      default: {
+        std::string mapped;
+        for (const char& c : piece) {
+          mapped.clear();
+          append_utf8(mapped, byte_to_unicode(static_cast<uint8_t>(c)));
+          units.add(mapped, std::string_view(&c, 1));
+        }
+      }
     }
-    if (data.ignore_merges)
-      if (auto id = text_token(units.work, piece)) return run.out.push_back(*id), true;
-    auto symbols = merge_symbols(units.work, units.w, [&](std::string_view a, std::string_view b) {
-      run.key.assign(a).append(" ").append(b);
-      auto it = data.merge_rank.find(run.key);
-      return it == data.merge_rank.end() ? kNoMerge : double(it->second);
-    });
-    return emit(units, symbols, base, false, run,
-                [&](std::string_view work, std::string_view original) { return text_token(work, original); });
+    return units;
   }
 
-  bool encode_tiktoken(std::string_view piece, size_t base, Run& run) const {
-    const auto& ranks = vocab->encoder_data().merge_rank;
-    auto token_of = [&](std::string_view bytes) -> std::optional<uint32_t> {
-      run.key.assign(bytes);
-      auto it = ranks.find(run.key);
-      if (it == ranks.end() || vocab->is_special(it->second) || vocab->bytes(it->second) != bytes) return std::nullopt;
-      return it->second;
-    };
-    if (auto id = token_of(piece)) return run.out.push_back(*id), true;
-    Units units;
-    for (const char& c : piece) units.add(std::string_view(&c, 1), std::string_view(&c, 1));
-    auto symbols = merge_symbols(units.work, units.w, [&](std::string_view a, std::string_view b) {
-      run.key.assign(a).append(b);
-      auto it = ranks.find(run.key);
-      return it == ranks.end() ? kNoMerge : double(it->second);
-    });
-    return emit(units, symbols, base, false, run,
-                [&](std::string_view work, std::string_view) { return token_of(work); });
-  }
-
-  // SentencePiece: '▁' for spaces; merges by score (GGUF) or by merge rank
-  // (tokenizer.json); characters outside the vocabulary fall back to bytes.
-  // A '▁' in the text itself is not a space: a symbol holding one is not its
-  // token (the bytes differ) and falls back to bytes.
-  bool encode_sentencepiece(std::string_view text, size_t base, bool first, Run& run) const {
-    static constexpr std::string_view kSpace = "\xE2\x96\x81";  // ▁
+  // The key of merging adjacent symbols `a` and `b`: a merge rank, a
+  // tiktoken rank, or minus a SentencePiece score (GGUF: highest score
+  // first, ties to the leftmost pair, llama.cpp's order); kNoMerge when
+  // they do not merge.
+  double merge_key(std::string_view a, std::string_view b, std::string& scratch) const {
     const auto& data = vocab->encoder_data();
-    const bool dummy = data.add_prefix_space && first;
-    if (dummy) run.dummy_prefix = true;
-    Units units;
-    if (dummy) units.add(kSpace, " ");
-    for (size_t pos = 0; pos < text.size();) {
-      size_t at = pos;
-      if (!decode_utf8(text, pos)) pos = at + 1;  // not reached: the text is valid UTF-8
-      std::string_view c = text.substr(at, pos - at);
-      units.add(c == " " ? kSpace : c, c);
-    }
-    std::vector<Symbol> symbols;
-    if (!data.scores.empty()) {
-      // Highest score first; ties go to the leftmost pair (llama.cpp's order).
-      symbols = merge_symbols(units.work, units.w, [&](std::string_view a, std::string_view b) {
-        run.key.assign(a).append(b);
-        auto it = data.text_ids.find(run.key);
-        return it == data.text_ids.end() || it->second >= data.scores.size()
-                   ? kNoMerge
-                   : -static_cast<double>(data.scores[it->second]);
-      });
-    } else {
-      symbols = merge_symbols(units.work, units.w, [&](std::string_view a, std::string_view b) {
-        run.key.assign(a).append(" ").append(b);
-        auto it = data.merge_rank.find(run.key);
+    if (vocab->kind() == TokenizerKind::Tiktoken ||
+        (vocab->kind() == TokenizerKind::SentencePiece && !data.scores.empty())) {
+      scratch.assign(a).append(b);
+      if (vocab->kind() == TokenizerKind::Tiktoken) {
+        auto it = data.merge_rank.find(scratch);
         return it == data.merge_rank.end() ? kNoMerge : double(it->second);
-      });
+      }
+      auto it = data.text_ids.find(scratch);
+      return it == data.text_ids.end() || it->second >= data.scores.size() ? kNoMerge
+                                                                           : -static_cast<double>(data.scores[it->second]);
     }
-    return emit(units, symbols, base, dummy, run,
-                [&](std::string_view work, std::string_view original) { return text_token(work, original); });
+    scratch.assign(a).append(" ").append(b);
+    auto it = data.merge_rank.find(scratch);
+    return it == data.merge_rank.end() ? kNoMerge : double(it->second);
+  }
+
+  // The token a merged symbol is, if any (else it falls back to bytes).
+  std::optional<uint32_t> symbol_token(std::string_view work, std::string_view original, std::string& scratch) const {
+    if (vocab->kind() != TokenizerKind::Tiktoken) return text_token(work, original);
+    const auto& ranks = vocab->encoder_data().merge_rank;
+    scratch.assign(work);
+    auto it = ranks.find(scratch);
+    if (it == ranks.end() || vocab->is_special(it->second) || vocab->bytes(it->second) != work) return std::nullopt;
+    return it->second;
+  }
+
+  // The token a whole piece is written as without merging: tiktoken, and
+  // byte-level BPE with ignore_merges, take a piece that is a token as is.
+  std::optional<uint32_t> whole_piece_token(const Units& units, std::string& scratch) const {
+    if (!takes_whole_pieces()) return std::nullopt;
+    return symbol_token(units.work, units.original, scratch);
+  }
+
+  bool takes_whole_pieces() const {
+    return vocab->kind() == TokenizerKind::Tiktoken ||
+           (vocab->kind() == TokenizerKind::ByteLevelBpe && vocab->encoder_data().ignore_merges);
+  }
+
+  std::vector<Symbol> merge(const Units& units, std::string& scratch) const {
+    return merge_symbols(units.work, units.w,
+                         [&](std::string_view a, std::string_view b) { return merge_key(a, b, scratch); });
+  }
+
+  // One piece of byte-level BPE or tiktoken.
+  bool encode_piece(std::string_view piece, size_t base, Run& run) const {
+    const Units units = units_of(piece);
+    if (auto id = whole_piece_token(units, run.key)) return run.out.push_back(*id), true;
+    return emit(units, merge(units, run.key), base, false, run, [&](std::string_view work, std::string_view original) {
+      return symbol_token(work, original, run.key);
+    });
+  }
+
+  // SentencePiece: the whole text is one piece; characters outside the
+  // vocabulary fall back to bytes. A '▁' in the text itself is not a space:
+  // a symbol holding one is not its token (the bytes differ) and falls back
+  // to bytes.
+  bool encode_sentencepiece(std::string_view text, size_t base, bool first, Run& run) const {
+    const bool dummy = vocab->encoder_data().add_prefix_space && first;
+    Units units;
+    if (dummy) {
+      run.dummy_prefix = true;
+      units.add(kSpace, " ");
+    }
+    const Units rest = units_of(text);
+    for (size_t k = 0; k + 1 < rest.w.size(); ++k)
+      units.add(std::string_view(rest.work).substr(rest.w[k], rest.w[k + 1] - rest.w[k]),
+                std::string_view(rest.original).substr(rest.o[k], rest.o[k + 1] - rest.o[k]));
+    return emit(units, merge(units, run.key), base, dummy, run, [&](std::string_view work, std::string_view original) {
+      return symbol_token(work, original, run.key);
+    });
   }
 
   // The check every result passes: the tokens are text tokens and spell
@@ -440,6 +511,8 @@ std::variant<std::unique_ptr<Encoder>, VocabularyError> Encoder::create(std::sha
                                            u_errorName(status))};
       state->patterns.push_back(std::move(pattern));
     }
+    state->piece_rule = patterns->size() == 1 && !looks_outside_match((*patterns)[0]) ? PieceRule::OneRegex
+                                                                                      : PieceRule::Other;
   }
   // Byte fallback: SentencePiece's <0xNN> tokens when they spell the byte,
   // else any text token of that one byte.
@@ -514,6 +587,130 @@ EncodeResult Encoder::encode_impl(std::string_view text, bool dummy_prefix) cons
     return VocabularyError{fmt::format("{}: internal error: the encoder's tokens do not spell the text: {}",
                                        s.vocab->name(), *wrong)};
   return std::move(run.out);
+}
+
+}  // namespace cgram
+
+namespace cgram {
+
+Encoder::Derivation Encoder::derive(uint32_t token) const {
+  const State& s = *state_;
+  Derivation d;
+  if (token >= s.vocab->size() || s.vocab->is_special(token)) return d;
+  const std::string_view bytes = s.vocab->bytes(token);
+  const Units units = s.units_of(bytes);
+  std::string scratch;
+  const size_t n = units.w.size() - 1;
+  if (n == 0) return d;
+  // Symbols by index (their first unit): the key that made each, and the
+  // edges as they grow.
+  constexpr double kUnit = -std::numeric_limits<double>::infinity();
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  std::vector<double> made(n, kUnit);
+  std::vector<uint32_t> end(n);
+  for (uint32_t i = 0; i < n; ++i) end[i] = i + 1;
+  auto work = [&](uint32_t begin, uint32_t stop) {
+    return std::string(std::string_view(units.work).substr(units.w[begin], units.w[stop] - units.w[begin]));
+  };
+  d.left.push_back({work(0, 1), kUnit, kNever});
+  d.right.push_back({work(static_cast<uint32_t>(n - 1), static_cast<uint32_t>(n)), kUnit, kNever});
+  uint32_t right_edge = static_cast<uint32_t>(n - 1);
+  auto symbols = merge_symbols(units.work, units.w,
+                               [&](std::string_view a, std::string_view b) { return s.merge_key(a, b, scratch); },
+                               [&](uint32_t l, uint32_t r, double key) {
+                                 if (key < made[l] || key < made[r]) d.monotone = false;
+                                 made[l] = key;
+                                 end[l] = end[r];
+                                 if (l == 0) {
+                                   d.left.back().consumed = key;
+                                   d.left.push_back({work(0, end[l]), key, kNever});
+                                 }
+                                 if (r == right_edge) {
+                                   d.right.back().consumed = key;
+                                   d.right.push_back({work(l, end[l]), key, kNever});
+                                   right_edge = l;
+                                 }
+                               });
+  // What the merged symbols are written as: tokens, or byte fallbacks (a
+  // one-byte token no symbol is, like SentencePiece's <0x0A>).
+  State::Run run;
+  d.merges_give_token = s.emit(units, symbols, 0, false, run,
+                               [&](std::string_view w, std::string_view o) { return s.symbol_token(w, o, scratch); }) &&
+                        run.out.size() == 1 && run.out[0] == token;
+  const auto whole = s.whole_piece_token(units, scratch);
+  d.piece_gives_token = whole ? *whole == token : d.merges_give_token;
+  if (!d.merges_give_token) d.left.clear(), d.right.clear();
+  return d;
+}
+
+void Encoder::for_each_merge(
+    const std::function<void(std::string_view left, std::string_view right, double key)>& f) const {
+  const State& s = *state_;
+  const auto& data = s.vocab->encoder_data();
+  if (s.vocab->kind() == TokenizerKind::Tiktoken) {
+    for (const auto& [bytes, rank] : data.merge_rank)
+      for (size_t k = 1; k < bytes.size(); ++k)
+        f(std::string_view(bytes).substr(0, k), std::string_view(bytes).substr(k), double(rank));
+  } else if (s.vocab->kind() == TokenizerKind::SentencePiece && !data.scores.empty()) {
+    for (const auto& [piece, id] : data.text_ids) {
+      if (id >= data.scores.size()) continue;
+      const std::string_view p(piece);
+      for (size_t pos = 0; pos < p.size();) {  // splits between characters (the units)
+        const size_t at = pos;
+        if (!decode_utf8(p, pos)) pos = at + 1;
+        if (at > 0) f(p.substr(0, at), p.substr(at), -static_cast<double>(data.scores[id]));
+      }
+    }
+  } else {
+    for (const auto& [pair, rank] : data.merge_rank)  // "a b"; every space could be the separator
+      for (size_t k = pair.find(' '); k != std::string::npos; k = pair.find(' ', k + 1))
+        f(std::string_view(pair).substr(0, k), std::string_view(pair).substr(k + 1), double(rank));
+  }
+}
+
+Encoder::PieceRule Encoder::piece_rule() const { return state_->piece_rule; }
+
+bool Encoder::takes_whole_pieces() const { return state_->takes_whole_pieces(); }
+
+struct Encoder::PieceFinder::Impl {
+  std::unique_ptr<icu::RegexMatcher> matcher;
+  icu::UnicodeString text;
+  EncoderOptions options;
+};
+
+Encoder::PieceFinder::PieceFinder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Encoder::PieceFinder::~PieceFinder() = default;
+
+std::optional<Encoder::FirstPiece> Encoder::PieceFinder::first(std::string_view text) {
+  Impl& m = *impl_;
+  m.text = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+  UErrorCode status = U_ZERO_ERROR;
+  m.matcher->reset(m.text);
+  const int64_t length = m.text.length();
+  m.matcher->setTimeLimit(
+      saturate(m.options.regex_time_limit + length / std::max(m.options.regex_chars_per_time_unit, 1)), status);
+  // The first non-empty match, as the pre-tokenizer cuts: the piece is the
+  // gap before it, or the match; no match leaves the whole text one piece.
+  int32_t end16 = m.text.length();
+  while (U_SUCCESS(status) && m.matcher->find(status)) {
+    const int32_t start = m.matcher->start(status), stop = m.matcher->end(status);
+    if (U_FAILURE(status)) break;
+    if (stop == start) continue;
+    end16 = start > 0 ? start : stop;
+    break;
+  }
+  if (U_FAILURE(status)) return std::nullopt;
+  return FirstPiece{utf8_length_of_utf16_prefix(text, end16), m.matcher->hitEnd() != 0};
+}
+
+std::unique_ptr<Encoder::PieceFinder> Encoder::piece_finder() const {
+  if (state_->piece_rule != PieceRule::OneRegex) return nullptr;
+  auto impl = std::make_unique<PieceFinder::Impl>();
+  UErrorCode status = U_ZERO_ERROR;
+  impl->matcher.reset(state_->patterns[0]->matcher(status));
+  if (U_FAILURE(status) || !impl->matcher) return nullptr;
+  impl->options = state_->options;
+  return std::make_unique<PieceFinder>(std::move(impl));
 }
 
 }  // namespace cgram

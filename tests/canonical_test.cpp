@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 
+#include "canonical.h"
 #include "encoder.h"
 #include "helpers.h"
 #include "matcher.h"
@@ -137,7 +138,52 @@ size_t accept_document(const std::shared_ptr<const CompiledGrammar>& g, const st
   return tokens.size();
 }
 
+// Previous tokens of every kind: the tokens of varied texts (words, code,
+// digits, white space runs, punctuation, accents and CJK), then tokens
+// spread over the vocabulary.
+std::vector<uint32_t> sample_previous_tokens(const Encoder& encoder, const Vocabulary& vocab, size_t spread) {
+  std::vector<uint32_t> prevs;
+  for (const char* text : {"The quick brown fox's tale, isn't it?", "  if (x == 10) {\n    return y;\n  }\n",
+                           "{\"key\": [1, 2.5e-3, \"caf\xC3\xA9\"]}", "12345678 + 0.25 =", "\t\t\n\n   x  ",
+                           "'%@example.com \xE4\xBD\xA0\xE5\xA5\xBD", "...!?---:)"})
+    for (uint32_t t : encoder.encode_continuation(text)) prevs.push_back(t);
+  for (size_t i = 0; i < spread; ++i) prevs.push_back(static_cast<uint32_t>((i * 7919 + 13) % vocab.size()));
+  std::sort(prevs.begin(), prevs.end());
+  prevs.erase(std::unique(prevs.begin(), prevs.end()), prevs.end());
+  return prevs;
+}
+
+// Every pair the fast path decides (pieces by hitEnd, merges by the edge
+// index) is the encoder's own answer; `stride` thins the next tokens.
+void fast_path_equals_encoder(const CompiledGrammar& g, std::span<const uint32_t> prevs, uint32_t stride) {
+  const CanonicalPairs* pairs = g.canonical_pairs();
+  REQUIRE(pairs);
+  REQUIRE(pairs->has_fast_path());
+  const auto n = static_cast<uint32_t>(g.vocabulary().size());
+  size_t checked = 0, allowed = 0;
+  for (uint32_t prev : prevs) {
+    for (uint32_t next = prev % stride; next < n; next += stride) {
+      const int decided = pairs->decided_pair(prev, next);
+      const int reference = pairs->reference_pair(prev, next);
+      if (decided != reference) {
+        FAIL_CHECK("pair '" << g.vocabulary().display(prev) << "' (" << prev << "), '" << g.vocabulary().display(next)
+                            << "' (" << next << "): fast path " << decided << ", encoder " << reference);
+      }
+      ++checked;
+      allowed += reference != 2;
+    }
+  }
+  CHECK(allowed > 0);
+  CHECK(allowed < checked);
+  WARN("fast path equals the encoder on " << checked << " pairs (" << allowed << " allowed)");
+}
+
 }  // namespace
+
+TEST_CASE("canonical mode: the fast path decides every pair as the encoder does", "[canonical]") {
+  auto g = compile_canonical(R"(start ::= any!* ;)");
+  fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), g->vocabulary(), 24), 3);
+}
 
 TEST_CASE("canonical mode is sound: every ended walk is the tokenizer's own encoding", "[canonical]") {
   WalkCounts counts;
@@ -214,6 +260,10 @@ TEST_CASE("canonical mode with Llama 3: sound walks and complete documents", "[c
   const std::string path = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/llama3-tokenizer.json";
   REQUIRE(std::filesystem::exists(path));
   auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path));
+  {
+    auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
+    fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), *vocab, 16), 5);
+  }
   WalkCounts counts;
   for (const char* name : {"json.cgram", "record.cgram", "csv.cgram"})
     sound_walks(test::read_example(name), vocab, 5, 4, 16, counts);
