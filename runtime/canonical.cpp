@@ -107,10 +107,13 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
       cached_tokens_(cached_tokens),
       words_((vocab_->size() + 31) / 32),
       looks_ahead_(vocab_->kind() != TokenizerKind::SentencePiece),
+      text_words_(words_, 0),
       self_checked_(words_, 0),
       self_ok_(words_, 0),
       alone_checked_(words_, 0),
       alone_ok_(words_, 0) {
+  for (uint32_t t = 0; t < vocab_->size(); ++t)
+    if (is_text(t)) set(text_words_, t);
   const auto rule = encoder_.piece_rule();
   if (rule != Encoder::PieceRule::Other) {
     if (rule == Encoder::PieceRule::OneRegex) finder_ = encoder_.piece_finder();
@@ -389,15 +392,14 @@ uint8_t CanonicalPairs::piece_state(Row& row, uint32_t prev, uint32_t group) con
 // `prev` and `next` form one piece at the end of the text.
 CanonicalPairs::Pair CanonicalPairs::decide_one_piece(const Row& row, uint32_t prev, uint32_t next) const {
   const Merges& m = *merges_;
-  if (!m.has(prev, Merges::kMergesGive) || !m.has(next, Merges::kMergesGive)) {
-    // Merging the piece gives neither as itself; only text after it could
-    // change the piece.
-    const uint32_t pair[] = {prev, next};
-    return probes_after(pair).empty() ? Pair::Never : classify(prev, next);
-  }
-  if (bit(row.crossed, next)) return Pair::Never;
-  if (bit(row.candidates, next)) return classify(prev, next);
-  return Pair::Canonical;
+  // Merging the piece gives the two tokens unless a merge crosses between
+  // them, or merging does not give either alone.
+  const bool written = m.has(prev, Merges::kMergesGive) && m.has(next, Merges::kMergesGive) && !bit(row.crossed, next);
+  if (written && !bit(row.candidates, next)) return Pair::Canonical;
+  // Only text after the pair could still cut it into other pieces.
+  const uint32_t pair[] = {prev, next};
+  if (!written && probes_after(pair).empty()) return Pair::Never;
+  return classify(prev, next);
 }
 
 CanonicalPairs::Pair CanonicalPairs::decide(Row& row, uint32_t prev, uint32_t next) const {
@@ -511,11 +513,15 @@ void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> 
   // context row's lookup cannot push out the one just used.
   Row* row = start ? nullptr : &row_for(RowKey(kStart) << 32 | prev);
   Row* context_row = !start && context_matters(before, prev) ? &row_for(RowKey(before) << 32 | prev) : nullptr;
+  // Only tokens not decided yet are looked at one by one; the rest is a
+  // word-wide AND with the decided bits (special tokens left alone).
+  const std::vector<uint32_t>& checked = start ? self_checked_ : context_row ? context_row->checked : row->checked;
+  const std::vector<uint32_t>& allowed = start ? self_ok_ : context_row ? context_row->allowed : row->allowed;
   const size_t n = std::min(words.size(), words_);
   for (size_t w = 0; w < n; ++w) {
-    for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
+    const uint32_t text = words[w] & text_words_[w];
+    for (uint32_t bits = needs_three ? text : text & ~checked[w]; bits; bits &= bits - 1) {
       const auto t = static_cast<uint32_t>(w * 32 + std::countr_zero(bits));
-      if (!is_text(t)) continue;
       bool ok;
       if (start) {
         ok = self_canonical(t);
@@ -525,6 +531,7 @@ void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> 
       }
       if (!ok) words[w] &= ~(1u << (t % 32));
     }
+    if (!needs_three) words[w] &= allowed[w] | ~text_words_[w];
   }
 }
 

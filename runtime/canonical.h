@@ -145,6 +145,7 @@ class CanonicalPairs {
   size_t cached_tokens_;
   size_t words_;
   bool looks_ahead_;  // the vocabulary has a pre-tokenizer
+  std::vector<uint32_t> text_words_;      // the text tokens' bits
   std::unique_ptr<const Merges> merges_;  // null: every pair goes to the encoder
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Encoder::PieceFinder> finder_;
