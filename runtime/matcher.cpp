@@ -56,12 +56,25 @@ void Matcher::reset() {
   push_step(heads, false, kNoToken);
 }
 
-bool Matcher::can_end() {
+bool Matcher::grammar_can_end() {
   if (finished_ || has_error()) return false;
-  if (canonical_ && !canonical_->may_end(token_before(1), token_before(0))) return false;
   const Engine::Mark before = engine_->mark();
   const bool result = engine_->can_end(current_);
   return !stopped(before) && result;
+}
+
+bool Matcher::can_end() {
+  if (canonical_ && !canonical_->may_end(token_before(1), token_before(0)) && !canonical_dead_end()) return false;
+  return grammar_can_end();
+}
+
+bool Matcher::canonical_dead_end() {
+  if (!canonical_ || has_error() || finished_) return false;
+  if (history_.back().dead_end < 0) {
+    mask_scratch_.resize(mask_words());
+    fill_mask(mask_scratch_);  // decides it
+  }
+  return history_.back().dead_end > 0;
 }
 
 AdvanceResult Matcher::advance(uint32_t token) {
@@ -76,7 +89,8 @@ AdvanceResult Matcher::advance(uint32_t token) {
     return AdvanceResult::Finished;
   }
   if (vocab.is_special(token)) return AdvanceResult::Rejected;
-  if (canonical_ && !canonical_->allows(token_before(1), token_before(0), token)) return AdvanceResult::Rejected;
+  if (canonical_ && !canonical_->allows(token_before(1), token_before(0), token) && !canonical_dead_end())
+    return AdvanceResult::Rejected;
   Engine::Mark before = engine_->mark();
   engine_->step_token(current_, vocab.bytes(token), scratch_);
   if (stopped(before)) return AdvanceResult::Rejected;
@@ -100,7 +114,24 @@ bool Matcher::fill_mask(std::span<uint32_t> words, TokenSetSink* sink) {
     std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
     return false;
   }
-  if (canonical_) canonical_->filter(token_before(1), token_before(0), words.first(n));
+  if (canonical_) {
+    Step& step = history_.back();
+    if (step.dead_end != 1) canonical_->filter(token_before(1), token_before(0), words.first(n));
+    if (step.dead_end < 0) {
+      const bool none = std::all_of(words.begin(), words.begin() + static_cast<ptrdiff_t>(n),
+                                    [](uint32_t w) { return w == 0; });
+      const bool ends = canonical_->may_end(token_before(1), token_before(0)) && grammar_can_end();
+      step.dead_end = none && !ends ? 1 : 0;
+      if (step.dead_end) {  // yield to the grammar: its own mask again
+        std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
+        engine_->fill_text_tokens(current_, words.first(n), nullptr);
+        if (stopped(before)) {
+          std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
+          return false;
+        }
+      }
+    }
+  }
   if (can_end())
     for (uint32_t id : grammar_->vocabulary().eos_ids()) words[id / 32] |= 1u << (id % 32);
   if (has_error()) {
@@ -125,7 +156,7 @@ bool Matcher::is_allowed(uint32_t token) {
   if (finished_ || token >= vocab.size()) return false;
   if (vocab.is_eos(token)) return can_end();
   if (vocab.is_special(token)) return false;
-  if (canonical_ && !canonical_->allows(token_before(1), token_before(0), token)) return false;
+  if (canonical_ && !canonical_->allows(token_before(1), token_before(0), token) && !canonical_dead_end()) return false;
   Engine::Mark before = engine_->mark();
   engine_->step_token(current_, vocab.bytes(token), scratch_);
   if (stopped(before)) return false;

@@ -92,6 +92,13 @@ class Matcher {
   Matcher clone() const { return Matcher(*this); }
   bool is_finished() const { return finished_; }
   bool can_end();
+  // Canonical mode: whether no canonical continuation is left here though
+  // the grammar goes on (the pair rule let through a token that only
+  // non-canonical tokens can follow, such as 'h' where only 'e' may come
+  // and the tokenizer writes 'he'). There the matcher yields to the grammar
+  // (masks, is_allowed, advance and can_end are the plain ones), so a mask
+  // is never empty while the grammar goes on. Builds the mask if needed.
+  bool canonical_dead_end();
   size_t tokens_accepted() const { return history_.size() - 1; }
   size_t mask_words() const { return grammar_ ? grammar_->mask_words() : 0; }
   // The compiled grammar (check has_grammar() first on a matcher that may
@@ -111,8 +118,10 @@ class Matcher {
     size_t heads_begin, heads_end;
     Engine::Mark mark;
     bool finished;
-    uint32_t token;  // the token accepted to reach it (kNoToken for the start)
+    uint32_t token;        // the token accepted to reach it (kNoToken for the start)
+    int8_t dead_end = -1;  // canonical mode: 1 at a dead end, 0 not, -1 not known yet
   };
+  bool grammar_can_end();
   static constexpr uint32_t kNoToken = UINT32_MAX;
   void push_step(const std::vector<Head>& heads, bool finished, uint32_t token);
   // The engine's forced text from here (empty, and no error kept, when a
