@@ -376,15 +376,14 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
   }
 }
 
-uint8_t CanonicalPairs::piece_state(Row& row, uint32_t prev, uint32_t group) const {
+uint8_t CanonicalPairs::piece_state(Row& row, std::string_view left, uint32_t group) const {
   auto [it, fresh] = row.groups.try_emplace(group, kUnknown);
   if (fresh) {
-    const std::string_view bytes = vocab_->bytes(prev);
-    scratch_.assign(bytes).append(merges_->group_text[group]);
+    scratch_.assign(left).append(merges_->group_text[group]);
     auto piece = finder_->first(scratch_);
-    it->second = !piece || piece->open || piece->length > bytes.size() ? kJoin
-                 : piece->length < bytes.size()                        ? kSplit
-                                                                       : kBoundary;
+    it->second = !piece || piece->open || piece->length > left.size() ? kJoin
+                 : piece->length < left.size()                        ? kSplit
+                                                                      : kBoundary;
   }
   return it->second;
 }
@@ -406,7 +405,7 @@ CanonicalPairs::Pair CanonicalPairs::decide(Row& row, uint32_t prev, uint32_t ne
   if (!self_canonical(next)) return Pair::Never;
   if (!row.fast || !merges_->has(next, Merges::kSafe)) return classify(prev, next);
   if (!finder_) return decide_one_piece(row, prev, next);  // one piece: the whole text
-  switch (piece_state(row, prev, merges_->group[next])) {
+  switch (piece_state(row, vocab_->bytes(prev), merges_->group[next])) {
     case kSplit:
       return Pair::Never;
     case kBoundary:
@@ -448,12 +447,26 @@ bool CanonicalPairs::context_matters(uint32_t before, uint32_t prev) const {
   return !piece || piece->open || piece->length != a.size();
 }
 
+// Whether the token before can change how `prev` and `next` are cut: not
+// when `prev`'s piece goes on into `next` both alone and after `before`
+// (within one piece, adjacent pairs decide), else it may.
+bool CanonicalPairs::context_may_differ(Row& context_row, Row& row, uint32_t before, uint32_t prev,
+                                        uint32_t next) const {
+  if (!finder_ || !row.fast || !merges_->has(before, Merges::kSafe) || !merges_->has(next, Merges::kSafe))
+    return true;
+  const uint32_t group = merges_->group[next];
+  if (piece_state(row, vocab_->bytes(prev), group) != kJoin) return true;
+  std::string left(vocab_->bytes(before));
+  left += vocab_->bytes(prev);
+  return piece_state(context_row, left, group) != kJoin;
+}
+
 CanonicalPairs::Pair CanonicalPairs::in_context(Row& context_row, Row& row, uint32_t before, uint32_t prev,
                                                 uint32_t next) const {
   if (!bit(context_row.checked, next)) {
     set(context_row.checked, next);
     Pair p = pair_in(row, prev, next);
-    if (p == Pair::Never && self_canonical(next)) {
+    if (p == Pair::Never && self_canonical(next) && context_may_differ(context_row, row, before, prev, next)) {
       const uint32_t three[] = {before, prev, next};
       if (written_as(three, "")) {
         p = Pair::Canonical;

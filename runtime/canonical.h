@@ -129,12 +129,15 @@ class CanonicalPairs {
   Pair pair_in(Row& row, uint32_t prev, uint32_t next) const;  // `row` is prev's
   Pair decide(Row& row, uint32_t prev, uint32_t next) const;    // not yet in the row
   Pair decide_one_piece(const Row& row, uint32_t prev, uint32_t next) const;
-  uint8_t piece_state(Row& row, uint32_t prev, uint32_t group) const;
+  // How the piece of `left` (the previous token, or the two before) ends
+  // before the group's first character; remembered in `row`.
+  uint8_t piece_state(Row& row, std::string_view left, uint32_t group) const;
   void find_candidates(Row& row, uint32_t prev) const;
   // Whether the token before `prev` may change how `prev` and what follows
   // it are cut into pieces (it shares a piece with `prev`).
   bool context_matters(uint32_t before, uint32_t prev) const;
   Pair in_context(Row& context_row, Row& row, uint32_t before, uint32_t prev, uint32_t next) const;
+  bool context_may_differ(Row& context_row, Row& row, uint32_t before, uint32_t prev, uint32_t next) const;
   // With `before`, `prev` written so only before some text: the three
   // together, next being (or coming before) that text.
   bool triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pair next_pair) const;

@@ -284,3 +284,24 @@ TEST_CASE("canonical mode with Llama 3: sound walks and complete documents", "[c
   }
   WARN("canonical completeness (Llama 3): " << tokens << " tokens");
 }
+
+TEST_CASE("canonical mode's fast path with tiktoken and SentencePiece merges", "[canonical][long]") {
+  // cl100k and o200k (tiktoken ranks, each its own pre-tokenizer regex) and
+  // Gemma (SentencePiece with merges and byte fallback, no pre-tokenizer).
+  for (const char* name : {"cl100k_base.tiktoken", "o200k_base.tiktoken", "gemma-tokenizer.json"}) {
+    INFO(name);
+    const std::string path = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/" + name;
+    REQUIRE(std::filesystem::exists(path));
+    auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path));
+    auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
+    fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), *vocab, 8), 7);
+    size_t tokens = 0;
+    for (const test::SuiteGrammar& s : test::suite_grammars()) {
+      if (s.label != "json/regex" && s.label != "sql/regex") continue;
+      INFO(s.label);
+      auto sg = compile_canonical(s.source, vocab);
+      for (const std::string& doc : s.documents) tokens += accept_document(sg, doc);
+    }
+    CHECK(tokens > 0);
+  }
+}
