@@ -43,11 +43,6 @@ struct Before {
   bool operator()(std::string_view a, uint32_t b) const { return a < vocab.bytes(b); }
 };
 
-bool whole_characters(std::string_view text) {
-  for (size_t pos = 0; pos < text.size();)
-    if (!decode_utf8(text, pos)) return false;
-  return !text.empty();
-}
 
 // How the previous token's piece ends before a first character.
 enum PieceState : uint8_t {
@@ -177,7 +172,7 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
   for (uint32_t t = 0; t < n; ++t) {
     if (vocab.is_special(t)) continue;
     const std::string_view bytes = vocab.bytes(t);
-    bool safe = whole_characters(bytes);
+    bool safe = !bytes.empty() && !first_invalid_utf8(bytes);
     for (const std::string& a : m->added)
       if (bytes.find(a) != std::string_view::npos) safe = false;
     if (!safe) {
@@ -245,24 +240,34 @@ std::span<const std::string_view> CanonicalPairs::probes_after(std::span<const u
   if (!looks_ahead_) return {};
   const std::string_view last = vocab_->bytes(tokens.back());
   if (last.empty()) return {};
-  std::string tail;
-  for (uint32_t t : tokens.last(std::min<size_t>(tokens.size(), 2))) tail += vocab_->bytes(t);
-  if (ends_inside_character(tail)) return kFinishing;
+  // The last four bytes decide whether a character is cut (they may reach
+  // into the token before).
+  char tail[4];
+  size_t size = 0;
+  for (size_t i = tokens.size(); i > 0 && size < sizeof tail; --i) {
+    const std::string_view bytes = vocab_->bytes(tokens[i - 1]);
+    for (size_t j = bytes.size(); j > 0 && size < sizeof tail; --j) tail[sizeof tail - ++size] = bytes[j - 1];
+  }
+  if (ends_inside_character(std::string_view(tail + sizeof tail - size, size))) return kFinishing;
   const char c = last.back();
   if (c == ' ' || c == '\n' || c == '\t' || c == '\r') return kAfterSpace;
   return {};
 }
 
-CanonicalPairs::Pair CanonicalPairs::classify(uint32_t prev, uint32_t next) const {
-  const uint32_t pair[] = {prev, next};
-  const std::span<const std::string_view> probes = probes_after(pair);
-  // A pair that ends inside a character is judged with the text after it
+CanonicalPairs::Pair CanonicalPairs::written_how(std::span<const uint32_t> tokens) const {
+  const std::span<const std::string_view> probes = probes_after(tokens);
+  // Tokens that end inside a character are judged with the text after them
   // (at the end, the cut character is written as bytes, whatever follows).
   const bool cut = probes.data() == std::data(kFinishing);
-  if (written_as(pair, "")) return cut ? Pair::BeforeSomeText : Pair::Canonical;
+  if (written_as(tokens, "")) return cut ? Pair::BeforeSomeText : Pair::Canonical;
   for (std::string_view probe : probes)
-    if (written_as(pair, probe)) return Pair::BeforeSomeText;
+    if (written_as(tokens, probe)) return Pair::BeforeSomeText;
   return Pair::Never;
+}
+
+CanonicalPairs::Pair CanonicalPairs::classify(uint32_t prev, uint32_t next) const {
+  const uint32_t pair[] = {prev, next};
+  return written_how(pair);
 }
 
 bool CanonicalPairs::written_alone(uint32_t token) const {
@@ -456,9 +461,8 @@ bool CanonicalPairs::context_may_differ(Row& context_row, Row& row, uint32_t bef
     return true;
   const uint32_t group = merges_->group[next];
   if (piece_state(row, vocab_->bytes(prev), group) != kJoin) return true;
-  std::string left(vocab_->bytes(before));
-  left += vocab_->bytes(prev);
-  return piece_state(context_row, left, group) != kJoin;
+  context_text_.assign(vocab_->bytes(before)).append(vocab_->bytes(prev));
+  return piece_state(context_row, context_text_, group) != kJoin;
 }
 
 CanonicalPairs::Pair CanonicalPairs::in_context(Row& context_row, Row& row, uint32_t before, uint32_t prev,
@@ -468,15 +472,7 @@ CanonicalPairs::Pair CanonicalPairs::in_context(Row& context_row, Row& row, uint
     Pair p = pair_in(row, prev, next);
     if (p == Pair::Never && self_canonical(next) && context_may_differ(context_row, row, before, prev, next)) {
       const uint32_t three[] = {before, prev, next};
-      if (written_as(three, "")) {
-        p = Pair::Canonical;
-      } else {
-        for (std::string_view probe : probes_after(three))
-          if (written_as(three, probe)) {
-            p = Pair::BeforeSomeText;
-            break;
-          }
-      }
+      p = written_how(three);
     }
     if (p != Pair::Never) set(context_row.allowed, next);
     if (p == Pair::BeforeSomeText) set(context_row.before_text, next);
@@ -487,28 +483,29 @@ CanonicalPairs::Pair CanonicalPairs::in_context(Row& context_row, Row& row, uint
 
 bool CanonicalPairs::triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pair next_pair) const {
   const uint32_t three[] = {before, prev, next};
-  if (written_as(three, "")) return true;
-  if (next_pair == Pair::BeforeSomeText)
-    for (std::string_view probe : probes_after(three))
-      if (written_as(three, probe)) return true;
-  return false;
+  return next_pair == Pair::BeforeSomeText ? written_how(three) != Pair::Never : written_as(three, "");
+}
+
+CanonicalPairs::Rows CanonicalPairs::rows_for(uint32_t before, uint32_t prev) const {
+  Rows rows;
+  rows.needs_three = is_text(before) && pair(before, prev) == Pair::BeforeSomeText;
+  // Looked up after `before`'s row (which may push out another); the
+  // context row's lookup cannot push out `prev`'s, the most recent.
+  rows.row = &row_for(RowKey(kStart) << 32 | prev);
+  if (context_matters(before, prev)) rows.context = &row_for(RowKey(before) << 32 | prev);
+  return rows;
+}
+
+bool CanonicalPairs::allowed_after(const Rows& rows, uint32_t before, uint32_t prev, uint32_t next) const {
+  const Pair p = rows.context ? in_context(*rows.context, *rows.row, before, prev, next) : pair_in(*rows.row, prev, next);
+  return p != Pair::Never && (!rows.needs_three || triple_ok(before, prev, next, p));
 }
 
 bool CanonicalPairs::allows(uint32_t before, uint32_t prev, uint32_t next) const {
   if (!is_text(next)) return false;
   std::lock_guard lock(mutex_);
   if (!is_text(prev)) return self_canonical(next);
-  const bool needs_three = is_text(before) && pair(before, prev) == Pair::BeforeSomeText;
-  Row& row = row_for(RowKey(kStart) << 32 | prev);
-  Pair p;
-  if (context_matters(before, prev)) {
-    Row& context_row = row_for(RowKey(before) << 32 | prev);  // `row` stays: it is the most recent
-    p = in_context(context_row, row, before, prev, next);
-  } else {
-    p = pair_in(row, prev, next);
-  }
-  if (p == Pair::Never) return false;
-  return !needs_three || triple_ok(before, prev, next, p);
+  return allowed_after(rows_for(before, prev), before, prev, next);
 }
 
 bool CanonicalPairs::may_end(uint32_t before, uint32_t prev) const {
@@ -521,30 +518,20 @@ bool CanonicalPairs::may_end(uint32_t before, uint32_t prev) const {
 void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> words) const {
   std::lock_guard lock(mutex_);
   const bool start = !is_text(prev);
-  const bool needs_three = !start && is_text(before) && pair(before, prev) == Pair::BeforeSomeText;
-  // Looked up once, after `before`'s row (which may push out another); the
-  // context row's lookup cannot push out the one just used.
-  Row* row = start ? nullptr : &row_for(RowKey(kStart) << 32 | prev);
-  Row* context_row = !start && context_matters(before, prev) ? &row_for(RowKey(before) << 32 | prev) : nullptr;
+  const Rows rows = start ? Rows{} : rows_for(before, prev);
   // Only tokens not decided yet are looked at one by one; the rest is a
   // word-wide AND with the decided bits (special tokens left alone).
-  const std::vector<uint32_t>& checked = start ? self_checked_ : context_row ? context_row->checked : row->checked;
-  const std::vector<uint32_t>& allowed = start ? self_ok_ : context_row ? context_row->allowed : row->allowed;
+  const Row* decided = rows.context ? rows.context : rows.row;
+  const std::vector<uint32_t>& checked = start ? self_checked_ : decided->checked;
+  const std::vector<uint32_t>& allowed = start ? self_ok_ : decided->allowed;
   const size_t n = std::min(words.size(), words_);
   for (size_t w = 0; w < n; ++w) {
     const uint32_t text = words[w] & text_words_[w];
-    for (uint32_t bits = needs_three ? text : text & ~checked[w]; bits; bits &= bits - 1) {
+    for (uint32_t bits = rows.needs_three ? text : text & ~checked[w]; bits; bits &= bits - 1) {
       const auto t = static_cast<uint32_t>(w * 32 + std::countr_zero(bits));
-      bool ok;
-      if (start) {
-        ok = self_canonical(t);
-      } else {
-        const Pair p = context_row ? in_context(*context_row, *row, before, prev, t) : pair_in(*row, prev, t);
-        ok = p != Pair::Never && (!needs_three || triple_ok(before, prev, t, p));
-      }
-      if (!ok) words[w] &= ~(1u << (t % 32));
+      if (!(start ? self_canonical(t) : allowed_after(rows, before, prev, t))) words[w] &= ~(1u << (t % 32));
     }
-    if (!needs_three) words[w] &= allowed[w] | ~text_words_[w];
+    if (!rows.needs_three) words[w] &= allowed[w] | ~text_words_[w];
   }
 }
 

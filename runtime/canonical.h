@@ -115,7 +115,9 @@ class CanonicalPairs {
   // Whether the encoder writes `tokens`' bytes followed by `after` starting
   // with exactly `tokens`.
   bool written_as(std::span<const uint32_t> tokens, std::string_view after) const;
-  // The pair by the encoder alone (the reference every fast answer equals).
+  // How the encoder writes `tokens` (at the end, only before some text, or
+  // never); for a pair, the reference every fast answer equals.
+  Pair written_how(std::span<const uint32_t> tokens) const;
   Pair classify(uint32_t prev, uint32_t next) const;
   // The text that may follow `tokens` and change how the encoder writes
   // them (none when only the end of the text could).
@@ -136,6 +138,17 @@ class CanonicalPairs {
   // Whether the token before `prev` may change how `prev` and what follows
   // it are cut into pieces (it shares a piece with `prev`).
   bool context_matters(uint32_t before, uint32_t prev) const;
+  // The rows that decide what may follow `prev` (text) after `before`: its
+  // own, the context row where `before` shares its piece, and whether the
+  // three must be checked together (`before`, `prev` written so only
+  // before some text).
+  struct Rows {
+    Row* row = nullptr;
+    Row* context = nullptr;
+    bool needs_three = false;
+  };
+  Rows rows_for(uint32_t before, uint32_t prev) const;
+  bool allowed_after(const Rows& rows, uint32_t before, uint32_t prev, uint32_t next) const;
   Pair in_context(Row& context_row, Row& row, uint32_t before, uint32_t prev, uint32_t next) const;
   bool context_may_differ(Row& context_row, Row& row, uint32_t before, uint32_t prev, uint32_t next) const;
   // With `before`, `prev` written so only before some text: the three
@@ -152,7 +165,7 @@ class CanonicalPairs {
   std::unique_ptr<const Merges> merges_;  // null: every pair goes to the encoder
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Encoder::PieceFinder> finder_;
-  mutable std::string scratch_;
+  mutable std::string scratch_, context_text_;
   mutable std::vector<uint32_t> self_checked_, self_ok_, alone_checked_, alone_ok_;
   mutable std::list<RowKey> recent_;  // most recent first
   mutable std::unordered_map<RowKey, std::pair<Row, std::list<RowKey>::iterator>> rows_;

@@ -364,6 +364,11 @@ struct Encoder::State {
   // (SentencePiece, without the dummy prefix).
   Units units_of(std::string_view piece) const {
     Units units;
+    add_units(piece, units);
+    return units;
+  }
+
+  void add_units(std::string_view piece, Units& units) const {
     switch (vocab->kind()) {
       case TokenizerKind::Tiktoken:
         for (const char& c : piece) units.add(std::string_view(&c, 1), std::string_view(&c, 1));
@@ -385,7 +390,6 @@ struct Encoder::State {
         }
       }
     }
-    return units;
   }
 
   // The key of merging adjacent symbols `a` and `b`: a merge rank, a
@@ -457,10 +461,7 @@ struct Encoder::State {
       run.dummy_prefix = true;
       units.add(kSpace, " ");
     }
-    const Units rest = units_of(text);
-    for (size_t k = 0; k + 1 < rest.w.size(); ++k)
-      units.add(std::string_view(rest.work).substr(rest.w[k], rest.w[k + 1] - rest.w[k]),
-                std::string_view(rest.original).substr(rest.o[k], rest.o[k + 1] - rest.o[k]));
+    add_units(text, units);
     return emit(units, merge(units, run.key), base, dummy, run, [&](std::string_view work, std::string_view original) {
       return symbol_token(work, original, run.key);
     });
@@ -588,10 +589,6 @@ EncodeResult Encoder::encode_impl(std::string_view text, bool dummy_prefix) cons
                                        s.vocab->name(), *wrong)};
   return std::move(run.out);
 }
-
-}  // namespace cgram
-
-namespace cgram {
 
 Encoder::Derivation Encoder::derive(uint32_t token) const {
   const State& s = *state_;
