@@ -1,6 +1,8 @@
 #include "engine.h"
+#include "mask_words.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -787,9 +789,35 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
   const ir::LexTerminal& t = lex_.terminals[h.terminal];
   if (t.kind != ir::LexTerminal::Kind::Except || lex_.excepts[t.except_index].max_tokens) return false;
   const StateIndex& ix = g_.index().get(h.terminal, h.state);
+  // Free text runs for thousands of tokens on one stack node, so its mask is
+  // kept per (node, DFA state): one pass over the words then. (A GPU fill's
+  // sink is not given the set: the words carry every bit of it.)
+  const std::vector<uint32_t>& mask = except_mask(h, ix, words.size());
+  if (exhausted()) return true;
+  or_words(words, mask);
+  return true;
+}
+
+const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex& ix, size_t n_words) {
+  for (ExceptMaskEntry& e : except_mask_cache_)
+    if (e.node == h.node && e.serial == nodes_[h.node].serial && e.terminal == h.terminal && e.state == h.state &&
+        e.words.size() == n_words) {
+      e.used = ++except_mask_clock_;
+      return e.words;
+    }
+  // Replace the entry used least recently (entries are few: one per DFA state met on this node).
+  if (except_mask_cache_.size() < kExceptMaskEntries) except_mask_cache_.emplace_back();
+  ExceptMaskEntry& slot = *std::min_element(except_mask_cache_.begin(), except_mask_cache_.end(),
+                                              [](const auto& a, const auto& b) { return a.used < b.used; });
+  slot.node = UINT32_MAX;  // not valid until filled without hitting a limit
+  slot.used = ++except_mask_clock_;
   // Tokens that stay inside the text: its DFA is trimmed and nothing limits
   // its tokens, so each of them can go on to a complete sentence.
-  or_set(words, ix.inside);
+  slot.words.assign(ix.inside.begin(), ix.inside.end());
+  slot.words.resize(n_words, 0u);
+  // Every bit is needed here: a GPU fill's sink must not take sets of it.
+  TokenSetSink* sink = std::exchange(sink_, nullptr);
+  std::span<uint32_t> words(slot.words);
   ScratchPool<Head>::Lease after(head_scratch_);
   ScratchPool<uint32_t>::Lease nodes(node_scratch_);
   if (dfa_accepting(h.terminal, h.state)) {  // the text ends before the token
@@ -801,31 +829,39 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
   // The text ends inside the token: what may follow depends on where (the
   // occurrences left pending), so crossings are walked per (state where it
   // ended, first byte after), each group once.
-  if (!ix.crosses()) return true;
-  ScratchPool<Head>::Lease next(head_scratch_);
-  const VocabTrie& trie = g_.trie();
-  for (int b = 0; b < 256; ++b) {
-    if (!can_follow(h.terminal, static_cast<uint8_t>(b))) continue;  // no lexeme that may come next starts with it
-    const uint32_t begin = ix.cross_begin[b], end = ix.cross_begin[b + 1];
-    for (uint32_t i = begin; i < end;) {
-      const uint32_t state = ix.cross_states[i];
-      uint32_t j = i;
-      while (j < end && ix.cross_states[j] == state) ++j;
-      heads_after_lexeme(Head{h.node, h.terminal, state, 0, h.lexeme_tokens}, *after);
-      step_byte(*after, static_cast<uint8_t>(b), /*first_of_token=*/false, *next);
-      if (!next->empty()) {
-        const bool ending_here_viable = viable(*next);
-        for (uint32_t k = i; k < j; ++k) {
-          const uint32_t x = ix.cross_nodes[k];
-          if (ending_here_viable)
-            for (uint32_t id : trie.tokens(x)) words[id / 32] |= 1u << (id % 32);
-          if (trie.subtree_end(x) > x + 1) walk_range(x + 1, trie.subtree_end(x), trie.depth(x), *next, words);
+  if (ix.crosses()) {
+    ScratchPool<Head>::Lease next(head_scratch_);
+    const VocabTrie& trie = g_.trie();
+    for (int b = 0; b < 256; ++b) {
+      if (!can_follow(h.terminal, static_cast<uint8_t>(b))) continue;  // no lexeme that may come next starts with it
+      const uint32_t begin = ix.cross_begin[b], end = ix.cross_begin[b + 1];
+      for (uint32_t i = begin; i < end;) {
+        const uint32_t state = ix.cross_states[i];
+        uint32_t j = i;
+        while (j < end && ix.cross_states[j] == state) ++j;
+        heads_after_lexeme(Head{h.node, h.terminal, state, 0, h.lexeme_tokens}, *after);
+        step_byte(*after, static_cast<uint8_t>(b), /*first_of_token=*/false, *next);
+        if (!next->empty()) {
+          const bool ending_here_viable = viable(*next);
+          for (uint32_t k = i; k < j; ++k) {
+            const uint32_t x = ix.cross_nodes[k];
+            if (ending_here_viable)
+              for (uint32_t id : trie.tokens(x)) words[id / 32] |= 1u << (id % 32);
+            if (trie.subtree_end(x) > x + 1) walk_range(x + 1, trie.subtree_end(x), trie.depth(x), *next, words);
+          }
         }
+        i = j;
       }
-      i = j;
     }
   }
-  return true;
+  sink_ = sink;
+  if (!exhausted()) {
+    slot.node = h.node;
+    slot.serial = nodes_[h.node].serial;
+    slot.terminal = h.terminal;
+    slot.state = h.state;
+  }
+  return slot.words;
 }
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "compiled_grammar.h"
+#include "mask_words.h"
 #include "scratch.h"
 #include "token_set_sink.h"
 
@@ -230,6 +231,12 @@ class Engine {
   // pending, from the index: inside tokens as a bitset, and only the
   // crossings walked. False when the head needs the whole walk.
   bool except_from_index(const Head& h, std::span<uint32_t> words);
+  // h's mask (n_words): the tokens that stay inside its except! text, and
+  // those in which the text ends (before the token, or inside it with a next
+  // lexeme begun). Cached per (node, terminal, DFA state): the stack below a
+  // node never changes, so the mask is exact for as long as the node lives
+  // (checked by its serial).
+  const std::vector<uint32_t>& except_mask(const Head& h, const StateIndex& ix, size_t n_words);
   // The fast road for one head inside a byte lexeme with nothing pending:
   // the subtree [first, end) is walked with the terminal's DFA alone, and
   // the parser is consulted only where the lexeme can end and the next byte
@@ -257,7 +264,7 @@ class Engine {
   // words |= set, unless the sink of the current fill takes the set.
   void or_set(std::span<uint32_t> words, std::span<const uint32_t> set) {
     if (sink_ && sink_->take(set)) return;
-    for (size_t w = 0; w < set.size(); ++w) words[w] |= set[w];
+    or_words(words, set);
   }
   void exhaust(std::string why) {
     if (exhausted_.empty()) exhausted_ = std::move(why);
@@ -281,6 +288,17 @@ class Engine {
   std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
   uint32_t next_serial_ = 1;
   std::vector<EndCacheEntry> end_cache_;
+  struct ExceptMaskEntry {
+    uint32_t node = UINT32_MAX, serial = 0, terminal = 0, state = 0;
+    uint64_t used = 0;
+    std::vector<uint32_t> words;
+  };
+  // Two masks per engine (16 KB each with 128,000 tokens): free text sits
+  // in one DFA state nearly all the time, and a server holds thousands of
+  // matchers.
+  static constexpr size_t kExceptMaskEntries = 2;
+  std::vector<ExceptMaskEntry> except_mask_cache_;
+  uint64_t except_mask_clock_ = 0;
   std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
   std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
   std::deque<std::bitset<256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals

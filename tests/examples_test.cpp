@@ -55,6 +55,17 @@ const std::vector<Case>& cases() {
       {"reply.cgram",
        {"<think>hmm</think>\nSure.\n\nbye", "<think></think>\nok<tool>search(x)</tool>\n\n"},
        {{"<think>a</think>b", 16}, {"<think>x</think>\nhi<tool>f(a)b", 29}}},
+      {"reasoning_json.cgram",
+       {"Let me see: <b>1</b> < 2.</think>{\"a\": [1, true]}", "</think>{}", "<think>\n\n</think>\n{\"x\": null}\n",
+        "a </think nor </thin> end</think>    {  }"},
+       {{"hmm</think>[1]", 11}, {"x</think>{} </think>", 12}, {"</think>{\"a\": 1}}", 16},
+        {"</think>{                     }", 29}}},
+      {"tool_calls.cgram",
+       {"", "Just text, no call.", "Let me look.<tool_call>{\"name\": \"search\", \"arguments\": {\"q\": \"cgram\"}}</tool_call>",
+        "a<tool_call>\n{\"name\": \"f.g\", \"arguments\": {}}\n</tool_call>\nthen more <tool_ text"
+        "<tool_call>{\"name\":\"x\",\"arguments\":{\"n\":[1,2]}}</tool_call>"},
+       {{"<tool_call>{\"name\": 1", 20}, {"x<tool_call>{\"name\": \"f\", \"arguments\": {}}x", 42},
+        {"<tool_call>{\"arguments\": {}}", 13}}},
   };
   return all;
 }

@@ -48,6 +48,10 @@ const std::vector<std::pair<std::string, std::string>>& documents() {
       {"chess.cgram", "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 1/2-1/2"},
       {"delimited.cgram", "some text*[inner ]]] text]*"},
       {"reply.cgram", "<think>hmm</think>\nSure, here.\n\nbye now"},
+      {"reasoning_json.cgram", "The user wants </thin> a <b>record</b>.\n</think>\n{\"name\": \"cgram\", \"n\": [1, 2]}"},
+      {"tool_calls.cgram",
+       "Let me look <tool_ it up.\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"cgram\"}}\n</tool_call>\n"
+       "Found it."},
   };
   return docs;
 }
