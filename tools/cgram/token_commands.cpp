@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -376,7 +377,17 @@ bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vo
 struct Latencies {
   size_t documents = 0, left_language = 0;
   std::vector<double> mask_us, advance_us;
+  // The masks of free text (except!, any!), where a reasoning model spends
+  // thousands of tokens: those that allow 99 % of the vocabulary or more
+  // (inside a JSON string, about 97 % is allowed with Llama 3).
+  std::vector<double> open_mask_us;
 };
+
+bool is_open_mask(std::span<const uint32_t> words, size_t vocab_size) {
+  size_t allowed = 0;
+  for (uint32_t w : words) allowed += static_cast<size_t>(std::popcount(w));
+  return 100 * allowed >= 99 * vocab_size;
+}
 
 // One matcher per document: every mask and every advance timed.
 Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, const Documents& docs) {
@@ -389,6 +400,7 @@ Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, 
       auto t0 = Clock::now();
       matcher.fill_mask(words);
       out.mask_us.push_back(ms_since(t0) * 1000);
+      if (is_open_mask(words, compiled->vocabulary().size())) out.open_mask_us.push_back(out.mask_us.back());
       if (matcher.has_error()) {
         std::cerr << fmt::format("cgram bench: {} stopped at token {}: {}; the rest is skipped\n", printable(path), i,
                                  matcher.error());
@@ -621,6 +633,8 @@ int bench_file(const BenchArgs& args) {
               {"documents_leaving_language", run.left_language},
               {"steps", mask_us.size()},
               {"mask_us", percentiles(mask_us)},
+              {"open_steps", run.open_mask_us.size()},
+              {"open_mask_us", percentiles(run.open_mask_us)},
               {"advance_us", {{"p50", percentile(advance_us, 50)}, {"p99", percentile(advance_us, 99)},
                               {"max", percentile(advance_us, 100)}}},
               {"is_allowed_us", percentiles(*is_allowed_us)},
@@ -659,6 +673,11 @@ int bench_file(const BenchArgs& args) {
       loaded->parse_ms, t.lower_ms, t.index_ms,
       args.eager_index ? "eager: every entry built" : "lazy: entries are built by the masks", first_mask_ms,
       loaded->vocab_ms, loaded->compiled->memory_bytes() / 1e6, loaded->vocab->trie().memory_bytes() / 1e6);
+  if (!run.open_mask_us.empty())
+    std::cout << fmt::format("free-text masks (99 % of the vocabulary or more allowed): {} steps, p50 {:.1f} µs  "
+                             "p90 {:.1f} µs  p99 {:.1f} µs\n",
+                             run.open_mask_us.size(), percentile(run.open_mask_us, 50),
+                             percentile(run.open_mask_us, 90), percentile(run.open_mask_us, 99));
   std::cout << fmt::format("tier: {}", loaded->compiled->tier());
   if (loaded->jit_ms > 0)
     std::cout << fmt::format(" (JIT compile {:.1f} ms: IR {:.1f}, optimize {:.1f}, native code {:.1f})", loaded->jit_ms,
@@ -682,7 +701,7 @@ int bench_file(const BenchArgs& args) {
 struct SuiteRow {
   std::string format, spelling, vocabulary;
   size_t steps = 0, left_language = 0;
-  std::vector<double> mask_us;
+  std::vector<double> mask_us, open_mask_us;
   double first_mask_ms = 0, compile_ms = 0, memory_mb = 0;
   // --tier jit: the same documents on the JIT tier (after a warm-up run of
   // each tier, so that both are measured warm).
@@ -738,6 +757,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   row.steps = run.mask_us.size();
   row.left_language = run.left_language;
   row.mask_us = std::move(run.mask_us);
+  row.open_mask_us = std::move(run.open_mask_us);
   auto is_allowed_us = run_is_allowed(compiled, docs);
   if (!is_allowed_us) return std::nullopt;
   row.is_allowed_us = std::move(*is_allowed_us);
@@ -807,7 +827,8 @@ int bench_suite(const BenchArgs& args) {
     json out = json::array();
     for (const SuiteRow& r : rows) {
       json row = {{"steps", r.steps}, {"documents_leaving_language", r.left_language},
-                  {"mask_us", percentiles(r.mask_us)}, {"first_mask_ms", r.first_mask_ms},
+                  {"mask_us", percentiles(r.mask_us)}, {"open_steps", r.open_mask_us.size()},
+                  {"open_mask_us", percentiles(r.open_mask_us)}, {"first_mask_ms", r.first_mask_ms},
                   {"compile_ms", r.compile_ms}, {"memory_mb", r.memory_mb},
                   {"is_allowed_us", percentiles(r.is_allowed_us)}};
       if (r.jumps)
@@ -846,6 +867,18 @@ int bench_suite(const BenchArgs& args) {
                              r.format, r.spelling, r.vocabulary, r.steps, r.left_language ? " (left)" : "",
                              percentile(r.mask_us, 50), percentile(r.mask_us, 90), percentile(r.mask_us, 99),
                              percentile(r.mask_us, 100), r.first_mask_ms, r.compile_ms, r.memory_mb);
+  if (std::any_of(rows.begin(), rows.end(), [](const SuiteRow& r) { return !r.open_mask_us.empty(); })) {
+    std::cout << "\nFree text: the steps whose mask allows 99 % of the vocabulary or more (except!, any!)\n\n"
+                 "| format | spelling | vocabulary | free-text steps | of all | p50 | p90 | p99 |\n"
+                 "|---|---|---|---|---|---|---|---|\n";
+    for (const SuiteRow& r : rows)
+      if (!r.open_mask_us.empty())
+        std::cout << fmt::format("| {} | {} | {} | {} | {:.0f} % | {:.1f} µs | {:.1f} µs | {:.1f} µs |\n", r.format,
+                                 r.spelling, r.vocabulary, r.open_mask_us.size(),
+                                 100.0 * r.open_mask_us.size() / std::max<size_t>(r.steps, 1),
+                                 percentile(r.open_mask_us, 50), percentile(r.open_mask_us, 90),
+                                 percentile(r.open_mask_us, 99));
+  }
   std::cout << "\nOpportunistic masking: is_allowed on the document's token (no mask built) against a full mask\n\n"
                "| format | spelling | vocabulary | is_allowed p50 | p99 | mask p50 | p99 | mask / is_allowed p50 | p99 "
                "|\n|---|---|---|---|---|---|---|---|---|\n";
