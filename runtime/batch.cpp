@@ -1,6 +1,9 @@
 #include "batch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <exception>
 #include <system_error>
 
 namespace cgram {
@@ -79,6 +82,48 @@ bool fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, T
   std::vector<char> filled(matchers.size(), 0);
   pool.run(matchers.size(), [&](size_t i) { filled[i] = matchers[i]->fill_mask(masks.subspan(i * words, words)); });
   return std::all_of(filled.begin(), filled.end(), [](char ok) { return ok != 0; });
+}
+
+std::optional<std::string> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool) {
+  if (pairs.empty()) return std::nullopt;
+  if (bitmask.row_words == 0) return "the bitmask's rows have no words";
+  if (bitmask.words.size() % bitmask.row_words != 0)
+    return fmt::format("the bitmask has {} words, not a whole number of rows of {}", bitmask.words.size(),
+                       bitmask.row_words);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const MatcherRow& p = pairs[i];
+    if (!p.matcher) return fmt::format("matcher {} is null", i);
+    if (p.row >= bitmask.rows())
+      return fmt::format("row {} (pair {}) is outside the bitmask ({} rows)", p.row, i, bitmask.rows());
+    if (p.matcher->mask_words() > bitmask.row_words)
+      return fmt::format("pair {}: a row has {} words; the matcher's vocabulary needs {}", i, bitmask.row_words,
+                         p.matcher->mask_words());
+  }
+  // Two threads must never work on one matcher, nor write one row.
+  std::vector<std::pair<const void*, size_t>> seen;
+  for (const MatcherRow& p : pairs) seen.emplace_back(p.matcher, p.row);
+  std::sort(seen.begin(), seen.end());
+  for (size_t i = 1; i < seen.size(); ++i)
+    if (seen[i].first == seen[i - 1].first) return "a matcher is given twice";
+  std::vector<size_t> rows;
+  for (const MatcherRow& p : pairs) rows.push_back(p.row);
+  std::sort(rows.begin(), rows.end());
+  if (auto twice = std::adjacent_find(rows.begin(), rows.end()); twice != rows.end())
+    return fmt::format("row {} is given twice", *twice);
+  // A job runs on a pool thread, where an exception would end the process:
+  // each one catches its own, and the first is rethrown here.
+  std::exception_ptr first_error;
+  std::mutex error_mutex;
+  pool.run(pairs.size(), [&](size_t i) {
+    try {
+      pairs[i].matcher->fill_row(bitmask.row(pairs[i].row));
+    } catch (...) {
+      std::lock_guard lock(error_mutex);
+      if (!first_error) first_error = std::current_exception();
+    }
+  });
+  if (first_error) std::rethrow_exception(first_error);
+  return std::nullopt;
 }
 
 }  // namespace cgram

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <span>
 #include <thread>
 #include <vector>
@@ -42,5 +44,31 @@ class ThreadPool {
 // in width; false
 // too when some matcher has an error (its row is then all clear).
 bool fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, ThreadPool& pool);
+
+// A server's bitmask: `rows` rows of `row_words` words, row after row (the
+// (batch, ceil(model vocabulary / 32)) int32 tensor vLLM, SGLang and
+// TensorRT-LLM allocate). row_words follows the model's logits, which may
+// be wider than the tokenizer's ids: words past a matcher's mask are cleared.
+struct Bitmask {
+  std::span<uint32_t> words;
+  size_t row_words = 0;
+  size_t rows() const { return row_words ? words.size() / row_words : 0; }
+  std::span<uint32_t> row(size_t i) const { return words.subspan(i * row_words, row_words); }
+};
+
+// One matcher's row in a batch fill.
+struct MatcherRow {
+  Matcher* matcher = nullptr;
+  size_t row = 0;
+};
+
+// Each pair's matcher fills its row of `bitmask` (Matcher::fill_row), on the
+// pool. Everything is checked first, and nothing is written when a check
+// fails: a null matcher, one given twice or a row given twice, a row past
+// the bitmask, rows narrower than a matcher's mask. The error says which.
+// A matcher stopped by a limit leaves its row clear; that is not an error
+// here (its error() says why). An exception in a fill (out of memory) is
+// rethrown on the calling thread once every fill has ended.
+std::optional<std::string> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool);
 
 }  // namespace cgram

@@ -1,4 +1,5 @@
 #include "compiled_grammar.h"
+#include "mask_words.h"
 
 #include <algorithm>
 #include <chrono>
@@ -88,6 +89,16 @@ void CompiledGrammar::build_any_token_sets() {
     if (set.empty()) set.resize(mask_words());
     set[id / 32] |= 1u << (id % 32);
   }
+  unite_any_token_sets();
+}
+
+void CompiledGrammar::unite_any_token_sets() {
+  any_tokens_.clear();
+  for (const auto& set : any_tokens_by_char_state_) {
+    if (set.empty()) continue;
+    any_tokens_.resize(mask_words(), 0u);
+    or_words(any_tokens_, set);
+  }
 }
 
 bool CompiledGrammar::install_kernels(std::shared_ptr<const Kernels> kernels) const {
@@ -143,6 +154,7 @@ CompiledGrammar::Result CompiledGrammar::load_tables_checked(std::string_view by
     if (!set.empty() && (set.size() != g->mask_words() || (tail_bits && set.back() >> tail_bits)))
       in.fail("an any! token set of the wrong size");
   }
+  if (in.ok()) g->unite_any_token_sets();
   if (in.ok() && !in.at_end()) {
     if (in.get<uint8_t>() != kCanonicalTag) in.fail("data after the tables");
     else if (!std::holds_alternative<const Encoder*>(g->encoder()))

@@ -73,6 +73,8 @@ class CompiledGrammar {
   // character boundary, as mask words (empty when the grammar has no any!,
   // or no token does). Tokens with invalid UTF-8 are in none of them.
   std::span<const uint32_t> any_tokens_ending_in(uint8_t c) const { return any_tokens_by_char_state_[c]; }
+  // Their union: every text token with valid UTF-8 (empty without any!).
+  std::span<const uint32_t> any_tokens() const { return any_tokens_; }
   // Bytes held by the compiled grammar (tables, automata, index), not
   // counting the vocabulary and its trie, which grammars share.
   size_t memory_bytes() const;
@@ -128,6 +130,7 @@ class CompiledGrammar {
  private:
   static Result load_tables_checked(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
   void build_any_token_sets();
+  void unite_any_token_sets();  // any_tokens_ from the per-state sets
 
   std::shared_ptr<const Grammar> grammar_;
   std::string build_error_;  // set by the constructor when a limit stopped it
@@ -139,6 +142,7 @@ class CompiledGrammar {
   std::unique_ptr<TokenIndex> index_;
   CompileTimings timings_;
   std::array<std::vector<uint32_t>, 8> any_tokens_by_char_state_;
+  std::vector<uint32_t> any_tokens_;  // their union
   mutable std::mutex kernels_mutex_;
   mutable std::shared_ptr<const Kernels> kernels_owner_;
   mutable std::atomic<const Kernels*> kernels_{nullptr};

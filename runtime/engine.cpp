@@ -25,6 +25,8 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
                  term.dfa.next(term.dfa.start(), static_cast<uint8_t>(b)) != ir::Dfa::kDead;
     first_bytes_.push_back(first);
   }
+  for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c)
+    if (!grammar.any_tokens_ending_in(c).empty()) any_states_ |= uint8_t(1u << c);
   for (const ir::LexExcept& e : lex_.excepts)
     for (const std::string& s : e.automaton->strings())
       for (char c : s) except_bytes_.set(static_cast<uint8_t>(c));
@@ -83,6 +85,72 @@ void Engine::truncate(Mark m) {
   status_.resize(m.status);
   shiftable_index_.resize(m.nodes);
   edges_.resize(m.edges);
+}
+
+void Engine::compact(std::span<Head> heads, std::span<Mark* const> marks) {
+  constexpr uint32_t kDead = UINT32_MAX;
+  std::vector<uint32_t> node_to(nodes_.size(), kDead);
+  std::vector<uint8_t> edge_live(edges_.size(), 0);
+  std::vector<uint32_t> stack;
+  auto reach = [&](uint32_t v) {
+    if (node_to[v] == kDead) node_to[v] = 0, stack.push_back(v);
+  };
+  for (const Head& h : heads) reach(h.node);
+  while (!stack.empty()) {
+    const uint32_t v = stack.back();
+    stack.pop_back();
+    for (uint32_t e = nodes_[v].first_edge; e != kNoEdge; e = edges_[e].next) {
+      edge_live[e] = 1;
+      reach(edges_[e].parent);
+    }
+  }
+  // How many live nodes, edges and status entries come before each old
+  // index: the new indices, and where each mark goes.
+  std::vector<uint32_t> nodes_before(nodes_.size() + 1, 0), edges_before(edges_.size() + 1, 0),
+      status_before(status_.size() + 1, 0);
+  std::vector<uint8_t> status_live(status_.size(), 0);
+  for (uint32_t v = 0; v < nodes_.size(); ++v) {
+    nodes_before[v + 1] = nodes_before[v] + (node_to[v] != kDead);
+    if (node_to[v] == kDead) continue;
+    node_to[v] = nodes_before[v];
+    const size_t entries = table_.terminals_with_actions(nodes_[v].state).size();
+    std::fill_n(status_live.begin() + nodes_[v].status, entries, 1);
+  }
+  for (size_t e = 0; e < edges_.size(); ++e) edges_before[e + 1] = edges_before[e] + edge_live[e];
+  for (size_t i = 0; i < status_.size(); ++i) status_before[i + 1] = status_before[i] + status_live[i];
+  auto new_edge = [&](uint32_t e) { return e == kNoEdge ? kNoEdge : edges_before[e]; };
+  std::vector<Node> nodes;
+  std::vector<int32_t> shiftable_index;
+  nodes.reserve(nodes_before.back());
+  shiftable_index.reserve(nodes_before.back());
+  for (uint32_t v = 0; v < nodes_.size(); ++v) {
+    if (node_to[v] == kDead) continue;
+    Node n = nodes_[v];
+    n.first_edge = new_edge(n.first_edge);
+    n.status = status_before[n.status];
+    nodes.push_back(n);
+    shiftable_index.push_back(shiftable_index_[v]);
+  }
+  std::vector<Edge> edges;
+  edges.reserve(edges_before.back());
+  for (size_t e = 0; e < edges_.size(); ++e)
+    if (edge_live[e]) edges.push_back({node_to[edges_[e].parent], new_edge(edges_[e].next)});
+  std::vector<uint8_t> status;
+  status.reserve(status_before.back());
+  for (size_t i = 0; i < status_.size(); ++i)
+    if (status_live[i]) status.push_back(status_[i]);
+  for (Mark* m : marks) *m = {nodes_before[m->nodes], edges_before[m->edges], status_before[m->status]};
+  for (Head& h : heads) h.node = node_to[h.node];
+  for (ExceptMaskEntry& e : except_mask_cache_)
+    e.node = e.node < node_to.size() && node_to[e.node] != kDead ? node_to[e.node] : UINT32_MAX;
+  nodes_ = std::move(nodes);
+  edges_ = std::move(edges);
+  status_ = std::move(status);
+  shiftable_index_ = std::move(shiftable_index);
+  // Keys hold parents' indices, which moved. (The end cache checks every
+  // node it names by serial, and serials did not change.)
+  edge_index_.clear();
+  ++edge_epoch_;
 }
 
 void Engine::refresh_tier() {
@@ -773,6 +841,22 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
   }
 }
 
+bool Engine::any_follows_any(std::span<const uint32_t> tops) {
+  const Mark m = mark();
+  ScratchPool<uint32_t>::Lease from(node_scratch_), shifted(node_scratch_);
+  from->assign(tops.begin(), tops.end());
+  // The token, then the three a four-byte character may still need.
+  bool result = true;
+  for (int more = 0; more < 3 && result; ++more) {
+    end_lexeme(*from, *any_terminal_, *shifted);
+    std::erase_if(*shifted, [&](uint32_t n) { return !is_shiftable(n, *any_terminal_); });
+    result = !shifted->empty();
+    std::swap(*from, *shifted);
+  }
+  truncate(m);
+  return result;
+}
+
 bool Engine::viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, uint32_t pending) {
   const Mark m = mark();
   ScratchPool<uint32_t>::Lease shifted(node_scratch_);
@@ -893,11 +977,22 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
       if (nodes->empty()) continue;
       if (pending == 0 && in_char == ir::utf8::kBoundary) {
         // The common case, from sets made once per grammar.
-        for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c) {
-          std::span<const uint32_t> set = g_.any_tokens_ending_in(c);
-          if (set.empty() || (c != ir::utf8::kBoundary && !viable_after_any(*nodes, c, 0))) continue;
-          or_set(words, set);
+        uint8_t viable_states = 0;
+        if (any_follows_any(*nodes)) {
+          viable_states = any_states_;  // one-byte any! tokens finish any character
+        } else {
+          for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c)
+            if (!g_.any_tokens_ending_in(c).empty() && (c == ir::utf8::kBoundary || viable_after_any(*nodes, c, 0)))
+              viable_states |= uint8_t(1u << c);
         }
+        if (viable_states == any_states_) {
+          // Every text token: nothing the other heads allow can add to it.
+          or_set(words, g_.any_tokens());
+          truncate(start);
+          return;
+        }
+        for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c)
+          if (viable_states >> c & 1) or_set(words, g_.any_tokens_ending_in(c));
         continue;
       }
       for (uint32_t id = 0; id < vocab.size(); ++id) {

@@ -112,6 +112,12 @@ class Engine {
   };
   Mark mark() const { return {nodes_.size(), edges_.size(), status_.size()}; }
   void truncate(Mark m);
+  // Frees the stack nodes and edges no head of `heads` reaches (the
+  // matcher's steps that can still be rolled back to), keeping the order of
+  // the rest: each mark of `marks` is moved to the same place among them,
+  // and the heads' nodes are renumbered. Bounds memory over long texts.
+  void compact(std::span<Head> heads, std::span<Mark* const> marks);
+  size_t stack_elements() const { return nodes_.size() + edges_.size(); }
 
  private:
   struct Node {
@@ -204,6 +210,11 @@ class Engine {
   // Whether an any! token shifted from `tops` that leaves the character in
   // state `in_char` can still be completed.
   bool viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, uint32_t pending);
+  // Whether an any! token shifted from `tops` may be followed by three more
+  // any! tokens. Then an any! token that ends inside a character can always
+  // be finished (by one-byte tokens, as the oracle assumes the vocabulary
+  // has): viable_after_any holds for every state.
+  bool any_follows_any(std::span<const uint32_t> tops);
   void keep_viable(std::vector<Head>& heads);
   bool can_continue_into_token(const Head& h) const;
   // Whether an any! token may start from one of these heads (its bytes are
@@ -281,6 +292,7 @@ class Engine {
   const uint32_t* const* k_tables_ = nullptr;
   TokenSetSink* sink_ = nullptr;  // during fill_text_tokens only
   std::optional<uint32_t> any_terminal_;
+  uint8_t any_states_ = 0;  // bit c: some token leaves UTF-8 state c (the grammar's any! sets)
   std::vector<std::bitset<256>> first_bytes_;  // per terminal
   std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)
   std::vector<Node> nodes_;

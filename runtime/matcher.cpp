@@ -9,7 +9,7 @@
 namespace cgram {
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOptions& options)
-    : grammar_(std::move(grammar)) {
+    : grammar_(std::move(grammar)), max_rollback_(options.max_rollback_tokens) {
   if (grammar_) {
     engine_.emplace(*grammar_, options.limits);
     canonical_ = grammar_->canonical_pairs();
@@ -24,6 +24,9 @@ Matcher::Matcher(const Matcher& other)
       error_(other.error_),
       head_pool_(other.head_pool_),
       history_(other.history_),
+      dropped_(other.dropped_),
+      floor_(other.floor_),
+      max_rollback_(other.max_rollback_),
       current_(other.current_),
       finished_(other.finished_) {}
 
@@ -45,6 +48,7 @@ void Matcher::push_step(const std::vector<Head>& heads, bool finished, uint32_t 
 void Matcher::reset() {
   history_.clear();
   head_pool_.clear();
+  dropped_ = floor_ = 0;
   finished_ = false;
   if (!engine_) {
     error_ = "the matcher was made without a compiled grammar";
@@ -78,6 +82,54 @@ bool Matcher::canonical_dead_end() {
 }
 
 AdvanceResult Matcher::advance(uint32_t token) {
+  const AdvanceResult result = step(token);
+  if (result != AdvanceResult::Rejected && max_rollback_) {
+    // Tokens older than the window, from the furthest point reached, are
+    // out of reach from now on (rolling back does not bring them back).
+    floor_ = std::max(floor_, tokens_accepted() - std::min(tokens_accepted(), *max_rollback_));
+    drop_old_history();
+  }
+  return result;
+}
+
+size_t Matcher::validate_tokens(std::span<const uint32_t> tokens) {
+  const std::string error = error_;  // a limit met on the way is not kept
+  size_t accepted = 0;
+  for (uint32_t token : tokens) {
+    const AdvanceResult result = step(token);
+    if (result == AdvanceResult::Rejected) break;
+    ++accepted;
+    if (result == AdvanceResult::Finished) break;
+  }
+  undo(accepted);
+  error_ = error;
+  return accepted;
+}
+
+void Matcher::drop_old_history() {
+  // The steps a rollback can reach, and two before them: canonical mode
+  // reads the two tokens before the next one. A copy of what is kept every
+  // so many tokens, not every token.
+  constexpr size_t kTokensBefore = 2;
+  const size_t reachable_from = floor_ - dropped_;  // in history_
+  if (reachable_from < kTokensBefore + std::max<size_t>(64, *max_rollback_ + 3)) return;
+  const size_t drop = reachable_from - kTokensBefore;
+  const size_t heads_base = history_[drop].heads_begin;
+  head_pool_.erase(head_pool_.begin(), head_pool_.begin() + static_cast<std::ptrdiff_t>(heads_base));
+  history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(drop));
+  dropped_ += drop;
+  std::vector<Engine::Mark*> marks;
+  marks.reserve(history_.size());
+  for (Step& s : history_) {
+    s.heads_begin -= heads_base;
+    s.heads_end -= heads_base;
+    marks.push_back(&s.mark);
+  }
+  engine_->compact(head_pool_, marks);
+  current_.assign(head_pool_.begin() + static_cast<std::ptrdiff_t>(history_.back().heads_begin), head_pool_.end());
+}
+
+AdvanceResult Matcher::step(uint32_t token) {
   if (has_error()) return AdvanceResult::Rejected;
   const Vocabulary& vocab = grammar_->vocabulary();
   if (finished_ || token >= vocab.size()) return AdvanceResult::Rejected;
@@ -100,6 +152,13 @@ AdvanceResult Matcher::advance(uint32_t token) {
   }
   push_step(scratch_, false, token);
   return AdvanceResult::Ongoing;
+}
+
+bool Matcher::fill_row(std::span<uint32_t> row) {
+  if (row.size() < mask_words()) return false;
+  const bool ok = fill_mask(row);
+  std::fill(row.begin() + static_cast<std::ptrdiff_t>(mask_words()), row.end(), 0u);
+  return ok;
 }
 
 bool Matcher::fill_mask(std::span<uint32_t> words, TokenSetSink* sink) {
@@ -185,10 +244,10 @@ std::string Matcher::forced_text(size_t limit) { return forced(limit).text; }
 bool Matcher::accepts_all(std::span<const uint32_t> tokens) {
   size_t accepted = 0;
   for (uint32_t t : tokens) {
-    if (advance(t) != AdvanceResult::Ongoing) break;
+    if (step(t) != AdvanceResult::Ongoing) break;
     ++accepted;
   }
-  rollback(accepted);
+  undo(accepted);
   return accepted == tokens.size();
 }
 
@@ -204,9 +263,9 @@ std::variant<Matcher::JumpForward, std::string> Matcher::jump_forward(size_t lim
   const Vocabulary& vocab = grammar_->vocabulary();
   // Heal the last token first (re-encoded with the forced text, it may
   // merge into a longer one); without it when that gains nothing.
-  const size_t accepted = tokens_accepted();
+  const size_t reachable = rollback_depth();
   for (size_t back : {size_t{1}, size_t{0}}) {
-    if (back > accepted) continue;
+    if (back > reachable) continue;
     std::string text;
     std::vector<uint32_t> taken;
     for (size_t i = history_.size() - back; i < history_.size(); ++i) {
@@ -226,9 +285,9 @@ std::variant<Matcher::JumpForward, std::string> Matcher::jump_forward(size_t lim
     if (back > 0 && tokens.size() >= taken.size() && std::equal(taken.begin(), taken.end(), tokens.begin()))
       continue;  // the last token stays as it is: the plain jump says the same
     // Checked against the grammar from the state before the taken tokens.
-    rollback(back);
+    undo(back);
     const bool valid = accepts_all(tokens);
-    for (uint32_t t : taken) advance(t);
+    for (uint32_t t : taken) step(t);
     if (!valid) continue;
     JumpForward jump;
     jump.rollback = back;
@@ -255,16 +314,23 @@ bool Matcher::update_logits_from_tokens(std::span<float> logits) {
   return true;
 }
 
+size_t Matcher::rollback_depth() const { return max_rollback_ ? tokens_accepted() - floor_ : history_.size() - 1; }
+
 bool Matcher::rollback(size_t n) {
-  if (n > tokens_accepted() || !engine_) return false;
-  if (n > 0) error_.clear();  // back to a state no limit stopped
-  history_.resize(history_.size() - n);
-  const Step& step = history_.back();
-  head_pool_.resize(step.heads_end);
-  current_.assign(head_pool_.begin() + static_cast<ptrdiff_t>(step.heads_begin), head_pool_.end());
-  engine_->truncate(step.mark);
-  finished_ = step.finished;
+  if (n > rollback_depth() || !engine_) return false;
+  undo(n);
   return true;
+}
+
+void Matcher::undo(size_t n) {
+  if (n == 0 || !engine_) return;
+  error_.clear();  // back to a state no limit stopped
+  history_.resize(history_.size() - n);
+  const Step& last = history_.back();
+  head_pool_.resize(last.heads_end);
+  current_.assign(head_pool_.begin() + static_cast<ptrdiff_t>(last.heads_begin), head_pool_.end());
+  engine_->truncate(last.mark);
+  finished_ = last.finished;
 }
 
 }  // namespace cgram

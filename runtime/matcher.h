@@ -18,6 +18,11 @@ enum class AdvanceResult { Ongoing, Finished, Rejected };
 
 struct MatcherOptions {
   EngineLimits limits;
+  // The most accepted tokens rollback() can undo. History before them is
+  // dropped as the text grows (the parse stack's old nodes too), so a
+  // matcher's memory stays bounded over any length of text; a rollback past
+  // it is refused. nullopt: every token can be undone.
+  std::optional<size_t> max_rollback_tokens;
 };
 
 // Misuse is refused, never undefined: every call below returns an error
@@ -37,6 +42,11 @@ class Matcher {
 
   // Accepts `token` if the mask allows it; Rejected leaves the state unchanged.
   AdvanceResult advance(uint32_t token);
+  // How many of `tokens`, in order, advance() would accept from here (an
+  // end-of-sequence token counts and nothing after it does). Nothing
+  // changes, whatever max_rollback_tokens is: how servers check a
+  // speculative draft.
+  size_t validate_tokens(std::span<const uint32_t> tokens);
   // Bit t % 32 of word t / 32 for every allowed token; words past
   // mask_words() are left alone. False, with nothing written, when `words`
   // is shorter than mask_words(); false with every bit clear when the
@@ -48,6 +58,11 @@ class Matcher {
   // result is false. In canonical mode the sink is not used (the filter
   // needs every bit on the host).
   bool fill_mask(std::span<uint32_t> words, TokenSetSink* sink);
+  // One row of a server's (batch, row words) bitmask: the mask, then every
+  // word past mask_words() cleared (a model's padding ids, past the
+  // tokenizer's, are never allowed). False, with nothing written, when the
+  // row is shorter than mask_words(); false with the row clear on an error.
+  bool fill_row(std::span<uint32_t> row);
   std::vector<uint32_t> current_possible_tokens();
   bool is_allowed(uint32_t token);
   // The bytes that must come next whatever the tokenization, at most
@@ -86,8 +101,14 @@ class Matcher {
   // equal for equal states of any two matchers of one grammar.
   uint64_t context_key(int depth = 2) const { return engine_ ? engine_->context_key(current_, depth) : 0; }
   // Undoes the last n accepted tokens; false (and nothing undone) when n >
-  // tokens_accepted().
+  // rollback_depth().
   bool rollback(size_t n);
+  // How many tokens rollback() can undo now: every accepted one, or, with
+  // MatcherOptions::max_rollback_tokens, those within that many of the
+  // furthest point the text reached (after rolling back 3, at most
+  // max_rollback_tokens - 3 more).
+  size_t rollback_depth() const;
+  std::optional<size_t> max_rollback_tokens() const { return max_rollback_; }
   void reset();
   Matcher clone() const { return Matcher(*this); }
   bool is_finished() const { return finished_; }
@@ -99,7 +120,7 @@ class Matcher {
   // (masks, is_allowed, advance and can_end are the plain ones), so a mask
   // is never empty while the grammar goes on. Builds the mask if needed.
   bool canonical_dead_end();
-  size_t tokens_accepted() const { return history_.size() - 1; }
+  size_t tokens_accepted() const { return dropped_ + history_.size() - 1; }
   size_t mask_words() const { return grammar_ ? grammar_->mask_words() : 0; }
   // The compiled grammar (check has_grammar() first on a matcher that may
   // have been made without one).
@@ -108,6 +129,9 @@ class Matcher {
   // Why the matcher stopped (a limit, or no grammar); empty when it did not.
   bool has_error() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
+  // The parse stack's nodes and edges held now (about 24 bytes each): they
+  // grow with the text unless max_rollback_tokens bounds the history.
+  size_t stack_elements() const { return engine_ ? engine_->stack_elements() : 0; }
   // The most work one call has done, against EngineLimits::max_work_per_call.
   size_t peak_work() const { return engine_ ? engine_->peak_work() : 0; }
 
@@ -123,6 +147,14 @@ class Matcher {
   };
   bool grammar_can_end();
   static constexpr uint32_t kNoToken = UINT32_MAX;
+  // advance() without dropping history (validation takes its steps back).
+  AdvanceResult step(uint32_t token);
+  // Takes back the last n steps, whatever max_rollback_tokens says.
+  void undo(size_t n);
+  // With max_rollback_tokens: drops the history no rollback can reach, and
+  // the stack nodes only it used, once it is as long again as what is kept
+  // (amortized: a copy of what is kept every so many tokens).
+  void drop_old_history();
   void push_step(const std::vector<Head>& heads, bool finished, uint32_t token);
   // The engine's forced text from here (empty, and no error kept, when a
   // limit stops it).
@@ -144,6 +176,9 @@ class Matcher {
   std::string error_;
   std::vector<Head> head_pool_;
   std::vector<Step> history_;  // history_.back() is the current state
+  size_t dropped_ = 0;         // accepted tokens whose steps were dropped
+  size_t floor_ = 0;           // with max_rollback_tokens: no rollback goes below this many tokens
+  std::optional<size_t> max_rollback_;
   std::vector<Head> current_;  // the current step's heads, contiguous
   bool finished_ = false;
   std::vector<Head> scratch_;

@@ -77,6 +77,38 @@ std::optional<std::string> eos_from_config(const std::string& config) {
   return std::nullopt;
 }
 
+}  // namespace
+
+std::variant<std::vector<uint32_t>, std::string> eos_ids_from_generation_config(const std::string& config) {
+  simdjson::ondemand::parser parser;
+  simdjson::padded_string padded(config);
+  simdjson::ondemand::document doc;
+  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS) return std::string("not a JSON document");
+  simdjson::ondemand::value eos;
+  auto found = doc.find_field_unordered("eos_token_id").get(eos);
+  if (found == simdjson::NO_SUCH_FIELD) return std::vector<uint32_t>{};
+  if (found != simdjson::SUCCESS) return std::string("not a JSON object");
+  std::vector<uint32_t> ids;
+  auto take = [&](simdjson::ondemand::value v) -> bool {
+    uint64_t id = 0;
+    if (v.get_uint64().get(id) != simdjson::SUCCESS || id > UINT32_MAX) return false;
+    ids.push_back(static_cast<uint32_t>(id));
+    return true;
+  };
+  simdjson::ondemand::array list;
+  if (eos.get_array().get(list) == simdjson::SUCCESS) {
+    for (auto item : list) {
+      simdjson::ondemand::value v;
+      if (item.get(v) != simdjson::SUCCESS || !take(v)) return std::string("eos_token_id holds something other than token ids");
+    }
+    return ids;
+  }
+  if (!take(eos)) return std::string("eos_token_id is neither a token id nor a list of them");
+  return ids;
+}
+
+namespace {
+
 // GPT-2's pre-tokenizer (ByteLevel with use_regex).
 constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 

@@ -41,6 +41,10 @@ struct Vocabulary::Builder {
 VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_view name,
                                         const VocabularyOptions& options,
                                         const std::optional<std::string>& config_json);
+// The end-of-sequence ids a Hugging Face generation_config.json names
+// ("eos_token_id": a number or a list; none when it has no such field), or
+// what is wrong with it.
+std::variant<std::vector<uint32_t>, std::string> eos_ids_from_generation_config(const std::string& config);
 VocabularyResult load_tiktoken(std::string_view content, std::string_view name, const VocabularyOptions& options);
 VocabularyResult load_gguf(std::string_view content, std::string_view name, const VocabularyOptions& options);
 VocabularyResult load_token_list_json(std::string_view content, std::string_view name,

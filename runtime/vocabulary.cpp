@@ -132,6 +132,7 @@ VocabularyResult Vocabulary::Builder::build(const VocabularyOptions& options) {
   for (uint32_t id = 0; id < count; ++id)
     if (!vocab->special_[id]) vocab->by_bytes_.emplace(vocab->bytes(id), id);
   std::vector<uint32_t> eos = options.eos_ids ? *options.eos_ids : eos_ids;
+  eos.insert(eos.end(), options.extra_eos_ids.begin(), options.extra_eos_ids.end());
   std::sort(eos.begin(), eos.end());
   eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
   for (uint32_t id : eos)
@@ -142,13 +143,38 @@ VocabularyResult Vocabulary::Builder::build(const VocabularyOptions& options) {
   for (uint32_t id : eos) vocab->special_[id] = 1;
   // The caller who gives an empty list of end-of-sequence ids means it; a
   // file that names none is probably cut short or mislabelled.
-  if (eos.empty() && !options.eos_ids)
+  if (eos.empty() && !options.eos_ids && options.extra_eos_ids.empty())
     warnings.push_back(fmt::format("{}: the vocabulary has no end-of-sequence token: no token can end a "
                                    "sequence, so generation stops only at a length limit",
                                    name));
   vocab->eos_ids_ = std::move(eos);
   vocab->warnings_ = std::move(warnings);
   vocab->encoder_ = std::move(encoder);
+  return std::shared_ptr<const Vocabulary>(std::move(vocab));
+}
+
+VocabularyResult Vocabulary::with_eos_ids(std::span<const uint32_t> ids) const {
+  for (uint32_t id : ids)
+    if (id >= size())
+      return VocabularyError{fmt::format("{}: end-of-sequence id {} is not in the vocabulary ({} ids)", name_, id,
+                                         size())};
+  auto vocab = std::make_shared<Vocabulary>();
+  vocab->name_ = name_;
+  vocab->kind_ = kind_;
+  vocab->data_ = data_;
+  vocab->offsets_ = offsets_;
+  vocab->special_ = special_;
+  vocab->eos_ids_ = eos_ids_;
+  vocab->eos_ids_.insert(vocab->eos_ids_.end(), ids.begin(), ids.end());
+  std::sort(vocab->eos_ids_.begin(), vocab->eos_ids_.end());
+  vocab->eos_ids_.erase(std::unique(vocab->eos_ids_.begin(), vocab->eos_ids_.end()), vocab->eos_ids_.end());
+  for (uint32_t id : ids) vocab->special_[id] = 1;
+  // The copy's views point into its own bytes.
+  for (uint32_t id = 0; id < vocab->size(); ++id)
+    if (!vocab->special_[id]) vocab->by_bytes_.emplace(vocab->bytes(id), id);
+  for (const std::string& w : warnings_)
+    if (ids.empty() || w.find("no end-of-sequence token") == std::string::npos) vocab->warnings_.push_back(w);
+  vocab->encoder_ = encoder_;
   return std::shared_ptr<const Vocabulary>(std::move(vocab));
 }
 
@@ -246,7 +272,8 @@ VocabularyResult Vocabulary::load(const std::string& path, const VocabularyOptio
   // object can be one, so no other format looks for it.
   std::optional<std::string> config;
   size_t first = content.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && content[first] == '{') {
+  const bool hf_json = first != std::string::npos && content[first] == '{';
+  if (hf_json) {
     std::string stem = path.size() > 5 && path.ends_with(".json") ? path.substr(0, path.size() - 5) : path;
     for (std::string candidate :
          {stem + "_config.json", path.substr(0, path.find_last_of('/') + 1) + "tokenizer_config.json"}) {
@@ -259,7 +286,22 @@ VocabularyResult Vocabulary::load(const std::string& path, const VocabularyOptio
       break;
     }
   }
-  return from_memory(content, path, options, config);
+  if (!hf_json || options.eos_ids) return from_memory(content, path, options, config);
+  // The generation_config.json beside it may name several end-of-sequence ids (a
+  // number or a list): they are all honoured.
+  VocabularyOptions with_generation = options;
+  const std::string generation = path.substr(0, path.find_last_of('/') + 1) + "generation_config.json";
+  std::error_code ec;
+  if (std::filesystem::exists(generation, ec)) {
+    std::string text;
+    if (auto error = read_regular_file(generation, "generation config", options.max_file_bytes, text))
+      return VocabularyError{std::move(*error)};
+    auto ids = eos_ids_from_generation_config(text);
+    if (auto* error = std::get_if<std::string>(&ids)) return VocabularyError{fmt::format("{}: {}", generation, *error)};
+    const auto& found = std::get<std::vector<uint32_t>>(ids);
+    with_generation.extra_eos_ids.insert(with_generation.extra_eos_ids.end(), found.begin(), found.end());
+  }
+  return from_memory(content, path, with_generation, config);
 }
 
 }  // namespace cgram

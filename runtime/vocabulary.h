@@ -36,6 +36,10 @@ const char* tokenizer_kind_name(TokenizerKind kind);
 struct VocabularyOptions {
   // Overrides the end-of-sequence ids found in the tokenizer's data.
   std::optional<std::vector<uint32_t>> eos_ids;
+  // Added to the end-of-sequence ids (those found, or the override): a
+  // model that ends with several tokens (Llama 3.1 Instruct ends turns with
+  // <|eot_id|> or <|eom_id|>, and text with <|end_of_text|>).
+  std::vector<uint32_t> extra_eos_ids;
   // Limits that keep hostile files bounded (docs/LIMITS.md). Counts claimed by
   // a file are checked against these and against the bytes the file has left
   // before anything is allocated for them.
@@ -74,6 +78,9 @@ class Vocabulary {
   static VocabularyResult bundled(const VocabularyOptions& options = {});
   static VocabularyResult from_tokens(std::vector<std::string> tokens, std::vector<uint32_t> eos_ids,
                                       std::vector<uint32_t> special = {});
+  // A copy with `ids` added to the end-of-sequence ids (each one becomes
+  // special: never text). An error names an id outside the vocabulary.
+  VocabularyResult with_eos_ids(std::span<const uint32_t> ids) const;
 
   size_t size() const { return offsets_.size() - 1; }
   // The token's bytes; empty for an id outside the vocabulary (never out of

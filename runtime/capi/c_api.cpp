@@ -46,7 +46,9 @@ struct cgram_grammar {
 
 struct cgram_matcher {
   // Built in place: a Matcher has no move constructor, only a copy.
-  explicit cgram_matcher(std::shared_ptr<const cgram::CompiledGrammar> grammar) : matcher(std::move(grammar)) {}
+  explicit cgram_matcher(std::shared_ptr<const cgram::CompiledGrammar> grammar,
+                         const cgram::MatcherOptions& options = {})
+      : matcher(std::move(grammar), options) {}
   explicit cgram_matcher(const cgram::Matcher& other) : matcher(other) {}
   cgram::Matcher matcher;  // holds a shared_ptr to its compiled grammar
 };
@@ -174,6 +176,19 @@ cgram_status limit_status(const Call& call, const cgram::Matcher& matcher) {
   return call.fail(CGRAM_ERROR_LIMIT, "{} (reset or roll back the matcher to go on)", matcher.error());
 }
 
+// A server's bitmask: n_rows rows of row_words words, each wide enough for
+// `matcher`'s masks.
+cgram_status check_bitmask(const Call& call, const cgram::Matcher& matcher, const uint32_t* bitmask, size_t n_rows,
+                           size_t row_words, const char* which) {
+  if (!bitmask) return call.null("bitmask");
+  if (row_words < matcher.mask_words())
+    return call.invalid("row_words is {}; {}'s vocabulary ({} ids) needs {}", row_words, which,
+                        matcher.grammar().vocabulary().size(), matcher.mask_words());
+  if (n_rows > 0 && row_words > SIZE_MAX / n_rows)
+    return call.invalid("n_rows {} times row_words {} overflows", n_rows, row_words);
+  return CGRAM_OK;
+}
+
 cgram_advance_result to_c(cgram::AdvanceResult result) {
   switch (result) {
     case cgram::AdvanceResult::Ongoing: return CGRAM_ADVANCE_ONGOING;
@@ -279,6 +294,15 @@ cgram_status cgram_vocab_from_tokens(const char* const* tokens, const size_t* le
                           cgram::Vocabulary::from_tokens(std::move(list), std::vector<uint32_t>(eos_ids, eos_ids + n_eos),
                                                          std::vector<uint32_t>(special, special + n_special)),
                           out);
+  });
+}
+
+cgram_status cgram_vocab_with_eos(const cgram_vocab* vocab, const uint32_t* eos_ids, size_t n_eos, cgram_vocab** out) {
+  return guarded(__func__, [&](const Call& call) -> cgram_status {
+    if (!vocab) return call.null("vocab");
+    if (!out) return call.null("out");
+    if (!eos_ids && n_eos > 0) return call.invalid("eos_ids is NULL but n_eos is {}", n_eos);
+    return hand_out_vocab(call, vocab->vocab->with_eos_ids(std::span<const uint32_t>(eos_ids, n_eos)), out);
   });
 }
 
@@ -429,6 +453,30 @@ cgram_status cgram_matcher_new(const cgram_grammar* grammar, cgram_matcher** out
   });
 }
 
+void cgram_matcher_options_init(cgram_matcher_options* options) {
+  if (!options) return;
+  *options = {};
+  options->struct_size = sizeof(cgram_matcher_options);
+  options->max_rollback_tokens = SIZE_MAX;
+}
+
+cgram_status cgram_matcher_new_with_options(const cgram_grammar* grammar, const cgram_matcher_options* options,
+                                            cgram_matcher** out) {
+  return guarded(__func__, [&](const Call& call) -> cgram_status {
+    if (!grammar) return call.null("grammar");
+    if (!out) return call.null("out");
+    cgram::MatcherOptions matcher_options;
+    if (options) {
+      if (options->struct_size != sizeof(cgram_matcher_options))
+        return call.invalid("options->struct_size is {}, not sizeof(cgram_matcher_options) = {} (call "
+                            "cgram_matcher_options_init)",
+                            options->struct_size, sizeof(cgram_matcher_options));
+      if (options->max_rollback_tokens != SIZE_MAX) matcher_options.max_rollback_tokens = options->max_rollback_tokens;
+    }
+    return hand_out(out, grammar->compiled, matcher_options);
+  });
+}
+
 cgram_status cgram_matcher_clone(const cgram_matcher* matcher, cgram_matcher** out) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
@@ -459,6 +507,29 @@ cgram_status cgram_matcher_fill_mask(cgram_matcher* matcher, uint32_t* words, si
     size_t needed = matcher->matcher.mask_words();
     if (n_words < needed) return call.invalid("n_words is {}; a mask needs {} words", n_words, needed);
     matcher->matcher.fill_mask(std::span<uint32_t>(words, needed));
+    return limit_status(call, matcher->matcher);
+  });
+}
+
+cgram_status cgram_matcher_validate_tokens(cgram_matcher* matcher, const uint32_t* tokens, size_t n_tokens,
+                                           size_t* accepted) {
+  return guarded(__func__, [&](const Call& call) -> cgram_status {
+    if (!matcher) return call.null("matcher");
+    if (!accepted) return call.null("accepted");
+    if (!tokens && n_tokens > 0) return call.invalid("tokens is NULL but n_tokens is {}", n_tokens);
+    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
+    *accepted = matcher->matcher.validate_tokens(std::span<const uint32_t>(tokens, n_tokens));
+    return CGRAM_OK;
+  });
+}
+
+cgram_status cgram_matcher_fill_bitmask(cgram_matcher* matcher, uint32_t* bitmask, size_t n_rows, size_t row_words,
+                                        size_t row) {
+  return guarded(__func__, [&](const Call& call) -> cgram_status {
+    if (!matcher) return call.null("matcher");
+    if (cgram_status s = check_bitmask(call, matcher->matcher, bitmask, n_rows, row_words, "the matcher")) return s;
+    if (row >= n_rows) return call.invalid("row {} is outside the bitmask ({} rows)", row, n_rows);
+    matcher->matcher.fill_row(std::span<uint32_t>(bitmask + row * row_words, row_words));
     return limit_status(call, matcher->matcher);
   });
 }
@@ -508,12 +579,19 @@ cgram_status cgram_matcher_jump_forward(cgram_matcher* matcher, uint32_t* tokens
 cgram_status cgram_matcher_rollback(cgram_matcher* matcher, size_t n) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
-    size_t accepted = matcher->matcher.tokens_accepted();
+    const cgram::Matcher& m = matcher->matcher;
+    const size_t accepted = m.tokens_accepted(), depth = m.rollback_depth();
     if (n > accepted) return call.invalid("cannot roll back {} tokens: {} were accepted", n, accepted);
+    if (n > depth)
+      return call.invalid("cannot roll back {} tokens: the matcher keeps the last {} (max_rollback_tokens)", n, depth);
     if (!matcher->matcher.rollback(n))
       return call.fail(CGRAM_ERROR_INTERNAL, "rollback({}) refused after {} tokens (a bug in cgram)", n, accepted);
     return CGRAM_OK;
   });
+}
+
+size_t cgram_matcher_rollback_depth(const cgram_matcher* matcher) {
+  return matcher ? matcher->matcher.rollback_depth() : 0;
 }
 
 cgram_status cgram_matcher_reset(cgram_matcher* matcher) {
@@ -622,6 +700,37 @@ cgram_status cgram_fill_masks(cgram_thread_pool* pool, cgram_matcher* const* mat
       }
     });
     if (first_error) std::rethrow_exception(first_error);  // guarded turns it into a status
+    for (size_t i = 0; i < count; ++i)
+      if (matchers[i]->matcher.has_error())
+        return call.fail(CGRAM_ERROR_LIMIT, "matchers[{}]: {} (its row is all clear)", i, matchers[i]->matcher.error());
+    return CGRAM_OK;
+  });
+}
+
+cgram_status cgram_fill_bitmask(cgram_thread_pool* pool, cgram_matcher* const* matchers, const size_t* rows,
+                                size_t count, uint32_t* bitmask, size_t n_rows, size_t row_words) {
+  return guarded(__func__, [&](const Call& call) -> cgram_status {
+    if (!pool) return call.null("pool");
+    if (count == 0) return CGRAM_OK;
+    if (!matchers) return call.null("matchers");
+    std::vector<cgram::MatcherRow> pairs(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (!matchers[i]) return call.invalid("matchers[{}] is NULL", i);
+      const std::string which = fmt::format("matchers[{}]", i);
+      if (cgram_status s = check_bitmask(call, matchers[i]->matcher, bitmask, n_rows, row_words, which.c_str()))
+        return s;
+      pairs[i] = {&matchers[i]->matcher, rows ? rows[i] : i};
+      if (pairs[i].row >= n_rows)
+        return call.invalid("{} row {} is outside the bitmask ({} rows)", rows ? "rows[" + std::to_string(i) + "]:" : "matcher",
+                            pairs[i].row, n_rows);
+    }
+    const cgram::Bitmask view{std::span<uint32_t>(bitmask, n_rows * row_words), row_words};
+    std::optional<std::string> error;
+    {
+      std::lock_guard turn(pool->mutex);
+      error = cgram::fill_bitmask(pairs, view, pool->pool);
+    }
+    if (error) return call.invalid("{}", *error);
     for (size_t i = 0; i < count; ++i)
       if (matchers[i]->matcher.has_error())
         return call.fail(CGRAM_ERROR_LIMIT, "matchers[{}]: {} (its row is all clear)", i, matchers[i]->matcher.error());

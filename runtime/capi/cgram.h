@@ -127,6 +127,13 @@ cgram_status cgram_vocab_from_tokens(const char* const* tokens, const size_t* le
                                      const uint32_t* eos_ids, size_t n_eos, const uint32_t* special,
                                      size_t n_special, cgram_vocab** out);
 
+/* A new vocabulary: `vocab` with eos_ids[0..n_eos) added to its
+ * end-of-sequence ids (a model that ends with several tokens, such as Llama
+ * 3.1 Instruct's <|eot_id|>, <|eom_id|> and <|end_of_text|>). Each becomes
+ * special: never text. Every loader already adds the ids a Hugging Face
+ * generation_config.json beside tokenizer.json names. */
+cgram_status cgram_vocab_with_eos(const cgram_vocab* vocab, const uint32_t* eos_ids, size_t n_eos, cgram_vocab** out);
+
 void cgram_vocab_free(cgram_vocab* vocab);
 
 /* The number of token ids (0 for NULL). */
@@ -218,6 +225,19 @@ typedef enum cgram_advance_result {
 } cgram_advance_result;
 
 cgram_status cgram_matcher_new(const cgram_grammar* grammar, cgram_matcher** out);
+
+typedef struct cgram_matcher_options {
+  size_t struct_size;          /* sizeof(cgram_matcher_options): set by cgram_matcher_options_init */
+  size_t max_rollback_tokens;  /* the most tokens a rollback may undo; older history is dropped, so
+                                  memory stays bounded over any length of text. SIZE_MAX: no bound */
+} cgram_matcher_options;
+
+/* Fills the defaults: no bound on rollback. */
+void cgram_matcher_options_init(cgram_matcher_options* options);
+
+/* A matcher with options (NULL: the defaults, as cgram_matcher_new). */
+cgram_status cgram_matcher_new_with_options(const cgram_grammar* grammar, const cgram_matcher_options* options,
+                                            cgram_matcher** out);
 /* An independent copy of the state (for beam search, speculation). */
 cgram_status cgram_matcher_clone(const cgram_matcher* matcher, cgram_matcher** out);
 void cgram_matcher_free(cgram_matcher* matcher);
@@ -227,10 +247,27 @@ void cgram_matcher_free(cgram_matcher* matcher);
  * CGRAM_ERROR_STATE when the matcher is finished. */
 cgram_status cgram_matcher_advance(cgram_matcher* matcher, uint32_t token, cgram_advance_result* result);
 
+/* How many of tokens[0..n_tokens), in order, cgram_matcher_advance would
+ * accept from here (*accepted; an end-of-sequence token counts, nothing
+ * after it does). Nothing changes: how a server checks a speculative
+ * draft. A token id outside the vocabulary stops the count (it is not an
+ * error here). */
+cgram_status cgram_matcher_validate_tokens(cgram_matcher* matcher, const uint32_t* tokens, size_t n_tokens,
+                                           size_t* accepted);
+
 /* The allowed next tokens as a bitmask; n_words >= cgram_matcher_mask_words.
  * Only the first mask_words words are written. A finished matcher allows
  * nothing (all zeros). */
 cgram_status cgram_matcher_fill_mask(cgram_matcher* matcher, uint32_t* words, size_t n_words);
+
+/* Row `row` of a server's bitmask: n_rows rows of row_words words each,
+ * row after row (the (batch, ceil(V / 32)) int32 tensor of vLLM, SGLang
+ * and TensorRT-LLM; V is the model's logit count, which may pass the
+ * tokenizer's ids). row_words >= cgram_matcher_mask_words; the row's words
+ * past the mask are cleared, so a model's padding ids are never allowed. A
+ * row whose tokens are all allowed costs about one copy of the row. */
+cgram_status cgram_matcher_fill_bitmask(cgram_matcher* matcher, uint32_t* bitmask, size_t n_rows, size_t row_words,
+                                        size_t row);
 
 /* Whether `token` is allowed next (false when finished). */
 cgram_status cgram_matcher_is_allowed(cgram_matcher* matcher, uint32_t token, bool* allowed);
@@ -254,8 +291,14 @@ cgram_status cgram_matcher_jump_forward(cgram_matcher* matcher, uint32_t* tokens
                                         size_t* rollback);
 
 /* Undoes the last n accepted tokens (an end of sequence included);
- * CGRAM_ERROR_INVALID_ARGUMENT when n > cgram_matcher_tokens_accepted. */
+ * CGRAM_ERROR_INVALID_ARGUMENT when n > cgram_matcher_rollback_depth (more
+ * than were accepted, or past the max_rollback_tokens the matcher was made
+ * with: the message says which). Nothing is undone then. */
 cgram_status cgram_matcher_rollback(cgram_matcher* matcher, size_t n);
+
+/* How many tokens a rollback can undo now: every accepted one, or at most
+ * max_rollback_tokens (0 for NULL). */
+size_t cgram_matcher_rollback_depth(const cgram_matcher* matcher);
 
 /* Back to the start of a sequence. */
 cgram_status cgram_matcher_reset(cgram_matcher* matcher);
@@ -298,6 +341,16 @@ void cgram_thread_pool_free(cgram_thread_pool* pool);
  * once; n_words_total >= count * w. count == 0 does nothing. */
 cgram_status cgram_fill_masks(cgram_thread_pool* pool, cgram_matcher* const* matchers, size_t count, uint32_t* masks,
                               size_t n_words_total);
+
+/* Row rows[i] of the bitmask (n_rows rows of row_words words, as
+ * cgram_matcher_fill_bitmask) gets matchers[i]'s mask, for i < count, on
+ * the pool; rows == NULL: row i. Matchers may have different grammars
+ * (row_words must fit each one's mask); each matcher and each row appears
+ * once. Everything is checked before anything is written. A matcher that
+ * hit a limit gets a clear row and CGRAM_ERROR_LIMIT names it (the other
+ * rows are filled). */
+cgram_status cgram_fill_bitmask(cgram_thread_pool* pool, cgram_matcher* const* matchers, const size_t* rows,
+                                size_t count, uint32_t* bitmask, size_t n_rows, size_t row_words);
 
 #ifdef __cplusplus
 } /* extern "C" */
