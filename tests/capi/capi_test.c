@@ -724,6 +724,137 @@ done:
 
 /* Matchers at different points of a JSON document: the batch gives each the
  * mask it gives alone, on the table tier and the JIT. */
+/* What servers call: draft validation, bitmask rows wider than the
+ * vocabulary, batch fills over (matcher, row) pairs, several ends of
+ * sequence, bounded rollback. */
+static void test_serving(void) {
+  cgram_vocab *vocab = tiny_vocab(), *more = NULL;
+  cgram_grammar *grammar = NULL, *words_grammar = NULL;
+  cgram_matcher *m = NULL, *n = NULL, *bounded = NULL;
+  cgram_thread_pool* pool = NULL;
+  cgram_matcher_options options;
+  uint32_t eos[4];
+  size_t count = 0, accepted = 99, i;
+  uint32_t bitmask[3 * 3];
+  const uint32_t draft[] = {A, B, EOS, A};
+  const uint32_t wrong[] = {A, X, B};
+  const uint32_t extra_eos[] = {X};
+  if (!vocab) return;
+
+  /* Several ends of sequence: X becomes one too (and is no longer text). */
+  CHECK_OK(cgram_vocab_with_eos(vocab, extra_eos, 1, &more));
+  CHECK_OK(cgram_vocab_eos_ids(more, eos, 4, &count));
+  CHECK(count == 2 && eos[0] == X && eos[1] == EOS);
+  CHECK_INVALID(cgram_vocab_with_eos(NULL, extra_eos, 1, &more));
+  CHECK_INVALID(cgram_vocab_with_eos(vocab, NULL, 1, &more));
+  {
+    const uint32_t outside[] = {TINY_SIZE};
+    cgram_vocab* none = NULL;
+    CHECK_STATUS(cgram_vocab_with_eos(vocab, outside, 1, &none), CGRAM_ERROR_VOCABULARY);
+    CHECK(contains(cgram_last_error(), "end-of-sequence id 7 is not in the vocabulary"));
+    CHECK(none == NULL);
+  }
+  grammar = compile_text(more, "start ::= 'ab' | 'ac' ;", CGRAM_TIER_TABLE);
+  if (!grammar) goto done;
+  CHECK_OK(cgram_matcher_new(grammar, &m));
+  CHECK_OK(cgram_matcher_new(grammar, &n));
+  if (!m || !n) goto done;
+
+  /* validate_tokens: a, b, end; nothing after the end; nothing changes. */
+  CHECK_OK(cgram_matcher_validate_tokens(m, draft, 4, &accepted));
+  CHECK(accepted == 3);
+  CHECK(cgram_matcher_tokens_accepted(m) == 0);
+  CHECK(mask_of(m) == (BIT(A) | BIT(AB) | BIT(AC)));
+  CHECK_OK(cgram_matcher_validate_tokens(m, wrong, 3, &accepted));
+  CHECK(accepted == 1);
+  CHECK_OK(cgram_matcher_validate_tokens(m, NULL, 0, &accepted));
+  CHECK(accepted == 0);
+  CHECK_INVALID(cgram_matcher_validate_tokens(m, NULL, 2, &accepted));
+  CHECK_INVALID(cgram_matcher_validate_tokens(m, draft, 4, NULL));
+  CHECK_INVALID(cgram_matcher_validate_tokens(NULL, draft, 4, &accepted));
+  /* After "ab" both ends of sequence are allowed, and each one finishes. */
+  CHECK(advance(n, AB) == CGRAM_ADVANCE_ONGOING);
+  CHECK(mask_of(n) == (BIT(X) | BIT(EOS)));
+  CHECK_OK(cgram_matcher_validate_tokens(n, extra_eos, 1, &accepted));
+  CHECK(accepted == 1);
+  CHECK(advance(n, X) == CGRAM_ADVANCE_FINISHED);
+
+  /* A bitmask of 3 rows of 3 words: a model with 96 logits for 7 ids. */
+  for (i = 0; i < 9; ++i) bitmask[i] = 0xFFFFFFFFu;
+  CHECK_OK(cgram_matcher_fill_bitmask(m, bitmask, 3, 3, 1));
+  CHECK(bitmask[3] == (BIT(A) | BIT(AB) | BIT(AC)) && bitmask[4] == 0 && bitmask[5] == 0);
+  CHECK(bitmask[0] == 0xFFFFFFFFu && bitmask[8] == 0xFFFFFFFFu);
+  CHECK_INVALID(cgram_matcher_fill_bitmask(m, bitmask, 3, 3, 3));
+  CHECK(contains(cgram_last_error(), "row 3 is outside the bitmask (3 rows)"));
+  CHECK_INVALID(cgram_matcher_fill_bitmask(m, bitmask, 3, 0, 0));
+  CHECK_INVALID(cgram_matcher_fill_bitmask(m, NULL, 3, 3, 0));
+  CHECK_INVALID(cgram_matcher_fill_bitmask(NULL, bitmask, 3, 3, 0));
+  CHECK_INVALID(cgram_matcher_fill_bitmask(m, bitmask, SIZE_MAX, SIZE_MAX, 0));
+
+  /* The batch: any rows, grammars of one vocabulary or several. */
+  words_grammar = compile_text(vocab, "start ::= ( 'a' | 'b' )* ;", CGRAM_TIER_TABLE);
+  CHECK_OK(cgram_thread_pool_new(2, &pool));
+  cgram_matcher_options_init(&options);
+  CHECK(options.struct_size == sizeof options && options.max_rollback_tokens == SIZE_MAX);
+  if (!words_grammar || !pool) goto done;
+  CHECK_OK(cgram_matcher_new_with_options(words_grammar, NULL, &bounded));
+  if (!bounded) goto done;
+  {
+    cgram_matcher* pair[2];
+    size_t rows[2] = {2, 0};
+    pair[0] = m;
+    pair[1] = bounded;
+    for (i = 0; i < 9; ++i) bitmask[i] = 0xFFFFFFFFu;
+    CHECK_OK(cgram_fill_bitmask(pool, pair, rows, 2, bitmask, 3, 3));
+    CHECK(bitmask[6] == (BIT(A) | BIT(AB) | BIT(AC)) && bitmask[7] == 0);
+    CHECK(bitmask[0] == (BIT(A) | BIT(B) | BIT(AB) | BIT(EOS)) && bitmask[1] == 0 && bitmask[2] == 0);
+    CHECK(bitmask[3] == 0xFFFFFFFFu);
+    rows[1] = 2;
+    CHECK_INVALID(cgram_fill_bitmask(pool, pair, rows, 2, bitmask, 3, 3));
+    CHECK(contains(cgram_last_error(), "row 2 is given twice"));
+    rows[1] = 3;
+    CHECK_INVALID(cgram_fill_bitmask(pool, pair, rows, 2, bitmask, 3, 3));
+    pair[1] = m;
+    rows[1] = 1;
+    CHECK_INVALID(cgram_fill_bitmask(pool, pair, rows, 2, bitmask, 3, 3));
+    CHECK(contains(cgram_last_error(), "given twice"));
+    CHECK_OK(cgram_fill_bitmask(pool, pair, NULL, 0, NULL, 0, 0));
+    CHECK_INVALID(cgram_fill_bitmask(pool, pair, NULL, 1, NULL, 3, 3));
+    pair[1] = NULL;
+    CHECK_INVALID(cgram_fill_bitmask(pool, pair, rows, 2, bitmask, 3, 3));
+  }
+  cgram_matcher_free(bounded);
+  bounded = NULL;
+
+  /* Bounded rollback: 4 tokens at most, whatever the length of the text. */
+  options.max_rollback_tokens = 4;
+  CHECK_OK(cgram_matcher_new_with_options(words_grammar, &options, &bounded));
+  if (!bounded) goto done;
+  for (i = 0; i < 500; ++i) CHECK(advance(bounded, i % 3 ? A : AB) == CGRAM_ADVANCE_ONGOING);
+  CHECK(cgram_matcher_tokens_accepted(bounded) == 500);
+  CHECK(cgram_matcher_rollback_depth(bounded) == 4);
+  CHECK_INVALID(cgram_matcher_rollback(bounded, 5));
+  CHECK(contains(cgram_last_error(), "keeps the last 4 (max_rollback_tokens)"));
+  CHECK_OK(cgram_matcher_rollback(bounded, 4));
+  CHECK(cgram_matcher_tokens_accepted(bounded) == 496);
+  CHECK(cgram_matcher_rollback_depth(bounded) == 0);
+  CHECK_INVALID(cgram_matcher_rollback(bounded, 1));
+  CHECK(cgram_matcher_rollback_depth(NULL) == 0);
+  options.struct_size = 3;
+  CHECK_INVALID(cgram_matcher_new_with_options(words_grammar, &options, &n));
+  CHECK(contains(cgram_last_error(), "struct_size"));
+
+done:
+  cgram_thread_pool_free(pool);
+  cgram_matcher_free(bounded);
+  cgram_matcher_free(m);
+  cgram_matcher_free(n);
+  cgram_grammar_free(grammar);
+  cgram_grammar_free(words_grammar);
+  cgram_vocab_free(more);
+  cgram_vocab_free(vocab);
+}
+
 static void test_batch(void) {
   /* {"a": [1, 2]} in the bundled vocabulary (cgram mask --json gives them). */
   static const uint32_t doc[] = {6377, 29874, 1115, 518, 29896, 29892, 29871, 29906, 12258};
@@ -939,6 +1070,7 @@ int main(int argc, char** argv) {
   test_grammar_errors();
   test_aot();
   test_batch();
+  test_serving();
   test_threads();
 
   printf("%d checks, %d failed\n", checks, failures);
