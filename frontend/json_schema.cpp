@@ -221,7 +221,9 @@ class Converter {
       out.offsets.emplace_back(static_cast<uint32_t>(out.cgram.size()), rules_[i].schema_offset);
       out.cgram += fmt::format("{} ::= {} ;\n", rules_[i].name, rules_[i].body);
     }
-    if (flexible) out.cgram += "ws ::= #'[ \\t\\n\\r]*' ;\n";
+    if (flexible)
+      out.cgram += options_.max_whitespace ? fmt::format("ws ::= #'[ \\t\\n\\r]{{0,{}}}' ;\n", *options_.max_whitespace)
+                                           : std::string("ws ::= #'[ \\t\\n\\r]*' ;\n");
     return out;
   }
 

@@ -32,8 +32,15 @@ enum class JsonWhitespace { Compact, Pretty, Flexible };
 inline constexpr int kPrettyDepth = 16;
 std::optional<JsonWhitespace> parse_json_whitespace(std::string_view name);
 
+// The longest run of whitespace the flexible layout allows between two
+// tokens: models under a JSON grammar sometimes emit whitespace until their
+// token limit (llama.cpp's converter bounds runs at 20 as well).
+inline constexpr uint32_t kDefaultMaxWhitespace = 20;
+
 struct JsonSchemaOptions {
   JsonWhitespace whitespace = JsonWhitespace::Flexible;
+  // Flexible layout: the longest whitespace run (nullopt: any length).
+  std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
   // Warnings about ignored keywords become errors.
   bool strict = false;
 };

@@ -197,6 +197,32 @@ TEST_CASE("the compact and pretty layouts are exactly what JSON serialisers writ
   }
 }
 
+TEST_CASE("flexible whitespace: runs of at most 20 by default, any length on request", "[json-schema]") {
+  const std::string schema = R"({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}})";
+  auto spaced = [](size_t run) {
+    const std::string ws(run, ' ');
+    return "{" + ws + "\"a\"" + ws + ":" + ws + "[" + ws + "1" + ws + "," + ws + "2" + ws + "]" + ws + "}";
+  };
+  ParseOptions options;
+  options.format = GrammarFormat::JsonSchema;
+  CHECK(options.schema.max_whitespace == kDefaultMaxWhitespace);
+  CHECK(kDefaultMaxWhitespace == 20);
+  for (std::optional<uint32_t> bound : {std::optional<uint32_t>(20), std::optional<uint32_t>(3),
+                                        std::optional<uint32_t>(0), std::optional<uint32_t>()}) {
+    options.schema.max_whitespace = bound;
+    Grammar::Outcome outcome = Grammar::parse(schema, "schema.json", options);
+    REQUIRE(outcome.ok());
+    auto g = oracle_grammar(*outcome.grammar);
+    for (size_t run : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{20}, size_t{21}, size_t{200}}) {
+      INFO("bound " << (bound ? std::to_string(*bound) : "none") << ", runs of " << run);
+      CHECK((verdict(g, spaced(run)) == oracle::Verdict::Complete) == (!bound || run <= *bound));
+      // Mixed whitespace counts alike, and around the document too.
+      const std::string mixed = std::string(run, '\n') + "{}" + std::string(run, '\t');
+      CHECK((verdict(g, mixed) == oracle::Verdict::Complete) == (!bound || run <= *bound));
+    }
+  }
+}
+
 TEST_CASE("schema diagnostics point into the schema; --strict makes ignored keywords errors", "[json-schema]") {
   const std::string schema = "{\n  \"type\": \"object\",\n  \"minProperties\": 1\n}";
   Grammar::Outcome relaxed = parse_schema(schema);

@@ -34,6 +34,7 @@ struct Reading {
   std::string start = "start";
   std::string whitespace = "flexible";
   bool strict = false;
+  std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
 };
 
 PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
@@ -70,7 +71,9 @@ GrammarPtr parse(std::string_view source, const Reading& reading) {
   ParseOptions options;
   options.format = *format;
   options.start = reading.start;
-  options.schema = {*whitespace, reading.strict};
+  options.schema.whitespace = *whitespace;
+  options.schema.strict = reading.strict;
+  options.schema.max_whitespace = reading.max_whitespace;
   auto wrapper = std::make_shared<PyGrammar>();
   wrapper->format = *format;
   wrapper->filename = reading.filename.value_or(default_filename(*format));
@@ -189,24 +192,28 @@ A checked grammar: .cgram text, llama.cpp GBNF or a JSON Schema (translated
 to .cgram). Parsing raises GrammarError, which carries the diagnostics;
 warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc");
   cls.def(py::init([](py::object source, const std::string& format, std::optional<std::string> filename,
-                      const std::string& start, const std::string& whitespace, bool strict) {
-            Reading reading{format, filename, start, whitespace, strict};
+                      const std::string& start, const std::string& whitespace, bool strict,
+                      std::optional<uint32_t> max_whitespace) {
+            Reading reading{format, filename, start, whitespace, strict, max_whitespace};
             return parse(text_argument(source, "source"), reading);
           }),
           py::arg("source"), py::kw_only(), py::arg("format") = "auto", py::arg("filename") = py::none(),
           py::arg("start") = "start", py::arg("whitespace") = "flexible", py::arg("strict") = false,
+          py::arg("max_whitespace") = kDefaultMaxWhitespace,
           "Parses `source` (str or bytes). format: 'auto' (by the filename's extension: .gbnf GBNF, "
           ".json a JSON Schema, else .cgram), 'cgram', 'gbnf' or 'json-schema'. start: the start rule "
           "('start' means root for GBNF). whitespace and strict: JSON Schema documents' layout "
-          "('compact', 'pretty', 'flexible') and whether ignored keywords are errors.")
+          "('compact', 'pretty', 'flexible') and whether ignored keywords are errors; max_whitespace: with "
+          "the flexible layout, the longest whitespace run between tokens (None: any length).")
       .def_static(
           "from_file",
           [](const std::string& path, const std::string& format, const std::string& start,
-             const std::string& whitespace, bool strict) {
-            return parse_file(path, Reading{format, std::nullopt, start, whitespace, strict});
+             const std::string& whitespace, bool strict, std::optional<uint32_t> max_whitespace) {
+            return parse_file(path, Reading{format, std::nullopt, start, whitespace, strict, max_whitespace});
           },
           py::arg("path"), py::kw_only(), py::arg("format") = "auto", py::arg("start") = "start",
           py::arg("whitespace") = "flexible", py::arg("strict") = false,
+          py::arg("max_whitespace") = kDefaultMaxWhitespace,
           "Reads and parses a grammar file (the format by its extension unless given).")
       .def_static(
           "from_gbnf",
@@ -217,12 +224,15 @@ warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc")
           "Parses llama.cpp GBNF.")
       .def_static(
           "from_json_schema",
-          [](py::object schema, const std::string& whitespace, bool strict, const std::string& filename) {
-            return parse(schema_text(schema), Reading{"json-schema", filename, "start", whitespace, strict});
+          [](py::object schema, const std::string& whitespace, bool strict, const std::string& filename,
+             std::optional<uint32_t> max_whitespace) {
+            return parse(schema_text(schema),
+                         Reading{"json-schema", filename, "start", whitespace, strict, max_whitespace});
           },
           py::arg("schema"), py::kw_only(), py::arg("whitespace") = "flexible", py::arg("strict") = false,
-          py::arg("filename") = "schema.json",
-          "Translates a JSON Schema: a dict (or bool), or its JSON text.")
+          py::arg("filename") = "schema.json", py::arg("max_whitespace") = kDefaultMaxWhitespace,
+          "Translates a JSON Schema: a dict (or bool), or its JSON text. With the flexible layout, runs of "
+          "whitespace are at most max_whitespace long (None: any length).")
       .def_property_readonly("format", [](const PyGrammar& g) { return grammar_format_name(g.format); })
       .def_property_readonly("filename", [](const PyGrammar& g) { return g.filename; })
       .def_property_readonly(

@@ -18,14 +18,6 @@ namespace {
 using CompiledPtr = std::shared_ptr<PyCompiledGrammar>;
 constexpr size_t kMaxPoolThreads = 1024;
 
-// Mask words for one matcher's row: its mask, then zeros to the row's end
-// (a model's padding ids past the vocabulary are never allowed).
-void fill_row(Matcher& matcher, std::span<uint32_t> row) {
-  matcher.fill_mask(row);
-  const size_t words = std::min(row.size(), matcher.mask_words());
-  std::fill(row.begin() + static_cast<std::ptrdiff_t>(words), row.end(), 0u);
-}
-
 void check_width(const py::array& words, const Matcher& matcher, const char* what) {
   const size_t width = static_cast<size_t>(words.shape(words.ndim() - 1));
   if (width < matcher.mask_words())
@@ -50,7 +42,7 @@ void fill_mask(PyMatcher& self, const py::object& out, std::optional<py::ssize_t
   Matcher& matcher = self.use();
   py::array words = mask_array(out, row ? 2 : 1, row ? "the bitmask (with a row)" : "the mask");
   check_width(words, matcher, "the mask");
-  fill_row(matcher, mask_rows(words)[row ? checked_row(words, *row, "the bitmask") : 0]);
+  matcher.fill_row(mask_rows(words)[row ? checked_row(words, *row, "the bitmask") : 0]);
 }
 
 py::array_t<int32_t> new_mask(PyMatcher& self) {
@@ -62,8 +54,24 @@ py::array_t<int32_t> new_mask(PyMatcher& self) {
 
 void rollback(PyMatcher& self, size_t n) {
   Matcher& matcher = self.use();
-  if (!matcher.rollback(n))
+  if (n > matcher.tokens_accepted())
     throw py::value_error(fmt::format("cannot roll back {} tokens: {} accepted", n, matcher.tokens_accepted()));
+  if (!matcher.rollback(n))
+    throw py::value_error(fmt::format("cannot roll back {} tokens: the matcher keeps the last {} "
+                                      "(max_rollback_tokens={})",
+                                      n, matcher.rollback_depth(), *matcher.max_rollback_tokens()));
+}
+
+// Token ids from Python: ints beyond uint32 stop a validation like any
+// refused token (they are not in the vocabulary).
+size_t validate_tokens(PyMatcher& self, const std::vector<int64_t>& tokens) {
+  std::vector<uint32_t> ids;
+  ids.reserve(tokens.size());
+  for (int64_t t : tokens) {
+    if (t < 0 || t > UINT32_MAX) break;
+    ids.push_back(static_cast<uint32_t>(t));
+  }
+  return self.use().validate_tokens(ids);
 }
 
 // Marks the matchers busy for the time the GIL is released, and frees them
@@ -115,7 +123,7 @@ void fill_masks(const py::sequence& matchers, const py::object& out, std::option
   if (!pool) pool = default_pool();
   const std::vector<std::span<uint32_t>> spans = mask_rows(words);
   py::gil_scoped_release released;
-  run_on_pool(*pool, count, [&](size_t i) { fill_row(targets[i]->matcher, spans[target_rows[i]]); });
+  run_on_pool(*pool, count, [&](size_t i) { targets[i]->matcher.fill_row(spans[target_rows[i]]); });
 }
 
 }  // namespace
@@ -141,11 +149,20 @@ One matcher per sequence: the exact set of allowed next tokens at every
 step. Masks are int32 words, ceil(vocab_size / 32) per row, bit t % 32 of
 word t // 32 set when token t is allowed (the layout vLLM and SGLang use).
 Not thread-safe: use each matcher from one thread at a time.)doc")
-      .def(py::init([](const CompiledPtr& grammar) {
+      .def(py::init([](const CompiledPtr& grammar, std::optional<int64_t> max_rollback_tokens) {
              if (!grammar) throw py::type_error("grammar must be a cgram.CompiledGrammar");
-             return std::make_unique<PyMatcher>(Matcher(grammar->compiled), grammar->compiled);
+             MatcherOptions options;
+             if (max_rollback_tokens) {
+               if (*max_rollback_tokens < 0)
+                 throw py::value_error(
+                     fmt::format("max_rollback_tokens must not be negative, not {}", *max_rollback_tokens));
+               options.max_rollback_tokens = static_cast<size_t>(*max_rollback_tokens);
+             }
+             return std::make_unique<PyMatcher>(Matcher(grammar->compiled, options), grammar->compiled);
            }),
-           py::arg("grammar"))
+           py::arg("grammar"), py::kw_only(), py::arg("max_rollback_tokens") = py::none(),
+           "max_rollback_tokens: the most tokens rollback() may undo; older history is dropped, so memory "
+           "stays bounded over any length of text (None: every token can be undone).")
       .def(
           "advance", [](PyMatcher& self, uint32_t token) { return self.use().advance(token); }, py::arg("token"),
           "Accepts `token` if it is allowed. REJECTED leaves the state as it was.")
@@ -169,7 +186,17 @@ Not thread-safe: use each matcher from one thread at a time.)doc")
            "Jump-forward with token healing: (rollback, tokens). Take back `rollback` tokens, then accept `tokens`, "
            "the vocabulary's own encoding of their text and the forced text. (0, []) when nothing is gained.")
       .def("rollback", &rollback, py::arg("n") = 1,
-           "Undoes the last n accepted tokens (ValueError when fewer were accepted).")
+           "Undoes the last n accepted tokens (ValueError when fewer were accepted, or n passes "
+           "max_rollback_tokens; nothing is undone then).")
+      .def("validate_tokens", &validate_tokens, py::arg("tokens"),
+           "How many of `tokens`, in order, advance() would accept from here (an end of sequence counts, "
+           "nothing after it does). Nothing changes: how a server checks a speculative draft.")
+      .def_property_readonly(
+          "rollback_depth", [](PyMatcher& self) { return self.use().rollback_depth(); },
+          "How many tokens rollback() can undo now.")
+      .def_property_readonly(
+          "max_rollback_tokens", [](PyMatcher& self) { return self.use().max_rollback_tokens(); },
+          "The bound given at construction, or None.")
       .def(
           "reset", [](PyMatcher& self) { self.use().reset(); }, "Back to the start of the text.")
       .def(

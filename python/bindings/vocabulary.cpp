@@ -120,7 +120,15 @@ Bad input raises VocabularyError with a precise message.)doc");
       .def_property_readonly("name", [](const PyVocabulary& self) { return self.vocab->name(); })
       .def_property_readonly("kind", [](const PyVocabulary& self) { return kind_key(self.vocab->kind()); },
                              "'byte-level-bpe', 'sentencepiece', 'tiktoken' or 'list'.")
-      .def_property_readonly("eos_ids", [](const PyVocabulary& self) { return self.vocab->eos_ids(); })
+      .def_property_readonly("eos_ids", [](const PyVocabulary& self) { return self.vocab->eos_ids(); },
+                             "The end-of-sequence ids, ascending: each one ends the text.")
+      .def(
+          "with_eos_ids",
+          [](const PyVocabulary& self, const std::vector<uint32_t>& ids) { return take(self.vocab->with_eos_ids(ids)); },
+          py::arg("ids"),
+          "A copy with `ids` added to the end-of-sequence ids (a model that stops on several tokens, such as "
+          "Llama 3.1 Instruct's <|eot_id|>, <|eom_id|> and <|end_of_text|>). load() already adds those a "
+          "generation_config.json beside tokenizer.json names.")
       .def_property_readonly("warnings", [](const PyVocabulary& self) { return self.vocab->warnings(); },
                              "What loaded but deserves a word (no end-of-sequence token, say).")
       .def_property_readonly("fingerprint", [](const PyVocabulary& self) { return self.vocab->fingerprint(); },

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "json_schema.h"
+
 namespace cgram::cli {
 
 inline constexpr int kExitUsage = 64;
@@ -27,6 +29,7 @@ inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 struct GrammarInput {
   std::string format = "auto";
   std::string whitespace = "flexible";
+  std::string max_whitespace = std::to_string(kDefaultMaxWhitespace);  // a number, or "unbounded"
   bool strict = false;
 };
 

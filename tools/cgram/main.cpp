@@ -56,6 +56,11 @@ int main(int argc, char** argv) {
                     "(any JSON whitespace)")
         ->check(CLI::IsMember({"compact", "pretty", "flexible"}))
         ->capture_default_str();
+    cmd->add_option("--max-whitespace", input.max_whitespace,
+                    "JSON Schema, flexible layout: the longest run of whitespace between tokens, or 'unbounded' "
+                    "(a model cannot pad with whitespace until its token limit)")
+        ->check(CLI::IsMember({"unbounded"}) | CLI::Range(0u, 100000u))
+        ->capture_default_str();
     cmd->add_flag("--strict", input.strict,
                   "JSON Schema: a keyword that would be ignored (the grammar accepting more) is an error");
   };
