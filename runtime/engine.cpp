@@ -873,35 +873,22 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
   const ir::LexTerminal& t = lex_.terminals[h.terminal];
   if (t.kind != ir::LexTerminal::Kind::Except || lex_.excepts[t.except_index].max_tokens) return false;
   const StateIndex& ix = g_.index().get(h.terminal, h.state);
+  if (sink_) {
+    // A GPU fill: the device ORs the set of tokens inside the text, and the
+    // host sends only those in which the text ends.
+    or_set(words, ix.inside);
+    add_except_endings(h, ix, words);
+    return true;
+  }
   // Free text runs for thousands of tokens on one stack node, so its mask is
-  // kept per (node, DFA state): one pass over the words then. (A GPU fill's
-  // sink is not given the set: the words carry every bit of it.)
+  // kept per (node, DFA state): one pass over the words then.
   const std::vector<uint32_t>& mask = except_mask(h, ix, words.size());
   if (exhausted()) return true;
   or_words(words, mask);
   return true;
 }
 
-const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex& ix, size_t n_words) {
-  for (ExceptMaskEntry& e : except_mask_cache_)
-    if (e.node == h.node && e.serial == nodes_[h.node].serial && e.terminal == h.terminal && e.state == h.state &&
-        e.words.size() == n_words) {
-      e.used = ++except_mask_clock_;
-      return e.words;
-    }
-  // Replace the entry used least recently (entries are few: one per DFA state met on this node).
-  if (except_mask_cache_.size() < kExceptMaskEntries) except_mask_cache_.emplace_back();
-  ExceptMaskEntry& slot = *std::min_element(except_mask_cache_.begin(), except_mask_cache_.end(),
-                                              [](const auto& a, const auto& b) { return a.used < b.used; });
-  slot.node = UINT32_MAX;  // not valid until filled without hitting a limit
-  slot.used = ++except_mask_clock_;
-  // Tokens that stay inside the text: its DFA is trimmed and nothing limits
-  // its tokens, so each of them can go on to a complete sentence.
-  slot.words.assign(ix.inside.begin(), ix.inside.end());
-  slot.words.resize(n_words, 0u);
-  // Every bit is needed here: a GPU fill's sink must not take sets of it.
-  TokenSetSink* sink = std::exchange(sink_, nullptr);
-  std::span<uint32_t> words(slot.words);
+void Engine::add_except_endings(const Head& h, const StateIndex& ix, std::span<uint32_t> words) {
   ScratchPool<Head>::Lease after(head_scratch_);
   ScratchPool<uint32_t>::Lease nodes(node_scratch_);
   if (dfa_accepting(h.terminal, h.state)) {  // the text ends before the token
@@ -938,7 +925,26 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
       }
     }
   }
-  sink_ = sink;
+}
+
+const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex& ix, size_t n_words) {
+  for (ExceptMaskEntry& e : except_mask_cache_)
+    if (e.node == h.node && e.serial == nodes_[h.node].serial && e.terminal == h.terminal && e.state == h.state &&
+        e.words.size() == n_words) {
+      e.used = ++except_mask_clock_;
+      return e.words;
+    }
+  // Replace the entry used least recently (entries are few: one per DFA state met on this node).
+  if (except_mask_cache_.size() < kExceptMaskEntries) except_mask_cache_.emplace_back();
+  ExceptMaskEntry& slot = *std::min_element(except_mask_cache_.begin(), except_mask_cache_.end(),
+                                              [](const auto& a, const auto& b) { return a.used < b.used; });
+  slot.node = UINT32_MAX;  // not valid until filled without hitting a limit
+  slot.used = ++except_mask_clock_;
+  // Tokens that stay inside the text: its DFA is trimmed and nothing limits
+  // its tokens, so each of them can go on to a complete sentence.
+  slot.words.assign(ix.inside.begin(), ix.inside.end());
+  slot.words.resize(n_words, 0u);
+  add_except_endings(h, ix, slot.words);
   if (!exhausted()) {
     slot.node = h.node;
     slot.serial = nodes_[h.node].serial;
@@ -985,14 +991,19 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
             if (!g_.any_tokens_ending_in(c).empty() && (c == ir::utf8::kBoundary || viable_after_any(*nodes, c, 0)))
               viable_states |= uint8_t(1u << c);
         }
-        if (viable_states == any_states_) {
-          // Every text token: nothing the other heads allow can add to it.
-          or_set(words, g_.any_tokens());
+        if (viable_states == any_states_ && !sink_) {
+          // Every text token, in one pass: nothing the other heads allow can add to it.
+          or_words(words, g_.any_tokens());
           truncate(start);
           return;
         }
+        // (A GPU fill's sink takes the per-state sets, which its device holds.)
         for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c)
           if (viable_states >> c & 1) or_set(words, g_.any_tokens_ending_in(c));
+        if (viable_states == any_states_) {
+          truncate(start);
+          return;
+        }
         continue;
       }
       for (uint32_t id = 0; id < vocab.size(); ++id) {

@@ -248,6 +248,9 @@ class Engine {
   // node never changes, so the mask is exact for as long as the node lives
   // (checked by its serial).
   const std::vector<uint32_t>& except_mask(const Head& h, const StateIndex& ix, size_t n_words);
+  // Adds to `words` the tokens in which h's except! text ends: before the
+  // token (the next lexemes' tokens), or inside it with a next lexeme begun.
+  void add_except_endings(const Head& h, const StateIndex& ix, std::span<uint32_t> words);
   // The fast road for one head inside a byte lexeme with nothing pending:
   // the subtree [first, end) is walked with the terminal's DFA alone, and
   // the parser is consulted only where the lexeme can end and the next byte
