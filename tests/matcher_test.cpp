@@ -102,7 +102,7 @@ TEST_CASE("differential on other vocabulary kinds: byte-level BPE and tiktoken",
     auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));
     auto enc = encoder(vocab);
     for (const auto& [name, doc] : documents())
-      if (name == "json.cgram" || name == "reply.cgram" || name == "c_subset.cgram")
+      if (name == "json.cgram" || name == "reply.cgram" || name == "c_subset.cgram" || name == "tool_calls.cgram")
         differential(file, vocab, *enc, name, doc, {7}, 6);
   }
 }
