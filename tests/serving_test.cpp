@@ -333,3 +333,24 @@ TEST_CASE("a tokenizer.json's generation_config.json adds its end-of-sequence id
         tokenizer + ": end-of-sequence id 99 is not in the vocabulary (6 ids)");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("max_rollback_tokens in canonical mode: the pair rule still sees the tokens before", "[serving][canonical]") {
+  CompileOptions options;
+  options.canonical = true;
+  auto result = CompiledGrammar::compile(grammar(read_example("tool_calls.cgram")), bundled(), options);
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
+  auto g = std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  const std::vector<uint32_t> doc = encode(tool_call_text(8));
+  REQUIRE(doc.size() > 300);
+  MatcherOptions bounded_options;
+  bounded_options.max_rollback_tokens = 0;  // the least kept: the window is empty
+  Matcher bounded(g, bounded_options), reference(g);
+  for (size_t i = 0; i < doc.size(); ++i) {
+    INFO("token " << i);
+    if (i % 7 == 0) REQUIRE(mask_of(bounded) == mask_of(reference));
+    REQUIRE(bounded.advance(doc[i]) == reference.advance(doc[i]));
+    CHECK(bounded.rollback_depth() == 0);
+  }
+  CHECK(mask_of(bounded) == mask_of(reference));
+  CHECK(bounded.can_end() == reference.can_end());
+}
