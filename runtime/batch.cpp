@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <system_error>
+#include <utility>
 
 namespace cgram {
 
@@ -39,8 +40,9 @@ void ThreadPool::work() {
     while (next_ < count_) {
       size_t i = next_++;
       lock.unlock();
-      (*job_)(i);
+      std::exception_ptr failed = run_job(*job_, i);
       lock.lock();
+      if (failed && !error_) error_ = failed;
       if (++finished_ == count_) done_.notify_all();
     }
   }
@@ -59,13 +61,24 @@ void ThreadPool::run(size_t count, const std::function<void(size_t)>& job) {
   while (next_ < count_) {
     size_t i = next_++;
     lock.unlock();
-    job(i);
+    std::exception_ptr failed = run_job(job, i);
     lock.lock();
+    if (failed && !error_) error_ = failed;
     ++finished_;
   }
   done_.wait(lock, [&] { return finished_ == count_; });
   job_ = nullptr;
   count_ = 0;
+  if (std::exception_ptr failed = std::exchange(error_, nullptr)) std::rethrow_exception(failed);
+}
+
+std::exception_ptr ThreadPool::run_job(const std::function<void(size_t)>& job, size_t i) {
+  try {
+    job(i);
+    return nullptr;
+  } catch (...) {
+    return std::current_exception();
+  }
 }
 
 bool fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, ThreadPool& pool) {
@@ -100,29 +113,15 @@ std::optional<std::string> fill_bitmask(std::span<const MatcherRow> pairs, const
                          p.matcher->mask_words());
   }
   // Two threads must never work on one matcher, nor write one row.
-  std::vector<std::pair<const void*, size_t>> seen;
-  for (const MatcherRow& p : pairs) seen.emplace_back(p.matcher, p.row);
-  std::sort(seen.begin(), seen.end());
-  for (size_t i = 1; i < seen.size(); ++i)
-    if (seen[i].first == seen[i - 1].first) return "a matcher is given twice";
+  std::vector<const Matcher*> matchers;
   std::vector<size_t> rows;
-  for (const MatcherRow& p : pairs) rows.push_back(p.row);
+  for (const MatcherRow& p : pairs) matchers.push_back(p.matcher), rows.push_back(p.row);
+  std::sort(matchers.begin(), matchers.end());
+  if (std::adjacent_find(matchers.begin(), matchers.end()) != matchers.end()) return "a matcher is given twice";
   std::sort(rows.begin(), rows.end());
   if (auto twice = std::adjacent_find(rows.begin(), rows.end()); twice != rows.end())
     return fmt::format("row {} is given twice", *twice);
-  // A job runs on a pool thread, where an exception would end the process:
-  // each one catches its own, and the first is rethrown here.
-  std::exception_ptr first_error;
-  std::mutex error_mutex;
-  pool.run(pairs.size(), [&](size_t i) {
-    try {
-      pairs[i].matcher->fill_row(bitmask.row(pairs[i].row));
-    } catch (...) {
-      std::lock_guard lock(error_mutex);
-      if (!first_error) first_error = std::current_exception();
-    }
-  });
-  if (first_error) std::rethrow_exception(first_error);
+  pool.run(pairs.size(), [&](size_t i) { pairs[i].matcher->fill_row(bitmask.row(pairs[i].row)); });
   return std::nullopt;
 }
 

@@ -4,6 +4,7 @@
 // (its index fills itself under a per-entry once-flag).
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -23,12 +24,15 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // Runs job(i) for i in [0, count) and waits for all of them.
+  // Runs job(i) for i in [0, count) and waits for all of them. An
+  // exception in a job is caught on its thread (where it would end the
+  // process), and the first is rethrown here once every job has ended.
   void run(size_t count, const std::function<void(size_t)>& job);
   size_t size() const { return workers_.size() + 1; }
 
  private:
   void work();
+  static std::exception_ptr run_job(const std::function<void(size_t)>& job, size_t i);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -36,6 +40,7 @@ class ThreadPool {
   const std::function<void(size_t)>* job_ = nullptr;
   size_t count_ = 0, next_ = 0, finished_ = 0, generation_ = 0;
   bool stop_ = false;
+  std::exception_ptr error_;  // the first job's exception in the current run
 };
 
 // Row i of `masks` (mask_words() words each) gets matchers[i]'s mask.
@@ -68,7 +73,7 @@ struct MatcherRow {
 // the bitmask, rows narrower than a matcher's mask. The error says which.
 // A matcher stopped by a limit leaves its row clear; that is not an error
 // here (its error() says why). An exception in a fill (out of memory) is
-// rethrown on the calling thread once every fill has ended.
+// rethrown on the calling thread (ThreadPool::run).
 std::optional<std::string> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool);
 
 }  // namespace cgram

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <latch>
+#include <stdexcept>
 #include <thread>
 
 #include "batch.h"
@@ -153,5 +154,23 @@ TEST_CASE("threads: the batch on a pool builds lazy entries and gives the eager 
                       cases[i % cases.size()].mask.begin()))
         ++mismatches;
     CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("threads: an exception in a pool job comes back to the caller once every job has ended", "[threads][batch]") {
+  ThreadPool pool(3);
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<size_t> ran{0};
+    CHECK_THROWS_WITH(pool.run(64,
+                               [&](size_t i) {
+                                 ++ran;
+                                 if (i % 10 == 3) throw std::runtime_error("job failed");
+                               }),
+                      "job failed");
+    CHECK(ran == 64);  // the other jobs all ran
+    // The pool goes on working, and a run without failures throws nothing.
+    std::atomic<size_t> sum{0};
+    pool.run(100, [&](size_t i) { sum += i; });
+    CHECK(sum == 4950);
   }
 }

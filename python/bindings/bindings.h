@@ -92,9 +92,9 @@ struct PyThreadPool {
 };
 // One thread per core, made on first use.
 std::shared_ptr<PyThreadPool> default_pool();
-// Runs job(i) for i in [0, count) on `pool` (call it with the GIL
-// released). An exception in a job is caught there, and the first one is
-// rethrown once every job has finished: none escapes a worker thread.
+// Runs job(i) for i in [0, count) on `pool`, one batch at a time (call it
+// with the GIL released). As ThreadPool::run, the first exception of a job
+// is rethrown once every job has finished.
 void run_on_pool(PyThreadPool& pool, size_t count, const std::function<void(size_t)>& job);
 
 // A writable array of 32-bit mask words (int32, as vLLM and SGLang use, or

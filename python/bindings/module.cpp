@@ -101,17 +101,7 @@ std::vector<std::span<uint32_t>> mask_rows(py::array& words) {
 
 void run_on_pool(PyThreadPool& pool, size_t count, const std::function<void(size_t)>& job) {
   std::lock_guard lock(pool.running);
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  pool.pool.run(count, [&](size_t i) {
-    try {
-      job(i);
-    } catch (...) {
-      std::lock_guard guard(failure_mutex);
-      if (!failure) failure = std::current_exception();
-    }
-  });
-  if (failure) std::rethrow_exception(failure);
+  pool.pool.run(count, job);  // rethrows the first exception of a job, once all have ended
 }
 
 }  // namespace cgram::python

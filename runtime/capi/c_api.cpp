@@ -176,16 +176,13 @@ cgram_status limit_status(const Call& call, const cgram::Matcher& matcher) {
   return call.fail(CGRAM_ERROR_LIMIT, "{} (reset or roll back the matcher to go on)", matcher.error());
 }
 
-// A server's bitmask: n_rows rows of row_words words, each wide enough for
-// `matcher`'s masks.
-cgram_status check_bitmask(const Call& call, const cgram::Matcher& matcher, const uint32_t* bitmask, size_t n_rows,
-                           size_t row_words, const char* which) {
+// A server's bitmask, n_rows rows of row_words words, once its pointer and
+// size are checked.
+cgram_status bitmask_view(const Call& call, uint32_t* bitmask, size_t n_rows, size_t row_words, cgram::Bitmask& view) {
   if (!bitmask) return call.null("bitmask");
-  if (row_words < matcher.mask_words())
-    return call.invalid("row_words is {}; {}'s vocabulary ({} ids) needs {}", row_words, which,
-                        matcher.grammar().vocabulary().size(), matcher.mask_words());
   if (n_rows > 0 && row_words > SIZE_MAX / n_rows)
     return call.invalid("n_rows {} times row_words {} overflows", n_rows, row_words);
+  view = {std::span<uint32_t>(bitmask, n_rows * row_words), row_words};
   return CGRAM_OK;
 }
 
@@ -527,9 +524,14 @@ cgram_status cgram_matcher_fill_bitmask(cgram_matcher* matcher, uint32_t* bitmas
                                         size_t row) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
-    if (cgram_status s = check_bitmask(call, matcher->matcher, bitmask, n_rows, row_words, "the matcher")) return s;
+    cgram::Bitmask view;
+    if (cgram_status s = bitmask_view(call, bitmask, n_rows, row_words, view)) return s;
+    const cgram::Matcher& m = matcher->matcher;
+    if (row_words < m.mask_words())
+      return call.invalid("row_words is {}; the vocabulary ({} ids) needs {}", row_words,
+                          m.grammar().vocabulary().size(), m.mask_words());
     if (row >= n_rows) return call.invalid("row {} is outside the bitmask ({} rows)", row, n_rows);
-    matcher->matcher.fill_row(std::span<uint32_t>(bitmask + row * row_words, row_words));
+    matcher->matcher.fill_row(view.row(row));
     return limit_status(call, matcher->matcher);
   });
 }
@@ -686,20 +688,9 @@ cgram_status cgram_fill_masks(cgram_thread_pool* pool, cgram_matcher* const* mat
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
       return call.invalid("a matcher appears twice in matchers");
 
-    // The jobs run on the pool's threads, where an exception would end the
-    // process: each one catches its own, and the first is reported here.
-    std::exception_ptr first_error;
-    std::mutex error_mutex;
+    // An exception in a job comes back here from the pool; guarded turns it into a status.
     std::lock_guard turn(pool->mutex);
-    pool->pool.run(count, [&](size_t i) {
-      try {
-        matchers[i]->matcher.fill_mask(std::span<uint32_t>(masks + i * words, words));
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!first_error) first_error = std::current_exception();
-      }
-    });
-    if (first_error) std::rethrow_exception(first_error);  // guarded turns it into a status
+    pool->pool.run(count, [&](size_t i) { matchers[i]->matcher.fill_mask(std::span<uint32_t>(masks + i * words, words)); });
     for (size_t i = 0; i < count; ++i)
       if (matchers[i]->matcher.has_error())
         return call.fail(CGRAM_ERROR_LIMIT, "matchers[{}]: {} (its row is all clear)", i, matchers[i]->matcher.error());
@@ -713,18 +704,11 @@ cgram_status cgram_fill_bitmask(cgram_thread_pool* pool, cgram_matcher* const* m
     if (!pool) return call.null("pool");
     if (count == 0) return CGRAM_OK;
     if (!matchers) return call.null("matchers");
+    cgram::Bitmask view;
+    if (cgram_status s = bitmask_view(call, bitmask, n_rows, row_words, view)) return s;
+    // cgram::fill_bitmask checks the pairs (null, twice, outside, too narrow) before any work.
     std::vector<cgram::MatcherRow> pairs(count);
-    for (size_t i = 0; i < count; ++i) {
-      if (!matchers[i]) return call.invalid("matchers[{}] is NULL", i);
-      const std::string which = fmt::format("matchers[{}]", i);
-      if (cgram_status s = check_bitmask(call, matchers[i]->matcher, bitmask, n_rows, row_words, which.c_str()))
-        return s;
-      pairs[i] = {&matchers[i]->matcher, rows ? rows[i] : i};
-      if (pairs[i].row >= n_rows)
-        return call.invalid("{} row {} is outside the bitmask ({} rows)", rows ? "rows[" + std::to_string(i) + "]:" : "matcher",
-                            pairs[i].row, n_rows);
-    }
-    const cgram::Bitmask view{std::span<uint32_t>(bitmask, n_rows * row_words), row_words};
+    for (size_t i = 0; i < count; ++i) pairs[i] = {matchers[i] ? &matchers[i]->matcher : nullptr, rows ? rows[i] : i};
     std::optional<std::string> error;
     {
       std::lock_guard turn(pool->mutex);
