@@ -129,51 +129,52 @@ VocabularyResult Vocabulary::Builder::build(const VocabularyOptions& options) {
     // An id with no token, or with no bytes, can never be produced by text.
     vocab->special_.push_back(!e || e->special || e->bytes.empty());
   }
-  for (uint32_t id = 0; id < count; ++id)
-    if (!vocab->special_[id]) vocab->by_bytes_.emplace(vocab->bytes(id), id);
   std::vector<uint32_t> eos = options.eos_ids ? *options.eos_ids : eos_ids;
   eos.insert(eos.end(), options.extra_eos_ids.begin(), options.extra_eos_ids.end());
-  std::sort(eos.begin(), eos.end());
-  eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
-  for (uint32_t id : eos)
-    if (id >= count)
-      return VocabularyError{fmt::format("{}: end-of-sequence id {} is not in the vocabulary ({} ids)", name, id,
-                                         count)};
-  // End of sequence is never text: it is allowed exactly when the text can end.
-  for (uint32_t id : eos) vocab->special_[id] = 1;
+  if (auto error = vocab->set_eos_ids(std::move(eos))) return *error;
   // The caller who gives an empty list of end-of-sequence ids means it; a
   // file that names none is probably cut short or mislabelled.
-  if (eos.empty() && !options.eos_ids && options.extra_eos_ids.empty())
-    warnings.push_back(fmt::format("{}: the vocabulary has no end-of-sequence token: no token can end a "
-                                   "sequence, so generation stops only at a length limit",
-                                   name));
-  vocab->eos_ids_ = std::move(eos);
+  if (vocab->eos_ids_.empty() && !options.eos_ids) warnings.push_back(no_eos_warning(name));
   vocab->warnings_ = std::move(warnings);
   vocab->encoder_ = std::move(encoder);
   return std::shared_ptr<const Vocabulary>(std::move(vocab));
 }
 
-VocabularyResult Vocabulary::with_eos_ids(std::span<const uint32_t> ids) const {
-  for (uint32_t id : ids)
+std::string Vocabulary::no_eos_warning(std::string_view name) {
+  return fmt::format("{}: the vocabulary has no end-of-sequence token: no token can end a sequence, so generation "
+                     "stops only at a length limit",
+                     name);
+}
+
+std::optional<VocabularyError> Vocabulary::set_eos_ids(std::vector<uint32_t> eos) {
+  std::sort(eos.begin(), eos.end());
+  eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
+  for (uint32_t id : eos)
     if (id >= size())
-      return VocabularyError{fmt::format("{}: end-of-sequence id {} is not in the vocabulary ({} ids)", name_, id,
-                                         size())};
+      return VocabularyError{
+          fmt::format("{}: end-of-sequence id {} is not in the vocabulary ({} ids)", name_, id, size())};
+  // End of sequence is never text: it is allowed exactly when the text can end.
+  for (uint32_t id : eos) special_[id] = 1;
+  eos_ids_ = std::move(eos);
+  by_bytes_.clear();
+  for (uint32_t id = 0; id < size(); ++id)
+    if (!special_[id]) by_bytes_.emplace(bytes(id), id);
+  return std::nullopt;
+}
+
+VocabularyResult Vocabulary::with_eos_ids(std::span<const uint32_t> ids) const {
   auto vocab = std::make_shared<Vocabulary>();
   vocab->name_ = name_;
   vocab->kind_ = kind_;
   vocab->data_ = data_;
   vocab->offsets_ = offsets_;
   vocab->special_ = special_;
-  vocab->eos_ids_ = eos_ids_;
-  vocab->eos_ids_.insert(vocab->eos_ids_.end(), ids.begin(), ids.end());
-  std::sort(vocab->eos_ids_.begin(), vocab->eos_ids_.end());
-  vocab->eos_ids_.erase(std::unique(vocab->eos_ids_.begin(), vocab->eos_ids_.end()), vocab->eos_ids_.end());
-  for (uint32_t id : ids) vocab->special_[id] = 1;
-  // The copy's views point into its own bytes.
-  for (uint32_t id = 0; id < vocab->size(); ++id)
-    if (!vocab->special_[id]) vocab->by_bytes_.emplace(vocab->bytes(id), id);
+  std::vector<uint32_t> eos = eos_ids_;
+  eos.insert(eos.end(), ids.begin(), ids.end());
+  if (auto error = vocab->set_eos_ids(std::move(eos))) return *error;
+  const std::string no_eos = no_eos_warning(name_);
   for (const std::string& w : warnings_)
-    if (ids.empty() || w.find("no end-of-sequence token") == std::string::npos) vocab->warnings_.push_back(w);
+    if (vocab->eos_ids_.empty() || w != no_eos) vocab->warnings_.push_back(w);
   vocab->encoder_ = encoder_;
   return std::shared_ptr<const Vocabulary>(std::move(vocab));
 }

@@ -130,6 +130,11 @@ class Vocabulary {
 
  private:
   friend struct Builder;
+  // Makes `eos` (any order, repeats allowed) the end-of-sequence ids: each
+  // becomes special, and the index of text tokens by bytes is made again
+  // without them. An error names an id outside the vocabulary.
+  std::optional<VocabularyError> set_eos_ids(std::vector<uint32_t> eos);
+  static std::string no_eos_warning(std::string_view name);
   std::string name_;
   TokenizerKind kind_ = TokenizerKind::List;
   std::string data_;

@@ -130,8 +130,9 @@ cgram_status cgram_vocab_from_tokens(const char* const* tokens, const size_t* le
 /* A new vocabulary: `vocab` with eos_ids[0..n_eos) added to its
  * end-of-sequence ids (a model that ends with several tokens, such as Llama
  * 3.1 Instruct's <|eot_id|>, <|eom_id|> and <|end_of_text|>). Each becomes
- * special: never text. Every loader already adds the ids a Hugging Face
- * generation_config.json beside tokenizer.json names. */
+ * special: never text. cgram_vocab_load already adds the ids a Hugging Face
+ * generation_config.json beside a tokenizer.json names (unless eos_ids
+ * override them). */
 cgram_status cgram_vocab_with_eos(const cgram_vocab* vocab, const uint32_t* eos_ids, size_t n_eos, cgram_vocab** out);
 
 void cgram_vocab_free(cgram_vocab* vocab);
