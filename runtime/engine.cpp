@@ -991,16 +991,15 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
             if (!g_.any_tokens_ending_in(c).empty() && (c == ir::utf8::kBoundary || viable_after_any(*nodes, c, 0)))
               viable_states |= uint8_t(1u << c);
         }
+        // Every text token at once, on the CPU; a GPU fill's sink takes the
+        // per-state sets, which its device holds.
         if (viable_states == any_states_ && !sink_) {
-          // Every text token, in one pass: nothing the other heads allow can add to it.
           or_words(words, g_.any_tokens());
-          truncate(start);
-          return;
+        } else {
+          for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c)
+            if (viable_states >> c & 1) or_set(words, g_.any_tokens_ending_in(c));
         }
-        // (A GPU fill's sink takes the per-state sets, which its device holds.)
-        for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c)
-          if (viable_states >> c & 1) or_set(words, g_.any_tokens_ending_in(c));
-        if (viable_states == any_states_) {
+        if (viable_states == any_states_) {  // every text token: nothing other heads allow can add to it
           truncate(start);
           return;
         }
