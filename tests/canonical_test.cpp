@@ -22,13 +22,8 @@ using namespace cgram;
 
 namespace {
 
-std::shared_ptr<const Vocabulary> bundled() {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  return vocab;
-}
-
 std::shared_ptr<const CompiledGrammar> compile_canonical(const std::string& source,
-                                                         std::shared_ptr<const Vocabulary> vocab = bundled()) {
+                                                         std::shared_ptr<const Vocabulary> vocab = test::bundled_vocabulary()) {
   CompileOptions options;
   options.canonical = true;
   auto result = CompiledGrammar::compile(test::grammar(source), std::move(vocab), options);
@@ -48,7 +43,7 @@ struct WalkCounts {
 };
 
 std::shared_ptr<const CompiledGrammar> compile_plain(const std::string& source,
-                                                     std::shared_ptr<const Vocabulary> vocab = bundled()) {
+                                                     std::shared_ptr<const Vocabulary> vocab = test::bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(test::grammar(source), std::move(vocab));
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
   return std::get<std::shared_ptr<const CompiledGrammar>>(result);
@@ -195,7 +190,7 @@ TEST_CASE("canonical mode is sound: every ended walk is the tokenizer's own enco
   WalkCounts counts;
   for (const char* name : {"json.cgram", "record.cgram", "csv.cgram", "arithmetic.cgram", "markup.cgram"}) {
     INFO(name);
-    sound_walks(test::read_example(name), bundled(), std::hash<std::string>()(name), 10, 20, counts);
+    sound_walks(test::read_example(name), test::bundled_vocabulary(), std::hash<std::string>()(name), 10, 20, counts);
   }
   CHECK(counts.ended > 0);
   WARN("canonical walks (bundled vocabulary): " << counts.walks << " walks, " << counts.ended << " ended, "
@@ -248,7 +243,7 @@ TEST_CASE("canonical mode: refused for a plain token list; kept by AOT objects",
   auto g = compile_canonical(test::read_example("json.cgram"));
   const std::string path = (std::filesystem::temp_directory_path() / "cgram_canonical_test.so").string();
   REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*g, path)));
-  auto loaded = load_shared_object(path, bundled());
+  auto loaded = load_shared_object(path, test::bundled_vocabulary());
   std::filesystem::remove(path);
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(loaded));
   auto aot = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);

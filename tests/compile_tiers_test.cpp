@@ -45,11 +45,6 @@ std::vector<Case> cases() {
   return out;
 }
 
-std::shared_ptr<const Vocabulary> bundled() {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  return vocab;
-}
-
 std::shared_ptr<const CompiledGrammar> compile(const std::string& source, std::shared_ptr<const Vocabulary> vocab,
                                                bool eager = false) {
   CompileOptions options;
@@ -176,14 +171,14 @@ const std::string& json_source() {
 const std::string& json_object() {
   static const std::string path = [] {
     const std::string p = temp_path("json.so");
-    auto g = compile(json_source(), bundled(), true);
+    auto g = compile(json_source(), test::bundled_vocabulary(), true);
     REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*g, p)));
     return p;
   }();
   return path;
 }
 
-std::string refusal(const std::string& path, std::shared_ptr<const Vocabulary> vocab = bundled(),
+std::string refusal(const std::string& path, std::shared_ptr<const Vocabulary> vocab = test::bundled_vocabulary(),
                     const SharedObjectLimits& limits = {}) {
   auto loaded = load_shared_object(path, std::move(vocab), limits);
   REQUIRE(std::holds_alternative<CompileError>(loaded));
@@ -212,11 +207,11 @@ void set_trailer(std::string& bytes, const SharedObjectTrailer& t) {
 }  // namespace
 
 TEST_CASE("tiers: JIT kernels give the table tier's masks on every example and suite grammar", "[tiers][jit]") {
-  jit_equals_table(bundled(), 24, 8);
+  jit_equals_table(test::bundled_vocabulary(), 24, 8);
 }
 
 TEST_CASE("tiers: a matcher tiers up in the middle of a sequence with the same masks", "[tiers][jit]") {
-  auto vocab = bundled();
+  auto vocab = test::bundled_vocabulary();
   for (const char* name : {"json.cgram", "c_subset.cgram", "reply.cgram"}) {
     INFO(name);
     const std::string source = test::read_example(name);
@@ -232,14 +227,14 @@ TEST_CASE("tiers: a matcher tiers up in the middle of a sequence with the same m
 }
 
 TEST_CASE("tiers: kernels are installed once", "[tiers][jit]") {
-  auto g = compile(json_source(), bundled());
+  auto g = compile(json_source(), test::bundled_vocabulary());
   install_jit(*g);
   auto again = kernel_jit()->compile(*g);
   REQUIRE(std::holds_alternative<std::shared_ptr<const Kernels>>(again));
   CHECK_FALSE(g->install_kernels(std::get<std::shared_ptr<const Kernels>>(again)));
   CHECK_FALSE(g->install_kernels(nullptr));
   // Kernels bound to another grammar's tables are refused.
-  auto other = compile(json_source(), bundled());
+  auto other = compile(json_source(), test::bundled_vocabulary());
   auto foreign = kernel_jit()->compile(*g);
   REQUIRE(std::holds_alternative<std::shared_ptr<const Kernels>>(foreign));
   CHECK_FALSE(other->install_kernels(std::get<std::shared_ptr<const Kernels>>(foreign)));
@@ -247,7 +242,7 @@ TEST_CASE("tiers: kernels are installed once", "[tiers][jit]") {
 
 TEST_CASE("tiers: AOT shared objects give the table tier's masks on every example and suite grammar",
           "[tiers][aot]") {
-  aot_equals_table(bundled(), 24, 8);
+  aot_equals_table(test::bundled_vocabulary(), 24, 8);
 }
 
 TEST_CASE("tiers, exhaustive: JIT and AOT on three vocabulary kinds", "[long][tiers]") {
@@ -261,7 +256,7 @@ TEST_CASE("tiers, exhaustive: JIT and AOT on three vocabulary kinds", "[long][ti
 }
 
 TEST_CASE("AOT: the object holds what was compiled and loads without the grammar", "[aot]") {
-  auto loaded = load_shared_object(json_object(), bundled());
+  auto loaded = load_shared_object(json_object(), test::bundled_vocabulary());
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(loaded));
   auto g = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
   CHECK(g->source_name() == "test.cgram");
@@ -270,7 +265,7 @@ TEST_CASE("AOT: the object holds what was compiled and loads without the grammar
   CHECK(std::string(t.magic, 8) == "CGRAMAOT");
   CHECK(t.abi_version == kAbiVersion);
   CHECK(std::string(t.cgram_version) == kVersion);
-  CHECK(t.vocab_fingerprint == bundled()->fingerprint());
+  CHECK(t.vocab_fingerprint == test::bundled_vocabulary()->fingerprint());
   CHECK(t.body_size + sizeof(t) == bytes.size());
   CHECK(bytes.compare(0, 4, "\x7f" "ELF") == 0);
 }
@@ -334,13 +329,13 @@ TEST_CASE("AOT refuses what is not a cgram object", "[aot]") {
   CHECK_THAT(refusal(temp_path("missing.so")), Catch::Contains("No such file"));
   SharedObjectLimits small;
   small.max_file_bytes = 1000;
-  CHECK_THAT(refusal(json_object(), bundled(), small), Catch::Contains("limit"));
+  CHECK_THAT(refusal(json_object(), test::bundled_vocabulary(), small), Catch::Contains("limit"));
 }
 
 TEST_CASE("AOT: the tables are checked, never trusted (random damage with a valid checksum)", "[aot]") {
-  auto g = compile(json_source(), bundled(), true);
+  auto g = compile(json_source(), test::bundled_vocabulary(), true);
   const std::string tables = g->save_tables();
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::load_tables(tables, bundled())));
+  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::load_tables(tables, test::bundled_vocabulary())));
   std::mt19937 rng(11);
   size_t refused = 0, accepted = 0;
   for (int i = 0; i < 300; ++i) {
@@ -359,7 +354,7 @@ TEST_CASE("AOT: the tables are checked, never trusted (random damage with a vali
         std::memcpy(damaged.data() + at, &v, 4);
       }
     }
-    auto result = CompiledGrammar::load_tables(damaged, bundled());
+    auto result = CompiledGrammar::load_tables(damaged, test::bundled_vocabulary());
     if (std::holds_alternative<CompileError>(result)) {
       ++refused;
       continue;
@@ -378,15 +373,15 @@ TEST_CASE("compile service: cached by text, vocabulary and start; tier-up in the
   auto created = jit::CompileService::create({});
   REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
   auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
-  auto a = service.get({json_source(), "json.cgram"}, bundled());
-  auto b = service.get({json_source(), "json.cgram"}, bundled());
+  auto a = service.get({json_source(), "json.cgram"}, test::bundled_vocabulary());
+  auto b = service.get({json_source(), "json.cgram"}, test::bundled_vocabulary());
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(a));
   const auto ga = std::get<std::shared_ptr<const CompiledGrammar>>(a);
   CHECK(ga == std::get<std::shared_ptr<const CompiledGrammar>>(b));
-  auto other_start = service.get({json_source(), "json.cgram", "value"}, bundled());
+  auto other_start = service.get({json_source(), "json.cgram", "value"}, test::bundled_vocabulary());
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(other_start));
   CHECK(std::get<std::shared_ptr<const CompiledGrammar>>(other_start) != ga);
-  auto broken = service.get({"start ::= 'a' ", "broken.cgram"}, bundled());
+  auto broken = service.get({"start ::= 'a' ", "broken.cgram"}, test::bundled_vocabulary());
   REQUIRE(std::holds_alternative<CompileError>(broken));
   CHECK_THAT(std::get<CompileError>(broken).message, Catch::Contains("broken.cgram:") && Catch::Contains("error"));
   service.wait_idle();
@@ -404,11 +399,11 @@ TEST_CASE("compile service: bounded by bytes, least recently used out, held gram
   auto created = jit::CompileService::create(options);
   REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
   auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
-  auto first = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({json_source(), "a"}, bundled()));
+  auto first = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({json_source(), "a"}, test::bundled_vocabulary()));
   Matcher held(first);
   for (int i = 0; i < 5; ++i)
     REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(
-        service.get({"start ::= 'x'{" + std::to_string(i + 1) + "} ;", "b"}, bundled())));
+        service.get({"start ::= 'x'{" + std::to_string(i + 1) + "} ;", "b"}, test::bundled_vocabulary())));
   service.wait_idle();
   const jit::ServiceStats s = service.stats();
   CHECK(s.entries == 1);
@@ -418,7 +413,7 @@ TEST_CASE("compile service: bounded by bytes, least recently used out, held gram
   std::vector<uint32_t> words(held.mask_words());
   held.fill_mask(words);
   CHECK(std::any_of(words.begin(), words.end(), [](uint32_t w) { return w != 0; }));
-  auto again = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({json_source(), "a"}, bundled()));
+  auto again = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({json_source(), "a"}, test::bundled_vocabulary()));
   CHECK(again != first);
   CHECK(service.stats().misses == 7);
 }
@@ -436,7 +431,7 @@ TEST_CASE("compile service: many threads, twenty grammars, masks equal to the ta
     threads.emplace_back([&, t] {
       for (int round = 0; round < 3; ++round)
         for (size_t i = 0; i < grammars.size(); ++i) {
-          auto got = service.get({grammars[(i + t) % grammars.size()], "g"}, bundled());
+          auto got = service.get({grammars[(i + t) % grammars.size()], "g"}, test::bundled_vocabulary());
           if (!std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(got)) {
             ++failures;
             continue;
@@ -453,9 +448,9 @@ TEST_CASE("compile service: many threads, twenty grammars, masks equal to the ta
   CHECK(service.stats().misses == 20);
   CHECK(service.stats().jit_compiled == 20);
   for (size_t i = 0; i < grammars.size(); i += 7) {
-    auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({grammars[i], "g"}, bundled()));
+    auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({grammars[i], "g"}, test::bundled_vocabulary()));
     REQUIRE(std::string(jitted->tier()) == "jit");
-    compare_tiers(compile(grammars[i], bundled()), jitted, {}, i, 12);
+    compare_tiers(compile(grammars[i], test::bundled_vocabulary()), jitted, {}, i, 12);
   }
 }
 
@@ -463,18 +458,18 @@ TEST_CASE("AOT: a relative path loads that file, and a recompiled object replace
   const fs::path dir = fs::path(json_object()).parent_path();
   const fs::path before = fs::current_path();
   fs::current_path(dir);
-  auto relative = load_shared_object("json.so", bundled());
+  auto relative = load_shared_object("json.so", test::bundled_vocabulary());
   fs::current_path(before);
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(relative));
   // Same path, another grammar, while the first object is still loaded.
   const std::string path = temp_path("replaced.so");
-  auto first_grammar = compile(json_source(), bundled(), true);
+  auto first_grammar = compile(json_source(), test::bundled_vocabulary(), true);
   REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*first_grammar, path)));
-  auto first = load_shared_object(path, bundled());
+  auto first = load_shared_object(path, test::bundled_vocabulary());
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(first));
-  auto second_grammar = compile("start ::= 'yes' | 'no' ;", bundled(), true);
+  auto second_grammar = compile("start ::= 'yes' | 'no' ;", test::bundled_vocabulary(), true);
   REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*second_grammar, path)));
-  auto second = load_shared_object(path, bundled());
+  auto second = load_shared_object(path, test::bundled_vocabulary());
   INFO((std::holds_alternative<CompileError>(second) ? std::get<CompileError>(second).message : ""));
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(second));
   CHECK(std::get<std::shared_ptr<const CompiledGrammar>>(second)->grammar_hash() == second_grammar->grammar_hash());
@@ -494,7 +489,7 @@ std::string load_error(const ir::LexicalGrammar& g) {
 }  // namespace
 
 TEST_CASE("AOT: tables the matcher could not run are refused on load", "[aot]") {
-  auto g = compile(test::read_example("reply.cgram"), bundled());
+  auto g = compile(test::read_example("reply.cgram"), test::bundled_vocabulary());
   {
     ir::LexicalGrammar bad = g->lexical();
     for (ir::LexTerminal& t : bad.terminals)
@@ -529,7 +524,7 @@ TEST_CASE("compile service: waiting is never stuck on a grammar evicted before i
   auto created = jit::CompileService::create(options);
   REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
   auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
-  for (int i = 0; i < 20; ++i) service.get({"start ::= 'x'{" + std::to_string(i + 1) + "} ;", "g"}, bundled());
+  for (int i = 0; i < 20; ++i) service.get({"start ::= 'x'{" + std::to_string(i + 1) + "} ;", "g"}, test::bundled_vocabulary());
   service.wait_idle();  // returns: every queued job was compiled or skipped
   const jit::ServiceStats s = service.stats();
   CHECK(s.entries == 1);
@@ -539,7 +534,7 @@ TEST_CASE("compile service: waiting is never stuck on a grammar evicted before i
   auto alone_created = jit::CompileService::create(options);
   REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(alone_created));
   auto& alone = *std::get<std::unique_ptr<jit::CompileService>>(alone_created);
-  alone.get({"start ::= 'x'{20} ;", "g"}, bundled());
+  alone.get({"start ::= 'x'{20} ;", "g"}, test::bundled_vocabulary());
   alone.wait_idle();
   CHECK(s.bytes == alone.stats().bytes);
 }

@@ -14,8 +14,7 @@ using namespace cgram;
 namespace {
 
 std::shared_ptr<const CompiledGrammar> compile(const std::string& source) {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  auto result = CompiledGrammar::compile(test::grammar(source), vocab);
+  auto result = CompiledGrammar::compile(test::grammar(source), test::bundled_vocabulary());
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
   return std::get<std::shared_ptr<const CompiledGrammar>>(result);
 }

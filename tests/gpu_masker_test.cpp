@@ -18,13 +18,8 @@ using namespace cgram;
 
 namespace {
 
-std::shared_ptr<const Vocabulary> bundled() {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  return vocab;
-}
-
 std::shared_ptr<const CompiledGrammar> compile(const std::string& source) {
-  auto result = CompiledGrammar::compile(test::grammar(source), bundled());
+  auto result = CompiledGrammar::compile(test::grammar(source), test::bundled_vocabulary());
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
   return std::get<std::shared_ptr<const CompiledGrammar>>(result);
 }

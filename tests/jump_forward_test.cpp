@@ -20,11 +20,6 @@ using namespace cgram;
 
 namespace {
 
-std::shared_ptr<const Vocabulary> bundled() {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  return vocab;
-}
-
 std::shared_ptr<const Grammar> schema_grammar(const std::string& path, JsonWhitespace layout) {
   ParseOptions options;
   options.format = GrammarFormat::JsonSchema;
@@ -36,7 +31,7 @@ std::shared_ptr<const Grammar> schema_grammar(const std::string& path, JsonWhite
 }
 
 std::shared_ptr<const CompiledGrammar> compile(const std::shared_ptr<const Grammar>& g,
-                                               std::shared_ptr<const Vocabulary> vocab = bundled()) {
+                                               std::shared_ptr<const Vocabulary> vocab = test::bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(g, std::move(vocab));
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
   return std::get<std::shared_ptr<const CompiledGrammar>>(result);

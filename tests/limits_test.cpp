@@ -167,13 +167,8 @@ TEST_CASE("source locations: exact and linear on one long line", "[limits][diagn
 
 namespace {
 
-std::shared_ptr<const Vocabulary> bundled_vocab() {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  return vocab;
-}
-
 CompiledGrammar::Result compile_with(std::string_view source, const CompileOptions& options) {
-  return CompiledGrammar::compile(grammar(source), bundled_vocab(), options);
+  return CompiledGrammar::compile(grammar(source), bundled_vocabulary(), options);
 }
 
 std::shared_ptr<const CompiledGrammar> compiled_with(std::string_view source, const CompileOptions& options = {}) {
@@ -429,11 +424,11 @@ TEST_CASE("a CompiledGrammar cannot be constructed outside compile and load_tabl
                                                  std::shared_ptr<const Vocabulary>, CompileOptions>);
   STATIC_REQUIRE_FALSE(std::is_default_constructible_v<CompiledGrammar>);
   // The factories refuse what would make a half-built grammar.
-  CHECK(std::holds_alternative<CompileError>(CompiledGrammar::load_tables("", bundled_vocab())));
+  CHECK(std::holds_alternative<CompileError>(CompiledGrammar::load_tables("", bundled_vocabulary())));
 }
 
 TEST_CASE("GLR limits: a pathologically ambiguous grammar gets a sticky error, not unbounded growth", "[limits][matcher]") {
-  auto ambiguous = CompiledGrammar::compile(grammar("s ::= s s | 'a' | '';", "s"), bundled_vocab());
+  auto ambiguous = CompiledGrammar::compile(grammar("s ::= s s | 'a' | '';", "s"), bundled_vocabulary());
   auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(ambiguous);
   const uint32_t a = compiled->vocabulary().find("a").value();
   MatcherOptions options;

@@ -16,13 +16,8 @@ using namespace cgram::test;
 
 namespace {
 
-std::shared_ptr<const Vocabulary> bundled() {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  return vocab;
-}
-
 std::shared_ptr<const CompiledGrammar> compile(const std::shared_ptr<const Grammar>& g,
-                                               std::shared_ptr<const Vocabulary> vocab = bundled()) {
+                                               std::shared_ptr<const Vocabulary> vocab = bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(g, std::move(vocab));
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
   return std::get<std::shared_ptr<const CompiledGrammar>>(result);
@@ -87,7 +82,7 @@ size_t differential(const std::string& label, const std::shared_ptr<const Vocabu
 }  // namespace
 
 TEST_CASE("differential: every example, documents and random walks, bundled vocabulary", "[matcher][differential]") {
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   auto enc = encoder(vocab);
   size_t pairs = 0;
   for (const auto& [name, doc] : documents()) pairs += differential("phi-3", vocab, *enc, name, doc, {1, 2}, 12, 5);
@@ -109,7 +104,7 @@ TEST_CASE("differential on other vocabulary kinds: byte-level BPE and tiktoken",
 
 TEST_CASE("rollback restores the exact previous masks", "[matcher]") {
   auto compiled = compile(grammar(read_example("json.cgram")));
-  auto enc = encoder(bundled());
+  auto enc = encoder(bundled_vocabulary());
   Matcher m(compiled);
   std::vector<std::vector<uint32_t>> masks{mask_of(m)};
   std::vector<uint32_t> tokens = enc->encode_continuation(R"({"a": [1, 2, {"b": "c"}]})");
@@ -129,7 +124,7 @@ TEST_CASE("rollback restores the exact previous masks", "[matcher]") {
   // Rolling back over end of sequence reopens the matcher.
   Matcher done(compiled);
   for (uint32_t t : tokens) done.advance(t);
-  REQUIRE(done.advance(bundled()->eos_ids()[0]) == AdvanceResult::Finished);
+  REQUIRE(done.advance(bundled_vocabulary()->eos_ids()[0]) == AdvanceResult::Finished);
   CHECK(done.is_finished());
   REQUIRE(done.rollback(1));
   CHECK_FALSE(done.is_finished());
@@ -138,7 +133,7 @@ TEST_CASE("rollback restores the exact previous masks", "[matcher]") {
 
 TEST_CASE("clones are independent and share the compiled grammar", "[matcher]") {
   auto compiled = compile(grammar(read_example("json.cgram")));
-  auto enc = encoder(bundled());
+  auto enc = encoder(bundled_vocabulary());
   Matcher a(compiled);
   for (uint32_t t : enc->encode_continuation(R"({"k": )")) REQUIRE(a.advance(t) == AdvanceResult::Ongoing);
   Matcher b = a.clone();
@@ -151,7 +146,7 @@ TEST_CASE("clones are independent and share the compiled grammar", "[matcher]") 
 
 TEST_CASE("a rejected token changes nothing", "[matcher]") {
   auto compiled = compile(grammar(read_example("json.cgram")));
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   Matcher m(compiled);
   auto enc = encoder(vocab);
   for (uint32_t t : enc->encode_continuation(R"({"a": 1)")) REQUIRE(m.advance(t) == AdvanceResult::Ongoing);
@@ -169,7 +164,7 @@ TEST_CASE("a rejected token changes nothing", "[matcher]") {
 
 TEST_CASE("is_allowed agrees with the mask", "[matcher]") {
   auto compiled = compile(grammar(read_example("c_subset.cgram")));
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   auto enc = encoder(vocab);
   Matcher m(compiled);
   std::vector<uint32_t> tokens = enc->encode_continuation("int main(void) { return 0; }");
@@ -182,7 +177,7 @@ TEST_CASE("is_allowed agrees with the mask", "[matcher]") {
 
 TEST_CASE("end of sequence exactly when the text is complete; finished matchers allow nothing", "[matcher]") {
   auto compiled = compile(grammar("start ::= 'ab' | 'abcd';"));
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   uint32_t eos = vocab->eos_ids()[0];
   Matcher m(compiled);
   CHECK_FALSE(m.can_end());
@@ -200,7 +195,7 @@ TEST_CASE("end of sequence exactly when the text is complete; finished matchers 
 }
 
 TEST_CASE("forced text: bytes only one token may spell come through any tokenization", "[matcher]") {
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   // Only the byte-fallback tokens <0x01> and <0x02> can spell these bytes.
   auto compiled = compile(grammar(R"(start ::= #'\x01\x02' #'[a-z]+';)"));
   Matcher m(compiled);
@@ -218,7 +213,7 @@ TEST_CASE("forced text: bytes only one token may spell come through any tokeniza
 
 TEST_CASE("logits: masked to -inf, untouched when rejected", "[matcher]") {
   auto compiled = compile(grammar(read_example("json.cgram")));
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   Matcher m(compiled);
   std::vector<float> logits(vocab->size() + 7, 1.0f);  // padded, as servers do
   CHECK(m.modify_possible_logits(*vocab->find("{"), logits) == AdvanceResult::Ongoing);
@@ -235,7 +230,7 @@ TEST_CASE("logits: masked to -inf, untouched when rejected", "[matcher]") {
 
 TEST_CASE("the threaded batch gives the same masks as one by one", "[matcher][batch]") {
   auto compiled = compile(grammar(read_example("json.cgram")));
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   auto enc = encoder(vocab);
   std::vector<std::string> texts = {"", "{", R"({"a)", R"({"a": [1, 2)", R"({"a": tr)", R"([)", R"({"x": {"y": )", R"(12)"};
   std::vector<std::unique_ptr<Matcher>> matchers;
@@ -259,7 +254,7 @@ TEST_CASE("the threaded batch gives the same masks as one by one", "[matcher][ba
 TEST_CASE("dev: random walk on one example", "[.][dev]") {
   auto name = std::getenv("CGRAM_EXAMPLE") ? std::getenv("CGRAM_EXAMPLE") : "json.cgram";
   auto g = grammar(read_example(name));
-  auto vocab = std::getenv("CGRAM_VOCAB") ? std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(std::getenv("CGRAM_VOCAB"))) : bundled();
+  auto vocab = std::getenv("CGRAM_VOCAB") ? std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(std::getenv("CGRAM_VOCAB"))) : bundled_vocabulary();
   auto compiled = compile(g, vocab);
   OracleMasker oracle(oracle_grammar(*g), vocab);
   size_t steps = std::getenv("CGRAM_STEPS") ? std::stoul(std::getenv("CGRAM_STEPS")) : 20;
@@ -287,7 +282,7 @@ TEST_CASE("differential, exhaustive: three vocabulary kinds, every example", "[l
 }
 
 TEST_CASE("differential: ambiguous, recursive and empty-rule grammars", "[matcher][differential]") {
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   const char* grammars[] = {
       "start ::= e; e ::= e '+' e | e e | 'a' | '';",                    // ambiguous, empty
       "start ::= l; l ::= l 'x' | 'y';",                                 // left recursion

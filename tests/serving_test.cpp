@@ -10,6 +10,7 @@
 #include <random>
 
 #include "batch.h"
+#include "differential.h"
 #include "encoder.h"
 #include "helpers.h"
 #include "matcher.h"
@@ -19,19 +20,14 @@ using namespace cgram::test;
 
 namespace {
 
-std::shared_ptr<const Vocabulary> bundled() {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  return vocab;
-}
-
 std::shared_ptr<const CompiledGrammar> compile(std::string_view source,
-                                               std::shared_ptr<const Vocabulary> vocab = bundled()) {
+                                               std::shared_ptr<const Vocabulary> vocab = bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(grammar(source), std::move(vocab));
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
   return std::get<std::shared_ptr<const CompiledGrammar>>(result);
 }
 
-std::vector<uint32_t> encode(std::string_view text, const std::shared_ptr<const Vocabulary>& vocab = bundled()) {
+std::vector<uint32_t> encode(std::string_view text, const std::shared_ptr<const Vocabulary>& vocab = bundled_vocabulary()) {
   auto created = Encoder::create(vocab);
   REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
   return std::get<std::unique_ptr<Encoder>>(created)->encode_continuation(std::string(text));
@@ -60,7 +56,7 @@ std::string tool_call_text(int calls) {
 TEST_CASE("validate_tokens counts what advance would accept and changes nothing", "[serving]") {
   auto g = compile(read_example("json.cgram"));
   const std::vector<uint32_t> doc = encode(R"({"a": [1, 2.5], "b": "x"})");
-  const uint32_t eos = bundled()->eos_ids().front();
+  const uint32_t eos = bundled_vocabulary()->eos_ids().front();
   Matcher m(g);
   size_t refused_drafts = 0;
   for (size_t start = 0; start < doc.size(); start += 3) {
@@ -77,7 +73,7 @@ TEST_CASE("validate_tokens counts what advance would accept and changes nothing"
     // A draft that goes wrong: counted up to the first token advance refuses.
     for (std::string_view bad : {"}", "q", "\"", ","}) {
       std::vector<uint32_t> wrong(draft.begin(), draft.begin() + 2);
-      wrong.push_back(*bundled()->find(bad));
+      wrong.push_back(*bundled_vocabulary()->find(bad));
       wrong.push_back(draft[0]);
       Matcher copy = m.clone();
       size_t advanced = 0;
@@ -128,7 +124,7 @@ TEST_CASE("rows of a bitmask wider than the vocabulary: padding ids are never al
   CHECK(view.row(1)[words] == 0);
   CHECK(view.row(1)[words + 1] == 0);
   // The tail bits of the last tokenizer word are clear too.
-  const size_t tail = bundled()->size() % 32;
+  const size_t tail = bundled_vocabulary()->size() % 32;
   if (tail) CHECK((view.row(1)[words - 1] >> tail) == 0);
   // Rows 0 and 2 are untouched; a row narrower than the mask is refused, untouched.
   CHECK(view.row(0)[0] == 0xFFFFFFFFu);
@@ -179,23 +175,29 @@ TEST_CASE("a batch fill over (matcher, row) pairs: any rows, any grammars, check
   CHECK_FALSE(fill_bitmask({}, view, pool));
 }
 
-TEST_CASE("all-allowed rows: any! and free text fill the whole vocabulary at once", "[serving]") {
-  for (std::string_view source : {"start ::= any!* ;", "start ::= any!{0,1000} ;", "start ::= except!('</think>') ;"}) {
+TEST_CASE("all-allowed rows: any! and free text fill the whole vocabulary at once", "[serving][differential]") {
+  const std::vector<uint32_t> doc = encode("Some free text, with caf\xC3\xA9 and \xE4\xB8\xAD\xE6\x96\x87 too.");
+  for (std::string_view source : {"start ::= any!* ;", "start ::= any!{0,1000} ;", "start ::= except!('</think>') ;",
+                                  "start ::= any!{0,4} 'x' ;"}) {
+    INFO(source);
     auto g = compile(source);
-    Matcher m(g);
-    const std::vector<uint32_t> doc = encode("Some free text, with caf\xC3\xA9 and \xE4\xB8\xAD\xE6\x96\x87 too.");
-    for (uint32_t t : doc) {
-      const std::vector<uint32_t> mask = mask_of(m);
-      INFO(source);
-      // Every text token with valid UTF-8 is allowed, and end of sequence.
-      for (uint32_t id = 0; id < bundled()->size(); ++id) {
-        const bool special = bundled()->is_special(id) && !bundled()->is_eos(id);
-        const bool allowed = mask[id / 32] >> (id % 32) & 1;
-        if (special) REQUIRE_FALSE(allowed);
-      }
-      REQUIRE(m.advance(t) == AdvanceResult::Ongoing);
+    // Against the oracle along a text and along walks that stop inside characters.
+    OracleMasker oracle(oracle_grammar(*grammar(source)), bundled_vocabulary());
+    const WalkStats along = walk_document(g, oracle, doc);
+    INFO(along.first_mismatch);
+    CHECK(along.mismatches == 0);
+    for (uint64_t seed : {1, 2, 3}) {
+      const WalkStats walk = walk_random(g, oracle, seed, 12, /*favour_partial_characters=*/true);
+      INFO(walk.first_mismatch);
+      CHECK(walk.mismatches == 0);
     }
   }
+  // At the start of any!*: every token with valid UTF-8, and end of sequence, nothing else.
+  auto g = compile("start ::= any!* ;");
+  Matcher m(g);
+  std::vector<uint32_t> expected(g->any_tokens().begin(), g->any_tokens().end());
+  for (uint32_t eos : bundled_vocabulary()->eos_ids()) expected[eos / 32] |= 1u << (eos % 32);
+  CHECK(mask_of(m) == expected);
 }
 
 TEST_CASE("max_rollback_tokens: the same masks, bounded memory, rollback past it refused", "[serving]") {
@@ -263,18 +265,18 @@ TEST_CASE("max_rollback_tokens: the same masks, bounded memory, rollback past it
 }
 
 TEST_CASE("several end-of-sequence ids: each one ends the text", "[serving][vocab]") {
-  const std::vector<uint32_t> found = bundled()->eos_ids();
+  const std::vector<uint32_t> found = bundled_vocabulary()->eos_ids();
   // Two more, as a model with several stop tokens has: specials of the vocabulary.
   std::vector<uint32_t> extra;
-  for (uint32_t id = 0; id < bundled()->size() && extra.size() < 2; ++id)
-    if (bundled()->is_special(id) && !bundled()->is_eos(id)) extra.push_back(id);
+  for (uint32_t id = 0; id < bundled_vocabulary()->size() && extra.size() < 2; ++id)
+    if (bundled_vocabulary()->is_special(id) && !bundled_vocabulary()->is_eos(id)) extra.push_back(id);
   REQUIRE(extra.size() == 2);
-  auto more = std::get<std::shared_ptr<const Vocabulary>>(bundled()->with_eos_ids(extra));
+  auto more = std::get<std::shared_ptr<const Vocabulary>>(bundled_vocabulary()->with_eos_ids(extra));
   CHECK(more->eos_ids().size() == found.size() + 2);
   for (uint32_t id : extra) CHECK(more->is_eos(id));
-  CHECK(more->fingerprint() != bundled()->fingerprint());
-  CHECK(more->size() == bundled()->size());
-  CHECK(more->find("hello") == bundled()->find("hello"));
+  CHECK(more->fingerprint() != bundled_vocabulary()->fingerprint());
+  CHECK(more->size() == bundled_vocabulary()->size());
+  CHECK(more->find("hello") == bundled_vocabulary()->find("hello"));
   auto g = compile(read_example("json.cgram"), more);
   for (uint32_t eos : more->eos_ids()) {
     Matcher m(g);
@@ -285,13 +287,13 @@ TEST_CASE("several end-of-sequence ids: each one ends the text", "[serving][voca
     CHECK(m.advance(eos) == AdvanceResult::Finished);
   }
   // A text token made end of sequence is no longer text.
-  const uint32_t word = *bundled()->find("hello");
-  auto odd = std::get<std::shared_ptr<const Vocabulary>>(bundled()->with_eos_ids(std::vector<uint32_t>{word}));
+  const uint32_t word = *bundled_vocabulary()->find("hello");
+  auto odd = std::get<std::shared_ptr<const Vocabulary>>(bundled_vocabulary()->with_eos_ids(std::vector<uint32_t>{word}));
   CHECK(odd->is_special(word));
   CHECK(odd->find("hello") != word);
-  CHECK(std::get<VocabularyError>(bundled()->with_eos_ids(std::vector<uint32_t>{4000000})).message ==
-        fmt::format("{}: end-of-sequence id 4000000 is not in the vocabulary ({} ids)", bundled()->name(),
-                    bundled()->size()));
+  CHECK(std::get<VocabularyError>(bundled_vocabulary()->with_eos_ids(std::vector<uint32_t>{4000000})).message ==
+        fmt::format("{}: end-of-sequence id 4000000 is not in the vocabulary ({} ids)", bundled_vocabulary()->name(),
+                    bundled_vocabulary()->size()));
   VocabularyOptions options;
   options.extra_eos_ids = extra;
   auto loaded = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled(options));
@@ -337,7 +339,7 @@ TEST_CASE("a tokenizer.json's generation_config.json adds its end-of-sequence id
 TEST_CASE("max_rollback_tokens in canonical mode: the pair rule still sees the tokens before", "[serving][canonical]") {
   CompileOptions options;
   options.canonical = true;
-  auto result = CompiledGrammar::compile(grammar(read_example("tool_calls.cgram")), bundled(), options);
+  auto result = CompiledGrammar::compile(grammar(read_example("tool_calls.cgram")), bundled_vocabulary(), options);
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
   auto g = std::get<std::shared_ptr<const CompiledGrammar>>(result);
   const std::vector<uint32_t> doc = encode(tool_call_text(8));

@@ -20,11 +20,6 @@ using oracle::Verdict;
 
 namespace {
 
-std::shared_ptr<const Vocabulary> bundled() {
-  static auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  return vocab;
-}
-
 std::shared_ptr<const CompiledGrammar> compile(std::string_view source, std::shared_ptr<const Vocabulary> vocab) {
   auto result = CompiledGrammar::compile(grammar(source), std::move(vocab));
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
@@ -116,7 +111,7 @@ TEST_CASE("literals: \\xHH is the code point U+00HH, as in regexes", "[utf8][fro
 }
 
 TEST_CASE("matcher: except! allows no token that begins invalid UTF-8", "[utf8][matcher]") {
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   auto compiled = compile("start ::= except!('b') ;", vocab);
   Matcher m(compiled);
   for (int b : {0x80, 0xBF, 0xC0, 0xC1, 0xF5, 0xFF}) {
@@ -134,7 +129,7 @@ TEST_CASE("matcher: except! allows no token that begins invalid UTF-8", "[utf8][
 }
 
 TEST_CASE("matcher: any! splits a character only where something finishes it", "[utf8][matcher]") {
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   const uint32_t e3 = byte_token(*vocab, 0xE3), x81 = byte_token(*vocab, 0x81), x82 = byte_token(*vocab, 0x82);
   {
     Matcher m(compile("start ::= any! any! any! ;", vocab));
@@ -171,7 +166,7 @@ TEST_CASE("matcher: any! splits a character only where something finishes it", "
 }
 
 TEST_CASE("differential: every invalid UTF-8 shape, token by token, under except! and any!", "[utf8][differential]") {
-  auto vocab = bundled();
+  auto vocab = bundled_vocabulary();
   const char* grammars[] = {
       "start ::= except!('b') ;",
       "start ::= any!{0,6} ;",
@@ -194,7 +189,7 @@ TEST_CASE("differential: every invalid UTF-8 shape, token by token, under except
 }
 
 TEST_CASE("differential: random walks through partial characters stay UTF-8", "[utf8][differential]") {
-  std::vector<std::shared_ptr<const Vocabulary>> vocabs{bundled()};
+  std::vector<std::shared_ptr<const Vocabulary>> vocabs{bundled_vocabulary()};
   const std::filesystem::path gpt2 = CGRAM_SOURCE_DIR "/../shared/vocab/gguf/ggml-vocab-gpt-2.gguf";
   if (std::filesystem::exists(gpt2))
     vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(gpt2.string())));
@@ -226,7 +221,7 @@ TEST_CASE("differential: random walks through partial characters stay UTF-8", "[
 }
 
 TEST_CASE("a prefix is bytes: encoders keep cut and invalid characters as byte tokens", "[utf8][encoder]") {
-  std::vector<std::shared_ptr<const Vocabulary>> vocabs{bundled()};
+  std::vector<std::shared_ptr<const Vocabulary>> vocabs{bundled_vocabulary()};
   for (const char* name : {"gguf/ggml-vocab-gpt-2.gguf", "cl100k_base.tiktoken", "llama3-tokenizer.json"}) {
     const std::filesystem::path path = std::string(CGRAM_SOURCE_DIR "/../shared/vocab/") + name;
     if (std::filesystem::exists(path))

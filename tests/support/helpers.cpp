@@ -46,6 +46,11 @@ std::string read_example(std::string_view name) {
   return s.str();
 }
 
+std::shared_ptr<const Vocabulary> bundled_vocabulary() {
+  static const auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  return vocab;
+}
+
 std::vector<std::string> example_names() {
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(CGRAM_SOURCE_DIR) + "/examples"))

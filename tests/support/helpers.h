@@ -7,6 +7,7 @@
 
 #include "compile.h"
 #include "oracle.h"
+#include "vocabulary.h"
 
 namespace cgram::test {
 
@@ -19,6 +20,9 @@ oracle::Verdict verdict(const std::shared_ptr<const oracle::OracleGrammar>& g, s
 oracle::Verdict verdict_of(std::string_view grammar_source, std::string_view text);
 // The verdict when the text is the given token segmentation.
 oracle::Verdict verdict_tokens(std::string_view grammar_source, const std::vector<std::string>& tokens);
+
+// The vocabulary compiled into cgram, loaded once.
+std::shared_ptr<const Vocabulary> bundled_vocabulary();
 
 std::string read_example(std::string_view name);
 std::vector<std::string> example_names();
