@@ -45,6 +45,7 @@ class Grammar {
 
   const ir::GrammarIR& ir() const { return ir_; }
   const SourceFile& file() const { return *file_; }
+  const std::shared_ptr<const SourceFile>& file_ptr() const { return file_; }
 
   Grammar(std::shared_ptr<const SourceFile> file, ir::GrammarIR ir)
       : file_(std::move(file)), ir_(std::move(ir)) {}

@@ -243,11 +243,16 @@ class Lowering {
   }
 
   std::optional<Symbol> repeat(uint32_t owner, const ast::Expr& e) {
-    if (e.max == ast::kUnbounded && e.children[0].kind == ast::ExprKind::Except && !e.children[0].except_count)
+    // except!(S) without a count matches the empty text, and two of them
+    // side by side match exactly what one matches (no string of S may start
+    // in either, even one the next completes): except!(S){n,m} is
+    // except!(S) whenever m > 0. Read so, it is not split every way.
+    if (e.children[0].kind == ast::ExprKind::Except && !e.children[0].except_count && e.max != 0) {
       diags_.warning(e.range,
-                     "a repetition of except! reads its text every way it can be split (except!(S) already matches "
-                     "any text without S): masks get slow as the text grows, and a matcher stops at its work limit; "
-                     "write except!(S) alone");
+                     "a repetition of except! matches exactly what except!(S) alone matches (any text without S); "
+                     "it is read as except!(S): write except!(S) alone");
+      return item(owner, e.children[0]);
+    }
     std::optional<Symbol> x = item(owner, e.children[0]);
     uint32_t n = new_helper(owner);
     if (!x) {  // repeating the empty string (or an error) is the empty string

@@ -55,7 +55,12 @@ class Builder {
     by_lhs_.resize(g.nonterminal_names.size());
     for (uint32_t p = 0; p < g.productions.size(); ++p) by_lhs_[g.productions[p].lhs].push_back(p);
     compute_first();
+    compute_nullable_suffixes();
   }
+
+  // Whether everything after the item's dot can derive the empty string:
+  // the item then reduces, right-nulled, by `dot` symbols.
+  bool rest_nullable(Item item) const { return item.dot >= nullable_suffix_from_[item.production]; }
 
   size_t terminals_;
   size_t lookaheads_;  // terminals, then '$', then the propagation marker '#'
@@ -205,8 +210,19 @@ class Builder {
     }
   }
 
+  void compute_nullable_suffixes() {
+    nullable_suffix_from_.resize(g_.productions.size());
+    for (uint32_t p = 0; p < g_.productions.size(); ++p) {
+      const auto& rhs = g_.productions[p].rhs;
+      size_t from = rhs.size();
+      while (from > 0 && !rhs[from - 1].terminal && nullable_[rhs[from - 1].index]) --from;
+      nullable_suffix_from_[p] = static_cast<uint32_t>(from);
+    }
+  }
+
   std::vector<std::vector<uint32_t>> by_lhs_;
   std::vector<bool> nullable_;
+  std::vector<uint32_t> nullable_suffix_from_;  // per production: the first dot after which all is nullable
   std::vector<Bits> first_;
 };
 
@@ -248,20 +264,24 @@ LrTable::LrTable(const LexicalGrammar& grammar, const LrLimits& limits)
       (symbol.terminal ? shifts_[s] : gotos_[s]).emplace_back(symbol.index, target);
     std::vector<std::pair<Item, Bits>> seed;
     for (uint32_t k = 0; k < b.kernels[s].size(); ++k) seed.emplace_back(b.kernels[s][k], b.kernel_lookaheads[s][k]);
-    std::map<uint32_t, std::vector<uint32_t>> by_terminal;
+    std::map<uint32_t, std::vector<LrReduction>> by_terminal;
+    std::map<uint32_t, size_t> complete_items;  // per terminal: reductions of complete items (for conflicts)
     for (const auto& [item, la] : b.closure1(seed)) {
-      if (item.dot != grammar.productions[item.production].rhs.size()) continue;
+      if (!b.rest_nullable(item)) continue;
+      const bool complete = item.dot == grammar.productions[item.production].rhs.size();
       la.for_each([&](size_t a) {
-        if (a <= terminal_count_) by_terminal[static_cast<uint32_t>(a)].push_back(item.production);
+        if (a > terminal_count_) return;
+        by_terminal[static_cast<uint32_t>(a)].push_back({item.production, item.dot});
+        if (complete) ++complete_items[static_cast<uint32_t>(a)];
       });
     }
     std::set<uint32_t> active;
-    for (auto& [t, prods] : by_terminal) {
-      std::sort(prods.begin(), prods.end());
+    for (auto& [t, reductions] : by_terminal) {
+      std::sort(reductions.begin(), reductions.end());
       bool shift_too = std::any_of(shifts_[s].begin(), shifts_[s].end(), [&](const auto& e) { return e.first == t; });
-      if (prods.size() + (shift_too ? 1 : 0) > 1) ++conflicts_;
+      if (complete_items[t] + (shift_too ? 1 : 0) > 1) ++conflicts_;
       if (t < terminal_count_) active.insert(t);
-      reduces_[s].emplace_back(t, std::move(prods));
+      reduces_[s].emplace_back(t, std::move(reductions));
     }
     for (const auto& [t, target] : shifts_[s]) active.insert(t);
     active_[s].assign(active.begin(), active.end());
@@ -286,11 +306,11 @@ void LrTable::build_dense(size_t max_dense_cells) {
       for (auto [t, target] : shifts_[s]) shift_dense_[s * terminal_count_ + t] = target;
     if (dense_go)
       for (auto [a, target] : gotos_[s]) go_dense_[s * nonterminal_count_ + a] = target;
-    for (const auto& [t, prods] : reduces_[s]) {
+    for (const auto& [t, reductions] : reduces_[s]) {
       const auto id = static_cast<uint32_t>(reduce_lists_.size());
       if (dense_reduce) reduce_dense_[s * (terminal_count_ + 1) + t] = id;
       reduce_ids_[s].emplace_back(t, id);
-      reduce_lists_.push_back(prods);
+      reduce_lists_.push_back(reductions);
     }
   }
 }
@@ -299,7 +319,7 @@ size_t LrTable::memory_bytes() const {
   size_t bytes = (shift_dense_.capacity() + go_dense_.capacity() + reduce_dense_.capacity()) * 4;
   for (size_t s = 0; s < shifts_.size(); ++s) {
     bytes += (shifts_[s].capacity() + gotos_[s].capacity() + reduce_ids_[s].capacity()) * 8 + active_[s].capacity() * 4;
-    for (const auto& [t, prods] : reduces_[s]) bytes += 32 + prods.capacity() * 4;
+    for (const auto& [t, reductions] : reduces_[s]) bytes += 32 + reductions.capacity() * sizeof(LrReduction);
   }
   return bytes;
 }

@@ -3,6 +3,12 @@
 // spontaneous generation and propagation, as in Aho, Lam, Sethi and Ullman,
 // §4.7.5). Conflicts are kept, not resolved: the runtime runs the table
 // generalised (GLR), so every context-free grammar works.
+//
+// The reductions are right-nulled (Scott and Johnstone, "Right Nulled GLR
+// Parsers", TOPLAS 2006): an item A -> α•β whose rest β can derive the empty
+// string reduces A by |α| symbols on the item's lookaheads, as if β had
+// been matched empty, besides the usual reduction of the complete item.
+// The GLR engine relies on it (runtime/engine.cpp explains why).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -26,6 +32,15 @@ struct LrLimits {
   // A lookup table (shift, goto, reduce) is dense, states × symbols, only
   // when it has at most this many cells; otherwise rows are searched.
   size_t max_dense_cells = 1u << 22;
+};
+
+// One reduction: the production's left-hand side replaces the top `length`
+// symbols of the stack (less than the right-hand side's length when the
+// rest is nullable: a right-nulled reduction).
+struct LrReduction {
+  uint32_t production = 0;
+  uint32_t length = 0;
+  auto operator<=>(const LrReduction&) const = default;
 };
 
 class LrTable {
@@ -53,9 +68,9 @@ class LrTable {
     if (!go_dense_.empty()) return go_dense_[size_t(state) * nonterminal_count_ + nonterminal];
     return find_in_row(gotos_[state], nonterminal, kNone);
   }
-  // Productions to reduce in `state` when the lookahead is `terminal` (or
+  // Reductions in `state` when the lookahead is `terminal` (or
   // end_marker()). Production 0 (S' -> start) on the end marker is accept.
-  const std::vector<uint32_t>& reductions(uint32_t state, uint32_t terminal) const {
+  const std::vector<LrReduction>& reductions(uint32_t state, uint32_t terminal) const {
     return reduce_lists_[reduction_list_id(state, terminal)];
   }
   // The same as an id of a distinct list (0: none), for generated code.
@@ -63,7 +78,7 @@ class LrTable {
     if (!reduce_dense_.empty()) return reduce_dense_[size_t(state) * (terminal_count_ + 1) + terminal];
     return find_in_row(reduce_ids_[state], terminal, 0);
   }
-  const std::vector<uint32_t>& reduction_list(uint32_t id) const { return reduce_lists_[id]; }
+  const std::vector<LrReduction>& reduction_list(uint32_t id) const { return reduce_lists_[id]; }
   size_t reduction_list_count() const { return reduce_lists_.size(); }
   size_t nonterminal_count() const { return nonterminal_count_; }
   const std::vector<std::pair<uint32_t, uint32_t>>& shifts(uint32_t state) const { return shifts_[state]; }
@@ -71,6 +86,9 @@ class LrTable {
   // Terminals with any action in `state` (a superset of those that can be
   // shifted after the reductions, which depends on the stack).
   const std::vector<uint32_t>& terminals_with_actions(uint32_t state) const { return active_[state]; }
+  // Cells where a shift and a complete item's reduction, or two of those,
+  // meet (right-nulled reductions are not counted: they repeat work the
+  // table does anyway, and a grammar without conflicts has none).
   size_t conflict_count() const { return conflicts_; }
   size_t memory_bytes() const;
   // The bytes of lookahead sets the construction needed (checked against
@@ -97,11 +115,11 @@ class LrTable {
   std::vector<uint32_t> shift_dense_;   // state * terminals + t
   std::vector<uint32_t> go_dense_;      // state * nonterminals + A
   std::vector<uint32_t> reduce_dense_;  // state * (terminals + 1) + t → index into reduce_lists_
-  std::vector<std::vector<uint32_t>> reduce_lists_;
+  std::vector<std::vector<LrReduction>> reduce_lists_;
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> reduce_ids_;  // per state: sorted (terminal, list id)
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> shifts_;  // sorted (terminal, target)
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> gotos_;   // sorted (nonterminal, target)
-  std::vector<std::vector<std::pair<uint32_t, std::vector<uint32_t>>>> reduces_;  // sorted by terminal
+  std::vector<std::vector<std::pair<uint32_t, std::vector<LrReduction>>>> reduces_;  // sorted by terminal
   std::vector<std::vector<uint32_t>> active_;
   size_t conflicts_ = 0;
   size_t lookahead_bytes_ = 0;

@@ -207,9 +207,11 @@ void LrTable::save(BinaryWriter& out) const {
   put_pair_rows(out, gotos_);
   for (const auto& row : reduces_) {
     out.put<uint64_t>(row.size());
-    for (const auto& [t, prods] : row) {
+    for (const auto& [t, reductions] : row) {
       out.put<uint32_t>(t);
-      out.put_vector(prods);
+      std::vector<uint32_t> flat;  // production, length, production, length, …
+      for (const LrReduction& r : reductions) flat.insert(flat.end(), {r.production, r.length});
+      out.put_vector(flat);
     }
   }
   put_rows(out, active_);
@@ -228,7 +230,14 @@ std::unique_ptr<LrTable> LrTable::load(BinaryReader& in, const LexicalGrammar& g
     const uint64_t k = in.get_count(12);
     for (uint64_t i = 0; i < k && in.ok(); ++i) {
       const uint32_t t = in.get<uint32_t>();
-      row.emplace_back(t, in.get_vector<uint32_t>());
+      const std::vector<uint32_t> flat = in.get_vector<uint32_t>();
+      if (flat.size() % 2 != 0) {
+        in.fail("an LR reduction without its length");
+        return nullptr;
+      }
+      std::vector<LrReduction> reductions;
+      for (size_t j = 0; j < flat.size(); j += 2) reductions.push_back({flat[j], flat[j + 1]});
+      row.emplace_back(t, std::move(reductions));
     }
   }
   if (!get_rows(in, n, table->active_)) return nullptr;
@@ -256,10 +265,13 @@ std::unique_ptr<LrTable> LrTable::load(BinaryReader& in, const LexicalGrammar& g
       if (t >= T || target >= n) return bad("an LR shift out of range");
     for (auto [a, target] : table->gotos_[s])
       if (a >= N || target >= n) return bad("an LR goto out of range");
-    for (const auto& [t, prods] : table->reduces_[s]) {
+    for (const auto& [t, reductions] : table->reduces_[s]) {
       if (t > T) return bad("an LR reduction on a terminal that does not exist");
-      for (uint32_t p : prods)
-        if (p >= grammar.productions.size()) return bad("an LR reduction by a production that does not exist");
+      for (const LrReduction& r : reductions) {
+        if (r.production >= grammar.productions.size()) return bad("an LR reduction by a production that does not exist");
+        if (r.length > grammar.productions[r.production].rhs.size())
+          return bad("an LR reduction longer than its production");
+      }
     }
     const auto& active = table->active_[s];
     if (!std::is_sorted(active.begin(), active.end()) || (!active.empty() && active.back() >= T))

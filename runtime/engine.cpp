@@ -34,6 +34,14 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
   pending_ids_[{}] = 0;
 }
 
+uint32_t Engine::next_visit_epoch() {
+  if (++visit_epoch_ == 0) {  // wrapped: no stale mark may equal a new epoch
+    std::fill(visited_.begin(), visited_.end(), 0);
+    visit_epoch_ = 1;
+  }
+  return visit_epoch_;
+}
+
 void Engine::exhaust_work() {
   exhaust(fmt::format("the parser did more than {} steps of work for one token: the grammar is too ambiguous "
                       "here (EngineLimits::max_work_per_call)",
@@ -46,6 +54,7 @@ uint32_t Engine::new_node(uint32_t state) {
     exhaust(fmt::format("the parse stack holds more than {} nodes and edges (EngineLimits::max_stack_elements)",
                         limits_.max_stack_elements));
   nodes_.push_back({state, kNoEdge, static_cast<uint32_t>(status_.size()), next_serial_++});
+  if (visited_.size() < nodes_.size()) visited_.resize(nodes_.size(), 0);
   status_.resize(status_.size() + table_.terminals_with_actions(state).size(), 0);
   shiftable_index_.push_back(-1);
   return static_cast<uint32_t>(nodes_.size() - 1);
@@ -68,7 +77,7 @@ bool Engine::add_edge(uint32_t node, uint32_t parent) {
       for (uint32_t e = n.first_edge; e != kNoEdge; e = edges_[e].next) edge_index_.insert(key(edges_[e].parent));
       n.index_epoch = edge_epoch_;
     }
-    if (!edge_index_.insert(key(parent)).second) return false;
+    if (!edge_index_.insert(key(parent))) return false;
   }
   charge(1);
   edges_.push_back({parent, n.first_edge});
@@ -170,27 +179,85 @@ std::vector<Head> Engine::initial_heads() {
   return {Head{new_node(0), Head::kBetween, 0, 0, 0}};
 }
 
+// Why the reductions below are complete: the GLR variant and its proof.
+//
+// The engine is a right-nulled GLR recogniser (RNGLR: Scott and Johnstone,
+// "Right Nulled GLR Parsers", TOPLAS 28(4), 2006) over the LALR(1) table of
+// the skeleton grammar, one GSS level per lexeme end. A level is built by
+// reduce_closure (every reduction the lookahead allows) and then the shift of
+// the lexeme's terminal (end_lexeme). Within one call of reduce_closure,
+// nodes are merged by LR state (`scope`), so the level is a graph whose size
+// is bounded by the table, whatever the ambiguity.
+//
+// Tomita's algorithm is incomplete when the grammar has ε-productions: a
+// reduction whose path starts with an edge made by an ε-reduction in the same
+// level (A -> α B• with B => ε, the node for B pushed on the node for α)
+// walks that path once, when the edge is made. If the node for α gains
+// another parent later in the level (another derivation reaches the same
+// state), the paths through the new parent are never walked, because the
+// node on top of it is not revisited. The dangling else,
+// `s ::= 'i' s e? | 'x'`, is the classic case: after "iix", the inner and the
+// outer `s` meet in one node, and the second reduction is lost. Farshi's fix
+// redoes every reduction of the level at each new edge; RNGLR avoids that:
+//
+//  1. The table reduces an item A -> α•β whose rest β is nullable by |α|
+//     symbols (ir/lr.h), as if β had been matched empty. So a reduction whose
+//     path would start with ε-edges is also found from the node below them,
+//     without walking them.
+//  2. A reduction of length m > 0 is walked only along paths whose first edge
+//     was made by a shift or by a reduction of length > 0: such an edge goes
+//     down to an earlier level, whose edges are final. Paths through ε-edges
+//     (both ends in this level) are never walked; by 1 they are redundant.
+//  3. Each edge is followed once: a new node has its length > 0 reductions
+//     walked through the edge that made it, and its ε-reductions done; a new
+//     edge into an existing node has the length > 0 reductions walked through
+//     it (the node's ε-reductions are done already); an ε-reduction that makes
+//     a new node does that node's ε-reductions only.
+//
+// Completeness (the paper's theorem 1, recast for a recogniser): every stack
+// of the LR(1) parser of the same text is a path of the GSS. By induction on
+// the reductions of that parser in one level: its reduction by A -> γ pops
+// |γ| symbols; let β be the longest nullable tail of γ that the LR parser
+// pushed in this level by ε-reductions only. Item A -> α•β, α γ's rest, is in
+// the state below β, on the same lookahead, so the right-nulled reduction
+// (A, |α|) is in the table there. Its path's first edge, if |α| > 0, was made
+// by a shift or a reduction of length > 0 (β was the longest such tail), and
+// rule 3 walks every path through every such edge, whenever that edge appears.
+// If |α| = 0 it is an ε-reduction, done when its node is made. Both reach the
+// same node the LR parser reaches, so the induction goes on. Hidden left
+// recursion (A -> B A c, B => ε) is the cycle of ε-edges it makes; merging
+// by state closes the cycle and rule 2 never walks it, so it terminates.
+// Unit cycles (A -> B, B -> A) add edges to nodes that exist, and stop when
+// no edge is new. Soundness is that of LR: every path walked is a stack the
+// table permits, so a token is never allowed that no sentence continues.
+//
+// With LALR lookaheads a right-nulled reduction may fire where the LR(1)
+// parser would not; like any LALR reduction that the lookahead over-admits,
+// the stacks it makes die at the next shift.
 void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted,
                             std::vector<uint32_t>& result) {
   result.assign(tops.begin(), tops.end());
   // Nodes created here, by state (few: a linear search beats a map).
   auto& scope = scope_;
   scope.clear();
-  // Work items: a node, and the only edge paths must start with (or none).
+  // Work items (rule 3): a node, the only edge its length > 0 paths must
+  // start with (kAllPaths: every edge; kNoLongPaths: none), and whether its
+  // ε-reductions are still to do.
   auto& work = work_;
   work.clear();
-  for (uint32_t v : tops) work.emplace_back(v, kNoEdge);
+  for (uint32_t v : tops) work.push_back({v, kAllPaths, true});
   while (!work.empty() && exhausted_.empty()) {
-    auto [v, via] = work.back();
+    const ReductionWork item = work.back();
     work.pop_back();
-    for (uint32_t p : reductions(nodes_[v].state, terminal)) {
-      if (p == 0) {
+    const uint32_t v = item.node;
+    for (const ir::LrReduction& r : reductions(nodes_[v].state, terminal)) {
+      if (r.production == 0) {
         if (accepted) *accepted = true;
         continue;
       }
-      const ir::SkeletonProduction& prod = table_.production(p);
-      const size_t length = prod.rhs.size();
-      if (length == 0 && via != kNoEdge) continue;  // done when v was first seen
+      const size_t length = r.length;
+      if (length == 0 ? !item.empty_reductions : item.via == kNoLongPaths) continue;
+      const uint32_t lhs = table_.production(r.production).lhs;
       // Every node `length` edges below v (through `via` first, if given),
       // level by level: the set of nodes at each depth, not every path (a
       // graph-structured stack of an ambiguous grammar has exponentially
@@ -199,22 +266,24 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
       if (length == 0) {
         path_ends_.push_back(v);
       } else {
-        path_ends_.push_back(via != kNoEdge ? edges_[via].parent : v);
-        for (size_t level = via != kNoEdge ? 1 : 0; level < length && !path_ends_.empty(); ++level) {
+        const bool through_one = item.via != kAllPaths;
+        path_ends_.push_back(through_one ? edges_[item.via].parent : v);
+        for (size_t level = through_one ? 1 : 0; level < length && !path_ends_.empty(); ++level) {
           path_next_.clear();
+          const uint32_t epoch = next_visit_epoch();
+          size_t walked = 0;
           for (uint32_t node : path_ends_)
-            for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next) path_next_.push_back(edges_[e].parent);
-          charge(path_next_.size());
-          if (path_next_.size() > 1) {
-            std::sort(path_next_.begin(), path_next_.end());
-            path_next_.erase(std::unique(path_next_.begin(), path_next_.end()), path_next_.end());
-          }
+            for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next, ++walked) {
+              const uint32_t parent = edges_[e].parent;
+              if (visited_[parent] != epoch) visited_[parent] = epoch, path_next_.push_back(parent);
+            }
+          charge(walked);
           path_ends_.swap(path_next_);
         }
       }
       for (size_t i = 0; i < path_ends_.size(); ++i) {
         uint32_t u = path_ends_[i];
-        uint32_t target = lr_go(nodes_[u].state, prod.lhs);
+        uint32_t target = lr_go(nodes_[u].state, lhs);
         if (target == ir::LrTable::kNone) continue;
         auto it = std::find_if(scope.begin(), scope.end(), [&](const auto& e) { return e.first == target; });
         if (it == scope.end()) {
@@ -222,9 +291,10 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
           add_edge(w, u);
           scope.emplace_back(target, w);
           result.push_back(w);
-          work.emplace_back(w, kNoEdge);
-        } else if (add_edge(it->second, u)) {
-          work.emplace_back(it->second, nodes_[it->second].first_edge);
+          // An ε-edge (u in this level) is never the start of a path (rule 2).
+          work.push_back({w, length == 0 ? kNoLongPaths : nodes_[w].first_edge, true});
+        } else if (add_edge(it->second, u) && length > 0) {
+          work.push_back({it->second, nodes_[it->second].first_edge, false});
         }
       }
     }
@@ -386,12 +456,13 @@ bool Engine::can_continue_into_token(const Head& h) const {
   return !max || h.lexeme_tokens < *max;
 }
 
-void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out) {
+void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out,
+                           uint32_t no_restart) {
   auto after = advance_pending(pending, byte);
   if (!after) return;
   for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
     const ir::LexTerminal& term = lex_.terminals[t];
-    if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
+    if (term.kind == ir::LexTerminal::Kind::AnyToken || t == no_restart) continue;
     uint32_t from = term.dfa.start();
     if (in_char != ir::utf8::kBoundary) {
       // Literals and regexes start on a character; except! text may finish one.
@@ -466,45 +537,58 @@ void Engine::normalize(std::vector<Head>& heads) {
   heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
 }
 
-void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out) {
+void Engine::end_lexemes(const std::vector<Head>& in, std::vector<Between>& out) {
   out.clear();
-  charge(in.size());
-  if (!exhausted_.empty()) return;
-  // Lexemes that end before this byte, grouped by (terminal, pending after
-  // it) so that the reductions of heads that agree share one GSS scope.
+  // Lexemes that end before the next byte, grouped by (terminal, pending
+  // after it) so that the reductions of heads that agree share one GSS scope.
   ending_.clear();
   for (const Head& h : in) {
-    if (h.terminal == Head::kBetween) {
-      ending_.push_back({Head::kBetween, h.pending, h.state, h.node});
-      continue;
-    }
-    if (!first_of_token || can_continue_into_token(h)) {
-      uint32_t q = dfa_next(h.terminal, h.state, byte);
-      if (q != ir::Dfa::kDead)
-        if (auto p = advance_pending(h.pending, byte))
-          out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
-    }
-    if (dfa_accepting(h.terminal, h.state)) ending_.push_back({h.terminal, pending_after(h), ir::utf8::kBoundary, h.node});
+    if (h.terminal == Head::kBetween) ending_.push_back({Head::kBetween, h.pending, h.state, h.no_restart, h.node});
+    else if (dfa_accepting(h.terminal, h.state))
+      ending_.push_back({h.terminal, pending_after(h), ir::utf8::kBoundary, restarts_nothing(h.terminal), h.node});
   }
   std::sort(ending_.begin(), ending_.end());
   ending_.erase(std::unique(ending_.begin(), ending_.end()), ending_.end());
-  for (size_t i = 0; i < ending_.size();) {
+  for (size_t i = 0; i < ending_.size() && exhausted_.empty();) {
     size_t j = i;
     group_.clear();
     while (j < ending_.size() && ending_[j].terminal == ending_[i].terminal && ending_[j].pending == ending_[i].pending &&
-           ending_[j].in_char == ending_[i].in_char)
+           ending_[j].in_char == ending_[i].in_char && ending_[j].no_restart == ending_[i].no_restart)
       group_.push_back(ending_[j++].node);
-    const uint32_t terminal = ending_[i].terminal, pending = ending_[i].pending;
-    const uint8_t in_char = static_cast<uint8_t>(ending_[i].in_char);
-    if (terminal == Head::kBetween) {
-      for (uint32_t n : group_) start_lexemes(n, pending, in_char, byte, out);
+    const Ending& first = ending_[i];
+    if (first.terminal == Head::kBetween) {
+      for (uint32_t n : group_) out.push_back({n, first.pending, first.in_char, first.no_restart});
     } else {
-      end_lexeme(group_, terminal, shifted_nodes_);
-      for (uint32_t n : shifted_nodes_) start_lexemes(n, pending, in_char, byte, out);
+      end_lexeme(group_, first.terminal, shifted_nodes_);
+      for (uint32_t n : shifted_nodes_) out.push_back({n, first.pending, first.in_char, first.no_restart});
     }
     i = j;
   }
+}
+
+void Engine::step_byte_after(const std::vector<Head>& in, const std::vector<Between>& between, uint8_t byte,
+                             bool first_of_token, std::vector<Head>& out) {
+  out.clear();
+  charge(in.size());
+  if (!exhausted_.empty()) return;
+  for (const Head& h : in) {
+    if (h.terminal == Head::kBetween || (first_of_token && !can_continue_into_token(h))) continue;
+    const uint32_t q = dfa_next(h.terminal, h.state, byte);
+    if (q != ir::Dfa::kDead)
+      if (auto p = advance_pending(h.pending, byte))
+        out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
+  }
+  for (const Between& b : between)
+    start_lexemes(b.node, b.pending, static_cast<uint8_t>(b.in_char), byte, out, b.no_restart);
   normalize(out);
+}
+
+void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out) {
+  out.clear();
+  if (!exhausted_.empty()) return;
+  ScratchPool<Between>::Lease between(between_scratch_);
+  end_lexemes(in, *between);
+  step_byte_after(in, *between, byte, first_of_token, out);
 }
 
 void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
@@ -579,7 +663,7 @@ void Engine::heads_after_lexeme(const Head& head, std::vector<Head>& out) {
   ScratchPool<uint32_t>::Lease nodes(node_scratch_);
   end_lexeme(std::span<const uint32_t>(&head.node, 1), head.terminal, *nodes);
   const uint32_t pending = pending_after(head);
-  for (uint32_t n : *nodes) out.push_back({n, Head::kBetween, 0, pending, 0});
+  for (uint32_t n : *nodes) out.push_back({n, Head::kBetween, 0, pending, 0, restarts_nothing(head.terminal)});
 }
 
 void Engine::heads_between_lexemes(const std::vector<Head>& heads, std::vector<Head>& out) {
@@ -621,12 +705,32 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
     levels_.resize(base + depth);
     level_marks_.resize(base + depth);
   }
+  if (level_ends_.size() < base + depth) {
+    level_ends_.resize(base + depth);
+    level_ends_of_.resize(base + depth);
+    trie_parent_.resize(base + depth);
+    ends_marks_.resize(base + depth);
+  }
   levels_[base] = heads;
   level_marks_[base] = mark();
+  level_ends_of_[base] = UINT32_MAX;
   for (uint32_t node = first; node < end && exhausted_.empty();) {
     uint32_t d = trie.depth(node) - parent_depth;
-    truncate(level_marks_[base + d - 1]);
-    step_byte(levels_[base + d - 1], trie.byte(node), trie.depth(node) == 1, levels_[base + d]);
+    // The lexemes that end before this byte end the same way before each of
+    // its siblings: once per parent, kept (below the children's mark) until
+    // the walk leaves the parent.
+    const uint32_t parent = d == 1 ? UINT32_MAX - 1 : trie_parent_[base + d - 1];
+    if (level_ends_of_[base + d - 1] != parent) {
+      truncate(level_marks_[base + d - 1]);
+      end_lexemes(levels_[base + d - 1], level_ends_[base + d - 1]);
+      level_ends_of_[base + d - 1] = parent;
+      ends_marks_[base + d - 1] = mark();
+    }
+    truncate(ends_marks_[base + d - 1]);
+    step_byte_after(levels_[base + d - 1], level_ends_[base + d - 1], trie.byte(node), trie.depth(node) == 1,
+                    levels_[base + d]);
+    trie_parent_[base + d] = node;
+    level_ends_of_[base + d] = UINT32_MAX;
     level_marks_[base + d] = mark();
     if (levels_[base + d].empty()) {
       node = trie.subtree_end(node);
@@ -808,23 +912,32 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
   }
 }
 
-void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words) {
+void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words,
+                          uint32_t no_restart) {
   ScratchPool<Head>::Lease heads(head_scratch_);
   if (pending != 0) {
-    for (uint32_t v : nodes) heads->push_back({v, Head::kBetween, 0, pending, 0});
+    for (uint32_t v : nodes) heads->push_back({v, Head::kBetween, 0, pending, 0, no_restart});
     walk(0, *heads, words);
     return;
   }
   const TokenIndex& index = g_.index();
+  ScratchPool<uint32_t>::Lease allowed(node_scratch_);
   for (uint32_t v : nodes) {
-    const std::vector<uint32_t>& terminals = shiftable(v);
+    const std::vector<uint32_t>* shiftable_here = &shiftable(v);
+    if (no_restart != Head::kBetween &&
+        std::binary_search(shiftable_here->begin(), shiftable_here->end(), no_restart)) {
+      allowed->assign(shiftable_here->begin(), shiftable_here->end());
+      std::erase(*allowed, no_restart);
+      shiftable_here = &*allowed;
+    }
+    const std::vector<uint32_t>& terminals = *shiftable_here;
     // An except! lexeme leaves pending occurrences that depend on where it
     // ends: such heads take the exact walk.
     bool has_except = std::any_of(terminals.begin(), terminals.end(), [&](uint32_t t) {
       return lex_.terminals[t].kind == ir::LexTerminal::Kind::Except;
     });
     if (has_except) {
-      heads->assign(1, Head{v, Head::kBetween, 0, 0, 0});
+      heads->assign(1, Head{v, Head::kBetween, 0, 0, 0, no_restart});
       walk(0, *heads, words);
       continue;
     }
@@ -895,7 +1008,7 @@ void Engine::add_except_endings(const Head& h, const StateIndex& ix, std::span<u
     heads_after_lexeme(h, *after);
     nodes->clear();
     for (const Head& a : *after) nodes->push_back(a.node);
-    mask_between(*nodes, pending_after(h), words);
+    mask_between(*nodes, pending_after(h), words, restarts_nothing(h.terminal));
   }
   // The text ends inside the token: what may follow depends on where (the
   // occurrences left pending), so crossings are walked per (state where it
@@ -1029,7 +1142,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
     }
     if (h.terminal == Head::kBetween) {
       nodes->assign(1, h.node);
-      mask_between(*nodes, 0, words);
+      mask_between(*nodes, 0, words, h.no_restart);
       continue;
     }
     const StateIndex& ix = index.get(h.terminal, h.state);
@@ -1040,7 +1153,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
     if (ends_here) {
       nodes->clear();
       for (const Head& a : *after) nodes->push_back(a.node);
-      mask_between(*nodes, pending_after(h), words);
+      mask_between(*nodes, pending_after(h), words, restarts_nothing(h.terminal));
     }
     if (!can_continue_into_token(h)) continue;
     cross_precomputed(ix, *after, words);
@@ -1116,7 +1229,7 @@ uint64_t Engine::context_key(const std::vector<Head>& heads, int depth) const {
   std::vector<uint64_t>& readings = key_scratch_;  // no allocation once warm
   readings.clear();
   for (const Head& h : heads) {
-    uint64_t k = mix(mix(mix(1, h.terminal), h.state), h.pending);
+    uint64_t k = mix(mix(mix(mix(1, h.terminal), h.state), h.pending), h.no_restart);
     // The stack's top levels: the node's state, then the smallest state among
     // its parents (a node may have several), and so on.
     uint32_t node = h.node;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "compiled_grammar.h"
+#include "key_set.h"
 #include "mask_words.h"
 #include "scratch.h"
 #include "token_set_sink.h"
@@ -38,6 +39,14 @@ struct Head {
   uint32_t state = 0;
   uint32_t pending = 0;
   uint32_t lexeme_tokens = 0;
+  // Between lexemes, right after a lexeme of an except! terminal without a
+  // token count: that terminal, which may not start again here (kBetween:
+  // none). Two such lexemes side by side read exactly the texts one reads,
+  // and the first can always take the second's text while the second
+  // matches nothing (every except! is optional), so those readings add no
+  // sentence; without them, free text that may follow free text is not
+  // cut up in every possible way (Engine::restarts_nothing).
+  uint32_t no_restart = kBetween;
   bool operator==(const Head&) const = default;
   auto operator<=>(const Head&) const = default;
 };
@@ -133,7 +142,7 @@ class Engine {
   // made such grammars quadratic per step. Keys are (serial, parent): a
   // surviving node's parents survive with it, and serials are never reused.
   static constexpr uint32_t kIndexDegree = 16;
-  std::unordered_set<uint64_t> edge_index_;
+  KeySet edge_index_;
   uint32_t edge_epoch_ = 1;
   // Ending a lexeme of terminal t on node v gives the same nodes wherever in
   // the text it happens: a small direct-mapped cache of those results,
@@ -145,6 +154,7 @@ class Engine {
   // 1024 entries (48 KB), allocated on first use: a server holds thousands
   // of matchers.
   static constexpr size_t kEndCacheSize = 1024;
+
   struct Edge {
     uint32_t parent;
     uint32_t next;
@@ -169,7 +179,7 @@ class Engine {
   bool can_follow(uint32_t terminal, uint8_t byte) const {
     return k_ ? k_->can_follow(terminal, byte) != 0 : g_.index().follower_first_bytes(terminal)[byte];
   }
-  const std::vector<uint32_t>& reductions(uint32_t state, uint32_t terminal) const {
+  const std::vector<ir::LrReduction>& reductions(uint32_t state, uint32_t terminal) const {
     return k_ ? table_.reduction_list(k_->lr_reduce(state, terminal)) : table_.reductions(state, terminal);
   }
 
@@ -195,9 +205,28 @@ class Engine {
 
   void step_token_unchecked(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out);
   void step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out);
+  // step_byte in two parts: the lexemes of `in` that can end here, ended
+  // (the stack nodes between lexemes: the same whatever byte comes next),
+  // then one byte: the lexemes that go on, and those that start after
+  // `between`. A walk ends lexemes once for all the bytes after a prefix.
+  struct Between {
+    uint32_t node, pending, in_char, no_restart;
+  };
+  void end_lexemes(const std::vector<Head>& in, std::vector<Between>& out);
+  void step_byte_after(const std::vector<Head>& in, const std::vector<Between>& between, uint8_t byte,
+                       bool first_of_token, std::vector<Head>& out);
   // Lexemes that start with `byte` at `node`; `in_char` is the UTF-8 state
   // there (only except! text can continue a character begun by any!).
-  void start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out);
+  void start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out,
+                     uint32_t no_restart = Head::kBetween);
+  // The terminal that may not start right after a lexeme of `terminal` ends
+  // (Head::no_restart): itself for except! without a token count, else none.
+  uint32_t restarts_nothing(uint32_t terminal) const {
+    if (terminal == Head::kBetween) return Head::kBetween;
+    const ir::LexTerminal& t = lex_.terminals[terminal];
+    return t.kind == ir::LexTerminal::Kind::Except && !lex_.excepts[t.except_index].max_tokens ? terminal
+                                                                                              : Head::kBetween;
+  }
   // Where the character stands for a head in except! text.
   uint8_t except_char_state(const Head& h) const;
   // Whether some continuation completes the text from one of these heads
@@ -261,7 +290,8 @@ class Engine {
   std::bitset<256> startable_bytes(const std::vector<Head>& heads);
   // Tokens that start a new lexeme at these nodes (the exact walk when
   // except! occurrences are pending).
-  void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words);
+  void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words,
+                    uint32_t no_restart = Head::kBetween);
   // Every head that can be between lexemes now (as is, or once its lexeme
   // ends here), sorted by pending occurrences then node.
   void heads_between_lexemes(const std::vector<Head>& heads, std::vector<Head>& out);
@@ -324,13 +354,27 @@ class Engine {
   std::unordered_map<uint64_t, uint32_t> except_pending_;  // (pending, except, AC state) → pending
   // Scratch buffers of the hot path (no allocation once warm).
   struct Ending {
-    uint32_t terminal, pending, in_char, node;
+    uint32_t terminal, pending, in_char, no_restart, node;
     auto operator<=>(const Ending&) const = default;
   };
   std::vector<Ending> ending_;
   std::vector<uint32_t> group_, reduced_, shifted_nodes_, closure_scratch_;
-  std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_, work_;
+  std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_;
+  // reduce_closure's work list (the rules are explained above it in engine.cpp).
+  static constexpr uint32_t kAllPaths = kNoEdge;         // length > 0 paths through every edge
+  static constexpr uint32_t kNoLongPaths = kNoEdge - 1;  // none: the node hangs on ε-edges only
+  struct ReductionWork {
+    uint32_t node;
+    uint32_t via;  // the edge every length > 0 path starts with, or one of the two above
+    bool empty_reductions;
+  };
+  std::vector<ReductionWork> work_;
   std::vector<uint32_t> path_ends_, path_next_;
+  // Per node: the last visit_epoch_ a path walk reached it in (each level
+  // of a walk is a set: a node reached twice is walked on once).
+  std::vector<uint32_t> visited_;
+  uint32_t visit_epoch_ = 0;
+  uint32_t next_visit_epoch();
   std::deque<std::vector<Head>> crossing_heads_;  // one per nesting level of walk_crossings
   ScratchPool<Head> head_scratch_;
   ScratchPool<uint32_t> node_scratch_;
@@ -339,6 +383,12 @@ class Engine {
   // Scratch for the trie walk, one level per depth.
   std::vector<std::vector<Head>> levels_;
   std::vector<Mark> level_marks_;
+  // Per level: its lexemes ended (end_lexemes), for which trie node, and
+  // the mark after them; the trie node each level was stepped to.
+  std::vector<std::vector<Between>> level_ends_;
+  std::vector<uint32_t> level_ends_of_, trie_parent_;
+  std::vector<Mark> ends_marks_;
+  ScratchPool<Between> between_scratch_;
   int walk_depth_ = 0;  // nesting of walks: each nesting level has its own scratch
   int crossing_depth_ = 0;
   std::deque<std::vector<uint32_t>> lexer_states_;  // stable rows: walks nest

@@ -273,6 +273,13 @@ void Recognizer::complete_spans(size_t e) {
             if (i + s.size() <= e && text_.compare(i, s.size(), s) == 0) occurrence_inside = true;
         if (occurrence_inside) continue;
         if (segmented_ && rule.max_tokens && tokens_touching(o, e) > *rule.max_tokens) continue;
+        // The text is whole characters: it ends between two (it may begin
+        // inside one, finishing a character that any! began). Inside one,
+        // it can only go on.
+        if (utf8_[e] != Utf8::Whole) {
+          if (advance_pending(item.pending, o, e)) columns_[e].span_goes_on = true;
+          continue;
+        }
       } else {
         continue;
       }
@@ -373,7 +380,9 @@ bool Recognizer::has_clean_item() const {
 
 bool Recognizer::viable() const {
   if (dead()) return false;
-  if (has_clean_item()) return true;
+  // A complete text is viable even where every item still carries pending
+  // occurrences: nothing follows to complete them.
+  if (has_clean_item() || complete()) return true;
   return viable_within(2 * g_->longest_except_string + 1);
 }
 

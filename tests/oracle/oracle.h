@@ -90,7 +90,9 @@ class Recognizer {
   bool complete() const;
   // Some continuation makes the text a complete sentence.
   bool viable() const;
-  bool dead() const { return columns_.back().items.empty() || utf8_.back() == Utf8::Invalid; }
+  bool dead() const {
+    return (columns_.back().items.empty() && !columns_.back().span_goes_on) || utf8_.back() == Utf8::Invalid;
+  }
   // Whether an any! or except! span may have started at byte `pos` (such a
   // span has no item in later columns until it ends).
   bool span_may_start_at(size_t pos) const { return columns_[pos].has_span_waiters; }
@@ -115,6 +117,9 @@ class Recognizer {
     std::vector<Item> items;
     std::unordered_set<Item, ItemHash> seen;
     bool has_span_waiters = false;  // items waiting on any! or except!
+    // An except! span runs through this position but cannot end here
+    // (inside a character): the text lives on with no item here.
+    bool span_goes_on = false;
   };
   // A pending occurrence: a string of except spec `spec` began at `start`.
   using Pending = std::vector<std::pair<uint32_t, uint32_t>>;

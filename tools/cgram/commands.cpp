@@ -16,6 +16,7 @@
 #include "lr.h"
 #include "compiled_grammar.h"
 #include "engine.h"
+#include "text_match.h"
 
 namespace cgram::cli {
 namespace {
@@ -84,109 +85,7 @@ std::pair<size_t, size_t> line_column(std::string_view text, size_t offset) {
   return {line, column};
 }
 
-enum class Verdict { Complete, Prefix, Rejected };
-
-const char* verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::Complete: return "complete";
-    case Verdict::Prefix: return "prefix";
-    case Verdict::Rejected: return "rejected";
-  }
-  return "rejected";
-}
-
-struct MatchResult {
-  Verdict verdict = Verdict::Rejected;
-  size_t viable_bytes = 0;  // the longest viable prefix (all of the text unless rejected)
-  std::string error;        // the text could not be matched at all
-};
-
-// The grammar as `match` reads it without a vocabulary, over a vocabulary of
-// the 256 single bytes: there any! (one token) would span exactly one byte,
-// where the command promises any non-empty text. That is any!+, one or more
-// byte tokens, so every any! becomes a helper rule `any!+ ::= any! | any!+
-// any!`; except! token counts are not checked, so they are dropped.
-ir::GrammarIR unsegmented(ir::GrammarIR ir) {
-  if (ir.uses_any_token()) {
-    const ir::Symbol any{ir::Symbol::Kind::AnyToken, 0};
-    const ir::Symbol many{ir::Symbol::Kind::Nonterminal, static_cast<uint32_t>(ir.nonterminals.size())};
-    for (ir::Production& p : ir.productions)
-      for (ir::Symbol& s : p.rhs)
-        if (s.kind == ir::Symbol::Kind::AnyToken) s = many;
-    ir::Nonterminal helper;
-    helper.name = "any!+";
-    for (std::vector<ir::Symbol> rhs : {std::vector<ir::Symbol>{any}, std::vector<ir::Symbol>{many, any}}) {
-      helper.productions.push_back(static_cast<uint32_t>(ir.productions.size()));
-      ir.productions.push_back({many.index, std::move(rhs)});
-    }
-    ir.nonterminals.push_back(std::move(helper));
-  }
-  for (ir::ExceptSpec& e : ir.excepts) e.max_tokens.reset();
-  ir::analyze(ir);
-  return ir;
-}
-
-// Matches `text` with the matcher's engine over single-byte tokens, one byte
-// a step: the first byte that leaves the language is the offset of a
-// rejection. (The reference recognizer of the tests, an Earley parser, was
-// used here before: unbounded, it took minutes and gigabytes on large or
-// ambiguous inputs; the engine is the code that runs in production and
-// agrees with it exactly, which the differential tests check.)
-MatchResult match_text(const Grammar::Outcome& outcome, std::string_view text,
-                       size_t max_work_per_byte = kDefaultMatchWorkPerByte) {
-  MatchResult out;
-  std::vector<std::string> bytes;
-  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
-  VocabularyResult vocab = Vocabulary::from_tokens(std::move(bytes), {});
-  if (auto* e = std::get_if<VocabularyError>(&vocab)) {
-    out.error = e->message;
-    return out;
-  }
-  auto grammar = std::make_shared<const Grammar>(outcome.file, unsegmented(outcome.grammar->ir()));
-  auto compiled = CompiledGrammar::compile(grammar, std::get<std::shared_ptr<const Vocabulary>>(vocab));
-  if (auto* e = std::get_if<CompileError>(&compiled)) {
-    out.error = e->message;
-    return out;
-  }
-  // The engine's limits bound a pathologically ambiguous grammar. Its work
-  // limit is per call, and here a call is a byte: --max-work-per-byte (the
-  // grammars of bench/suite need under 512 units; `s ::= s s | 'a'` grows
-  // with the text and stops within a hundred bytes). Its stack keeps every
-  // step: it may hold 4 nodes and edges per text byte (JSON needs 2.2), so
-  // that the text limit (--max-text-bytes), not the stack, decides how long
-  // a text can be.
-  EngineLimits limits;
-  limits.max_stack_elements = std::max(limits.max_stack_elements, 4 * text.size());
-  limits.max_work_per_call = max_work_per_byte;
-  Engine engine(*std::get<std::shared_ptr<const CompiledGrammar>>(compiled), limits);
-  auto exhausted = [&](size_t at) {
-    out.error = fmt::format("cannot match the text at byte {}: {}; match is bounded by --max-work-per-byte ({}) "
-                            "and --max-text-bytes",
-                            at, engine.exhaustion(), max_work_per_byte);
-    return out;
-  };
-  std::vector<Head> heads = engine.initial_heads(), next;
-  for (size_t i = 0; i < text.size(); ++i) {
-    engine.step_token(heads, text.substr(i, 1), next);
-    if (engine.exhausted()) return exhausted(i);
-    if (next.empty()) {
-      out.viable_bytes = i;
-      return out;
-    }
-    heads.swap(next);
-  }
-  // Ending may reduce the whole stack at once (a repetition lowered to
-  // nested rules, 5,000 deep after 5,000 bytes): the end-of-text check gets
-  // the budget of the whole text, so the total stays within twice that.
-  const size_t whole_text_budget =
-      text.size() > SIZE_MAX / max_work_per_byte ? SIZE_MAX : max_work_per_byte * std::max<size_t>(1, text.size());
-  engine.set_work_limit(whole_text_budget);
-  const bool complete = engine.can_end(heads);
-  if (engine.exhausted()) return exhausted(text.size());
-  out.viable_bytes = text.size();
-  out.verdict = complete ? Verdict::Complete : Verdict::Prefix;
-  return out;
-}
+using Verdict = TextVerdict;
 
 }  // namespace
 
@@ -261,7 +160,7 @@ int run_match(const MatchArgs& args) {
     return kGrammarErrors;
   }
   const ir::GrammarIR& ir = outcome.grammar->ir();
-  const MatchResult result = match_text(outcome, text, args.max_work_per_byte);
+  const TextMatch result = match_text(*outcome.grammar, text, args.max_work_per_byte);
   if (!result.error.empty()) {
     print_io_error(result.error, args.json);
     return kGrammarErrors;
@@ -269,7 +168,7 @@ int run_match(const MatchArgs& args) {
   const bool token_rules = ir.uses_any_token() || ir.uses_token_counts();
   auto [line, column] = line_column(text, result.viable_bytes);
   if (args.json) {
-    json out = {{"ok", true}, {"verdict", verdict_name(result.verdict)}, {"bytes", text.size()}};
+    json out = {{"ok", true}, {"verdict", text_verdict_name(result.verdict)}, {"bytes", text.size()}};
     if (result.verdict == Verdict::Rejected) {
       out["offset"] = result.viable_bytes;
       out["line"] = line;
@@ -350,12 +249,12 @@ int run_demo() {
   };
   bool all_expected = true;
   for (const Sample& s : samples) {
-    const MatchResult r = match_text(outcome, s.text);
+    const TextMatch r = match_text(*outcome.grammar, s.text);
     if (!r.error.empty()) {
       print_error(r.error);
       return 1;
     }
-    std::cout << fmt::format("$ cgram match json.cgram '{}'\n{}", s.text, verdict_name(r.verdict));
+    std::cout << fmt::format("$ cgram match json.cgram '{}'\n{}", s.text, text_verdict_name(r.verdict));
     if (r.verdict == Verdict::Rejected) {
       auto [line, column] = line_column(s.text, r.viable_bytes);
       std::cout << fmt::format(" at byte {} (line {}, column {})", r.viable_bytes, line, column);

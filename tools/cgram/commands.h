@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "json_schema.h"
+#include "text_match.h"
 
 namespace cgram::cli {
 
@@ -17,9 +18,6 @@ inline constexpr int kExitNoGpu = 3;
 // spends about 45 bytes of memory per text byte (docs/LIMITS.md).
 inline constexpr size_t kDefaultMaxTextBytes = size_t(16) << 20;
 inline constexpr size_t kMaxTextBytesCeiling = size_t(1) << 40;
-// match: the engine's work limit for each byte of the text (EngineLimits::
-// max_work_per_call, one call a byte).
-inline constexpr size_t kDefaultMatchWorkPerByte = 16384;
 // generate --max-tokens: 1 to this many.
 inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 
