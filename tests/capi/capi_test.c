@@ -429,6 +429,36 @@ static void test_exact_masks(cgram_tier tier) {
   cgram_matcher_free(NULL);
 }
 
+/* The dangling else: a recursive rule with an optional tail. After "aax"
+   the text is complete (both ifs without else) and an else may follow. */
+static void test_right_nullable(cgram_tier tier) {
+  cgram_vocab* vocab = tiny_vocab();
+  cgram_grammar* grammar = compile_text(vocab, "start ::= s ; s ::= 'a' s [ 'b' s ] | 'x' ;", tier);
+  cgram_matcher* m = NULL;
+  bool flag = false;
+  if (!grammar) {
+    cgram_vocab_free(vocab);
+    return;
+  }
+  CHECK_OK(cgram_matcher_new(grammar, &m));
+  CHECK(advance(m, A) == CGRAM_ADVANCE_ONGOING);
+  CHECK(advance(m, A) == CGRAM_ADVANCE_ONGOING);
+  CHECK(advance(m, X) == CGRAM_ADVANCE_ONGOING);
+  CHECK_OK(cgram_matcher_can_end(m, &flag));
+  CHECK(flag);
+  CHECK(mask_of(m) == (BIT(B) | BIT(EOS)));
+  CHECK(advance(m, B) == CGRAM_ADVANCE_ONGOING);
+  CHECK(advance(m, X) == CGRAM_ADVANCE_ONGOING);
+  CHECK(mask_of(m) == (BIT(B) | BIT(EOS)));
+  CHECK(advance(m, B) == CGRAM_ADVANCE_ONGOING);
+  CHECK(advance(m, X) == CGRAM_ADVANCE_ONGOING);
+  CHECK(mask_of(m) == BIT(EOS));
+  CHECK(advance(m, EOS) == CGRAM_ADVANCE_FINISHED);
+  cgram_matcher_free(m);
+  cgram_grammar_free(grammar);
+  cgram_vocab_free(vocab);
+}
+
 static void test_forced_text(void) {
   cgram_vocab* vocab = tiny_vocab();
   cgram_grammar* grammar = compile_text(vocab, "start ::= 'abx' ;", CGRAM_TIER_TABLE);
@@ -1064,6 +1094,8 @@ int main(int argc, char** argv) {
   test_vocabulary_misuse();
   test_exact_masks(CGRAM_TIER_TABLE);
   test_exact_masks(CGRAM_TIER_JIT);
+  test_right_nullable(CGRAM_TIER_TABLE);
+  test_right_nullable(CGRAM_TIER_JIT);
   test_forced_text();
   test_jump_forward();
   test_canonical();

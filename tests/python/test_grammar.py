@@ -213,3 +213,34 @@ class TestCanonical(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RightNullableRules(unittest.TestCase):
+    """A recursive rule with an optional tail (the dangling else), and empty
+    rules after a recursive one: texts that once were refused are sentences,
+    end of sequence is allowed after them, and the mask is never empty."""
+
+    CASES = [
+        ("start ::= 'a' start 'z'? | '' ;", "aaa"),
+        ("stmt ::= 'i' stmt [ 'e' stmt ] | 'x' | '{' stmt* '}' ; start ::= stmt ;", "{iix}"),
+        ("start ::= s ';' ; s ::= 'i' s n | 'a' ; n ::= '' ;", "iia;"),
+        ("start ::= 'cd' start n | 'yzd' ; n ::= '' ;", "cdcdyzd"),
+        ("start ::= stmt ; stmt ::= 'if c then ' stmt ( ' else ' stmt )? | 'x' ;", "if c then if c then x"),
+    ]
+
+    def test_byte_by_byte(self):
+        vocab = bundled()
+        for source, text in self.CASES:
+            with self.subTest(source=source, text=text):
+                matcher = cgram.Matcher(cgram.compile(cgram.Grammar(source), vocab))
+                for i in range(len(text)):
+                    token = vocab.find(text[i].encode())
+                    self.assertEqual(matcher.advance(token), cgram.AdvanceResult.ONGOING, text[:i + 1])
+                self.assertTrue(matcher.can_end())
+                allowed = matcher.allowed_tokens()
+                self.assertTrue(set(vocab.eos_ids) & set(allowed))
+
+    def test_c_program(self):
+        program = "int main() {\n  if (a) if (b) x = 1;\n  return 0;\n}\n"
+        grammar = compiled(os.path.join(EXAMPLES, "c_subset.cgram"))
+        self.assertTrue(accepts(grammar, program))
