@@ -30,6 +30,33 @@ const CanonicalPairs* CompiledGrammar::canonical_pairs() const {
   return canonical_pairs_.get();
 }
 
+std::span<const uint8_t> CompiledGrammar::byte_representatives() const {
+  std::call_once(representatives_once_, [this] {
+    // A signature per byte: its column in every automaton, hashed.
+    std::array<uint64_t, 256> signature{};
+    auto mix = [](uint64_t h, uint64_t v) { return (h ^ v) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull; };
+    for (int b = 0; b < 256; ++b) {
+      uint64_t h = 1;
+      for (uint8_t u = 0; u < ir::utf8::kStateCount; ++u) h = mix(h, ir::utf8::step(u, static_cast<uint8_t>(b)));
+      for (const ir::LexTerminal& t : lexical_.terminals) {
+        if (t.kind == ir::LexTerminal::Kind::AnyToken) continue;
+        for (uint32_t q = 0; q < t.dfa.size(); ++q) h = mix(h, t.dfa.next(q, static_cast<uint8_t>(b)));
+      }
+      signature[b] = h;
+    }
+    for (const ir::LexExcept& e : lexical_.excepts)
+      for (const std::string& str : e.automaton->strings())
+        for (char c : str) signature[static_cast<uint8_t>(c)] = mix(static_cast<uint8_t>(c), 0xE7C);
+    std::vector<uint64_t> seen;
+    for (int b = 0; b < 256; ++b) {
+      if (std::find(seen.begin(), seen.end(), signature[b]) != seen.end()) continue;
+      seen.push_back(signature[b]);
+      representatives_.push_back(static_cast<uint8_t>(b));
+    }
+  });
+  return representatives_;
+}
+
 std::variant<const Encoder*, VocabularyError> CompiledGrammar::encoder() const {
   std::call_once(encoder_once_, [this] {
     auto created = Encoder::create(vocab_);

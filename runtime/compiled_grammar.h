@@ -78,6 +78,12 @@ class CompiledGrammar {
   // Bytes held by the compiled grammar (tables, automata, index), not
   // counting the vocabulary and its trie, which grammars share.
   size_t memory_bytes() const;
+  // One byte for each class of bytes that nothing in the grammar tells
+  // apart: every terminal's automaton moves them alike, the UTF-8 automaton
+  // too, and none is in an except! string (those each stand alone). The
+  // matcher searches continuations over them (Engine::viable). Made on first
+  // use; thread-safe.
+  std::span<const uint8_t> byte_representatives() const;
   // The vocabulary's own encoder (jump-forward re-encodes text with it),
   // made on first use; or why there is none (a plain token list).
   // Thread-safe.
@@ -150,6 +156,8 @@ class CompiledGrammar {
   mutable std::once_flag canonical_once_;
   mutable std::unique_ptr<CanonicalPairs> canonical_pairs_;
   mutable std::once_flag encoder_once_;
+  mutable std::once_flag representatives_once_;
+  mutable std::vector<uint8_t> representatives_;
   mutable std::unique_ptr<Encoder> encoder_;
   mutable std::optional<VocabularyError> encoder_error_;
 };

@@ -30,6 +30,10 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
   for (const ir::LexExcept& e : lex_.excepts)
     for (const std::string& s : e.automaton->strings())
       for (char c : s) except_bytes_.set(static_cast<uint8_t>(c));
+  size_t longest = 0;
+  for (const ir::LexExcept& e : lex_.excepts)
+    for (const std::string& str : e.automaton->strings()) longest = std::max(longest, str.size());
+  viable_search_depth_ = static_cast<int>(2 * longest + 1);
   pending_sets_.emplace_back();  // id 0: nothing pending
   pending_ids_[{}] = 0;
 }
@@ -483,53 +487,81 @@ uint8_t Engine::except_char_state(const Head& h) const {
   return h.state < ac.dfa().size() ? ac.utf8_state(h.state) : ir::utf8::kBoundary;
 }
 
-bool Engine::surely_viable(const Head& h) const {
-  if (h.terminal == Head::kBetween) return h.state == ir::utf8::kBoundary;
+bool Engine::surely_viable(const Head& h) {
+  // Every stack can be completed (all rules are productive); what can stand
+  // in the way is an unfinished character and a pending except! occurrence
+  // that the only continuation would complete.
+  if (h.terminal == Head::kBetween) return h.state == ir::utf8::kBoundary && h.pending == 0;
   const ir::LexTerminal& t = lex_.terminals[h.terminal];
-  if (t.kind != ir::LexTerminal::Kind::Except) return true;  // its DFA is trimmed
-  // except! text: it can end now, or go on with no token limit in the way.
-  return dfa_accepting(h.terminal, h.state) || !lex_.excepts[t.except_index].max_tokens;
+  if (t.kind != ir::LexTerminal::Kind::Except) return h.pending == 0;  // its DFA is trimmed
+  const auto& max = lex_.excepts[t.except_index].max_tokens;
+  // except! text can go on past any pending occurrence to a clean end, with
+  // no token limit, or with a token left at a character boundary (the next
+  // token can hold any text).
+  if (!max) return true;
+  if (h.lexeme_tokens < *max && except_char_state(h) == ir::utf8::kBoundary) return true;
+  // Otherwise it must end here, and may leave occurrences pending.
+  return dfa_accepting(h.terminal, h.state) && pending_after(h) == 0;
 }
 
-bool Engine::viable(const std::vector<Head>& heads, int depth) {
+uint8_t Engine::text_char_state(const std::vector<Head>& heads) const {
+  for (const Head& h : heads) {
+    if (h.terminal == Head::kBetween) return static_cast<uint8_t>(h.state);
+    if (lex_.terminals[h.terminal].kind == ir::LexTerminal::Kind::Except) return except_char_state(h);
+  }
+  return kUnknownCharState;
+}
+
+bool Engine::viable(const std::vector<Head>& heads) {
   if (heads.empty()) return false;
   for (const Head& h : heads)
     if (surely_viable(h)) return true;
-  if (depth == 0) return false;
-  // Inside a character: try the bytes that can continue it. Bytes that no
-  // except! string holds act alike, so one stands for all of them.
-  std::bitset<256> candidates;
-  for (const Head& h : heads) {
-    if (h.terminal != Head::kBetween && !can_continue_into_token(h)) continue;
-    const uint8_t c = h.terminal == Head::kBetween ? h.state : except_char_state(h);
-    bool plain_tried = false;
-    for (int b = 0x80; b < 0xC0; ++b) {
-      if (!ir::utf8::continues(c, static_cast<uint8_t>(b))) continue;
-      if (except_bytes_[b]) candidates.set(b);
-      else if (!plain_tried) candidates.set(b), plain_tried = true;
-    }
-  }
+  return viable_search(heads, text_char_state(heads), /*free_token=*/false, viable_search_depth_);
+}
+
+// The search follows the reference recognizer: the rest of a character the
+// text is inside comes as one-byte tokens (each counts against except!
+// token limits); past it, the continuation is one token of any text. Bytes
+// inside a character do not count against the depth. Bytes that nothing in
+// the grammar tells apart are tried once (CompiledGrammar::byte_representatives).
+bool Engine::viable_search(const std::vector<Head>& heads, uint8_t char_state, bool free_token, int depth) {
+  if (heads.empty()) return false;
+  for (const Head& h : heads)
+    if (surely_viable(h)) return true;
+  if (char_state == kUnknownCharState) char_state = text_char_state(heads);
+  const bool in_char = char_state != ir::utf8::kBoundary && char_state != kUnknownCharState;
+  // A complete text needs no continuation, whatever is pending.
+  if (!in_char && ends_here(heads)) return true;
+  if (depth == 0 && !in_char) return false;
   const Mark m = mark();
   ScratchPool<Head>::Lease next(head_scratch_);
-  bool found = false;
-  for (int b = 0x80; b < 0xC0 && !found; ++b) {
-    if (!candidates[b]) continue;
-    const char byte = static_cast<char>(b);
-    step_token_unchecked(heads, std::string_view(&byte, 1), *next);
-    found = viable(*next, depth - 1);
+  for (uint8_t b : g_.byte_representatives()) {
+    uint8_t after = kUnknownCharState;
+    if (char_state != kUnknownCharState) {
+      after = ir::utf8::step(char_state, b);
+      if (after == ir::utf8::kInvalid) continue;
+    }
+    if (free_token) {
+      step_byte(heads, b, /*first_of_token=*/false, *next);
+    } else {
+      const char byte = static_cast<char>(b);
+      step_token_unchecked(heads, std::string_view(&byte, 1), *next);
+    }
+    const bool found = viable_search(*next, after, free_token || !in_char,
+                                     after != ir::utf8::kBoundary && after != kUnknownCharState ? depth : depth - 1);
     truncate(m);
+    if (found) return true;
+    if (!exhausted_.empty()) return false;
   }
-  return found;
+  return false;
 }
 
 void Engine::keep_viable(std::vector<Head>& heads) {
-  if (std::all_of(heads.begin(), heads.end(), [&](const Head& h) { return surely_viable(h); })) return;
-  ScratchPool<Head>::Lease one(head_scratch_);
-  std::erase_if(heads, [&](const Head& h) {
-    if (surely_viable(h)) return false;
-    one->assign(1, h);
-    return !viable(*one);
-  });
+  // The token is allowed when some reading can be completed. Then every
+  // reading is kept, as the reference recognizer keeps every item: one that
+  // one-byte tokens could not complete (a character begun near an except!
+  // token limit) may be completed by a longer next token.
+  if (!viable(heads)) heads.clear();
 }
 
 void Engine::normalize(std::vector<Head>& heads) {
@@ -639,6 +671,10 @@ void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view 
 
 bool Engine::can_end(const std::vector<Head>& heads) {
   refresh_tier();
+  return ends_here(heads);
+}
+
+bool Engine::ends_here(const std::vector<Head>& heads) {
   Mark m = mark();
   bool accepted = false;
   ScratchPool<Head>::Lease after(head_scratch_);

@@ -230,12 +230,24 @@ class Engine {
   // Where the character stands for a head in except! text.
   uint8_t except_char_state(const Head& h) const;
   // Whether some continuation completes the text from one of these heads
-  // (a token is allowed only then). Every head is, except one inside a
-  // character (after an any! token, or in except! text near its token
-  // limit): those are searched over the next bytes, up to `depth` of them,
+  // (a token is allowed only then). Every head is (surely_viable), except
+  // one inside a character (after an any! token, or in except! text near its
+  // token limit) or with except! occurrences pending that its continuation
+  // may be forced to complete: those are searched over the next bytes,
   // assuming (as the oracle does) that the vocabulary spells every byte.
-  bool viable(const std::vector<Head>& heads, int depth = 4);
-  bool surely_viable(const Head& h) const;
+  bool viable(const std::vector<Head>& heads);
+  bool surely_viable(const Head& h);
+  // can_end within a call (its work counted against the call's).
+  bool ends_here(const std::vector<Head>& heads);
+  // Where the text stands inside a character, from the heads that track it
+  // (between lexemes, or in except! text); kUnknownCharState if none does.
+  static constexpr uint8_t kUnknownCharState = 0xFE;
+  uint8_t text_char_state(const std::vector<Head>& heads) const;
+  // viable()'s search over continuations, at most `depth` bytes that end at
+  // a character boundary (twice the longest except! string and one more, as
+  // the reference recognizer searches).
+  bool viable_search(const std::vector<Head>& heads, uint8_t char_state, bool free_token, int depth);
+  int viable_search_depth_ = 1;
   // Whether an any! token shifted from `tops` that leaves the character in
   // state `in_char` can still be completed.
   bool viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, uint32_t pending);

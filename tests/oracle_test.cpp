@@ -100,3 +100,60 @@ TEST_CASE("segmented recognition: push and pop", "[oracle]") {
   r.push_token("x");
   CHECK(r.verdict() == Verdict::Rejected);
 }
+
+// The oracle is the ground truth of the random differential (tests/random):
+// its answers on each shape the random grammars take, checked by hand.
+TEST_CASE("the oracle on every shape the random grammars have", "[oracle]") {
+  struct Expect {
+    const char* grammar;
+    const char* text;
+    Verdict verdict;
+    size_t viable = 0;  // for Rejected
+  };
+  const Expect cases[] = {
+      // ε-productions, optional and starred tails, nullable rules at either end
+      {"start ::= a b; a ::= ''; b ::= 'x' | '';", "", Verdict::Complete},
+      {"start ::= a b; a ::= ''; b ::= 'x' | '';", "xx", Verdict::Rejected, 1},
+      {"start ::= 'a' start 'b'* | 'c';", "acbb", Verdict::Complete},
+      {"start ::= 'a' start 'b'* | 'c';", "aacb", Verdict::Complete},
+      {"start ::= 'a' start 'b'* | 'c';", "cb", Verdict::Rejected, 1},
+      {"start ::= n 'x' n; n ::= '' | 'y';", "yxy", Verdict::Complete},
+      {"start ::= n 'x' n; n ::= '' | 'y';", "yyx", Verdict::Rejected, 1},
+      // left, right, middle, hidden-left and mutual recursion, unit cycles
+      {"start ::= a; a ::= 'x' a 'y' | '';", "xxyy", Verdict::Complete},
+      {"start ::= a; a ::= 'x' a 'y' | '';", "xyy", Verdict::Rejected, 2},
+      {"start ::= a; a ::= n a 'c' | 'b'; n ::= '' | 'x';", "xbcc", Verdict::Complete},
+      {"start ::= a; a ::= n a 'c' | 'b'; n ::= '' | 'x';", "cb", Verdict::Rejected, 0},
+      {"start ::= a; a ::= 'x' b | 'y'; b ::= a 'z';", "xxyzz", Verdict::Complete},
+      {"start ::= a; a ::= 'x' b | 'y'; b ::= a 'z';", "xyzz", Verdict::Rejected, 3},
+      {"start ::= a; a ::= b | 'q'; b ::= a | c; c ::= 'r' a;", "rrq", Verdict::Complete},
+      {"start ::= a; a ::= b | 'q'; b ::= a | c; c ::= 'r' a;", "r", Verdict::Prefix},
+      // ambiguity
+      {"start ::= e; e ::= e e | e '-' e | 'a' | '';", "a-a-aa", Verdict::Complete},
+      {"start ::= e; e ::= e e | e '-' e | 'a' | '';", "ab", Verdict::Rejected, 1},
+      // literals, regexes and classes beyond ASCII (offsets count bytes)
+      {"start ::= #'[α-ω]+' '!';", "αβ!", Verdict::Complete},
+      {"start ::= #'[α-ω]+' '!';", "αA", Verdict::Rejected, 2},
+      {"start ::= #'[一-鿿]' 'é';", "文é", Verdict::Complete},
+      {"start ::= #'[一-鿿]' 'é';", "文\xc3", Verdict::Prefix},
+      {"start ::= #'[一-鿿]' 'é';", "\xe6", Verdict::Prefix},
+      {"start ::= #'[😀-🙏]{2}';", "😀🙏", Verdict::Complete},
+      // bounded repetition
+      {"start ::= 'ab'{2,3};", "ababab", Verdict::Complete},
+      {"start ::= 'ab'{2,3};", "abababab", Verdict::Rejected, 6},
+      {"start ::= 'ab'{2,3};", "aba", Verdict::Prefix},
+      {"start ::= 'x'{,2};", "", Verdict::Complete},
+      {"start ::= 'x'{,2};", "xxx", Verdict::Rejected, 2},
+      // any! without a vocabulary spans any non-empty text; except!
+      {"start ::= 'a' any! 'b';", "axyzb", Verdict::Complete},
+      {"start ::= 'a' any! 'b';", "ab", Verdict::Prefix},
+      {"start ::= except!('ab') 'b';", "aab", Verdict::Rejected, 2},
+      {"start ::= except!('ab') 'b';", "acb", Verdict::Complete},
+  };
+  for (const Expect& c : cases) {
+    INFO(c.grammar << " on '" << c.text << "'");
+    const oracle::MatchResult r = oracle::match_text(oracle_grammar(*grammar(c.grammar)), c.text);
+    CHECK(r.verdict == c.verdict);
+    if (c.verdict == Verdict::Rejected) CHECK(r.viable_bytes == c.viable);
+  }
+}

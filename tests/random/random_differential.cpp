@@ -139,10 +139,11 @@ struct TokenRun {
 };
 
 TokenRun run_tokens(const std::shared_ptr<const CompiledGrammar>& compiled, const Parsed& p,
-                    const std::vector<uint32_t>& tokens, const std::vector<size_t>& mask_at) {
+                    const std::vector<uint32_t>& tokens, const std::vector<size_t>& mask_at,
+                    const MatcherOptions& options) {
   TokenRun run;
   const Vocabulary& vocab = compiled->vocabulary();
-  Matcher matcher(compiled);
+  Matcher matcher(compiled, options);
   oracle::Recognizer recognizer(p.oracle, /*segmented=*/true);
   OracleMasker masker(p.oracle, compiled->vocabulary_ptr());
   std::vector<uint32_t> history;
@@ -213,10 +214,10 @@ TokenRun run_tokens(const std::shared_ptr<const CompiledGrammar>& compiled, cons
 // A random walk that follows the oracle's masks; the matcher's mask is
 // compared at every step.
 TokenRun walk(const std::shared_ptr<const CompiledGrammar>& compiled, const Parsed& p, uint64_t seed, size_t steps,
-              std::vector<uint32_t>& taken) {
+              std::vector<uint32_t>& taken, const MatcherOptions& options) {
   TokenRun run;
   const Vocabulary& vocab = compiled->vocabulary();
-  Matcher matcher(compiled);
+  Matcher matcher(compiled, options);
   OracleMasker masker(p.oracle, compiled->vocabulary_ptr());
   std::mt19937_64 rng(seed);
   taken.clear();
@@ -436,6 +437,12 @@ std::string Disagreement::reproducer() const {
   return out + grammar;
 }
 
+MatcherOptions Differential::matcher_options() const {
+  MatcherOptions o;
+  if (options_.max_work_per_call) o.limits.max_work_per_call = options_.max_work_per_call;
+  return o;
+}
+
 Differential::Differential(DifferentialOptions options) : options_(options), bytes_(make_byte_vocabulary()) {
   if (options_.bundled) bundled_ = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
 }
@@ -480,7 +487,7 @@ GrammarReport Differential::check(uint64_t seed) {
         if (!std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compiled)) return false;
         const std::vector<uint32_t> ids = ids_of(*vocab, tokens);
         std::vector<size_t> at = mask_positions(d.mask_at, ids.size(), mask);
-        TokenRun run = run_tokens(std::get<std::shared_ptr<const CompiledGrammar>>(compiled), *p, ids, at);
+        TokenRun run = run_tokens(std::get<std::shared_ptr<const CompiledGrammar>>(compiled), *p, ids, at, matcher_options());
         if (what) *what = run.answer.what;
         return !run.answer.refused && !run.answer.agree;
       };
@@ -577,11 +584,11 @@ GrammarReport Differential::check_source(const std::string& source, uint64_t see
       for (size_t m = 0; m < masks_per_text && (k == 0 || !first_only); ++m) at.push_back(rng() % (ids.size() + 1));
       std::sort(at.begin(), at.end());
       at.erase(std::unique(at.begin(), at.end()), at.end());
-      record(run_tokens(cg, p, ids, at), ids, at);
+      record(run_tokens(cg, p, ids, at, matcher_options()), ids, at);
     }
     if (std::string_view(name) == "bytes" && options_.walk_steps > 0) {
       std::vector<uint32_t> taken;
-      TokenRun run = walk(cg, p, rng(), options_.walk_steps, taken);
+      TokenRun run = walk(cg, p, rng(), options_.walk_steps, taken, matcher_options());
       if (!run.answer.agree && !run.answer.refused && run.kind == "mask" && !reported("mask", name)) {
         // Replayed as a token run with the mask at its end.
         report.token_checks += run.token_checks;
@@ -685,7 +692,8 @@ bool Differential::replay(const std::string& reproducer, std::string& out) {
     for (size_t m; list >> m;) mask_at.push_back(m);
   }
   if (mask_at.empty() && *kind == "mask") mask_at.push_back(ids.size());
-  TokenRun run = run_tokens(std::get<std::shared_ptr<const CompiledGrammar>>(compiled), *p, ids, mask_at);
+  TokenRun run = run_tokens(std::get<std::shared_ptr<const CompiledGrammar>>(compiled), *p, ids, mask_at,
+                            matcher_options());
   out = run.answer.refused ? "refused: " + run.answer.what
         : run.answer.agree ? fmt::format("{} tokens, the masks and every token agree", ids.size())
                            : run.answer.what;

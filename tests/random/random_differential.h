@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "matcher.h"
 #include "vocabulary.h"
 
 namespace cgram::test::random {
@@ -33,6 +34,7 @@ struct DifferentialOptions {
   bool bundled = true;       // also the bundled vocabulary
   bool shrink = true;        // minimise disagreements
   double slow_ms = 100;      // answers slower than this are listed (GrammarReport::slow)
+  size_t max_work_per_call = 0;  // the matchers' EngineLimits::max_work_per_call (0: the default)
 };
 
 struct Disagreement {
@@ -81,6 +83,7 @@ class Differential {
   const std::shared_ptr<const Vocabulary>& byte_vocabulary() const { return bytes_; }
 
  private:
+  MatcherOptions matcher_options() const;
   DifferentialOptions options_;
   std::shared_ptr<const Vocabulary> bytes_;
   std::shared_ptr<const Vocabulary> bundled_;
