@@ -144,6 +144,7 @@ class Lowering {
     analyze(ir_);
     check_analyses();
     if (diags_.has_errors()) return std::nullopt;
+    warn_free_text_side_by_side();
     return std::move(ir_);
   }
 
@@ -248,7 +249,8 @@ class Lowering {
     // in either, even one the next completes): except!(S){n,m} is
     // except!(S) whenever m > 0. Read so, it is not split every way.
     if (e.children[0].kind == ast::ExprKind::Except && !e.children[0].except_count && e.max != 0) {
-      diags_.warning(e.range,
+      if (e.max > 1)  // `except!(S)?` says what it means, if twice
+        diags_.warning(e.range,
                      "a repetition of except! matches exactly what except!(S) alone matches (any text without S); "
                      "it is read as except!(S): write except!(S) alone");
       return item(owner, e.children[0]);
@@ -496,6 +498,81 @@ class Lowering {
       }
       if (ir_.reachable[n] && !ir_.nonempty[n])
         diags_.warning(nt.range, fmt::format("rule '{}' only matches the empty string", nt.name));
+    }
+  }
+
+  // Two different pieces of except! text that can meet with nothing between
+  // them (or the same one, with a token count) can be split at every byte
+  // of the text: the matcher reads every split, and its work grows with the
+  // text. (The same except! twice, without a count, is read once: Engine's
+  // Head::no_restart.) A warning at the rule where they meet, once per rule.
+  void warn_free_text_side_by_side() {
+    const size_t specs = ir_.excepts.size(), n = ir_.nonterminals.size();
+    if (specs < 1 || specs > 64) return;  // a bitset per rule; more is rare, and the warning is advice
+    // Per nonterminal: the except! sets that can begin and end its text.
+    std::vector<uint64_t> first(n, 0), last(n, 0);
+    auto nullable = [&](Symbol s) {
+      switch (s.kind) {
+        case Symbol::Kind::Nonterminal: return bool(ir_.nullable[s.index]);
+        case Symbol::Kind::Terminal: return ir_.terminals[s.index].dfa.accepting(ir_.terminals[s.index].dfa.start());
+        case Symbol::Kind::AnyToken: return false;
+        case Symbol::Kind::Except: return true;
+      }
+      return false;
+    };
+    auto begins = [&](Symbol s) -> uint64_t {
+      if (s.kind == Symbol::Kind::Except) return uint64_t{1} << s.index;
+      return s.kind == Symbol::Kind::Nonterminal ? first[s.index] : 0;
+    };
+    auto ends = [&](Symbol s) -> uint64_t {
+      if (s.kind == Symbol::Kind::Except) return uint64_t{1} << s.index;
+      return s.kind == Symbol::Kind::Nonterminal ? last[s.index] : 0;
+    };
+    // Passes until nothing changes (bounded: an unfinished fixpoint only
+    // leaves some warnings out).
+    for (int pass = 0, changed = 1; changed && pass < 64; ++pass) {
+      changed = 0;
+      for (const Production& p : ir_.productions) {
+        uint64_t f = 0, l = 0;
+        for (size_t i = 0; i < p.rhs.size(); ++i) {
+          f |= begins(p.rhs[i]);
+          if (!nullable(p.rhs[i])) break;
+        }
+        for (size_t i = p.rhs.size(); i-- > 0;) {
+          l |= ends(p.rhs[i]);
+          if (!nullable(p.rhs[i])) break;
+        }
+        if ((first[p.lhs] | f) != first[p.lhs] || (last[p.lhs] | l) != last[p.lhs]) changed = 1;
+        first[p.lhs] |= f;
+        last[p.lhs] |= l;
+      }
+    }
+    std::set<std::string> warned;
+    for (const Production& p : ir_.productions) {
+      if (!ir_.reachable[p.lhs]) continue;
+      for (size_t i = 0; i < p.rhs.size(); ++i) {
+        const uint64_t before = ends(p.rhs[i]);
+        if (!before) continue;
+        for (size_t j = i + 1; j < p.rhs.size(); ++j) {
+          const uint64_t after = begins(p.rhs[j]);
+          for (uint32_t a = 0; a < specs; ++a)
+            for (uint32_t b = 0; b < specs; ++b) {
+              if (!(before >> a & 1) || !(after >> b & 1)) continue;
+              if (a == b && !ir_.excepts[a].max_tokens) continue;  // read once
+              const Nonterminal& owner = ir_.nonterminals[p.lhs];
+              const std::string rule = owner.name.substr(0, owner.name.find('#'));
+              if (!warned.insert(rule).second) continue;
+              diags_.warning(owner.range,
+                             fmt::format("free text meets free text in rule '{}': {} can be followed directly by {}, "
+                                         "and a matcher reads the text every way it can be split between them "
+                                         "(masks get slower as the text grows, and a matcher may stop at its "
+                                         "work limit); put a delimiter between them",
+                                         rule, ir_.symbol_name({Symbol::Kind::Except, a}),
+                                         ir_.symbol_name({Symbol::Kind::Except, b})));
+            }
+          if (!nullable(p.rhs[j])) break;
+        }
+      }
     }
   }
 

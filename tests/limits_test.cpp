@@ -494,7 +494,12 @@ TEST_CASE("a repetition of except! gets a warning, and is read as one except!", 
     REQUIRE(ir.nonterminals[ir.start].productions.size() == 1);
     CHECK(ir.productions[ir.nonterminals[ir.start].productions[0]].rhs.size() == 2);
   }
-  CHECK(parse("start ::= except!('q', 3)* '!';").diagnostics.warning_count() == 0);
+  // With a count, copies differ (each has its own tokens): kept, and they
+  // meet each other.
+  auto counted = parse("start ::= except!('q', 3)* '!';");
+  REQUIRE(counted.diagnostics.warning_count() == 1);
+  CHECK_THAT(counted.diagnostics.all().front().message, Catch::Contains("free text meets free text"));
+  CHECK(parse("start ::= except!('q')? '!';").diagnostics.warning_count() == 0);
   // Free text after free text of its own kind is read once, not split every
   // way: masks stay cheap as the text grows.
   auto g = grammar("start ::= except!('z') start | 'y' ;");
@@ -597,4 +602,22 @@ TEST_CASE("the matcher's work limit leaves a wide margin on every example and su
   CHECK(peak > 0);
   CHECK(peak < defaults.max_work_per_call / 16);
   WARN("peak work per call on the suite: " << peak << " (" << peak_label << ")");
+}
+
+TEST_CASE("free text that meets other free text gets a warning naming the rule", "[limits][except]") {
+  for (const char* source : {"a = except!('y') except!('az') ; start ::= a{2}{3} ;",
+                             "start ::= t 'x' ; t ::= except!('q') [ except!('r') ] ;",
+                             "start ::= except!('z', 3) start | 'y' ;"}) {
+    auto outcome = parse(source);
+    REQUIRE(outcome.ok());
+    INFO(source);
+    REQUIRE(outcome.diagnostics.warning_count() >= 1);
+    CHECK_THAT(outcome.diagnostics.all().front().message, Catch::Contains("free text meets free text in rule"));
+  }
+  // The same except! twice is read once; a delimiter between two is fine.
+  for (const char* source : {"start ::= except!('z') start | 'y' ;", "start ::= except!('y') ',' except!('az') ;",
+                             "start ::= except!('</think>') '</think>' except!('<tool>') ;"}) {
+    INFO(source);
+    CHECK(parse(source).diagnostics.warning_count() == 0);
+  }
 }
