@@ -201,7 +201,7 @@ expect_run(0 "\"complete\":true,\"finished\":true,\"stop\":\"end_of_sequence\",\
 file(WRITE ${WORK}/ambiguous.cgram "start ::= s ;\ns ::= s s | 'a' | '' ;\n")
 string(REPEAT "a" 3000 a3000)
 file(WRITE ${WORK}/a3000.txt "${a3000}")
-expect_run(3 "the parser did more than 16384 steps of work for one token" match
+expect_run(3 "the parser did more than 65536 steps of work for one token" match
            ${WORK}/ambiguous.cgram --file ${WORK}/a3000.txt)
 expect_run(0 "complete" match ${WORK}/ambiguous.cgram "aaaaaaaaaa" --max-work-per-byte 1000000)
 expect_run(3 "did more than 10 steps" match ${WORK}/ambiguous.cgram "aaaaaaaaaa" --max-work-per-byte 10)

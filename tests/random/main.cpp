@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
   app.add_flag("--list-slow", list_slow, "list every answer slower than --slow-ms, and every refusal, with its grammar");
   app.add_option("--slow-ms", options.slow_ms, "what --list-slow calls slow");
   app.add_option("--max-work", options.max_work_per_call, "the matchers' work limit per call (EngineLimits)");
+  app.add_option("--match-work-per-byte", options.match_work_per_byte, "cgram match's work limit per byte");
   CLI11_PARSE(app, argc, argv);
   options.bundled = !no_bundled;
   options.shrink = !no_shrink;

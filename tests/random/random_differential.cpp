@@ -79,10 +79,10 @@ struct Answer {
   double ms = 0;
 };
 
-Answer compare_verdict(const Parsed& p, std::string_view text) {
+Answer compare_verdict(const Parsed& p, std::string_view text, size_t work_per_byte) {
   Answer a;
   const auto t0 = Clock::now();
-  const TextMatch mine = match_text(*p.grammar, text);
+  const TextMatch mine = match_text(*p.grammar, text, work_per_byte);
   a.ms = ms_since(t0);
   if (!mine.error.empty()) {
     a.refused = true;
@@ -466,7 +466,7 @@ GrammarReport Differential::check(uint64_t seed) {
       auto fails = [&](const std::string& source, std::string_view text) {
         auto p = parse(source);
         if (!p) return false;
-        Answer a = compare_verdict(*p, text);
+        Answer a = compare_verdict(*p, text, options_.match_work_per_byte);
         return !a.refused && !a.agree;
       };
       const std::string text = d.text;
@@ -476,7 +476,7 @@ GrammarReport Differential::check(uint64_t seed) {
       d.text.assign(bytes.begin(), bytes.end());
       small = shrink_grammar(small, [&](const std::string& s) { return fails(s, d.text); }, budget);
       d.grammar = small.source();
-      if (auto p = parse(d.grammar)) d.what = compare_verdict(*p, d.text).what;
+      if (auto p = parse(d.grammar)) d.what = compare_verdict(*p, d.text, options_.match_work_per_byte).what;
     } else {
       const auto& vocab = d.vocabulary == "bytes" ? bytes_ : bundled_;
       const bool mask = d.kind == "mask";
@@ -525,7 +525,7 @@ GrammarReport Differential::check_source(const std::string& source, uint64_t see
   const std::vector<std::string> texts = make_texts(*p.grammar, letters_of(*p.grammar), seed, options_, sentences);
   bool reported_verdict = false;  // one per grammar
   for (const std::string& text : texts) {
-    Answer a = compare_verdict(p, text);
+    Answer a = compare_verdict(p, text, options_.match_work_per_byte);
     ++report.queries;
     note(a.ms, "match of " + escaped(text));
     if (a.refused) {
@@ -651,8 +651,8 @@ bool Differential::replay(const std::string& reproducer, std::string& out) {
     return false;
   }
   if (*kind == "verdict") {
-    const Answer a = compare_verdict(*p, *text);
-    const TextMatch mine = match_text(*p->grammar, *text);
+    const Answer a = compare_verdict(*p, *text, options_.match_work_per_byte);
+    const TextMatch mine = match_text(*p->grammar, *text, options_.match_work_per_byte);
     out = a.refused ? "refused: " + a.what
                     : fmt::format("cgram match: {} ({} viable bytes); {}", text_verdict_name(mine.verdict),
                                   mine.viable_bytes, a.agree ? "the oracle agrees" : a.what);

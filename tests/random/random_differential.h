@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "matcher.h"
+#include "text_match.h"
 #include "vocabulary.h"
 
 namespace cgram::test::random {
@@ -35,6 +36,7 @@ struct DifferentialOptions {
   bool shrink = true;        // minimise disagreements
   double slow_ms = 100;      // answers slower than this are listed (GrammarReport::slow)
   size_t max_work_per_call = 0;  // the matchers' EngineLimits::max_work_per_call (0: the default)
+  size_t match_work_per_byte = kDefaultMatchWorkPerByte;  // cgram match's --max-work-per-byte
 };
 
 struct Disagreement {
