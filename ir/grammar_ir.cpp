@@ -42,7 +42,6 @@ bool GrammarIR::uses_token_counts() const {
                      [](const ExceptSpec& e) { return e.max_tokens.has_value(); });
 }
 
-namespace {
 std::string quoted_bytes(std::string_view bytes) {
   std::string out = "'";
   for (char c : bytes) {
@@ -56,7 +55,6 @@ std::string quoted_bytes(std::string_view bytes) {
   }
   return out + "'";
 }
-}  // namespace
 
 std::string GrammarIR::symbol_name(Symbol s) const {
   switch (s.kind) {

@@ -91,6 +91,10 @@ std::optional<GrammarIR> lower(const ast::Grammar& grammar, const SourceFile& fi
 // The analyses above, (re)computed in place.
 void analyze(GrammarIR& ir);
 
+// A .cgram literal for these bytes: '…', with escapes for quotes,
+// backslashes and control characters.
+std::string quoted_bytes(std::string_view bytes);
+
 // Edit distance, for "did you mean" suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);
 

@@ -577,7 +577,7 @@ void Engine::end_lexemes(const std::vector<Head>& in, std::vector<Between>& out)
   for (const Head& h : in) {
     if (h.terminal == Head::kBetween) ending_.push_back({Head::kBetween, h.pending, h.state, h.no_restart, h.node});
     else if (dfa_accepting(h.terminal, h.state))
-      ending_.push_back({h.terminal, pending_after(h), ir::utf8::kBoundary, restarts_nothing(h.terminal), h.node});
+      ending_.push_back({h.terminal, pending_after(h), ir::utf8::kBoundary, no_restart_after(h.terminal), h.node});
   }
   std::sort(ending_.begin(), ending_.end());
   ending_.erase(std::unique(ending_.begin(), ending_.end()), ending_.end());
@@ -699,7 +699,7 @@ void Engine::heads_after_lexeme(const Head& head, std::vector<Head>& out) {
   ScratchPool<uint32_t>::Lease nodes(node_scratch_);
   end_lexeme(std::span<const uint32_t>(&head.node, 1), head.terminal, *nodes);
   const uint32_t pending = pending_after(head);
-  for (uint32_t n : *nodes) out.push_back({n, Head::kBetween, 0, pending, 0, restarts_nothing(head.terminal)});
+  for (uint32_t n : *nodes) out.push_back({n, Head::kBetween, 0, pending, 0, no_restart_after(head.terminal)});
 }
 
 void Engine::heads_between_lexemes(const std::vector<Head>& heads, std::vector<Head>& out) {
@@ -1044,7 +1044,7 @@ void Engine::add_except_endings(const Head& h, const StateIndex& ix, std::span<u
     heads_after_lexeme(h, *after);
     nodes->clear();
     for (const Head& a : *after) nodes->push_back(a.node);
-    mask_between(*nodes, pending_after(h), words, restarts_nothing(h.terminal));
+    mask_between(*nodes, pending_after(h), words, no_restart_after(h.terminal));
   }
   // The text ends inside the token: what may follow depends on where (the
   // occurrences left pending), so crossings are walked per (state where it
@@ -1189,7 +1189,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
     if (ends_here) {
       nodes->clear();
       for (const Head& a : *after) nodes->push_back(a.node);
-      mask_between(*nodes, pending_after(h), words, restarts_nothing(h.terminal));
+      mask_between(*nodes, pending_after(h), words, no_restart_after(h.terminal));
     }
     if (!can_continue_into_token(h)) continue;
     cross_precomputed(ix, *after, words);

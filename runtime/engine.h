@@ -45,7 +45,7 @@ struct Head {
   // and the first can always take the second's text while the second
   // matches nothing (every except! is optional), so those readings add no
   // sentence; without them, free text that may follow free text is not
-  // cut up in every possible way (Engine::restarts_nothing).
+  // cut up in every possible way (Engine::no_restart_after).
   uint32_t no_restart = kBetween;
   bool operator==(const Head&) const = default;
   auto operator<=>(const Head&) const = default;
@@ -154,7 +154,6 @@ class Engine {
   // 1024 entries (48 KB), allocated on first use: a server holds thousands
   // of matchers.
   static constexpr size_t kEndCacheSize = 1024;
-
   struct Edge {
     uint32_t parent;
     uint32_t next;
@@ -221,7 +220,7 @@ class Engine {
                      uint32_t no_restart = Head::kBetween);
   // The terminal that may not start right after a lexeme of `terminal` ends
   // (Head::no_restart): itself for except! without a token count, else none.
-  uint32_t restarts_nothing(uint32_t terminal) const {
+  uint32_t no_restart_after(uint32_t terminal) const {
     if (terminal == Head::kBetween) return Head::kBetween;
     const ir::LexTerminal& t = lex_.terminals[terminal];
     return t.kind == ir::LexTerminal::Kind::Except && !lex_.excepts[t.except_index].max_tokens ? terminal

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "grammar_ir.h"
+
 namespace cgram::test::random {
 namespace {
 
@@ -370,7 +372,7 @@ void render_primary(const RandomGrammar& g, const Expr& e, std::string& out) {
 
 void render(const RandomGrammar& g, const Expr& e, std::string& out) {
   switch (e.kind) {
-    case Kind::Literal: out += quote_literal(e.text); break;
+    case Kind::Literal: out += ir::quoted_bytes(e.text); break;
     case Kind::Regex: out += "#'" + e.text + "'"; break;
     case Kind::Ref: out += g.rules[e.rule].name; break;
     case Kind::Sequence:
@@ -396,10 +398,10 @@ void render(const RandomGrammar& g, const Expr& e, std::string& out) {
       if (e.except_names_rule) {
         out += g.rules[e.rule].name;
       } else if (e.strings.size() == 1) {
-        out += quote_literal(e.strings[0]);
+        out += ir::quoted_bytes(e.strings[0]);
       } else {
         out += "(";
-        for (size_t i = 0; i < e.strings.size(); ++i) out += (i ? " | " : "") + quote_literal(e.strings[i]);
+        for (size_t i = 0; i < e.strings.size(); ++i) out += (i ? " | " : "") + ir::quoted_bytes(e.strings[i]);
         out += ")";
       }
       if (e.count) out += fmt::format(", {}", e.count);
@@ -454,20 +456,6 @@ std::string without_last_character(const std::string& s) {
 
 }  // namespace
 
-std::string quote_literal(std::string_view bytes) {
-  std::string out = "'";
-  for (char c : bytes) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\'') out += "\\'";
-    else if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02X}", u);
-    else out += c;
-  }
-  return out + "'";
-}
 
 std::vector<std::string_view> shape_names() {
   return {"right-nullable", "dangling-else", "hidden-left", "left",   "right",      "middle",

@@ -70,8 +70,4 @@ RandomGrammar generate_grammar(uint64_t seed);
 // rule become '').
 std::vector<RandomGrammar> simplifications(const RandomGrammar& g);
 
-// A .cgram literal for these bytes: '…' with escapes for quotes, backslashes
-// and control bytes; other UTF-8 kept as it is.
-std::string quote_literal(std::string_view bytes);
-
 }  // namespace cgram::test::random

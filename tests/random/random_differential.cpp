@@ -138,6 +138,20 @@ struct TokenRun {
   std::string slowest;
 };
 
+// Counts one mask comparison; on a difference, records it in `run`.
+bool same_mask(TokenRun& run, const Vocabulary& vocab, std::span<const uint32_t> mine,
+               std::span<const uint32_t> want) {
+  ++run.mask_checks;
+  run.mask_pairs += vocab.size();
+  size_t differing = 0;
+  const std::string diff = mask_difference(vocab, mine, want, &differing);
+  if (differing == 0) return true;
+  run.answer.agree = false;
+  run.kind = "mask";
+  run.answer.what = "the masks differ at " + diff;
+  return false;
+}
+
 TokenRun run_tokens(const std::shared_ptr<const CompiledGrammar>& compiled, const Parsed& p,
                     const std::vector<uint32_t>& tokens, const std::vector<size_t>& mask_at,
                     const MatcherOptions& options) {
@@ -163,16 +177,8 @@ TokenRun run_tokens(const std::shared_ptr<const CompiledGrammar>& compiled, cons
       matcher.fill_mask(mine);
       timed(ms_since(t0), "mask");
       if (matcher.has_error()) return refused();
-      const std::vector<uint32_t> want = masker.mask(history);
-      ++run.mask_checks;
-      run.mask_pairs += vocab.size();
-      size_t differing = 0;
-      std::string diff = mask_difference(vocab, mine, want, &differing);
-      if (differing) {
-        run.answer.agree = false;
-        run.kind = "mask";
+      if (!same_mask(run, vocab, mine, masker.mask(history))) {
         run.agreed_tokens = i;
-        run.answer.what = "the masks differ at " + diff;
         return run;
       }
     }
@@ -234,16 +240,7 @@ TokenRun walk(const std::shared_ptr<const CompiledGrammar>& compiled, const Pars
       return run;
     }
     const std::vector<uint32_t> want = masker.mask(taken);
-    ++run.mask_checks;
-    run.mask_pairs += vocab.size();
-    size_t differing = 0;
-    std::string diff = mask_difference(vocab, mine, want, &differing);
-    if (differing) {
-      run.answer.agree = false;
-      run.kind = "mask";
-      run.answer.what = "the masks differ at " + diff;
-      return run;
-    }
+    if (!same_mask(run, vocab, mine, want)) return run;
     std::vector<uint32_t> allowed;
     for (uint32_t id = 0; id < vocab.size(); ++id)
       if (want[id / 32] >> (id % 32) & 1 && !vocab.is_eos(id)) allowed.push_back(id);
