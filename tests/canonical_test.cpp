@@ -258,8 +258,8 @@ TEST_CASE("canonical mode: refused for a plain token list; kept by AOT objects",
 }
 
 TEST_CASE("canonical mode with Llama 3: sound walks and complete documents", "[canonical][long]") {
-  const std::string path = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/llama3-tokenizer.json";
-  REQUIRE(std::filesystem::exists(path));
+  if (!test::shared_vocab("llama3-tokenizer.json")) return test::skip_without_shared("llama3-tokenizer.json");
+  const std::string path = *test::shared_vocab("llama3-tokenizer.json");
   auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path));
   {
     auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
@@ -285,8 +285,8 @@ TEST_CASE("canonical mode's fast path with tiktoken and SentencePiece merges", "
   // Gemma (SentencePiece with merges and byte fallback, no pre-tokenizer).
   for (const char* name : {"cl100k_base.tiktoken", "o200k_base.tiktoken", "gemma-tokenizer.json"}) {
     INFO(name);
-    const std::string path = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/" + name;
-    REQUIRE(std::filesystem::exists(path));
+    if (!test::shared_vocab(name)) return test::skip_without_shared(name);
+    const std::string path = *test::shared_vocab(name);
     auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path));
     auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
     fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), *vocab, 8), 7);

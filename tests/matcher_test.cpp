@@ -91,8 +91,8 @@ TEST_CASE("differential: every example, documents and random walks, bundled voca
 }
 
 TEST_CASE("differential on other vocabulary kinds: byte-level BPE and tiktoken", "[matcher][differential][shared]") {
-  const std::string shared = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/";
-  if (!std::filesystem::exists(shared + "cl100k_base.tiktoken")) return;
+  if (!shared_vocab("cl100k_base.tiktoken")) return skip_without_shared("cl100k_base.tiktoken");
+  const std::string shared = shared_dir() + "/vocab/";
   for (std::string file : {"gguf/ggml-vocab-gpt-2.gguf", "cl100k_base.tiktoken"}) {
     auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));
     auto enc = encoder(vocab);
@@ -266,8 +266,8 @@ TEST_CASE("dev: random walk on one example", "[.][dev]") {
 }
 
 TEST_CASE("differential, exhaustive: three vocabulary kinds, every example", "[long][differential]") {
-  const std::string shared = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/";
-  REQUIRE(std::filesystem::exists(shared + "llama3-tokenizer.json"));
+  if (!shared_vocab("llama3-tokenizer.json")) return skip_without_shared("llama3-tokenizer.json");
+  const std::string shared = shared_dir() + "/vocab/";
   size_t pairs = 0;
   for (std::string file : {"llama3-tokenizer.json", "gemma-tokenizer.json", "cl100k_base.tiktoken"}) {
     auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(shared + file));

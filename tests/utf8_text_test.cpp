@@ -190,9 +190,10 @@ TEST_CASE("differential: every invalid UTF-8 shape, token by token, under except
 
 TEST_CASE("differential: random walks through partial characters stay UTF-8", "[utf8][differential]") {
   std::vector<std::shared_ptr<const Vocabulary>> vocabs{bundled_vocabulary()};
-  const std::filesystem::path gpt2 = CGRAM_SOURCE_DIR "/../shared/vocab/gguf/ggml-vocab-gpt-2.gguf";
-  if (std::filesystem::exists(gpt2))
-    vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(gpt2.string())));
+  if (auto gpt2 = test::shared_vocab("gguf/ggml-vocab-gpt-2.gguf"))
+    vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(*gpt2)));
+  else
+    WARN("without " << test::shared_dir() << "/vocab: the bundled vocabulary only");
   const char* grammars[] = {
       "start ::= except!('b') ;",
       "start ::= any!{0,8} ;",
@@ -223,9 +224,8 @@ TEST_CASE("differential: random walks through partial characters stay UTF-8", "[
 TEST_CASE("a prefix is bytes: encoders keep cut and invalid characters as byte tokens", "[utf8][encoder]") {
   std::vector<std::shared_ptr<const Vocabulary>> vocabs{bundled_vocabulary()};
   for (const char* name : {"gguf/ggml-vocab-gpt-2.gguf", "cl100k_base.tiktoken", "llama3-tokenizer.json"}) {
-    const std::filesystem::path path = std::string(CGRAM_SOURCE_DIR "/../shared/vocab/") + name;
-    if (std::filesystem::exists(path))
-      vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path.string())));
+    if (auto path = test::shared_vocab(name))
+      vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(*path)));
   }
   const std::string texts[] = {"\"ab\xE7", "\"ab\xE7\x94", "x\xFFy", "a\xC0\x80" "b \xED\xA0\x80", "\xF0\x9F\x98"};
   for (const auto& vocab : vocabs) {

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "encoder.h"
+#include "helpers.h"
 #include "utf8.h"
 #include "vocab_trie.h"
 #include "vocabulary.h"
@@ -27,7 +28,7 @@ using namespace cgram;
 
 namespace {
 
-const std::string kShared = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/";
+const std::string kShared = test::shared_dir() + "/vocab/";
 const std::string kData = std::string(CGRAM_SOURCE_DIR) + "/tests/data/";
 
 bool shared_available() { return std::filesystem::exists(kShared + "cl100k_base.tiktoken"); }
@@ -400,7 +401,7 @@ TEST_CASE("byte-level BPE and SentencePiece never drop a byte", "[vocab][encoder
 }
 
 TEST_CASE("a byte-level vocabulary without every byte reports the byte", "[vocab][encoder][shared]") {
-  if (!shared_available()) return;
+  if (!shared_available()) return test::skip_without_shared("cl100k_base.tiktoken");
   // DeepSeek has no token for 0xFF (never in UTF-8): it used to be dropped.
   auto vocab = loaded(Vocabulary::load(kShared + "gguf/ggml-vocab-deepseek-llm.gguf"));
   std::string message = encode_error(encoder(vocab)->try_encode_continuation("a\xFF"));
@@ -435,7 +436,7 @@ TEST_CASE("encodings are byte-exact on invalid UTF-8 and a literal '▁'", "[voc
 }
 
 TEST_CASE("cl100k and every shared vocabulary spell 0xFF and cut characters exactly", "[vocab][encoder][shared]") {
-  if (!shared_available()) return;
+  if (!shared_available()) return test::skip_without_shared("cl100k_base.tiktoken");
   for (std::string file : {"cl100k_base.tiktoken", "o200k_base.tiktoken", "llama3-tokenizer.json",
                            "gemma-tokenizer.json", "gguf/ggml-vocab-gpt-2.gguf", "gguf/ggml-vocab-llama-spm.gguf"}) {
     auto vocab = loaded(Vocabulary::load(kShared + file));

@@ -8,13 +8,14 @@
 #include <sstream>
 
 #include "encoder.h"
+#include "helpers.h"
 #include "vocabulary.h"
 
 using namespace cgram;
 
 namespace {
 
-const std::string kShared = std::string(CGRAM_SOURCE_DIR) + "/../shared/vocab/";
+const std::string kShared = test::shared_dir() + "/vocab/";
 const std::string kData = std::string(CGRAM_SOURCE_DIR) + "/tests/data/";
 
 std::shared_ptr<const Vocabulary> load(const std::string& path) {
@@ -82,10 +83,7 @@ TEST_CASE("the bundled vocabulary loads and encodes like its tokenizer", "[vocab
 }
 
 TEST_CASE("every vocabulary in shared/vocab loads", "[vocab][shared]") {
-  if (!shared_available()) {
-    WARN("../shared/vocab is not here; only the bundled vocabulary was checked");
-    return;
-  }
+  if (!shared_available()) return test::skip_without_shared("llama3-tokenizer.json");
   struct Expect {
     std::string file;
     size_t size;
@@ -111,7 +109,7 @@ TEST_CASE("every vocabulary in shared/vocab loads", "[vocab][shared]") {
 }
 
 TEST_CASE("token bytes are exact: byte-level, SentencePiece, tiktoken", "[vocab][shared]") {
-  if (!shared_available()) return;
+  if (!shared_available()) return test::skip_without_shared("llama3-tokenizer.json");
   auto llama = load(kShared + "llama3-tokenizer.json");
   CHECK(llama->bytes(220) == " ");   // "Ġ"
   CHECK(llama->bytes(198) == "\n");  // "Ċ"
@@ -137,7 +135,7 @@ TEST_CASE("token bytes are exact: byte-level, SentencePiece, tiktoken", "[vocab]
 }
 
 TEST_CASE("several ids with the same bytes all keep their bytes", "[vocab][shared]") {
-  if (!shared_available()) return;
+  if (!shared_available()) return test::skip_without_shared("llama3-tokenizer.json");
   auto deepseek = load(kShared + "gguf/ggml-vocab-deepseek-llm.gguf");
   // DeepSeek has a user-defined "ü" besides the byte-level one.
   CHECK(deepseek->bytes(100014) == deepseek->bytes(2874));
@@ -146,7 +144,7 @@ TEST_CASE("several ids with the same bytes all keep their bytes", "[vocab][share
 }
 
 TEST_CASE("the encoders reproduce the llama.cpp test vectors", "[vocab][shared][encoder]") {
-  if (!shared_available()) return;
+  if (!shared_available()) return test::skip_without_shared("llama3-tokenizer.json");
   for (std::string name : {"gpt-2", "deepseek-llm", "llama-spm", "phi-3"}) {
     std::string base = kShared + "gguf/ggml-vocab-" + name + ".gguf";
     auto vocab = load(base);
@@ -155,7 +153,7 @@ TEST_CASE("the encoders reproduce the llama.cpp test vectors", "[vocab][shared][
 }
 
 TEST_CASE("encoding then decoding gives the text back", "[vocab][shared][encoder]") {
-  if (!shared_available()) return;
+  if (!shared_available()) return test::skip_without_shared("llama3-tokenizer.json");
   std::string texts = read(kShared + "gguf/ggml-vocab-gpt-2.gguf.inp");
   for (std::string file : {"llama3-tokenizer.json", "gemma-tokenizer.json", "cl100k_base.tiktoken", "o200k_base.tiktoken"}) {
     auto vocab = load(kShared + file);

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 import cgram
-from support import EXAMPLES, SHARED_VOCAB, TEST_DATA, cli_allowed, compiled, mask_bits, random_walk
+from support import EXAMPLES, TEST_DATA, cli_allowed, compiled, mask_bits, random_walk
 
 GRAMMARS = [
     os.path.join(EXAMPLES, "json.cgram"),
@@ -56,11 +56,6 @@ class MasksEqualTheCommandLine(unittest.TestCase):
             with self.subTest(grammar=os.path.basename(path)):
                 self.check(path)
 
-    def test_llama3(self):
-        path = os.path.join(SHARED_VOCAB, "llama3-tokenizer.json")
-        self.assertTrue(os.path.exists(path), f"{path} is missing")
-        vocab = cgram.Vocabulary.load(path)
-        self.check(os.path.join(EXAMPLES, "json.cgram"), vocab, path, seeds=1, checkpoints=3)
 
 
 class Calls(unittest.TestCase):

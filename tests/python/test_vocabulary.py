@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 import cgram
-from support import SHARED_VOCAB, SOURCE_DIR, bundled
+from support import SOURCE_DIR, bundled
 
 
 class Loaders(unittest.TestCase):
@@ -27,15 +27,6 @@ class Loaders(unittest.TestCase):
         self.assertEqual(len(vocab), len(bundled()))
         self.assertEqual(vocab.fingerprint, bundled().fingerprint)
 
-    def test_tokenizer_json_with_its_config(self):
-        path = os.path.join(SHARED_VOCAB, "llama3-tokenizer.json")
-        self.assertTrue(os.path.exists(path), f"{path} is missing")
-        vocab = cgram.Vocabulary.load(path)
-        self.assertEqual(vocab.kind, "byte-level-bpe")
-        self.assertEqual(len(vocab), 128256)
-        # The end-of-sequence token comes from llama3-tokenizer_config.json beside it.
-        self.assertEqual(vocab.eos_ids, [128001])  # "<|end_of_text|>"
-        self.assertEqual(vocab.token_bytes(vocab.encode("hello", continuation=True)[0]), b"hello")
 
     def test_tiktoken_from_memory(self):
         tokens = [b"a", b"b", b"ab", b" ", b"\xff"]

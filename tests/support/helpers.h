@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for the tests: parse a grammar, ask the oracle.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,16 @@ oracle::Verdict verdict(const std::shared_ptr<const oracle::OracleGrammar>& g, s
 oracle::Verdict verdict_of(std::string_view grammar_source, std::string_view text);
 // The verdict when the text is the given token segmentation.
 oracle::Verdict verdict_tokens(std::string_view grammar_source, const std::vector<std::string>& tokens);
+
+// The shared data beside the checkout (../shared), or $CGRAM_SHARED_DIR:
+// CI runs the suite a second time with it pointing nowhere, as a user's
+// clone would have it. A file of its vocab/ folder, when it is there.
+std::string shared_dir();
+std::optional<std::string> shared_vocab(std::string_view name);
+// Says that the current test case is skipped for want of ../shared/vocab/NAME;
+// CTest reads the marker (SKIP_REGULAR_EXPRESSION "cgram-skip:") and lists
+// the test as not run. Use it only right before returning.
+void skip_without_shared(std::string_view name);
 
 // The vocabulary compiled into cgram, loaded once.
 std::shared_ptr<const Vocabulary> bundled_vocabulary();
