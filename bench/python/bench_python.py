@@ -6,7 +6,7 @@
     loop over Matcher.fill_mask, and the logits processor's whole step;
   - what one call costs from Python (is_allowed, advance + rollback).
 
-    PYTHONPATH=build/python python3 bench/python/bench_python.py [--vocab tokenizer.json] [--rows 64] [--runs 21]
+    build/python/python bench/python/bench_python.py [--vocab tokenizer.json] [--rows 64] [--runs 21]
 
 Medians (and p90) of --runs repetitions; one warm-up run first.
 """

@@ -3,7 +3,7 @@
 random logits over a padded model vocabulary, with and without speculative
 drafts.
 
-    PYTHONPATH=build/python python3 bench/python/serving_driver.py [--vocab tokenizer.json] [--steps 64]
+    build/python/python bench/python/serving_driver.py [--vocab tokenizer.json] [--steps 64]
 
 Per draft length k: the steps run, tokens accepted per model call (1 + the
 accepted draft tokens), the draft acceptance, and the medians of filling a

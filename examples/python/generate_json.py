@@ -1,7 +1,7 @@
 """Constrained generation with cgram's Python package, without a model:
 random logits stand in for one, and the grammar makes every document valid.
 
-    PYTHONPATH=build/python python3 examples/python/generate_json.py [tokenizer.json]
+    build/python/python examples/python/generate_json.py [tokenizer.json]
 
 With a Hugging Face model the processor goes into generate() as it is:
     model.generate(..., logits_processor=LogitsProcessorList([processor]))
