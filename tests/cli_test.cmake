@@ -115,6 +115,10 @@ expect_run(64 "--seed: '1e23' is not a whole number" generate ${json} --seed 1e2
 expect_run(0 "" generate ${json} --seed 18446744073709551615 --max-tokens 2)
 expect_run(64 "--max-tokens: '-1' is not a whole number (expected 1 to 100000000)" generate ${json} --max-tokens -1)
 expect_run(64 "--max-tokens: 0 is out of range" generate ${json} --max-tokens 0)
+# Sampling like a corpus (the main job's demo): the document ends, complete.
+expect_run(0 "\"complete\":true,\"finished\":true" generate ${json} --corpus ${EXAMPLES}/../bench/docs/json
+           --seed 4 --max-tokens 2000 --json)
+expect_run(3 "cannot read documents '${WORK}/no-such-corpus'" generate ${json} --corpus ${WORK}/no-such-corpus)
 expect_run(64 "--show: '-1' is not a whole number" mask ${json} --prefix 1 --show -1)
 
 # Control bytes of a grammar are escaped in diagnostics (no terminal escape

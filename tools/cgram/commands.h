@@ -105,6 +105,7 @@ int run_mask(const MaskArgs& args);
 struct GenerateArgs : VocabArgs {
   uint64_t seed = 1;
   size_t max_tokens = 256;
+  std::string corpus;  // documents to sample like (a trigram model); empty: uniform
 };
 int run_generate(const GenerateArgs& args);
 

@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
 
   GenerateArgs generate;
   CLI::App* generate_cmd = app.add_subcommand(
-      "generate", "Random valid text: uniform sampling over the allowed tokens, until end of sequence");
+      "generate", "Random valid text: sampling over the allowed tokens (uniformly, or like a corpus), until end of sequence");
   vocab_options(generate_cmd, generate);
   generate_cmd->add_option("--seed", generate.seed, "Random seed")
       ->check(whole_number(0, UINT64_MAX))
@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--max-tokens", generate.max_tokens, "Stop after this many tokens")
       ->check(whole_number(1, kMaxGenerateTokens))
       ->capture_default_str();
+  generate_cmd->add_option("--corpus", generate.corpus,
+                           "Sample like these documents (a file, or a folder of them): a trigram model of their tokens "
+                           "stands in for a language model, and the grammar still decides what may come. Without it, "
+                           "every allowed token is as likely");
 
   BenchArgs bench;
   CLI::App* bench_cmd = app.add_subcommand(

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <unordered_map>
@@ -21,6 +22,7 @@
 #include "io.h"
 #include "kernel_jit.h"
 #include "matcher.h"
+#include "ngram_sampler.h"
 #include "shared_object.h"
 #include "vocab_trie.h"
 
@@ -247,11 +249,27 @@ int run_mask(const MaskArgs& args) {
   return 0;
 }
 
+namespace {
+bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vocabulary>& vocab, size_t max_bytes,
+                    Documents& docs);
+}  // namespace
+
 int run_generate(const GenerateArgs& args) {
   auto loaded = load(args);
   if (!loaded) return 3;
   Matcher matcher(loaded->compiled);
   std::mt19937_64 rng(args.seed);
+  // --corpus: a trigram model of those documents stands in for a language
+  // model (the grammar still decides what may come); otherwise uniform.
+  std::optional<NgramSampler> model;
+  if (!args.corpus.empty()) {
+    Documents docs;
+    if (!read_documents(args.corpus, loaded->vocab, kDefaultMaxTextBytes, docs)) return 3;
+    std::vector<std::vector<uint32_t>> token_lists;
+    for (auto& [path, doc_tokens] : docs) token_lists.push_back(std::move(doc_tokens));
+    const auto& eos = loaded->vocab->eos_ids();
+    model.emplace(token_lists, eos.empty() ? UINT32_MAX : eos.front());
+  }
   std::string text;
   std::vector<uint32_t> tokens;
   // Why generation stopped: end of sequence, --max-tokens, or no token
@@ -269,7 +287,8 @@ int run_generate(const GenerateArgs& args) {
       stop = matcher.can_end() ? Stop::CompleteNoEos : Stop::NoToken;
       break;
     }
-    uint32_t token = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+    const uint32_t token = model ? model->pick(allowed, tokens, rng)
+                                 : allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
     AdvanceResult r = matcher.advance(token);
     if (r == AdvanceResult::Rejected) {
       // An allowed token is rejected only when a limit stopped the matcher.
