@@ -69,7 +69,13 @@ bool Diagnostics::keep(Severity severity) {
   if (severity == Severity::Error) ++error_count_;
   if (list_.size() < max_kept_) return true;
   ++dropped_;
-  return false;
+  if (severity != Severity::Error) return false;
+  // Errors come first: one takes the place of the last warning or note kept
+  // (a schema with a hundred ignored keywords must still show why it failed).
+  auto last = std::find_if(list_.rbegin(), list_.rend(), [](const Diagnostic& d) { return d.severity != Severity::Error; });
+  if (last == list_.rend()) return false;
+  list_.erase(std::next(last).base());
+  return true;
 }
 
 void Diagnostics::error(SourceRange range, std::string message) {

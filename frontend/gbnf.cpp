@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cgram_text.h"
+#include "memory_budget.h"
 #include "utf8.h"
 
 namespace cgram {
@@ -607,7 +608,10 @@ std::optional<GbnfTranslation> translate_gbnf(const SourceFile& gbnf, Diagnostic
         fmt::format("grammar file is {} bytes; the limit is {} bytes", gbnf.text().size(), limits.max_source_bytes));
     return std::nullopt;
   }
-  return Translator(gbnf, diags, limits, entry).run();
+  MemoryStage stage("translating the GBNF grammar");
+  std::optional<GbnfTranslation> out = Translator(gbnf, diags, limits, entry).run();
+  if (out) charge_memory(out->cgram.size() + out->offsets.size() * sizeof(out->offsets[0]));
+  return out;
 }
 
 bool is_gbnf_path(std::string_view path) {

@@ -12,6 +12,7 @@
 
 #include "cgram_text.h"
 #include "json_text.h"
+#include "memory_budget.h"
 #include "regex.h"
 
 namespace cgram {
@@ -344,6 +345,7 @@ class Converter {
     std::string name = base;
     for (int n = 2; used_names_.count(name) || name == "start" || name == "ws"; ++n) name = fmt::format("{}_{}", base, n);
     used_names_.insert(name);
+    charge_memory(sizeof(Rule) + 2 * name.size() + body.size());
     rules_.push_back({name, std::move(body), where_.offset_of(pointer)});
     return name;
   }
@@ -381,6 +383,7 @@ class Converter {
     }
     Expr out = value_inner(node, depth);
     --nesting_;
+    if (out) charge_memory(out->size());  // the translation as it grows
     return out;
   }
 
@@ -529,13 +532,51 @@ class Converter {
   }
 
   // --- allOf -------------------------------------------------------------------
+  // A merged schema is converted once per layout depth. A recursive schema
+  // merged with another meets the same merge again inside itself: that
+  // meeting becomes a rule (as a recursive $ref does), so the translation
+  // stays finite and linear instead of unrolling the recursion to the
+  // nesting limit. A long translation met again is named too, so the text
+  // never repeats it.
   Expr value_of_merged(const Json& merged_source, const std::string& pointer, int depth) {
     if (++merges_ > kMaxMerges) {
       error(pointer, "allOf: too many schemas to merge (a recursive schema merged with another)");
       return std::nullopt;
     }
+    std::string dumped = merged_source.dump();
+    charge_memory(3 * dumped.size() + sizeof(Json) * 4);  // the key, the copy converted, their nodes
+    // Work: every merge copies and writes out what it merges.
+    merged_bytes_ += dumped.size();
+    if (merged_bytes_ > kMaxMergedBytes) {
+      error(pointer, fmt::format("allOf: the schemas merged (allOf, and $ref beside other keywords) come to more "
+                                 "than {} MiB of JSON in all (the limit): the schema repeats large definitions in "
+                                 "its merges",
+                                 kMaxMergedBytes >> 20));
+      return std::nullopt;
+    }
+    auto [entry, inserted] = merged_rules_.try_emplace({std::move(dumped), layout_depth(depth)});
+    Merged& merged = entry->second;
+    if (!inserted) {
+      const bool name_it = merged.converting || (merged.expr && merged.expr->size() > kInlineBytes);
+      if (!name_it) return merged.expr;
+      if (!merged.rule) {
+        merged.rule = reserve_rule(pointer.substr(pointer.rfind('/') + 1), pointer);
+        if (!merged.converting) rules_[*merged.rule].body = *merged.expr;  // else set when it is done
+      }
+      return rules_[*merged.rule].name;
+    }
     merged_.push_back(std::make_unique<Json>(merged_source));
-    return value({merged_.back().get(), pointer}, depth);
+    merged.converting = true;
+    Expr body = value({merged_.back().get(), pointer}, depth);
+    merged.converting = false;
+    merged.expr = body;
+    if (!merged.rule) return body;
+    if (!body) {  // recursion into a schema with no value: .cgram has no empty language
+      error(pointer, "allOf: this recursive merge of schemas accepts no JSON value");
+      return std::nullopt;
+    }
+    rules_[*merged.rule].body = *body;
+    return rules_[*merged.rule].name;
   }
 
   Expr all_of(const Node& node, int depth) {
@@ -1033,6 +1074,11 @@ class Converter {
         firsts.push_back(value({&(*prefix)[i], prefix_pointer + "/" + std::to_string(i)}, depth + 1));
     static const Json any = true;
     Expr rest_value = value(rest ? Node{rest, rest_pointer} : Node{&any, node.pointer}, depth + 1);
+    // The first of the rest is written apart from the others: a long one is
+    // named, so that nested arrays stay linear in the schema (each level
+    // would double the text).
+    if (rest_value && rest_value->size() > kInlineBytes)
+      rest_value = add_rule("items", *rest_value, rest ? rest_pointer : node.pointer);
     const uint64_t k = firsts.size();
     if (max_items && *max_items > limits_.max_repeat_bound) {
       permissive(node.pointer + "/maxItems", fmt::format("'maxItems' above {} is not enforced", limits_.max_repeat_bound));
@@ -1127,8 +1173,28 @@ class Converter {
       is_required.push_back(m.required);
     }
     Expr extra_member;
-    if (extra_value)
-      extra_member = fmt::format("#'{}' {} {}", json::key_not_in_regex(names), colon(), *extra_value);
+    if (extra_value) {
+      // A key other than the listed ones is a regex that grows with the
+      // names (a trie of them, with "any string" after each place a key
+      // leaves it): past a size its automaton takes seconds to build.
+      const std::string other_keys = json::key_not_in_regex(names);
+      key_regex_bytes_ += other_keys.size();
+      if (other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > 4 * kMaxKeyRegexBytes) {
+        const std::string at = s.contains("additionalProperties") ? extra_pointer : node.pointer;
+        if (other_keys.size() > kMaxKeyRegexBytes)
+          error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
+                                "a regex of {} KiB, more than the limit of {} KiB: give 'additionalProperties': false, "
+                                "or fewer properties",
+                                names.size(), other_keys.size() >> 10, kMaxKeyRegexBytes >> 10));
+        else
+          error(at, fmt::format("the keys allowed beside the properties of the schema's objects (where "
+                                "additionalProperties is not false) need regexes of more than {} KiB in all (the "
+                                "limit): give 'additionalProperties': false to more of them",
+                                4 * kMaxKeyRegexBytes >> 10));
+        return std::nullopt;
+      }
+      extra_member = fmt::format("#'{}' {} {}", other_keys, colon(), *extra_value);
+    }
     const std::string sep = separator(d);
     // tail(i): members i.. after one was written already; some(i): members
     // i.., at least one (the empty object is written apart, for the same
@@ -1170,6 +1236,22 @@ class Converter {
   std::vector<Rule> rules_;
   std::set<std::string> used_names_;
   std::map<std::pair<std::string, int>, Expr> ref_rules_;
+  // Merged schemas by their text and layout depth: their translation, and
+  // the rule made for them when they recur (or are long and met again).
+  struct Merged {
+    Expr expr;
+    std::optional<size_t> rule;
+    bool converting = false;
+  };
+  static constexpr size_t kInlineBytes = 200;
+  // The regexes of keys other than an object's listed properties: one, and
+  // all of them (limits on the time their automata take; docs/LIMITS.md).
+  static constexpr size_t kMaxKeyRegexBytes = size_t{64} << 10;
+  size_t key_regex_bytes_ = 0;
+  // The JSON of every merged schema, written out (a work limit).
+  static constexpr size_t kMaxMergedBytes = size_t{8} << 20;
+  size_t merged_bytes_ = 0;
+  std::map<std::pair<std::string, int>, Merged> merged_rules_;
   std::map<int, std::string> any_rules_;
   std::vector<std::unique_ptr<Json>> merged_;
   std::set<std::string> warned_;
@@ -1218,6 +1300,9 @@ std::optional<SchemaTranslation> translate_json_schema(const SourceFile& file, D
       if (depth) --depth;
     }
   }
+  MemoryStage stage("translating the JSON Schema");
+  // nlohmann's tree: about 16 bytes of nodes for each byte of JSON text.
+  charge_memory(16 * text.size());
   Json root;
   try {
     root = Json::parse(text);

@@ -66,6 +66,9 @@ class Dfa {
 
   uint32_t start() const { return start_; }
   size_t size() const { return accepting_.size(); }
+  // What one state costs: a row of 256 targets and its accepting flag.
+  static constexpr size_t kStateBytes = 256 * sizeof(uint32_t) + 1;
+  size_t memory_bytes() const { return size() * kStateBytes; }
   bool empty_language() const { return start_ == kDead; }
   uint32_t next(uint32_t state, uint8_t byte) const {
     return state == kDead ? kDead : table_[size_t(state) * 256 + byte];

@@ -5,7 +5,10 @@
 #include <set>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "gbnf.h"
+#include "large_stack.h"
 #include "parse.h"
 
 namespace cgram {
@@ -138,8 +141,41 @@ std::optional<GrammarFormat> grammar_format(std::string_view name, std::string_v
   return GrammarFormat::Cgram;
 }
 
+Grammar::Grammar(std::shared_ptr<const SourceFile> file, ir::GrammarIR ir)
+    : file_(std::move(file)), ir_(std::move(ir)), memory_bytes_(file_->text().size() + ir_.memory_bytes()) {}
+
 Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filename,
                                 const ParseOptions& options) {
+  // A translation's text is parsed inside the parse of its GBNF or schema,
+  // on the same budget.
+  if (current_memory_budget()) return parse_within_budget(source, filename, options);
+  // On a stack of known size (support/large_stack.h), so that the nesting
+  // ceilings hold whatever thread calls.
+  Outcome out;
+  run_on_large_stack([&]() noexcept {
+    MemoryBudget budget(options.max_memory_bytes);
+    MemoryBudgetScope scope(budget);
+    try {
+      out = parse_within_budget(source, filename, options);
+      return;
+    } catch (const MemoryLimitReached& limit) {
+      out = new_outcome(source, filename, options);
+      out.diagnostics.error_at_file(limit.message("ParseOptions::max_memory_bytes"));
+    } catch (const std::bad_alloc&) {
+      const std::string message = fmt::format("out of memory while {}", failed_memory_stage());
+      try {
+        out = new_outcome(source, filename, options);
+        out.diagnostics.error_at_file(message);
+      } catch (const std::bad_alloc&) {
+        out = Outcome{};  // not even the message fits: an outcome with no grammar
+      }
+    }
+  });
+  return out;
+}
+
+Grammar::Outcome Grammar::parse_within_budget(std::string_view source, std::string_view filename,
+                                              const ParseOptions& options) {
   if (options.format == GrammarFormat::Gbnf) return parse_gbnf(source, filename, options);
   if (options.format == GrammarFormat::JsonSchema) return parse_json_schema(source, filename, options);
   Outcome out = new_outcome(source, filename, options);

@@ -8,6 +8,7 @@
 #include "diagnostics.h"
 #include "grammar_ir.h"
 #include "json_schema.h"
+#include "memory_budget.h"
 #include "parse.h"
 
 namespace cgram {
@@ -31,6 +32,10 @@ struct ParseOptions {
   ir::AutomatonLimits limits;
   // For a JSON Schema: the layout of the documents, and whether ignored keywords are errors.
   JsonSchemaOptions schema;
+  // The memory parsing may take (support/memory_budget.h): the parser's
+  // tokens and tree, the translation of GBNF or a JSON Schema, the grammar's
+  // rules and automata. Past it, an error says which stage reached it.
+  size_t max_memory_bytes = kDefaultCompileMemoryBytes;
 
   // The start rule by the grammar's own name (GBNF's default is root).
   std::string entry_rule() const { return format == GrammarFormat::Gbnf && start == "start" ? "root" : start; }
@@ -47,12 +52,18 @@ class Grammar {
   const SourceFile& file() const { return *file_; }
   const std::shared_ptr<const SourceFile>& file_ptr() const { return file_; }
 
-  Grammar(std::shared_ptr<const SourceFile> file, ir::GrammarIR ir)
-      : file_(std::move(file)), ir_(std::move(ir)) {}
+  // What the grammar keeps, as its compile charges it against the memory
+  // budget: its source, rules and automata.
+  size_t memory_bytes() const { return memory_bytes_; }
+
+  Grammar(std::shared_ptr<const SourceFile> file, ir::GrammarIR ir);
 
  private:
   std::shared_ptr<const SourceFile> file_;
   ir::GrammarIR ir_;
+  size_t memory_bytes_ = 0;
+
+  static Outcome parse_within_budget(std::string_view source, std::string_view filename, const ParseOptions& options);
 };
 
 struct Grammar::Outcome {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "memory_budget.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -28,6 +30,28 @@ size_t GrammarIR::total_dfa_states() const {
   for (const Terminal& t : terminals) total += t.dfa.size();
   for (const ExceptSpec& e : excepts) total += e.automaton->dfa().size();
   return total;
+}
+
+namespace {
+// What the IR keeps per piece, for the memory budget (the analyses' vectors
+// and a bitset of first bytes per rule included).
+size_t nonterminal_bytes(const Nonterminal& n) { return sizeof(Nonterminal) + n.name.size() + 64; }
+size_t production_bytes(size_t rhs) { return sizeof(Production) + sizeof(uint32_t) + rhs * sizeof(Symbol); }
+size_t terminal_bytes(const Terminal& t) { return sizeof(Terminal) + t.text.size() + t.dfa.memory_bytes(); }
+size_t except_bytes(const ExceptSpec& e) {
+  size_t bytes = sizeof(ExceptSpec) + e.automaton->dfa().memory_bytes();
+  for (const std::string& s : e.strings) bytes += sizeof(std::string) + 2 * s.size();
+  return bytes;
+}
+}  // namespace
+
+size_t GrammarIR::memory_bytes() const {
+  size_t bytes = 0;
+  for (const Nonterminal& n : nonterminals) bytes += nonterminal_bytes(n);
+  for (const Production& p : productions) bytes += production_bytes(p.rhs.size());
+  for (const Terminal& t : terminals) bytes += terminal_bytes(t);
+  for (const ExceptSpec& e : excepts) bytes += except_bytes(e);
+  return bytes;
 }
 
 bool GrammarIR::uses_any_token() const {
@@ -120,8 +144,10 @@ class Lowering {
       : grammar_(grammar), file_(file), options_(options), diags_(diags) {}
 
   std::optional<GrammarIR> run() {
+    MemoryStage stage("lowering the grammar's rules and terminals");
     declare_rules();
     for (const ast::RuleDef& def : grammar_.rules) {
+      if (stopped_) return std::nullopt;
       uint32_t nt = rule_ids_.at(def.name);
       add_alternatives(nt, def.body);
     }
@@ -143,6 +169,7 @@ class Lowering {
     check_analyses();
     if (diags_.has_errors()) return std::nullopt;
     warn_free_text_side_by_side();
+    warn_ambiguous_recursion();
     return std::move(ir_);
   }
 
@@ -155,6 +182,7 @@ class Lowering {
       n.user_defined = true;
       n.range = def.name_range;
       rule_ids_[def.name] = static_cast<uint32_t>(ir_.nonterminals.size());
+      charge_memory(nonterminal_bytes(n) + sizeof(std::pair<std::string, uint32_t>) + def.name.size() + 32);
       ir_.nonterminals.push_back(std::move(n));
     }
   }
@@ -183,18 +211,23 @@ class Lowering {
     Nonterminal n;
     n.name = fmt::format("{}#{}", ir_.nonterminals[owner].name, ++helper_count_[owner]);
     n.range = ir_.nonterminals[owner].range;
+    charge_memory(nonterminal_bytes(n));
     ir_.nonterminals.push_back(std::move(n));
     return static_cast<uint32_t>(ir_.nonterminals.size() - 1);
   }
 
   void add_production(uint32_t lhs, std::vector<Symbol> rhs) {
+    charge_memory(production_bytes(rhs.size()));
     ir_.nonterminals[lhs].productions.push_back(static_cast<uint32_t>(ir_.productions.size()));
     ir_.productions.push_back({lhs, std::move(rhs)});
   }
 
   void add_alternatives(uint32_t nt, const ast::Expr& body) {
     if (body.kind == ast::ExprKind::Alternation) {
-      for (const ast::Expr& alt : body.children) add_production(nt, sequence(nt, alt));
+      for (const ast::Expr& alt : body.children) {
+        if (stopped_) return;
+        add_production(nt, sequence(nt, alt));
+      }
     } else {
       add_production(nt, sequence(nt, body));
     }
@@ -214,7 +247,7 @@ class Lowering {
   // One expression as one symbol; nullopt for the empty literal '' (and for
   // nodes that already have an error).
   std::optional<Symbol> item(uint32_t owner, const ast::Expr& e) {
-    if (e.poisoned) return std::nullopt;
+    if (e.poisoned || stopped_) return std::nullopt;
     switch (e.kind) {
       case ast::ExprKind::Literal:
         if (e.text.empty()) return std::nullopt;
@@ -312,13 +345,17 @@ class Lowering {
   // Counts a terminal's automaton against the grammar's total.
   void count_states(size_t states, SourceRange range) {
     total_states_ += states;
-    if (total_states_ <= options_.limits.max_total_dfa_states || total_states_reported_) return;
-    total_states_reported_ = true;
-    diags_.error(range, fmt::format("the grammar's terminals need more than {} DFA states in all (the limit)",
+    if (total_states_ <= options_.limits.max_total_dfa_states || stopped_) return;
+    // Lowering stops here: the terminals after this one would only take
+    // more memory for an error already known.
+    stopped_ = true;
+    diags_.error(range, fmt::format("the grammar's terminals need more than {} DFA states in all (the limit, "
+                                    "AutomatonLimits::max_total_dfa_states); lowering stopped here",
                                     options_.limits.max_total_dfa_states));
   }
 
   Symbol add_terminal(const std::pair<Terminal::Kind, std::string>& key, Terminal t) {
+    charge_memory(terminal_bytes(t) + sizeof(key) + key.second.size() + 32);  // and its entry in terminal_ids_
     count_states(t.dfa.size(), t.range);
     uint32_t id = static_cast<uint32_t>(ir_.terminals.size());
     ir_.terminals.push_back(std::move(t));
@@ -467,6 +504,7 @@ class Lowering {
       return std::nullopt;
     }
     spec.automaton = std::make_shared<const ExceptAutomaton>(spec.strings);
+    charge_memory(except_bytes(spec));
     count_states(spec.automaton->dfa().size(), e.range);
     ir_.excepts.push_back(std::move(spec));
     return Symbol{Symbol::Kind::Except, static_cast<uint32_t>(ir_.excepts.size() - 1)};
@@ -574,6 +612,52 @@ class Lowering {
     }
   }
 
+  // An alternative that is both left- and right-recursive (`e ::= e '+' e`,
+  // `s ::= s s`) makes the grammar ambiguous: a text can be grouped in
+  // exponentially many ways, every one of them is a reading the matcher
+  // keeps, and its work grows with the text until the sequence's work
+  // budget ends it (EngineLimits::max_work_per_byte). A warning at the rule,
+  // once per rule.
+  void warn_ambiguous_recursion() {
+    std::set<uint32_t> warned;
+    auto nullable = [&](Symbol s) {
+      return s.kind == Symbol::Kind::Except || (s.kind == Symbol::Kind::Nonterminal && ir_.nullable[s.index]);
+    };
+    for (const Production& p : ir_.productions) {
+      if (p.rhs.size() < 2 || !ir_.reachable[p.lhs] || warned.count(p.lhs)) continue;
+      const Symbol self{Symbol::Kind::Nonterminal, p.lhs};
+      // The first and the last place the rule itself can stand at an end of
+      // the alternative (past nullable symbols); two different places.
+      size_t first = p.rhs.size(), last = p.rhs.size();
+      for (size_t i = 0; i < p.rhs.size(); ++i) {
+        if (p.rhs[i] == self) {
+          first = i;
+          break;
+        }
+        if (!nullable(p.rhs[i])) break;
+      }
+      for (size_t i = p.rhs.size(); i-- > 0;) {
+        if (p.rhs[i] == self) {
+          last = i;
+          break;
+        }
+        if (!nullable(p.rhs[i])) break;
+      }
+      if (first >= last || last == p.rhs.size()) continue;
+      warned.insert(p.lhs);
+      const Nonterminal& owner = ir_.nonterminals[p.lhs];
+      const std::string rule = owner.name.substr(0, owner.name.find('#'));
+      std::string alternative;
+      for (Symbol s : p.rhs) alternative += " " + ir_.symbol_name(s);
+      diags_.warning(owner.range,
+                     fmt::format("rule '{}' is ambiguous: its alternative '{} ::={}' recurses on both sides, so a "
+                                 "text can be grouped every way, and a matcher keeps every grouping (its work grows "
+                                 "with the text until the sequence's work budget ends it); write the repetition "
+                                 "with one side only, as in  {} ::= item ( op item )*",
+                                 rule, owner.name, alternative, rule));
+    }
+  }
+
   const ast::Grammar& grammar_;
   const SourceFile& file_;
   const LowerOptions& options_;
@@ -585,7 +669,7 @@ class Lowering {
   std::set<std::string> used_in_except_;  // a rule named in except!(…) is used
   mutable size_t suggestions_made_ = 0;
   size_t total_states_ = 0;               // DFA states of every terminal so far
-  bool total_states_reported_ = false;
+  bool stopped_ = false;                  // a grammar-wide limit was reached: lower nothing more
   size_t except_bytes_ = 0;               // bytes of every except! set's strings so far
 };
 

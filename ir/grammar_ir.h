@@ -70,6 +70,8 @@ struct GrammarIR {
   std::optional<uint32_t> find(std::string_view name) const;
   size_t user_rule_count() const;
   size_t total_dfa_states() const;
+  // Bytes held by the rules, productions, terminals and their automata.
+  size_t memory_bytes() const;
   bool uses_any_token() const;
   bool uses_token_counts() const;
   std::string symbol_name(Symbol s) const;

@@ -2,10 +2,11 @@
 
 #include <fmt/format.h>
 
-
 #include <algorithm>
 #include <map>
 #include <set>
+
+#include "memory_budget.h"
 
 namespace cgram::ir {
 namespace {
@@ -95,7 +96,12 @@ class Builder {
       for (auto& [symbol, kernel] : next) {
         std::sort(kernel.begin(), kernel.end());
         auto [pos, inserted] = ids.emplace(kernel, static_cast<uint32_t>(kernels.size()));
-        if (inserted) kernels.push_back(kernel), items += kernel.size();
+        if (inserted) {
+          // The kernel twice (in `kernels` and as a key of `ids`), its
+          // transitions and, later, its row of the table.
+          charge_memory(2 * kernel.size() * sizeof(Item) + 256);
+          kernels.push_back(kernel), items += kernel.size();
+        }
         transitions[s][symbol] = pos->second;
       }
     }
@@ -248,11 +254,15 @@ LrTable::LrTable(const LexicalGrammar& grammar, const LrLimits& limits)
   // per kernel item.
   const size_t fixed_sets = grammar.nonterminal_names.size() + grammar.productions.size();
   if (!lookaheads_fit(grammar, fixed_sets, limits, lookahead_bytes_, error_)) return;
+  MemoryStage stage("building the LR automaton");
+  charge_memory(lookahead_bytes_);
   Builder b(grammar);
   if (!b.build_lr0(limits, error_)) return;
   size_t kernel_items = 0;
   for (const auto& kernel : b.kernels) kernel_items += kernel.size();
+  const size_t fixed_bytes = lookahead_bytes_;
   if (!lookaheads_fit(grammar, fixed_sets + kernel_items, limits, lookahead_bytes_, error_)) return;
+  charge_memory(lookahead_bytes_ - fixed_bytes);
   b.compute_lookaheads();
   const size_t n = b.kernels.size();
   shifts_.resize(n);
@@ -296,6 +306,9 @@ void LrTable::build_dense(size_t max_dense_cells) {
   const bool dense_shift = n * terminal_count_ <= max_dense_cells;
   const bool dense_go = n * nonterminal_count_ <= max_dense_cells;
   const bool dense_reduce = n * (terminal_count_ + 1) <= max_dense_cells;
+  charge_memory(((dense_shift ? n * terminal_count_ : 0) + (dense_go ? n * nonterminal_count_ : 0) +
+                 (dense_reduce ? n * (terminal_count_ + 1) : 0)) *
+                sizeof(uint32_t));
   shift_dense_.assign(dense_shift ? n * terminal_count_ : 0, kNone);
   go_dense_.assign(dense_go ? n * nonterminal_count_ : 0, kNone);
   reduce_dense_.assign(dense_reduce ? n * (terminal_count_ + 1) : 0, 0);

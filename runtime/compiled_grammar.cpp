@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
 
 #include "binary_io.h"
 #include "canonical.h"
@@ -13,6 +16,7 @@ namespace cgram {
 
 namespace {
 constexpr uint8_t kCanonicalTag = 0xC1;
+constexpr uint64_t kTablesChecksumSeed = 0x7AB1E5;  // "tables"
 }
 
 CompiledGrammar::CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {}
@@ -77,7 +81,12 @@ CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> gramma
   const ir::GrammarIR& ir = grammar_->ir();
   grammar_hash_ = ir::hash_bytes(grammar_->file().text(), ir::hash_bytes(ir.nonterminals[ir.start].name));
   auto t0 = Clock::now();
-  lexical_ = ir::lower_lexical(ir, options.collapse);
+  {
+    MemoryStage stage("collapsing rules into lexemes");
+    lexical_ = ir::lower_lexical(ir, options.collapse);
+    // Bounded while it is built by CollapseLimits; what it keeps is charged.
+    for (const ir::LexTerminal& t : lexical_.terminals) charge_memory(sizeof(t) + t.dfa.memory_bytes());
+  }
   table_ = std::make_unique<ir::LrTable>(lexical_, options.lr);
   if (!table_->error().empty()) {
     build_error_ = table_->error();
@@ -96,6 +105,7 @@ CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> gramma
     std::sort(f.begin(), f.end());
     f.erase(std::unique(f.begin(), f.end()), f.end());
   }
+  MemoryStage stage("building the token index");
   index_ = std::make_unique<TokenIndex>(lexical_, vocab_->trie(), mask_words(), std::move(followers));
   if (options.eager_index) index_->build_all();
   build_any_token_sets();
@@ -149,13 +159,26 @@ std::string CompiledGrammar::save_tables() const {
   for (const auto& set : any_tokens_by_char_state_) out.put_vector(set);
   // An optional last section (older objects end before it): canonical mode.
   if (canonical_) out.put<uint8_t>(kCanonicalTag);
-  return out.take();
+  return seal_tables(out.take());
+}
+
+std::string CompiledGrammar::seal_tables(std::string payload) {
+  const uint64_t checksum = ir::hash_bytes(payload, kTablesChecksumSeed);
+  payload.append(reinterpret_cast<const char*>(&checksum), sizeof checksum);
+  return payload;
 }
 
 CompiledGrammar::Result CompiledGrammar::load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab) {
   if (!vocab) return CompileError{"load: no vocabulary"};
+  uint64_t checksum = 0;
+  if (bytes.size() < sizeof checksum) return CompileError{"invalid tables: too short to hold their checksum"};
+  const std::string_view payload = bytes.substr(0, bytes.size() - sizeof checksum);
+  std::memcpy(&checksum, bytes.data() + payload.size(), sizeof checksum);
+  if (checksum != ir::hash_bytes(payload, kTablesChecksumSeed))
+    return CompileError{"invalid tables: their checksum does not match (the bytes were damaged or changed after "
+                        "they were saved)"};
   try {
-    return load_tables_checked(bytes, std::move(vocab));
+    return load_tables_checked(payload, std::move(vocab));
   } catch (const std::bad_alloc&) {
     return CompileError{"invalid tables: they ask for more memory than there is"};
   } catch (const std::exception& e) {
@@ -213,9 +236,18 @@ CompiledGrammar::Result CompiledGrammar::compile(std::shared_ptr<const Grammar> 
     if (auto* error = std::get_if<VocabularyError>(&encoder))
       return CompileError{"canonical mode needs the vocabulary's encoder: " + error->message};
   }
-  auto compiled = std::make_shared<const CompiledGrammar>(Building{}, std::move(grammar), std::move(vocab), options);
-  if (!compiled->build_error_.empty()) return CompileError{compiled->build_error_};
-  return compiled;
+  MemoryBudget budget(options.max_memory_bytes);
+  MemoryBudgetScope scope(budget);
+  try {
+    budget.charge(grammar->memory_bytes(), "parsing the grammar");
+    auto compiled = std::make_shared<const CompiledGrammar>(Building{}, std::move(grammar), std::move(vocab), options);
+    if (!compiled->build_error_.empty()) return CompileError{compiled->build_error_};
+    return compiled;
+  } catch (const MemoryLimitReached& limit) {
+    return CompileError{limit.message("CompileOptions::max_memory_bytes")};
+  } catch (const std::bad_alloc&) {
+    return CompileError{fmt::format("out of memory while {}", failed_memory_stage())};
+  }
 }
 
 }  // namespace cgram

@@ -40,6 +40,11 @@ struct CompileOptions {
   // only where the tokenizer itself would write it there. Needs a
   // merge-based vocabulary.
   bool canonical = false;
+  // The memory compiling may take (support/memory_budget.h), the checked
+  // grammar's own included: the lexical automata, the LR automaton and its
+  // tables, an eager token index. Past it, a CompileError says which stage
+  // reached it.
+  size_t max_memory_bytes = kDefaultCompileMemoryBytes;
 };
 
 // Where compile time goes (milliseconds).
@@ -109,11 +114,16 @@ class CompiledGrammar {
     return k ? k->tier : "table";
   }
 
-  // The tables, whole index included, as bytes (build_all first), and back:
-  // `load_tables` checks every index against the vocabulary and never trusts
-  // the bytes (a message instead of a crash).
+  // The tables, whole index included, as bytes (build_all first), and back.
+  // The bytes end with a checksum of the rest: `load_tables` refuses bytes
+  // damaged or changed after they were saved with a message of its own, then
+  // checks every index against the vocabulary and never trusts the bytes (a
+  // message instead of a crash).
   std::string save_tables() const;
   static Result load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
+  // `payload` with its checksum: what save_tables writes for it (tests and
+  // the fuzzer reach the checks behind the checksum with it).
+  static std::string seal_tables(std::string payload);
 
 
  private:

@@ -47,9 +47,30 @@ uint32_t Engine::next_visit_epoch() {
 }
 
 void Engine::exhaust_work() {
+  if (call_work_limit_ < limits_.max_work_per_call) {
+    exhaust(fmt::format("the parser did more than {} steps of work over this sequence, the budget of the text it "
+                        "has read ({} + {} per byte, EngineLimits::sequence_work_slack and max_work_per_byte): the "
+                        "grammar is too ambiguous here, and its work grows with the text",
+                        sequence_allowance_, limits_.sequence_work_slack, limits_.max_work_per_byte));
+    return;
+  }
   exhaust(fmt::format("the parser did more than {} steps of work for one token: the grammar is too ambiguous "
                       "here (EngineLimits::max_work_per_call)",
                       limits_.max_work_per_call));
+}
+
+void Engine::start_sequence() {
+  sequence_work_ = 0;
+  work_done_ = 0;
+  sequence_allowance_ = limits_.max_work_per_byte ? limits_.sequence_work_slack : SIZE_MAX;
+}
+
+void Engine::grant_bytes(size_t bytes) {
+  if (sequence_allowance_ == SIZE_MAX) return;
+  const size_t more = bytes > SIZE_MAX / std::max<size_t>(limits_.max_work_per_byte, 1)
+                          ? SIZE_MAX
+                          : bytes * limits_.max_work_per_byte;
+  sequence_allowance_ = more > SIZE_MAX - 1 - sequence_allowance_ ? SIZE_MAX - 1 : sequence_allowance_ + more;
 }
 
 uint32_t Engine::new_node(uint32_t state) {
@@ -168,7 +189,10 @@ void Engine::compact(std::span<Head> heads, std::span<Mark* const> marks) {
 
 void Engine::refresh_tier() {
   peak_work_ = std::max(peak_work_, work_done_);
+  sequence_work_ += work_done_;
   work_done_ = 0;  // every public call starts here, with its own budget
+  const size_t left = sequence_allowance_ > sequence_work_ ? sequence_allowance_ - sequence_work_ : 0;
+  call_work_limit_ = std::min(limits_.max_work_per_call, left);
   const Kernels* k = g_.kernels();
   k_ = k ? &k->functions : nullptr;
   k_tables_ = k ? k->dfa_tables.data() : nullptr;

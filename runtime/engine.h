@@ -67,6 +67,15 @@ struct EngineLimits {
   size_t max_heads = size_t{1} << 16;
   // Distinct sets of pending except! occurrences met (each is kept).
   size_t max_pending_sets = size_t{1} << 16;
+  // Work over a whole sequence, amortised: a matcher may spend
+  // sequence_work_slack, and max_work_per_byte more for every byte of text
+  // it accepts. On an ambiguous grammar whose work grows with the text
+  // (`s ::= s s | 'a' | ''`), each call stays under max_work_per_call but
+  // the calls together would not: this ends the sequence, with its error, in
+  // a bounded time. 0 turns the bound off (the engine's own callers that
+  // budget per byte themselves, as cgram match does).
+  size_t max_work_per_byte = size_t{1} << 15;
+  size_t sequence_work_slack = size_t{1} << 24;
 };
 
 class Engine {
@@ -85,6 +94,13 @@ class Engine {
   // The most work any public call has done so far (see
   // EngineLimits::max_work_per_call): how close a grammar comes to the limit.
   size_t peak_work() const { return std::max(peak_work_, work_done_); }
+  // The sequence's budget (EngineLimits::max_work_per_byte): starts it
+  // again (a new sequence), and grants the bytes of an accepted token.
+  void start_sequence();
+  void grant_bytes(size_t bytes);
+  // Work over the sequence so far, and what it may spend in all.
+  size_t sequence_work() const { return sequence_work_ + work_done_; }
+  size_t sequence_allowance() const { return sequence_allowance_; }
 
   std::vector<Head> initial_heads();
   // The heads after the bytes of one token (empty: the token is not allowed).
@@ -313,7 +329,7 @@ class Engine {
   // Counts work against the limits; sets exhausted_ once one is passed.
   void charge(size_t units) {
     work_done_ += units;
-    if (work_done_ > limits_.max_work_per_call && exhausted_.empty()) exhaust_work();
+    if (work_done_ > call_work_limit_ && exhausted_.empty()) exhaust_work();
   }
   void exhaust_work();
   // words |= set, unless the sink of the current fill takes the set.
@@ -329,6 +345,11 @@ class Engine {
   EngineLimits limits_;
   size_t work_done_ = 0;   // in the current public call
   size_t peak_work_ = 0;   // over the earlier calls
+  // The current call's limit: max_work_per_call, or less when the
+  // sequence's budget has less left.
+  size_t call_work_limit_ = size_t{1} << 24;
+  size_t sequence_work_ = 0;       // over the earlier calls of this sequence
+  size_t sequence_allowance_ = SIZE_MAX;  // slack + per byte × bytes accepted (SIZE_MAX: no bound)
   std::string exhausted_;  // why a limit stopped the engine (empty: none did)
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;

@@ -56,6 +56,7 @@ void Matcher::reset() {
     return;
   }
   error_.clear();
+  engine_->start_sequence();
   std::vector<Head> heads = engine_->initial_heads();
   push_step(heads, false, kNoToken);
 }
@@ -150,6 +151,7 @@ AdvanceResult Matcher::step(uint32_t token) {
     engine_->truncate(before);
     return AdvanceResult::Rejected;
   }
+  engine_->grant_bytes(vocab.bytes(token).size());
   push_step(scratch_, false, token);
   return AdvanceResult::Ongoing;
 }

@@ -3,7 +3,19 @@
 #include <algorithm>
 #include <tuple>
 
+#include "memory_budget.h"
+
 namespace cgram {
+namespace {
+// What one entry holds (its vectors' capacities), for memory_bytes and the
+// compile's memory budget.
+size_t entry_bytes(const StateIndex& ix) {
+  size_t bytes = sizeof(StateIndex) + (ix.inside.capacity() + 2 * ix.cross_nodes.capacity() + 257) * 4;
+  for (const CrossInto& c : ix.into)
+    bytes += sizeof(c) + (c.ids.capacity() + c.words.capacity() + 2 * c.second.capacity()) * 4;
+  return bytes;
+}
+}  // namespace
 
 TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie, size_t mask_words,
                        std::vector<std::vector<uint32_t>> followers)
@@ -22,6 +34,7 @@ TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie,
     offset_.push_back(slot_count_);
     slot_count_ += t.dfa.size();
   }
+  charge_memory(slot_count_ * sizeof(Slot));
   slots_ = std::make_unique<Slot[]>(slot_count_);
 }
 
@@ -65,6 +78,7 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
   }
   out->inside.shrink_to_fit();
   if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) build_into(*out, terminal);
+  charge_memory(entry_bytes(*out));  // eager builds count against the compile's budget
   return out;
 }
 
@@ -160,15 +174,10 @@ void TokenIndex::build_all() const {
 size_t TokenIndex::memory_bytes() const {
   size_t bytes = slot_count_ * sizeof(Slot);
   for (size_t i = 0; i < slot_count_; ++i)
-    if (slots_[i].value)
-    {
-      bytes += (slots_[i].value->inside.capacity() + 2 * slots_[i].value->cross_nodes.capacity() + 257) * 4;
-      for (const CrossInto& c : slots_[i].value->into)
-        bytes += sizeof(c) + (c.ids.capacity() + c.words.capacity() + 2 * c.second.capacity()) * 4;
-    }
+    if (slots_[i].value) bytes += entry_bytes(*slots_[i].value);
   {
     std::lock_guard lock(subtree_mutex_);
-    for (const auto& [key, ix] : subtrees_) bytes += (ix->inside.capacity() + 2 * ix->cross_nodes.capacity() + 257) * 4;
+    for (const auto& [key, ix] : subtrees_) bytes += entry_bytes(*ix);
   }
   std::lock_guard lock(union_mutex_);
   for (const auto& [key, bits] : unions_) bytes += bits->capacity() * 4 + key.capacity() * 4;

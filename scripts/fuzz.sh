@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh TARGET [SECONDS]
 #   scripts/fuzz.sh all SECONDS
 #
-# Targets: grammar regex vocab matcher tables aot (docs/FUZZING.md).
+# Targets: grammar regex vocab matcher tables aot json_schema gbnf
+# (docs/FUZZING.md).
 # Each run's log goes to $CGRAM_FUZZ_LOGS (default build-fuzz/logs/DATE);
 # the corpus grows in build-fuzz/corpus/TARGET (seeded from
 # tests/fuzz/corpus, the examples and seeds made here); crashes, leaks and
@@ -21,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-all_targets=(grammar regex vocab matcher tables aot)
+all_targets=(grammar regex vocab matcher tables aot json_schema gbnf)
 target=${1:-all}
 seconds=${2:-600}
 if [ "$target" = all ]; then targets=("${all_targets[@]}"); else targets=("$target"); fi
@@ -53,8 +54,11 @@ flock "$lock" cmake --build "$build" -j "$jobs" --target fuzz_all
 # saved tables and shared objects for the tiny vocabulary.
 seeds=${CGRAM_FUZZ_SEEDS:-$build/seeds}  # one per concurrent run of this script
 rm -rf "$seeds"
-mkdir -p "$seeds/grammar" "$seeds/regex" "$seeds/vocab"
+mkdir -p "$seeds/grammar" "$seeds/regex" "$seeds/vocab" "$seeds/json_schema"
 for f in examples/*.cgram bench/suite/*/*.cgram; do cp "$f" "$seeds/grammar/$(echo "$f" | tr / _)"; done
+# Real schemas (JSONSchemaBench, 128 of them, in tests/fuzz/corpus/json_schema),
+# the regression schemas, and the bundled test schemas.
+for f in tests/data/schemas/*.json tests/data/schemas/*/*.json; do cp "$f" "$seeds/json_schema/$(echo "$f" | tr / _)"; done
 python3 tests/fuzz/make_seeds.py --grammars examples bench/suite --regex-out "$seeds/regex" \
   --vocab-out "$seeds/vocab" --gguf runtime/vocab/ggml-vocab-phi-3.gguf --shared ../shared/vocab
 ASAN_OPTIONS=detect_leaks=0 "$build/tests/fuzz/fuzz_replay" --make-seeds "$seeds" >/dev/null
@@ -68,7 +72,8 @@ for t in "${targets[@]}"; do
   findings=$build/findings/$t
   mkdir -p "$corpus" "$findings"
   case $t in
-    grammar) max_len=4096 ;;
+    grammar|gbnf) max_len=4096 ;;
+    json_schema) max_len=16384 ;;
     regex) max_len=512 ;;
     matcher) max_len=256 ;;
     vocab) max_len=65536 ;;

@@ -9,9 +9,10 @@
 #                              threads, the server under load)
 #   scripts/sanitize.sh ci     the reduced ASan + UBSan pass CI makes
 #                              (scripts/test.sh; CGRAM_CI_SANITIZE=0 skips
-#                              it): fuzz_replay only, and the fuzz targets'
-#                              seeds and regressions (label fuzz), in
-#                              ./build-asan
+#                              it): fuzz_replay and ceiling_tests only: the
+#                              fuzz targets' seeds and regressions (label
+#                              fuzz) and the nesting ceiling of every kind
+#                              (label ceiling), in ./build-asan
 #   scripts/sanitize.sh        asan, then tsan
 #
 # Builds are -O1 -g with the system compiler, -j2 at most, each under
@@ -49,8 +50,8 @@ run_asan() {
 # (fuzz_replay needs every library, but none of the test programs).
 run_ci() {
   configure build-asan CGRAM_SANITIZE
-  time flock "$lock" cmake --build build-asan -j "$jobs" --target fuzz_replay
-  (cd build-asan && time ctest --output-on-failure -j "$jobs" -L fuzz)
+  time flock "$lock" cmake --build build-asan -j "$jobs" --target fuzz_replay ceiling_tests
+  (cd build-asan && time ctest --output-on-failure -j "$jobs" -L 'fuzz|ceiling')
 }
 
 run_tsan() {

@@ -332,10 +332,32 @@ TEST_CASE("AOT refuses what is not a cgram object", "[aot]") {
   CHECK_THAT(refusal(json_object(), test::bundled_vocabulary(), small), Catch::Contains("limit"));
 }
 
-TEST_CASE("AOT: the tables are checked, never trusted (random damage with a valid checksum)", "[aot]") {
+TEST_CASE("saved tables carry a checksum: any damage is refused with its own message", "[aot]") {
   auto g = compile(json_source(), test::bundled_vocabulary(), true);
   const std::string tables = g->save_tables();
   REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::load_tables(tables, test::bundled_vocabulary())));
+  std::mt19937 rng(5);
+  for (int i = 0; i < 200; ++i) {
+    std::string damaged = tables;
+    const size_t at = rng() % damaged.size();
+    damaged[at] = static_cast<char>(damaged[at] ^ (1 + rng() % 255));  // one byte, always changed
+    auto result = CompiledGrammar::load_tables(damaged, test::bundled_vocabulary());
+    REQUIRE(std::holds_alternative<CompileError>(result));
+    CHECK_THAT(std::get<CompileError>(result).message, Catch::Contains("checksum does not match"));
+  }
+  auto cut = CompiledGrammar::load_tables(std::string_view(tables).substr(0, tables.size() - 1), test::bundled_vocabulary());
+  REQUIRE(std::holds_alternative<CompileError>(cut));
+  CHECK_THAT(std::get<CompileError>(cut).message, Catch::Contains("checksum"));
+  auto empty = CompiledGrammar::load_tables("", test::bundled_vocabulary());
+  REQUIRE(std::holds_alternative<CompileError>(empty));
+  CHECK_THAT(std::get<CompileError>(empty).message, Catch::Contains("too short"));
+}
+
+TEST_CASE("AOT: the tables are checked, never trusted (random damage with a valid checksum)", "[aot]") {
+  auto g = compile(json_source(), test::bundled_vocabulary(), true);
+  const std::string sealed = g->save_tables();
+  const std::string tables = sealed.substr(0, sealed.size() - sizeof(uint64_t));  // the payload
+  REQUIRE(CompiledGrammar::seal_tables(tables) == sealed);
   std::mt19937 rng(11);
   size_t refused = 0, accepted = 0;
   for (int i = 0; i < 300; ++i) {
@@ -354,7 +376,7 @@ TEST_CASE("AOT: the tables are checked, never trusted (random damage with a vali
         std::memcpy(damaged.data() + at, &v, 4);
       }
     }
-    auto result = CompiledGrammar::load_tables(damaged, test::bundled_vocabulary());
+    auto result = CompiledGrammar::load_tables(CompiledGrammar::seal_tables(damaged), test::bundled_vocabulary());
     if (std::holds_alternative<CompileError>(result)) {
       ++refused;
       continue;

@@ -35,6 +35,7 @@ struct Reading {
   std::string whitespace = "flexible";
   bool strict = false;
   std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
+  size_t max_memory_bytes = kDefaultCompileMemoryBytes;
 };
 
 PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
@@ -74,6 +75,7 @@ GrammarPtr parse(std::string_view source, const Reading& reading) {
   options.schema.whitespace = *whitespace;
   options.schema.strict = reading.strict;
   options.schema.max_whitespace = reading.max_whitespace;
+  options.max_memory_bytes = reading.max_memory_bytes;
   auto wrapper = std::make_shared<PyGrammar>();
   wrapper->format = *format;
   wrapper->filename = reading.filename.value_or(default_filename(*format));
@@ -127,13 +129,14 @@ std::shared_ptr<const Vocabulary> vocabulary_or_bundled(const std::shared_ptr<Py
 }
 
 CompiledPtr compile(const GrammarPtr& grammar, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier,
-                    bool eager_index, bool canonical) {
+                    bool eager_index, bool canonical, size_t max_memory_bytes) {
   if (!grammar) throw py::type_error("grammar must be a cgram.Grammar");
   if (tier != "table" && tier != "jit") throw py::value_error(fmt::format("tier must be 'table' or 'jit', not '{}'", tier));
   std::shared_ptr<const Vocabulary> vocabulary = vocabulary_or_bundled(vocab);
   CompileOptions options;
   options.eager_index = eager_index;
   options.canonical = canonical;
+  options.max_memory_bytes = max_memory_bytes;
   std::optional<CompiledGrammar::Result> result;
   std::optional<jit::JitError> jit_error;
   {
@@ -288,18 +291,24 @@ cgram.load.)doc")
 
   m.def("compile", &compile, py::arg("grammar"), py::arg("vocab") = py::none(), py::kw_only(),
         py::arg("tier") = "table", py::arg("eager_index") = false, py::arg("canonical") = false,
+        py::arg("max_memory_bytes") = kDefaultCompileMemoryBytes,
         "Compiles a Grammar for a Vocabulary (default: the bundled one). tier='jit' compiles native "
         "kernels with LLVM first; eager_index=True builds the whole token index now rather than on "
-        "first use; canonical=True allows a token only where the tokenizer itself would write it there. "
+        "first use; canonical=True allows a token only where the tokenizer itself would write it there; "
+        "max_memory_bytes bounds the memory compiling may take (the error names the stage that reached it). "
         "The GIL is released meanwhile. Raises CompileError.");
   m.def(
       "compile",
       [](py::str source, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier, bool eager_index,
-         bool canonical) {
-        return compile(parse(py::cast<std::string>(source), Reading{}), vocab, tier, eager_index, canonical);
+         bool canonical, size_t max_memory_bytes) {
+        Reading reading;
+        reading.max_memory_bytes = max_memory_bytes;
+        return compile(parse(py::cast<std::string>(source), reading), vocab, tier, eager_index, canonical,
+                       max_memory_bytes);
       },
       py::arg("grammar"), py::arg("vocab") = py::none(), py::kw_only(), py::arg("tier") = "table",
-      py::arg("eager_index") = false, py::arg("canonical") = false, "The same for .cgram text.");
+      py::arg("eager_index") = false, py::arg("canonical") = false,
+      py::arg("max_memory_bytes") = kDefaultCompileMemoryBytes, "The same for .cgram text.");
   m.def("load", &load, py::arg("path"), py::arg("vocab") = py::none(),
         "Loads an AOT shared object made for `vocab` (default: the bundled one). Raises LoadError.");
 }

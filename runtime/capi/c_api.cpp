@@ -378,8 +378,10 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
     if (tier_value != CGRAM_TIER_TABLE && tier_value != CGRAM_TIER_JIT)
       return call.invalid("options->tier is {}: not a cgram_tier", tier_value);
 
+    const size_t max_memory = options->max_memory_bytes ? options->max_memory_bytes : cgram::kDefaultCompileMemoryBytes;
     cgram::ParseOptions parse_options;
     if (options->start_rule) parse_options.start = options->start_rule;
+    parse_options.max_memory_bytes = max_memory;
     const char* filename = options->filename ? options->filename : "grammar.cgram";
     cgram::Grammar::Outcome outcome =
         cgram::Grammar::parse(std::string_view(source, source_length), filename, parse_options);
@@ -390,6 +392,7 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
     cgram::CompileOptions compile_options;
     compile_options.eager_index = options->eager_index;
     compile_options.canonical = options->canonical;
+    compile_options.max_memory_bytes = max_memory;
     auto compiled = cgram::CompiledGrammar::compile(outcome.grammar, vocab->vocab, compile_options);
     if (auto* error = std::get_if<cgram::CompileError>(&compiled))
       return call.fail(CGRAM_ERROR_COMPILE, "{}", error->message);

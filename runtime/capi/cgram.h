@@ -51,7 +51,7 @@ extern "C" {
 /* The ABI version of this header, of libcgram.so and of AOT objects. A
  * program built against this header should check that cgram_abi_version()
  * returns the same number. */
-#define CGRAM_ABI_VERSION 4
+#define CGRAM_ABI_VERSION 5
 
 /* ------------------------------------------------------------------------
  * Status codes and errors
@@ -171,9 +171,12 @@ typedef struct cgram_compile_options {
   cgram_tier tier;
   bool canonical;         /* a token only where the tokenizer itself would write it there
                              (merge-based vocabularies; docs/SERVING.md) */
+  size_t max_memory_bytes; /* the memory parsing and compiling may take; past it, CGRAM_ERROR_GRAMMAR
+                              or CGRAM_ERROR_COMPILE names the stage that reached it (docs/LIMITS.md).
+                              0: the default, 1 GiB */
 } cgram_compile_options;
 
-/* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical. */
+/* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical, 1 GiB. */
 void cgram_compile_options_init(cgram_compile_options* options);
 
 /* Compiles `source` (source_length bytes, need not be NUL-terminated) for

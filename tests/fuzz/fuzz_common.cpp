@@ -1,5 +1,8 @@
 #include "fuzz_common.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <fstream>
@@ -64,6 +67,39 @@ std::shared_ptr<const CompiledGrammar> compile_or_die(std::string_view text, std
   if (auto* e = std::get_if<CompileError>(&compiled)) std::fprintf(stderr, "%s\n", e->message.c_str());
   FUZZ_CHECK(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compiled));
   return std::get<std::shared_ptr<const CompiledGrammar>>(compiled);
+}
+
+void check_grammar(std::string_view text, const ParseOptions& options) {
+  const std::string name = fmt::format("fuzz.{}", grammar_format_name(options.format));
+  Grammar::Outcome outcome = Grammar::parse(text, name, options);
+  if (!outcome.ok()) {
+    FUZZ_CHECK(outcome.diagnostics.has_errors());
+    std::string rendered = outcome.diagnostics.render();
+    FUZZ_CHECK(!rendered.empty());
+    return;
+  }
+  const auto& vocab = fuzz::bundled_vocabulary();
+  auto compiled = CompiledGrammar::compile(outcome.grammar, vocab);
+  if (auto* error = std::get_if<CompileError>(&compiled)) {
+    FUZZ_CHECK(!error->message.empty());
+    return;
+  }
+  Matcher matcher(std::get<std::shared_ptr<const CompiledGrammar>>(compiled));
+  std::vector<uint32_t> mask(matcher.mask_words());
+  // The first mask, then one step on an allowed token and the next mask.
+  matcher.fill_mask(mask);
+  check_mask(mask, vocab->size());
+  std::vector<uint32_t> allowed = matcher.current_possible_tokens();
+  for (uint32_t t : allowed) FUZZ_CHECK(t < vocab->size());
+  auto text_token = std::find_if(allowed.begin(), allowed.end(), [&](uint32_t t) { return !vocab->is_eos(t); });
+  if (text_token != allowed.end()) {
+    // The last allowed text token: usually a long one, unlike the first.
+    uint32_t t = *std::find_if(allowed.rbegin(), allowed.rend(), [&](uint32_t t) { return !vocab->is_eos(t); });
+    FUZZ_CHECK(matcher.is_allowed(t));
+    FUZZ_CHECK(matcher.advance(t) == AdvanceResult::Ongoing);
+    matcher.fill_mask(mask);
+    check_mask(mask, vocab->size());
+  }
 }
 
 size_t check_mask(std::span<const uint32_t> mask, size_t vocab_size) {

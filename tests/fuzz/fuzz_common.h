@@ -47,6 +47,13 @@ std::shared_ptr<const CompiledGrammar> compile_or_die(std::string_view text, std
                                                       const std::shared_ptr<const Vocabulary>& vocab,
                                                       bool eager_index = false);
 
+// A grammar's text through the whole front end (parse, translation for GBNF
+// and JSON Schemas, lowering, checks) and, when it is valid, compiled for the
+// bundled vocabulary with one or two masks: errors must come with a message,
+// masks must stay inside the vocabulary. The grammar, gbnf and json_schema
+// targets share it.
+void check_grammar(std::string_view text, const ParseOptions& options);
+
 // Checks a mask: no bit at or past the vocabulary's size. Returns how many
 // bits are set.
 size_t check_mask(std::span<const uint32_t> mask, size_t vocab_size);

@@ -7,10 +7,8 @@
 // one whose first line is "#json-schema" is a JSON Schema after that line
 // (the layout picked by the second line's length).
 #include <algorithm>
-#include <variant>
 
 #include "fuzz_common.h"
-#include "matcher.h"
 
 using namespace cgram;
 
@@ -26,34 +24,6 @@ CGRAM_FUZZ_TARGET(grammar) {
     const size_t line = std::min(text.find('\n'), text.size());
     options.schema.whitespace = static_cast<JsonWhitespace>(line % 3);
   }
-  Grammar::Outcome outcome = Grammar::parse(text, "fuzz.cgram", options);
-  if (!outcome.ok()) {
-    FUZZ_CHECK(outcome.diagnostics.has_errors());
-    std::string rendered = outcome.diagnostics.render();
-    FUZZ_CHECK(!rendered.empty());
-    return 0;
-  }
-  const auto& vocab = fuzz::bundled_vocabulary();
-  auto compiled = CompiledGrammar::compile(outcome.grammar, vocab);
-  if (auto* error = std::get_if<CompileError>(&compiled)) {
-    FUZZ_CHECK(!error->message.empty());
-    return 0;
-  }
-  Matcher matcher(std::get<std::shared_ptr<const CompiledGrammar>>(compiled));
-  std::vector<uint32_t> mask(matcher.mask_words());
-  // The first mask, then one step on an allowed token and the next mask.
-  matcher.fill_mask(mask);
-  fuzz::check_mask(mask, vocab->size());
-  std::vector<uint32_t> allowed = matcher.current_possible_tokens();
-  for (uint32_t t : allowed) FUZZ_CHECK(t < vocab->size());
-  auto text_token = std::find_if(allowed.begin(), allowed.end(), [&](uint32_t t) { return !vocab->is_eos(t); });
-  if (text_token != allowed.end()) {
-    // The last allowed text token: usually a long one, unlike the first.
-    uint32_t t = *std::find_if(allowed.rbegin(), allowed.rend(), [&](uint32_t t) { return !vocab->is_eos(t); });
-    FUZZ_CHECK(matcher.is_allowed(t));
-    FUZZ_CHECK(matcher.advance(t) == AdvanceResult::Ongoing);
-    matcher.fill_mask(mask);
-    fuzz::check_mask(mask, vocab->size());
-  }
+  fuzz::check_grammar(text, options);
   return 0;
 }

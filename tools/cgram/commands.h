@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "json_schema.h"
+#include "memory_budget.h"
 #include "text_match.h"
 
 namespace cgram::cli {
@@ -29,6 +30,7 @@ struct GrammarInput {
   std::string whitespace = "flexible";
   std::string max_whitespace = std::to_string(kDefaultMaxWhitespace);  // a number, or "unbounded"
   bool strict = false;
+  size_t max_memory_mib = kDefaultCompileMemoryBytes >> 20;  // the compile's memory budget
 };
 
 struct CheckArgs : GrammarInput {

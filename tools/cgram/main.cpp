@@ -32,9 +32,25 @@ CLI::Validator whole_number(uint64_t min, uint64_t max) {
       fmt::format("in [{} - {}]", min, max), "whole_number");
 }
 
+int run(int argc, char** argv);
+
 }  // namespace
 
+// The library turns running out of memory into errors where it compiles;
+// anything else that runs out (a huge document, a vocabulary) ends here,
+// with a message instead of an abort.
 int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "cgram: error: out of memory\n";
+    return 1;
+  }
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   using namespace cgram::cli;
   CLI::App app{"cgram: compile grammars that constrain what a language model may generate"};
   app.require_subcommand(1);
@@ -63,6 +79,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     cmd->add_flag("--strict", input.strict,
                   "JSON Schema: a keyword that would be ignored (the grammar accepting more) is an error");
+    cmd->add_option("--max-memory", input.max_memory_mib,
+                    "The memory (MiB) reading and compiling the grammar may take; past it, an error names the stage "
+                    "(docs/LIMITS.md)")
+        ->check(whole_number(1, size_t{1} << 30))
+        ->capture_default_str();
   };
   auto add_format = [&add_schema_options](CLI::App* cmd, GrammarInput& input) {
     cmd->add_option("--format", input.format,
@@ -296,3 +317,5 @@ int main(int argc, char** argv) {
   if (*match_cmd) return run_match(match);
   return kExitUsage;
 }
+
+}  // namespace

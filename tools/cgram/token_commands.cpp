@@ -103,6 +103,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
   CompileOptions compile_options;
   compile_options.eager_index = args.eager_index;
   compile_options.canonical = args.canonical;
+  compile_options.max_memory_bytes = args.max_memory_mib << 20;
   auto compiled = CompiledGrammar::compile(outcome.grammar, out.vocab, compile_options);
   out.compile_ms = ms_since(compile_start);
   if (auto* e = std::get_if<CompileError>(&compiled)) {
