@@ -167,7 +167,7 @@ Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filena
         out = new_outcome(source, filename, options);
         out.diagnostics.error_at_file(message);
       } catch (const std::bad_alloc&) {
-        out = Outcome{};  // not even the message fits: an outcome with no grammar
+        out.grammar = nullptr;  // not even the message fits: an outcome with no grammar
       }
     }
   });
