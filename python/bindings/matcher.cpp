@@ -149,7 +149,8 @@ One matcher per sequence: the exact set of allowed next tokens at every
 step. Masks are int32 words, ceil(vocab_size / 32) per row, bit t % 32 of
 word t // 32 set when token t is allowed (the layout vLLM and SGLang use).
 Not thread-safe: use each matcher from one thread at a time.)doc")
-      .def(py::init([](const CompiledPtr& grammar, std::optional<int64_t> max_rollback_tokens) {
+      .def(py::init([](const CompiledPtr& grammar, std::optional<int64_t> max_rollback_tokens,
+                       std::optional<int64_t> max_work_per_byte) {
              if (!grammar) throw py::type_error("grammar must be a cgram.CompiledGrammar");
              MatcherOptions options;
              if (max_rollback_tokens) {
@@ -158,11 +159,19 @@ Not thread-safe: use each matcher from one thread at a time.)doc")
                      fmt::format("max_rollback_tokens must not be negative, not {}", *max_rollback_tokens));
                options.max_rollback_tokens = static_cast<size_t>(*max_rollback_tokens);
              }
+             if (max_work_per_byte) {
+               if (*max_work_per_byte < 0)
+                 throw py::value_error(fmt::format("max_work_per_byte must not be negative, not {}", *max_work_per_byte));
+               options.limits.max_work_per_byte = static_cast<size_t>(*max_work_per_byte);
+             }
              return std::make_unique<PyMatcher>(Matcher(grammar->compiled, options), grammar->compiled);
            }),
            py::arg("grammar"), py::kw_only(), py::arg("max_rollback_tokens") = py::none(),
+           py::arg("max_work_per_byte") = py::none(),
            "max_rollback_tokens: the most tokens rollback() may undo; older history is dropped, so memory "
-           "stays bounded over any length of text (None: every token can be undone).")
+           "stays bounded over any length of text (None: every token can be undone). max_work_per_byte: the "
+           "sequence's work budget, per byte of text accepted (None: the default, 32768; 0: no bound over the "
+           "sequence); an ambiguous grammar then ends in bounded time with the matcher's error (has_error, error).")
       .def(
           "advance", [](PyMatcher& self, uint32_t token) { return self.use().advance(token); }, py::arg("token"),
           "Accepts `token` if it is allowed. REJECTED leaves the state as it was.")

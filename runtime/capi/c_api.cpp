@@ -472,6 +472,8 @@ cgram_status cgram_matcher_new_with_options(const cgram_grammar* grammar, const 
                             "cgram_matcher_options_init)",
                             options->struct_size, sizeof(cgram_matcher_options));
       if (options->max_rollback_tokens != SIZE_MAX) matcher_options.max_rollback_tokens = options->max_rollback_tokens;
+      if (options->max_work_per_byte == SIZE_MAX) matcher_options.limits.max_work_per_byte = 0;  // no bound
+      else if (options->max_work_per_byte) matcher_options.limits.max_work_per_byte = options->max_work_per_byte;
     }
     return hand_out(out, grammar->compiled, matcher_options);
   });

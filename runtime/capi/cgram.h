@@ -234,9 +234,13 @@ typedef struct cgram_matcher_options {
   size_t struct_size;          /* sizeof(cgram_matcher_options): set by cgram_matcher_options_init */
   size_t max_rollback_tokens;  /* the most tokens a rollback may undo; older history is dropped, so
                                   memory stays bounded over any length of text. SIZE_MAX: no bound */
+  size_t max_work_per_byte;    /* the sequence's work budget: the parser may spend this much more for
+                                  each byte of text accepted (docs/LIMITS.md), which ends an ambiguous
+                                  grammar's sequence with CGRAM_ERROR_LIMIT in bounded time.
+                                  0: the default, 32768; SIZE_MAX: no bound over the sequence */
 } cgram_matcher_options;
 
-/* Fills the defaults: no bound on rollback. */
+/* Fills the defaults: no bound on rollback, the default work budget. */
 void cgram_matcher_options_init(cgram_matcher_options* options);
 
 /* A matcher with options (NULL: the defaults, as cgram_matcher_new). */

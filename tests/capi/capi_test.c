@@ -874,6 +874,29 @@ static void test_serving(void) {
   CHECK_INVALID(cgram_matcher_new_with_options(words_grammar, &options, &n));
   CHECK(contains(cgram_last_error(), "struct_size"));
 
+  /* The sequence's work budget: an ambiguous grammar's walk ends with
+   * CGRAM_ERROR_LIMIT (after the budget, not after the machine's memory). */
+  cgram_matcher_options_init(&options);
+  CHECK(options.max_work_per_byte == 0);
+  {
+    const char* text = "start ::= s ; s ::= s s | 'a' | '' ;";
+    cgram_grammar* ambiguous = NULL;
+    char* warnings = NULL;
+    cgram_matcher* walk = NULL;
+    cgram_status status = CGRAM_OK;
+    cgram_advance_result result = CGRAM_ADVANCE_ONGOING;
+    CHECK_OK(cgram_grammar_compile(vocab, text, strlen(text), NULL, &ambiguous, &warnings));
+    CHECK(warnings && contains(warnings, "rule 's' is ambiguous"));
+    cgram_string_free(warnings);
+    if (ambiguous) CHECK_OK(cgram_matcher_new_with_options(ambiguous, &options, &walk));
+    for (i = 0; walk && i < 5000 && status == CGRAM_OK && result == CGRAM_ADVANCE_ONGOING; ++i)
+      status = cgram_matcher_advance(walk, A, &result);
+    CHECK(status == CGRAM_ERROR_LIMIT);
+    CHECK(contains(cgram_last_error(), "max_work_per_byte"));
+    cgram_matcher_free(walk);
+    cgram_grammar_free(ambiguous);
+  }
+
 done:
   cgram_thread_pool_free(pool);
   cgram_matcher_free(bounded);

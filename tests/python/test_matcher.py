@@ -209,6 +209,20 @@ class Calls(unittest.TestCase):
     def test_error_is_none(self):
         self.assertIsNone(cgram.Matcher(self.grammar).error)
 
+    def test_ambiguous_grammar_ends_within_its_work_budget(self):
+        grammar = cgram.compile("start ::= s ; s ::= s s | 'a' | '' ;")
+        a = grammar.vocab.find(b"a")
+        matcher = cgram.Matcher(grammar)
+        for _ in range(5000):
+            if matcher.advance(a) != cgram.AdvanceResult.ONGOING:
+                break
+        self.assertIn("max_work_per_byte", matcher.error)
+        with self.assertRaises(ValueError):
+            cgram.Matcher(grammar, max_work_per_byte=-1)
+        unbounded = cgram.Matcher(grammar, max_work_per_byte=0)
+        for _ in range(20):
+            self.assertEqual(unbounded.advance(a), cgram.AdvanceResult.ONGOING)
+
 
 class Batch(unittest.TestCase):
     def setUp(self):
