@@ -1179,7 +1179,7 @@ class Converter {
       // leaves it): past a size its automaton takes seconds to build.
       const std::string other_keys = json::key_not_in_regex(names);
       key_regex_bytes_ += other_keys.size();
-      if (other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > 4 * kMaxKeyRegexBytes) {
+      if (other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > 2 * kMaxKeyRegexBytes) {
         const std::string at = s.contains("additionalProperties") ? extra_pointer : node.pointer;
         if (other_keys.size() > kMaxKeyRegexBytes)
           error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
@@ -1190,7 +1190,7 @@ class Converter {
           error(at, fmt::format("the keys allowed beside the properties of the schema's objects (where "
                                 "additionalProperties is not false) need regexes of more than {} KiB in all (the "
                                 "limit): give 'additionalProperties': false to more of them",
-                                4 * kMaxKeyRegexBytes >> 10));
+                                2 * kMaxKeyRegexBytes >> 10));
         return std::nullopt;
       }
       extra_member = fmt::format("#'{}' {} {}", other_keys, colon(), *extra_value);
@@ -1246,7 +1246,7 @@ class Converter {
   static constexpr size_t kInlineBytes = 200;
   // The regexes of keys other than an object's listed properties: one, and
   // all of them (limits on the time their automata take; docs/LIMITS.md).
-  static constexpr size_t kMaxKeyRegexBytes = size_t{64} << 10;
+  static constexpr size_t kMaxKeyRegexBytes = size_t{128} << 10;
   size_t key_regex_bytes_ = 0;
   // The JSON of every merged schema, written out (a work limit).
   static constexpr size_t kMaxMergedBytes = size_t{8} << 20;

@@ -474,19 +474,38 @@ struct NameTrie {
   std::map<uint32_t, std::unique_ptr<NameTrie>> children;
 };
 
-// Strings that are not in the trie below `node` (as the rest of a name).
-std::string not_in(const NameTrie& node) {
-  const std::string any = any_string_char_regex();
+// A string that is not a name either leaves the trie of names at some
+// character (a path in the trie, then a character no name continues with
+// there, then anything), or ends inside it where no name ends. Written so,
+// "anything" appears once, after the whole trie, instead of after each of
+// its nodes: the regex is a few times shorter and its automaton is a trie
+// with one loop (a schema with 400 properties took 20 s to build the other).
+
+// The paths below `node` followed by a character that leaves the trie there.
+std::string leaving(const NameTrie& node) {
   Alternatives alts;
   ir::CodePointSet listed;
   for (const auto& [cp, child] : node.children) listed.add(cp, cp);
-  // Characters that no name continues with: anything may follow them.
-  ir::CodePointSet diverging = listed.complement();
-  if (auto c = string_char_regex(diverging)) alts.add(*c + "(?:" + any + ")*");
-  for (const auto& [cp, child] : node.children) alts.add(*string_char_regex(ir::CodePointSet::single(cp)) + not_in(*child));
-  // Some character always diverges (names are finite), so `body` is never empty.
-  const std::string body = *alts.regex();
-  return node.terminal ? body : "(?:" + body + ")?";
+  alts.add(string_char_regex(listed.complement()));  // some character always leaves (names are finite)
+  for (const auto& [cp, child] : node.children) alts.add(*string_char_regex(ir::CodePointSet::single(cp)) + leaving(*child));
+  return *alts.regex();
+}
+
+// The strings that end inside the trie below `node` where no name ends: the
+// regex of the non-empty ones, and whether the empty one is among them.
+struct Stops {
+  std::optional<std::string> nonempty;
+  bool empty = false;
+};
+Stops stops(const NameTrie& node) {
+  Alternatives alts;
+  for (const auto& [cp, child] : node.children) {
+    const Stops below = stops(*child);
+    if (!below.nonempty && !below.empty) continue;
+    const std::string rest = below.nonempty ? (below.empty ? "(?:" + *below.nonempty + ")?" : *below.nonempty) : "";
+    alts.add(*string_char_regex(ir::CodePointSet::single(cp)) + rest);
+  }
+  return {alts.regex(), !node.terminal};
 }
 }  // namespace
 
@@ -502,7 +521,11 @@ std::string key_not_in_regex(const std::vector<std::string>& names) {
     }
     node->terminal = true;
   }
-  return "\"" + not_in(root) + "\"";
+  const std::string leave = leaving(root) + "(?:" + any_string_char_regex() + ")*";
+  const Stops stop = stops(root);
+  std::string body = stop.nonempty ? "(?:" + leave + "|" + *stop.nonempty + ")" : "(?:" + leave + ")";
+  if (stop.empty) body += "?";
+  return "\"" + body + "\"";
 }
 
 // --- ECMAScript patterns ----------------------------------------------------
