@@ -190,7 +190,7 @@ std::string Diagnostics::render(bool color) const {
   std::string out;
   for (const Diagnostic& d : sorted()) out += render_one(d, color);
   if (dropped_ > 0)
-    out += fmt::format("{} more diagnostics not shown (the first {} are kept)\n", dropped_, max_kept_);
+    out += fmt::format("{} more diagnostics not shown ({} are kept, errors first)\n", dropped_, max_kept_);
   return out;
 }
 

@@ -1177,11 +1177,19 @@ class Converter {
       // A key other than the listed ones is a regex that grows with the
       // names (a trie of them, with "any string" after each place a key
       // leaves it): past a size its automaton takes seconds to build.
-      const std::string other_keys = json::key_not_in_regex(names);
+      // Every node of the names' trie writes at least 32 bytes of regex: a
+      // trie past kMaxKeyRegexBytes / 32 nodes is refused before it is built.
+      const std::optional<std::string> made = json::key_not_in_regex(names, kMaxKeyRegexBytes / 32);
+      const std::string other_keys = made.value_or("");
       key_regex_bytes_ += other_keys.size();
-      if (other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > 2 * kMaxKeyRegexBytes) {
+      if (!made || other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > 2 * kMaxKeyRegexBytes) {
         const std::string at = s.contains("additionalProperties") ? extra_pointer : node.pointer;
-        if (other_keys.size() > kMaxKeyRegexBytes)
+        if (!made)
+          error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
+                                "a regex of more than {} KiB (the names have more than {} characters apart from "
+                                "shared prefixes): give 'additionalProperties': false, or fewer properties",
+                                names.size(), kMaxKeyRegexBytes >> 10, kMaxKeyRegexBytes / 32));
+        else if (other_keys.size() > kMaxKeyRegexBytes)
           error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
                                 "a regex of {} KiB, more than the limit of {} KiB: give 'additionalProperties': false, "
                                 "or fewer properties",

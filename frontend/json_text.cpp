@@ -509,14 +509,23 @@ Stops stops(const NameTrie& node) {
 }
 }  // namespace
 
-std::string key_not_in_regex(const std::vector<std::string>& names) {
+std::optional<std::string> key_not_in_regex(const std::vector<std::string>& names, size_t max_nodes) {
   NameTrie root;
+  size_t nodes = 0;
   for (const std::string& name : names) {
     NameTrie* node = &root;
     for (size_t pos = 0; pos < name.size();) {
       auto cp = decode_utf8(name, pos);
       auto& child = node->children[cp ? *cp : 0xFFFD];
-      if (!child) child = std::make_unique<NameTrie>();
+      if (!child) {
+        // Refused before anything recursive runs (the trie's own destructor
+        // is recursive too: a name of 300,000 characters would overflow it).
+        if (++nodes > max_nodes) {
+          child.reset();
+          return std::nullopt;
+        }
+        child = std::make_unique<NameTrie>();
+      }
       node = child.get();
     }
     node->terminal = true;

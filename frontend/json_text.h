@@ -67,9 +67,10 @@ std::string regex_literal(std::string_view text);
 // decoded characters; nullopt when it matches nothing.
 std::optional<std::string> encode_regex(const ir::RegexNode& node);
 
-// A JSON string (quotes included) whose value is none of `names`; nullopt
-// when there is none (never: names are finite).
-std::string key_not_in_regex(const std::vector<std::string>& names);
+// A JSON string (quotes included) whose value is none of `names`
+// (nullopt when the names' trie has more than `max_nodes` nodes: the regex is
+// built recursively, a level per character, and grows with the trie.)
+std::optional<std::string> key_not_in_regex(const std::vector<std::string>& names, size_t max_nodes = SIZE_MAX);
 
 // An ECMAScript `pattern` of JSON Schema (unanchored: it may match anywhere
 // in the string unless it starts with ^ or ends with $), as a regex over the

@@ -1,6 +1,7 @@
 #include "compile.h"
 
 #include <cctype>
+#include <exception>
 #include <map>
 #include <set>
 #include <tuple>
@@ -144,33 +145,49 @@ std::optional<GrammarFormat> grammar_format(std::string_view name, std::string_v
 Grammar::Grammar(std::shared_ptr<const SourceFile> file, ir::GrammarIR ir)
     : file_(std::move(file)), ir_(std::move(ir)), memory_bytes_(file_->text().size() + ir_.memory_bytes()) {}
 
+namespace {
+// Set on the thread that reads a grammar: a translation's text (GBNF, a
+// JSON Schema) is parsed inside the parse of its source, on the same stack
+// and budget.
+thread_local bool reading_grammar = false;
+}  // namespace
+
 Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filename,
                                 const ParseOptions& options) {
-  // A translation's text is parsed inside the parse of its GBNF or schema,
-  // on the same budget.
-  if (current_memory_budget()) return parse_within_budget(source, filename, options);
+  if (reading_grammar) return parse_within_budget(source, filename, options);
   // On a stack of known size (support/large_stack.h), so that the nesting
-  // ceilings hold whatever thread calls.
+  // ceilings hold whatever thread calls. Nothing is thrown across the
+  // thread: what is not an error of the grammar is handed back and
+  // rethrown here.
   Outcome out;
-  run_on_large_stack([&]() noexcept {
+  std::exception_ptr failure;
+  const bool ran = run_on_large_stack([&]() noexcept {
+    reading_grammar = true;
     MemoryBudget budget(options.max_memory_bytes);
     MemoryBudgetScope scope(budget);
     try {
-      out = parse_within_budget(source, filename, options);
-      return;
-    } catch (const MemoryLimitReached& limit) {
-      out = new_outcome(source, filename, options);
-      out.diagnostics.error_at_file(limit.message("ParseOptions::max_memory_bytes"));
-    } catch (const std::bad_alloc&) {
-      const std::string message = fmt::format("out of memory while {}", failed_memory_stage());
       try {
+        out = parse_within_budget(source, filename, options);
+      } catch (const MemoryLimitReached& limit) {
         out = new_outcome(source, filename, options);
-        out.diagnostics.error_at_file(message);
+        out.diagnostics.error_at_file(limit.message("ParseOptions::max_memory_bytes"));
       } catch (const std::bad_alloc&) {
-        out.grammar = nullptr;  // not even the message fits: an outcome with no grammar
+        const std::string stage = failed_memory_stage();
+        out = new_outcome(source, filename, options);
+        out.diagnostics.error_at_file("out of memory while " + stage);
       }
+    } catch (...) {
+      failure = std::current_exception();
     }
+    reading_grammar = false;
   });
+  if (failure) std::rethrow_exception(failure);
+  if (!ran) {
+    out = new_outcome(source, filename, options);
+    out.diagnostics.error_at_file(fmt::format("cannot start a thread to read the grammar on (a stack of {} MiB): the "
+                                              "process is at its limit of threads or memory",
+                                              kLargeStackBytes >> 20));
+  }
   return out;
 }
 

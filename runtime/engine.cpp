@@ -115,6 +115,7 @@ bool Engine::add_edge(uint32_t node, uint32_t parent) {
 // (its scope), so the nodes before a mark never gain edges after it and a
 // truncation is just a resize.
 void Engine::truncate(Mark m) {
+  sequence_allowance_ = m.allowance;  // the work already done stays spent
   nodes_.resize(m.nodes);
   status_.resize(m.status);
   shiftable_index_.resize(m.nodes);

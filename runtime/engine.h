@@ -132,10 +132,13 @@ class Engine {
   // learn next tokens by it: runtime/drafts.h).
   uint64_t context_key(const std::vector<Head>& heads, int depth = 2) const;
 
+  // Where the engine stands: its stack, and the sequence's work allowance
+  // (so that undoing a token takes back the budget its bytes granted).
   struct Mark {
     size_t nodes, edges, status;
+    size_t allowance = SIZE_MAX;
   };
-  Mark mark() const { return {nodes_.size(), edges_.size(), status_.size()}; }
+  Mark mark() const { return {nodes_.size(), edges_.size(), status_.size(), sequence_allowance_}; }
   void truncate(Mark m);
   // Frees the stack nodes and edges no head of `heads` reaches (the
   // matcher's steps that can still be rolled back to), keeping the order of

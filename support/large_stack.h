@@ -12,9 +12,9 @@ namespace cgram {
 
 inline constexpr size_t kLargeStackBytes = size_t{64} << 20;   // reserved, not committed: pages are used as touched
 
-// Runs `work` on a thread with a stack of `stack_bytes` and waits for it.
-// `work` must not throw. When no thread can be made (the process is at
-// its limit of threads), it runs on the caller's thread instead.
-void run_on_large_stack(const std::function<void()>& work, size_t stack_bytes = kLargeStackBytes);
+// Runs `work` on a thread with a stack of `stack_bytes` and waits for it:
+// true. False, with nothing run, when no such thread can be made (the
+// process is at its limit of threads or of memory). `work` must not throw.
+bool run_on_large_stack(const std::function<void()>& work, size_t stack_bytes = kLargeStackBytes);
 
 }  // namespace cgram
