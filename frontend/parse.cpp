@@ -13,6 +13,7 @@ namespace cgram {
 namespace {
 
 using antlr::CGramLexer;
+using antlr::CGramParser;
 
 // What parsing costs, for the memory budget: ANTLR keeps the text as UTF-32,
 // and per token the token itself, its leaf in the parse tree and its share
@@ -20,7 +21,6 @@ using antlr::CGramLexer;
 // million tokens, peak at about 700 bytes a token with the AST).
 constexpr size_t kInputBytesPerByte = sizeof(char32_t);
 constexpr size_t kParseBytesPerToken = 600;
-using antlr::CGramParser;
 
 // How a token type reads in an error message.
 std::string describe_token_type(size_t type) {

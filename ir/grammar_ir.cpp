@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "memory_budget.h"
-
 #include <algorithm>
 #include <map>
 #include <set>
+
+#include "memory_budget.h"
 
 namespace cgram::ir {
 
@@ -537,6 +537,17 @@ class Lowering {
     }
   }
 
+  // Whether a symbol can match the empty text (after analyze()).
+  bool nullable(Symbol s) const {
+    switch (s.kind) {
+      case Symbol::Kind::Nonterminal: return ir_.nullable[s.index];
+      case Symbol::Kind::Terminal: return ir_.terminals[s.index].dfa.accepts_empty();
+      case Symbol::Kind::AnyToken: return false;
+      case Symbol::Kind::Except: return true;
+    }
+    return false;
+  }
+
   // Two different pieces of except! text that can meet with nothing between
   // them (or the same one, with a token count) can be split at every byte
   // of the text: the matcher reads every split, and its work grows with the
@@ -547,15 +558,6 @@ class Lowering {
     if (specs < 1 || specs > 64) return;  // a bitset per rule; more is rare, and the warning is advice
     // Per nonterminal: the except! sets that can begin and end its text.
     std::vector<uint64_t> first(n, 0), last(n, 0);
-    auto nullable = [&](Symbol s) {
-      switch (s.kind) {
-        case Symbol::Kind::Nonterminal: return bool(ir_.nullable[s.index]);
-        case Symbol::Kind::Terminal: return ir_.terminals[s.index].dfa.accepting(ir_.terminals[s.index].dfa.start());
-        case Symbol::Kind::AnyToken: return false;
-        case Symbol::Kind::Except: return true;
-      }
-      return false;
-    };
     auto begins = [&](Symbol s) -> uint64_t {
       if (s.kind == Symbol::Kind::Except) return uint64_t{1} << s.index;
       return s.kind == Symbol::Kind::Nonterminal ? first[s.index] : 0;
@@ -620,9 +622,6 @@ class Lowering {
   // once per rule.
   void warn_ambiguous_recursion() {
     std::set<uint32_t> warned;
-    auto nullable = [&](Symbol s) {
-      return s.kind == Symbol::Kind::Except || (s.kind == Symbol::Kind::Nonterminal && ir_.nullable[s.index]);
-    };
     for (const Production& p : ir_.productions) {
       if (p.rhs.size() < 2 || !ir_.reachable[p.lhs] || warned.count(p.lhs)) continue;
       const Symbol self{Symbol::Kind::Nonterminal, p.lhs};

@@ -98,9 +98,6 @@ class Engine {
   // again (a new sequence), and grants the bytes of an accepted token.
   void start_sequence();
   void grant_bytes(size_t bytes);
-  // Work over the sequence so far, and what it may spend in all.
-  size_t sequence_work() const { return sequence_work_ + work_done_; }
-  size_t sequence_allowance() const { return sequence_allowance_; }
 
   std::vector<Head> initial_heads();
   // The heads after the bytes of one token (empty: the token is not allowed).
@@ -173,6 +170,7 @@ class Engine {
   // 1024 entries (48 KB), allocated on first use: a server holds thousands
   // of matchers.
   static constexpr size_t kEndCacheSize = 1024;
+
   struct Edge {
     uint32_t parent;
     uint32_t next;

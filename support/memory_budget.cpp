@@ -41,12 +41,10 @@ MemoryStage::~MemoryStage() {
   current_stage = previous_;
 }
 
-const char* memory_stage() { return current_stage ? current_stage : "compiling"; }
-MemoryBudget* current_memory_budget() { return current_budget; }
 const char* failed_memory_stage() { return unwound_stage ? unwound_stage : "compiling"; }
 
 void charge_memory(size_t bytes) {
-  if (current_budget) current_budget->charge(bytes, memory_stage());
+  if (current_budget) current_budget->charge(bytes, current_stage ? current_stage : "compiling");
 }
 
 }  // namespace cgram

