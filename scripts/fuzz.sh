@@ -18,7 +18,9 @@
 # CGRAM_FUZZ_ARGS (extra libFuzzer flags), CGRAM_FUZZ_SEEDS (the seed
 # directory, rebuilt by each run: give concurrent runs different ones),
 # CGRAM_BUILD_LOCK (a lock file the build takes with flock, default
-# /tmp/cgram-build.lock).
+# /tmp/cgram-build.lock), CGRAM_FUZZ_BIN (a folder of fuzz_* binaries built
+# earlier, e.g. a copy of build-fuzz/tests/fuzz: nothing is built, so long
+# runs go on fuzzing one fixed build while the tree changes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -42,12 +44,15 @@ fi
 build=build-fuzz
 lock=${CGRAM_BUILD_LOCK:-/tmp/cgram-build.lock}
 jobs=$(( $(nproc) < 2 ? $(nproc) : 2 ))
-# -O1 with assertions, as libFuzzer's documentation suggests.
-flock "$lock" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-  -DCGRAM_FUZZ=ON >/dev/null
-flock "$lock" cmake --build "$build" -j "$jobs" --target fuzz_all
+bin=${CGRAM_FUZZ_BIN:-$build/tests/fuzz}
+if [ -z "${CGRAM_FUZZ_BIN:-}" ]; then
+  # -O1 with assertions, as libFuzzer's documentation suggests.
+  flock "$lock" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    -DCGRAM_FUZZ=ON >/dev/null
+  flock "$lock" cmake --build "$build" -j "$jobs" --target fuzz_all
+fi
 
 # Seeds: the committed corpus, the grammars of the examples and the suite,
 # vocabularies cut from the bundled one (and ../shared/vocab when there),
@@ -61,7 +66,7 @@ for f in examples/*.cgram bench/suite/*/*.cgram; do cp "$f" "$seeds/grammar/$(ec
 for f in tests/data/schemas/*.json tests/data/schemas/*/*.json; do cp "$f" "$seeds/json_schema/$(echo "$f" | tr / _)"; done
 python3 tests/fuzz/make_seeds.py --grammars examples bench/suite --regex-out "$seeds/regex" \
   --vocab-out "$seeds/vocab" --gguf runtime/vocab/ggml-vocab-phi-3.gguf --shared ../shared/vocab
-ASAN_OPTIONS=detect_leaks=0 "$build/tests/fuzz/fuzz_replay" --make-seeds "$seeds" >/dev/null
+ASAN_OPTIONS=detect_leaks=0 "$bin/fuzz_replay" --make-seeds "$seeds" >/dev/null
 
 logs=${CGRAM_FUZZ_LOGS:-$build/logs/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$logs"
@@ -87,7 +92,7 @@ for t in "${targets[@]}"; do
   set +e
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  "$build/tests/fuzz/fuzz_$t" "${dirs[@]}" \
+  "$bin/fuzz_$t" "${dirs[@]}" \
     -fork="${CGRAM_FUZZ_JOBS:-1}" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -max_total_time="$seconds" -max_len="$max_len" -timeout=20 -rss_limit_mb=3072 \
     -artifact_prefix="$findings/" -print_final_stats=1 ${CGRAM_FUZZ_ARGS:-} >"$logs/$t.log" 2>&1
