@@ -27,7 +27,7 @@
 #include <sstream>
 #include <thread>
 
-#include "compile.h"
+#include "grammar.h"
 #include "matcher.h"
 
 extern char** environ;

@@ -55,7 +55,7 @@
 #include <thread>
 #include <tuple>
 
-#include "compile.h"
+#include "grammar.h"
 #include "matcher.h"
 
 namespace {

@@ -11,7 +11,7 @@
 
 #include <thread>
 
-#include "compile.h"
+#include "grammar.h"
 #include "regex.h"
 
 using namespace cgram;

@@ -1,4 +1,4 @@
-// GBNF in: llama.cpp's grammar format, translated to .cgram (frontend/gbnf.h).
+// GBNF in: llama.cpp's grammar format, translated to .cgram (import/gbnf.h).
 // Each GBNF grammar of tests/data/gbnf has a hand-written .cgram twin; their
 // languages are compared by the oracle on sentences of both and on mutations
 // of them. Every error has its test, at its GBNF position.

@@ -21,7 +21,7 @@
 #include <random>
 #include <set>
 
-#include "compile.h"
+#include "grammar.h"
 #include "helpers.h"
 #include "json_text.h"
 

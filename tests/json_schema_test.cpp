@@ -1,10 +1,10 @@
-// JSON Schema in: the pieces of the translator (frontend/json_text.h,
-// frontend/json_schema.h), each against an independent reference.
+// JSON Schema in: the pieces of the translator (import/json_text.h,
+// import/json_schema.h), each against an independent reference.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
 
-#include "compile.h"
+#include "grammar.h"
 #include "helpers.h"
 #include "json_text.h"
 

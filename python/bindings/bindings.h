@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "compile.h"
+#include "grammar.h"
 #include "compiled_grammar.h"
 #include "encoder.h"
 #include "batch.h"

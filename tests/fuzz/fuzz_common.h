@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compile.h"
+#include "grammar.h"
 #include "compiled_grammar.h"
 #include "vocabulary.h"
 

@@ -1,4 +1,4 @@
-// Target "gbnf": llama.cpp's GBNF through the translator (frontend/gbnf.h:
+// Target "gbnf": llama.cpp's GBNF through the translator (import/gbnf.h:
 // character classes, repetitions, rule names, comments) and the rest of the
 // pipeline (fuzz_common.cpp, check_grammar), under the library's default
 // limits and memory budget. Seeds: corpus/gbnf (llama.cpp-style grammars).

@@ -1,4 +1,4 @@
-// Target "json_schema": a JSON Schema through the converter (frontend/
+// Target "json_schema": a JSON Schema through the converter (import/
 // json_schema.h: $ref, allOf merges, anyOf, patterns, formats) and the rest
 // of the pipeline (fuzz_common.cpp, check_grammar), under the library's
 // default limits and memory budget. The input's length picks the layout, so

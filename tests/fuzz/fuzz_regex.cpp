@@ -1,5 +1,5 @@
 // Target "regex": the regex parser (ir/regex.h) alone, then regex → NFA →
-// DFA → minimal DFA (ir/automata.h) under the default limits, checked
+// DFA → minimal DFA (automata/automata.h) under the default limits, checked
 // against a direct simulation of the NFA.
 //
 // Input: the regex body, then optionally a NUL byte and probe texts

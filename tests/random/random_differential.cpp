@@ -10,7 +10,7 @@
 #include <random>
 #include <unordered_map>
 
-#include "compile.h"
+#include "grammar.h"
 #include "compiled_grammar.h"
 #include "grammar_generator.h"
 #include "matcher.h"

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compile.h"
+#include "grammar.h"
 #include "oracle.h"
 #include "vocabulary.h"
 

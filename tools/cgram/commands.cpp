@@ -10,7 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "compile.h"
+#include "grammar.h"
 #include "embedded_grammar.h"
 #include "io.h"
 #include "lr.h"

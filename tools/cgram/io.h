@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "commands.h"
-#include "compile.h"
+#include "grammar.h"
 #include "file_io.h"
 #include "gbnf.h"
 #include "json_schema.h"

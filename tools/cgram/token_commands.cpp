@@ -17,7 +17,7 @@
 #include "bench_support.h"
 #include "commands.h"
 #include "drafts.h"
-#include "compile.h"
+#include "grammar.h"
 #include "encoder.h"
 #include "io.h"
 #include "kernel_jit.h"

@@ -1,0 +1,431 @@
+#pragma once
+// The matcher's machinery: parser-directed lexing over a graph-structured
+// stack (GLR on the LALR(1) table), byte by byte.
+//
+// A head is one way the consumed text can be read: a GSS node (the parse
+// stacks), the terminal being lexed and its DFA state (or none: between
+// lexemes, where `state` is the UTF-8 state of the character in progress,
+// non-zero only after an any! token that ended inside a character), the
+// except! occurrences still pending, and how many tokens the current lexeme
+// touches (for except!(S, n)). A lexeme ends lazily, when the
+// next byte shows that a new lexeme starts; reductions use the ended terminal
+// as lookahead. Every head set is exact: a token is allowed iff some head
+// survives its bytes.
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "compiled_grammar.h"
+#include "key_set.h"
+#include "mask_words.h"
+#include "scratch.h"
+#include "token_set_sink.h"
+
+namespace cgram {
+
+struct Head {
+  static constexpr uint32_t kBetween = UINT32_MAX;  // no lexeme in progress
+  uint32_t node = 0;
+  uint32_t terminal = kBetween;
+  uint32_t state = 0;
+  uint32_t pending = 0;
+  uint32_t lexeme_tokens = 0;
+  // Between lexemes, right after a lexeme of an except! terminal without a
+  // token count: that terminal, which may not start again here (kBetween:
+  // none). Two such lexemes side by side read exactly the texts one reads,
+  // and the first can always take the second's text while the second
+  // matches nothing (every except! is optional), so those readings add no
+  // sentence; without them, free text that may follow free text is not
+  // cut up in every possible way (Engine::no_restart_after).
+  uint32_t no_restart = kBetween;
+  bool operator==(const Head&) const = default;
+  auto operator<=>(const Head&) const = default;
+};
+
+// Bounds on the parser's work and memory (docs/LIMITS.md). A pathologically
+// ambiguous grammar (`s ::= s s | 'a' | ''`) makes the graph-structured
+// stack grow with the text; past these limits the engine stops and says so
+// (the matcher then holds a sticky error), instead of growing without end.
+struct EngineLimits {
+  // Work in one call (one token accepted, one mask filled): stack nodes and
+  // edges created, reduction paths walked, and readings carried over a byte
+  // (the suite's grammars take at most 71,217 on the bundled vocabulary).
+  size_t max_work_per_call = size_t{1} << 24;
+  // Stack nodes and edges held at once (about 24 bytes each): every token's
+  // stack is kept for rollback.
+  size_t max_stack_elements = size_t{1} << 24;
+  // Readings (heads) of the text after one token.
+  size_t max_heads = size_t{1} << 16;
+  // Distinct sets of pending except! occurrences met (each is kept).
+  size_t max_pending_sets = size_t{1} << 16;
+  // Work over a whole sequence, amortised: a matcher may spend
+  // sequence_work_slack, and max_work_per_byte more for every byte of text
+  // it accepts. On an ambiguous grammar whose work grows with the text
+  // (`s ::= s s | 'a' | ''`), each call stays under max_work_per_call but
+  // the calls together would not: this ends the sequence, with its error, in
+  // a bounded time. 0 turns the bound off (the engine's own callers that
+  // budget per byte themselves, as cgram match does).
+  size_t max_work_per_byte = size_t{1} << 15;
+  size_t sequence_work_slack = size_t{1} << 24;
+};
+
+class Engine {
+ public:
+  explicit Engine(const CompiledGrammar& grammar, const EngineLimits& limits = {});
+
+  // Whether a limit stopped the last call; its results are then incomplete
+  // and must not be used. Cleared by clear_exhausted().
+  bool exhausted() const { return !exhausted_.empty(); }
+  const std::string& exhaustion() const { return exhausted_; }
+  void clear_exhausted() { exhausted_.clear(); }
+  // Changes EngineLimits::max_work_per_call for the calls to come: for a
+  // caller whose calls differ in size (cgram match gives the end-of-text
+  // check the budget of the whole text, its other calls that of one byte).
+  void set_work_limit(size_t max_work_per_call) { limits_.max_work_per_call = max_work_per_call; }
+  // The most work any public call has done so far (see
+  // EngineLimits::max_work_per_call): how close a grammar comes to the limit.
+  size_t peak_work() const { return std::max(peak_work_, work_done_); }
+  // The sequence's budget (EngineLimits::max_work_per_byte): starts it
+  // again (a new sequence), and grants the bytes of an accepted token.
+  void start_sequence();
+  void grant_bytes(size_t bytes);
+
+  std::vector<Head> initial_heads();
+  // The heads after the bytes of one token (empty: the token is not allowed).
+  // Heads that cannot be completed (a character that no continuation can
+  // finish) are dropped.
+  void step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out);
+  bool can_end(const std::vector<Head>& heads);
+  // Sets the bit of every text token some head survives (not end of sequence).
+  // With a sink, the precomputed sets it takes are left out of `words`.
+  void fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink = nullptr);
+
+  // The bytes every continuation of the text read by `heads` must start
+  // with, at most `limit` of them: the longest common prefix of the rests
+  // of the sentences. The bytes are read as one token (the fewest tokens, so
+  // except!(S, n) limits are the loosest: no byte is claimed that another
+  // tokenization could avoid). It stops where the text could end, where any!
+  // could start, and where two bytes are possible. `ends`: after the bytes
+  // the text is complete and nothing may follow.
+  struct Forced {
+    std::string text;
+    bool ends = false;
+  };
+  Forced forced_text(const std::vector<Head>& heads, size_t limit);
+
+  // A hash of where the text stands for the lexer and the parser: per
+  // reading, the LR states of the stack's top `depth` levels, the lexeme's
+  // terminal and DFA state, and the pending except! occurrences. Equal for
+  // equal states of any two matchers of one grammar (speculative drafts
+  // learn next tokens by it: matcher/drafts.h).
+  uint64_t context_key(const std::vector<Head>& heads, int depth = 2) const;
+
+  // Where the engine stands: its stack, and the sequence's work allowance
+  // (so that undoing a token takes back the budget its bytes granted).
+  struct Mark {
+    size_t nodes, edges, status;
+    size_t allowance = SIZE_MAX;
+  };
+  Mark mark() const { return {nodes_.size(), edges_.size(), status_.size(), sequence_allowance_}; }
+  void truncate(Mark m);
+  // Frees the stack nodes and edges no head of `heads` reaches (the
+  // matcher's steps that can still be rolled back to), keeping the order of
+  // the rest: each mark of `marks` is moved to the same place among them,
+  // and the heads' nodes are renumbered. Bounds memory over long texts.
+  void compact(std::span<Head> heads, std::span<Mark* const> marks);
+  size_t stack_elements() const { return nodes_.size() + edges_.size(); }
+
+ private:
+  struct Node {
+    uint32_t state;
+    uint32_t first_edge;
+    uint32_t status;  // into status_: one entry per terminal with an action in `state`
+    uint32_t serial;  // unique while the engine lives: node slots are reused
+    uint32_t degree = 0;       // edges to parents
+    uint32_t index_epoch = 0;  // edge_epoch_ when its edges were put in edge_index_
+  };
+  // A node with many parents (an ambiguous grammar joins every earlier
+  // level) finds an edge in a hash set instead of its list: the list scan
+  // made such grammars quadratic per step. Keys are (serial, parent): a
+  // surviving node's parents survive with it, and serials are never reused.
+  static constexpr uint32_t kIndexDegree = 16;
+  KeySet edge_index_;
+  uint32_t edge_epoch_ = 1;
+  // Ending a lexeme of terminal t on node v gives the same nodes wherever in
+  // the text it happens: a small direct-mapped cache of those results,
+  // validated by serial numbers (no allocation, nothing to undo).
+  struct EndCacheEntry {
+    uint32_t node = UINT32_MAX, serial = 0, terminal = 0, count = 0;
+    std::array<uint32_t, 4> results{}, serials{};
+  };
+  // 1024 entries (48 KB), allocated on first use: a server holds thousands
+  // of matchers.
+  static constexpr size_t kEndCacheSize = 1024;
+
+  struct Edge {
+    uint32_t parent;
+    uint32_t next;
+  };
+  static constexpr uint32_t kNoEdge = UINT32_MAX;
+
+  // Table lookups: answered by the grammar's compiled code once it has some
+  // (tier-up, picked up at each public call), else by the tables.
+  void refresh_tier();
+  uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
+    return k_ ? k_->dfa_next(k_tables_, terminal, state, byte) : lex_.terminals[terminal].dfa.next(state, byte);
+  }
+  bool dfa_accepting(uint32_t terminal, uint32_t state) const {
+    return k_ ? k_->dfa_accepting(terminal, state) != 0 : lex_.terminals[terminal].dfa.accepting(state);
+  }
+  uint32_t lr_shift(uint32_t state, uint32_t terminal) const {
+    return k_ ? k_->lr_shift(state, terminal) : table_.shift(state, terminal);
+  }
+  uint32_t lr_go(uint32_t state, uint32_t nonterminal) const {
+    return k_ ? k_->lr_goto(state, nonterminal) : table_.go(state, nonterminal);
+  }
+  bool can_follow(uint32_t terminal, uint8_t byte) const {
+    return k_ ? k_->can_follow(terminal, byte) != 0 : g_.index().follower_first_bytes(terminal)[byte];
+  }
+  const std::vector<ir::LrReduction>& reductions(uint32_t state, uint32_t terminal) const {
+    return k_ ? table_.reduction_list(k_->lr_reduce(state, terminal)) : table_.reductions(state, terminal);
+  }
+
+  uint32_t new_node(uint32_t state);
+  bool add_edge(uint32_t node, uint32_t parent);  // false when already there
+  // Reductions on lookahead `terminal` (or the end marker) from `tops`;
+  // `result` gets the tops and every node the reductions created. `accepted`
+  // is set when production 0 is reduced (only on the end marker).
+  void reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted, std::vector<uint32_t>& result);
+  // Reductions, then the shift of `terminal`: the nodes after it.
+  void end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out);
+  // The between-lexemes heads after `head`'s lexeme ends, whether or not it
+  // can end in its current state (walks use them where it ends further on).
+  void heads_after_lexeme(const Head& head, std::vector<Head>& out);
+  const std::vector<uint32_t>& shiftable(uint32_t node);
+  // Whether `terminal` can be shifted from `node` after reductions (cached per node).
+  bool is_shiftable(uint32_t node, uint32_t terminal);
+
+  std::optional<uint32_t> advance_pending(uint32_t pending, uint8_t byte);
+  std::optional<uint32_t> advance_pending(uint32_t pending, std::string_view bytes);
+  uint32_t add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state);
+  uint32_t intern_pending(std::vector<std::pair<uint32_t, std::string>> set);
+
+  void step_token_unchecked(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out);
+  void step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out);
+  // step_byte in two parts: the lexemes of `in` that can end here, ended
+  // (the stack nodes between lexemes: the same whatever byte comes next),
+  // then one byte: the lexemes that go on, and those that start after
+  // `between`. A walk ends lexemes once for all the bytes after a prefix.
+  struct Between {
+    uint32_t node, pending, in_char, no_restart;
+  };
+  void end_lexemes(const std::vector<Head>& in, std::vector<Between>& out);
+  void step_byte_after(const std::vector<Head>& in, const std::vector<Between>& between, uint8_t byte,
+                       bool first_of_token, std::vector<Head>& out);
+  // Lexemes that start with `byte` at `node`; `in_char` is the UTF-8 state
+  // there (only except! text can continue a character begun by any!).
+  void start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out,
+                     uint32_t no_restart = Head::kBetween);
+  // The terminal that may not start right after a lexeme of `terminal` ends
+  // (Head::no_restart): itself for except! without a token count, else none.
+  uint32_t no_restart_after(uint32_t terminal) const {
+    if (terminal == Head::kBetween) return Head::kBetween;
+    const ir::LexTerminal& t = lex_.terminals[terminal];
+    return t.kind == ir::LexTerminal::Kind::Except && !lex_.excepts[t.except_index].max_tokens ? terminal
+                                                                                              : Head::kBetween;
+  }
+  // Where the character stands for a head in except! text.
+  uint8_t except_char_state(const Head& h) const;
+  // Whether some continuation completes the text from one of these heads
+  // (a token is allowed only then). Every head is (surely_viable), except
+  // one inside a character (after an any! token, or in except! text near its
+  // token limit) or with except! occurrences pending that its continuation
+  // may be forced to complete: those are searched over the next bytes,
+  // assuming (as the oracle does) that the vocabulary spells every byte.
+  bool viable(const std::vector<Head>& heads);
+  bool surely_viable(const Head& h);
+  // can_end within a call (its work counted against the call's).
+  bool ends_here(const std::vector<Head>& heads);
+  // Where the text stands inside a character, from the heads that track it
+  // (between lexemes, or in except! text); kUnknownCharState if none does.
+  static constexpr uint8_t kUnknownCharState = 0xFE;
+  uint8_t text_char_state(const std::vector<Head>& heads) const;
+  // viable()'s search over continuations, at most `depth` bytes that end at
+  // a character boundary (twice the longest except! string and one more, as
+  // the reference recognizer searches).
+  bool viable_search(const std::vector<Head>& heads, uint8_t char_state, bool free_token, int depth);
+  int viable_search_depth_ = 1;
+  // Whether an any! token shifted from `tops` that leaves the character in
+  // state `in_char` can still be completed.
+  bool viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, uint32_t pending);
+  // Whether an any! token shifted from `tops` may be followed by three more
+  // any! tokens. Then an any! token that ends inside a character can always
+  // be finished (by one-byte tokens, as the oracle assumes the vocabulary
+  // has): viable_after_any holds for every state.
+  bool any_follows_any(std::span<const uint32_t> tops);
+  void keep_viable(std::vector<Head>& heads);
+  bool can_continue_into_token(const Head& h) const;
+  // Whether an any! token may start from one of these heads (its bytes are
+  // then any token's).
+  bool any_may_start(const std::vector<Head>& heads);
+  // The one byte that can come next from `heads` (stepped into `next`), or
+  // nullopt when none or several can; `several` tells which.
+  std::optional<uint8_t> only_next_byte(const std::vector<Head>& heads, bool first_of_token, std::vector<Head>& next,
+                                        bool& several);
+  // The exact allowed text tokens, by walking the trie below `root` from
+  // `heads` (which stand at the depth of `root`).
+  void walk(uint32_t root, const std::vector<Head>& heads, std::span<uint32_t> words);
+  // The same over the trie nodes [first, end), whose parent is at `parent_depth`.
+  void walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, const std::vector<Head>& heads,
+                  std::span<uint32_t> words);
+  // Tokens that cross out of a lexeme at the crossing nodes: the rest of each
+  // token is walked from `after` (the heads once the lexeme has ended), but
+  // only below children whose byte can start a lexeme there.
+  void walk_crossings(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words);
+  // The same from the index's precomputed sets: the tokens that cross into
+  // one next lexeme are OR'ed by the terminals the parser can shift, and
+  // only those that cross a second lexeme end are walked.
+  void cross_precomputed(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words);
+  // The mask of a head in except! text with no token limit and nothing
+  // pending, from the index: inside tokens as a bitset, and only the
+  // crossings walked. False when the head needs the whole walk.
+  bool except_from_index(const Head& h, std::span<uint32_t> words);
+  // h's mask (n_words): the tokens that stay inside its except! text, and
+  // those in which the text ends (before the token, or inside it with a next
+  // lexeme begun). Cached per (node, terminal, DFA state): the stack below a
+  // node never changes, so the mask is exact for as long as the node lives
+  // (checked by its serial).
+  const std::vector<uint32_t>& except_mask(const Head& h, const StateIndex& ix, size_t n_words);
+  // Adds to `words` the tokens in which h's except! text ends: before the
+  // token (the next lexemes' tokens), or inside it with a next lexeme begun.
+  void add_except_endings(const Head& h, const StateIndex& ix, std::span<uint32_t> words);
+  // The fast road for one head inside a byte lexeme with nothing pending:
+  // the subtree [first, end) is walked with the terminal's DFA alone, and
+  // the parser is consulted only where the lexeme can end and the next byte
+  // can start another one.
+  void lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head, std::span<uint32_t> words);
+  bool lexer_walk_applies(const std::vector<Head>& heads) const;
+  // Bytes that can start a lexeme from these heads (all, when pending).
+  std::bitset<256> startable_bytes(const std::vector<Head>& heads);
+  // Tokens that start a new lexeme at these nodes (the exact walk when
+  // except! occurrences are pending).
+  void mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, std::span<uint32_t> words,
+                    uint32_t no_restart = Head::kBetween);
+  // Every head that can be between lexemes now (as is, or once its lexeme
+  // ends here), sorted by pending occurrences then node.
+  void heads_between_lexemes(const std::vector<Head>& heads, std::vector<Head>& out);
+  // The pending occurrences once h's lexeme ends (an except! lexeme adds its own).
+  uint32_t pending_after(const Head& h);
+  static void normalize(std::vector<Head>& heads);
+
+  // Counts work against the limits; sets exhausted_ once one is passed.
+  void charge(size_t units) {
+    work_done_ += units;
+    if (work_done_ > call_work_limit_ && exhausted_.empty()) exhaust_work();
+  }
+  void exhaust_work();
+  // words |= set, unless the sink of the current fill takes the set.
+  void or_set(std::span<uint32_t> words, std::span<const uint32_t> set) {
+    if (sink_ && sink_->take(set)) return;
+    or_words(words, set);
+  }
+  void exhaust(std::string why) {
+    if (exhausted_.empty()) exhausted_ = std::move(why);
+  }
+
+  const CompiledGrammar& g_;
+  EngineLimits limits_;
+  size_t work_done_ = 0;   // in the current public call
+  size_t peak_work_ = 0;   // over the earlier calls
+  // The current call's limit: max_work_per_call, or less when the
+  // sequence's budget has less left.
+  size_t call_work_limit_ = size_t{1} << 24;
+  size_t sequence_work_ = 0;       // over the earlier calls of this sequence
+  size_t sequence_allowance_ = SIZE_MAX;  // slack + per byte × bytes accepted (SIZE_MAX: no bound)
+  std::string exhausted_;  // why a limit stopped the engine (empty: none did)
+  const ir::LexicalGrammar& lex_;
+  const ir::LrTable& table_;
+  const KernelFunctions* k_ = nullptr;
+  const uint32_t* const* k_tables_ = nullptr;
+  TokenSetSink* sink_ = nullptr;  // during fill_text_tokens only
+  std::optional<uint32_t> any_terminal_;
+  uint8_t any_states_ = 0;  // bit c: some token leaves UTF-8 state c (the grammar's any! sets)
+  std::vector<std::bitset<256>> first_bytes_;  // per terminal
+  std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+  std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
+  uint32_t next_serial_ = 1;
+  std::vector<EndCacheEntry> end_cache_;
+  struct ExceptMaskEntry {
+    uint32_t node = UINT32_MAX, serial = 0, terminal = 0, state = 0;
+    uint64_t used = 0;
+    std::vector<uint32_t> words;
+  };
+  // Two masks per engine (16 KB each with 128,000 tokens): free text sits
+  // in one DFA state nearly all the time, and a server holds thousands of
+  // matchers.
+  static constexpr size_t kExceptMaskEntries = 2;
+  std::vector<ExceptMaskEntry> except_mask_cache_;
+  uint64_t except_mask_clock_ = 0;
+  std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
+  std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
+  std::deque<std::bitset<256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals
+  std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;
+  std::vector<std::vector<std::pair<uint32_t, std::string>>> pending_sets_;
+  std::map<std::vector<std::pair<uint32_t, std::string>>, uint32_t> pending_ids_;
+  std::unordered_map<uint64_t, uint32_t> pending_steps_;
+  std::unordered_map<uint64_t, uint32_t> except_pending_;  // (pending, except, AC state) → pending
+  // Scratch buffers of the hot path (no allocation once warm).
+  struct Ending {
+    uint32_t terminal, pending, in_char, no_restart, node;
+    auto operator<=>(const Ending&) const = default;
+  };
+  std::vector<Ending> ending_;
+  std::vector<uint32_t> group_, reduced_, shifted_nodes_, closure_scratch_;
+  std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_;
+  // reduce_closure's work list (the rules are explained above it in engine.cpp).
+  static constexpr uint32_t kAllPaths = kNoEdge;         // length > 0 paths through every edge
+  static constexpr uint32_t kNoLongPaths = kNoEdge - 1;  // none: the node hangs on ε-edges only
+  struct ReductionWork {
+    uint32_t node;
+    uint32_t via;  // the edge every length > 0 path starts with, or one of the two above
+    bool empty_reductions;
+  };
+  std::vector<ReductionWork> work_;
+  std::vector<uint32_t> path_ends_, path_next_;
+  // Per node: the last visit_epoch_ a path walk reached it in (each level
+  // of a walk is a set: a node reached twice is walked on once).
+  std::vector<uint32_t> visited_;
+  uint32_t visit_epoch_ = 0;
+  uint32_t next_visit_epoch();
+  std::deque<std::vector<Head>> crossing_heads_;  // one per nesting level of walk_crossings
+  ScratchPool<Head> head_scratch_;
+  ScratchPool<uint32_t> node_scratch_;
+  std::vector<uint32_t> shiftable_scratch_;
+  mutable std::vector<uint64_t> key_scratch_;  // context_key's readings
+  // Scratch for the trie walk, one level per depth.
+  std::vector<std::vector<Head>> levels_;
+  std::vector<Mark> level_marks_;
+  // Per level: its lexemes ended (end_lexemes), for which trie node, and
+  // the mark after them; the trie node each level was stepped to.
+  std::vector<std::vector<Between>> level_ends_;
+  std::vector<uint32_t> level_ends_of_, trie_parent_;
+  std::vector<Mark> ends_marks_;
+  ScratchPool<Between> between_scratch_;
+  int walk_depth_ = 0;  // nesting of walks: each nesting level has its own scratch
+  int crossing_depth_ = 0;
+  std::deque<std::vector<uint32_t>> lexer_states_;  // stable rows: walks nest
+  std::deque<std::array<std::vector<Head>, 256>> lexer_next_;
+};
+
+}  // namespace cgram

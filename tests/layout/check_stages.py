@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""The library's folders are stages in pipeline order (CGRAM_STAGES in the
+top-level CMakeLists.txt): a stage may include the headers of the stages
+before it, never those after it. CMake enforces this through each stage's
+include directories; this check says it in words, and also refuses what
+include directories cannot see: a relative include reaching into another
+folder, and two headers of one name (includes are by file name alone).
+
+    check_stages.py SOURCE_DIR
+"""
+import os
+import re
+import sys
+
+source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+cmake = open(os.path.join(source, "CMakeLists.txt"), encoding="utf-8").read()
+stages = re.search(r"set\(CGRAM_STAGES ([a-z ]+)\)", cmake).group(1).split()
+# The C API comes after every stage.
+order = stages + ["capi"]
+
+owner = {}  # header name -> stage
+problems = []
+files = {}  # stage -> [path]
+for stage in order:
+    for root, _, names in os.walk(os.path.join(source, stage)):
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if name.endswith((".h", ".cpp", ".c", ".h.in")):
+                files.setdefault(stage, []).append(path)
+            if name.endswith(".h") or name.endswith(".h.in"):
+                header = name[:-3] if name.endswith(".in") else name
+                if header in owner:
+                    problems.append(f"{header}: in {owner[header]}/ and {stage}/ (includes name headers by file name alone)")
+                owner[header] = stage
+
+include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+for stage in order:
+    for path in files.get(stage, []):
+        text = open(path, encoding="utf-8").read()
+        rel = os.path.relpath(path, source)
+        for m in include.finditer(text):
+            name = m.group(1)
+            line = text.count("\n", 0, m.start()) + 1
+            if "/" in name:
+                problems.append(f"{rel}:{line}: includes \"{name}\" by a path: name the header alone")
+                continue
+            used = owner.get(name)
+            if used is None:
+                continue  # generated (CGramParser.h) or a system header in quotes
+            if order.index(used) > order.index(stage):
+                problems.append(f"{rel}:{line}: {stage}/ includes {name} of {used}/, a later stage ({' '.join(order)})")
+
+for p in problems:
+    print(f"error: {p}")
+print(f"{sum(len(v) for v in files.values())} files in {len(order)} stages: "
+      + ("in order" if not problems else f"{len(problems)} problem(s)"))
+sys.exit(1 if problems else 0)

@@ -1,0 +1,563 @@
+#include "canonical.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "utf8.h"
+
+namespace cgram {
+namespace {
+bool bit(std::span<const uint32_t> words, uint32_t t) { return words[t / 32] >> (t % 32) & 1; }
+void set(std::span<uint32_t> words, uint32_t t) { words[t / 32] |= 1u << (t % 32); }
+
+// Text that may come after a pair that ends with white space, one of each
+// kind a pre-tokenizer tells apart (letters, digits, spaces, line breaks,
+// punctuation, quotes, a letter outside ASCII).
+constexpr std::string_view kAfterSpace[] = {"a", "A", "0", " ", "\n", ".", "(", "\"", "'", "\xC3\xA9"};
+// Bytes that finish a character cut after its first one, two or three
+// bytes (each lead byte's allowed second bytes are among them).
+constexpr std::string_view kFinishing[] = {"\x80",         "\x90",         "\xA0",        "\x80\x80",
+                                           "\x90\x80",     "\xA0\x80",     "\x80\x80\x80", "\x90\x80\x80"};
+
+// Whether `text` ends inside a UTF-8 character (a lead byte whose
+// continuation bytes are not all there).
+bool ends_inside_character(std::string_view text) {
+  size_t continuation = 0;
+  for (size_t i = text.size(); i > 0 && continuation < 4; --i) {
+    const auto b = static_cast<uint8_t>(text[i - 1]);
+    if ((b & 0xC0) == 0x80) {
+      ++continuation;
+      continue;
+    }
+    const size_t needed = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : 0;
+    return continuation < needed;
+  }
+  return false;
+}
+
+// Orders token ids by their bytes, and against bytes.
+struct Before {
+  const Vocabulary& vocab;
+  bool operator()(uint32_t a, uint32_t b) const { return vocab.bytes(a) < vocab.bytes(b); }
+  bool operator()(uint32_t a, std::string_view b) const { return vocab.bytes(a) < b; }
+  bool operator()(std::string_view a, uint32_t b) const { return a < vocab.bytes(b); }
+};
+
+
+// How the previous token's piece ends before a first character.
+enum PieceState : uint8_t {
+  kUnknown = 0,
+  kSplit,     // inside the previous token, whatever follows
+  kBoundary,  // exactly at its end, whatever follows
+  kJoin,      // it may go on into the next token
+};
+}  // namespace
+
+// The merge derivations of the whole vocabulary, built once: each token's
+// right edge, the tokens by the symbols on their left edges, and the merges
+// from right-edge symbols to left-edge ones.
+struct CanonicalPairs::Merges {
+  struct Edge {
+    uint32_t id;      // a symbol, or a token
+    double made;      // the key of the merge that made the symbol (-inf for a unit)
+    double consumed;  // the key of the merge that joins the symbol to the rest of its token
+  };
+  struct Step {
+    uint32_t symbol;
+    double key;
+  };
+  // Per token.
+  std::vector<uint8_t> flags;
+  static constexpr uint8_t kSafe = 1;        // the fast path applies to it
+  static constexpr uint8_t kMergesGive = 2;  // merging its units gives it
+  static constexpr uint8_t kPieceGives = 4;  // encoding it as one piece gives it
+  std::vector<uint32_t> group;               // its first character's group
+  std::vector<std::string> group_text;       // each group's character
+  std::vector<uint32_t> right_begin;         // right edges: right[right_begin[t], right_begin[t + 1])
+  std::vector<Edge> right;
+  // Per symbol: the tokens with it on their left edge (most lasting
+  // first), and the merges it makes as the left side.
+  std::vector<uint32_t> left_begin, merges_begin;
+  std::vector<Edge> left;
+  std::vector<Step> merges;
+  std::vector<uint32_t> always_candidate;  // tokens every pair of which goes to the encoder
+  std::vector<uint32_t> by_bytes;          // text tokens sorted by their bytes
+  std::vector<std::string> added;          // the added tokens' texts
+
+  bool has(uint32_t t, uint8_t flag) const { return flags[t] & flag; }
+};
+
+std::variant<std::unique_ptr<CanonicalPairs>, std::string> CanonicalPairs::create(
+    std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder, size_t cached_tokens) {
+  if (vocab->kind() == TokenizerKind::List)
+    return std::string("canonical mode needs a merge-based vocabulary (byte-level BPE, tiktoken or SentencePiece); ") +
+           vocab->name() + " is a plain token list";
+  return std::make_unique<CanonicalPairs>(Key{}, std::move(vocab), encoder, std::max<size_t>(cached_tokens, 2));
+}
+
+CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder,
+                               size_t cached_tokens)
+    : vocab_(std::move(vocab)),
+      encoder_(encoder),
+      cached_tokens_(cached_tokens),
+      words_((vocab_->size() + 31) / 32),
+      looks_ahead_(vocab_->kind() != TokenizerKind::SentencePiece),
+      text_words_(words_, 0),
+      self_checked_(words_, 0),
+      self_ok_(words_, 0),
+      alone_checked_(words_, 0),
+      alone_ok_(words_, 0) {
+  for (uint32_t t = 0; t < vocab_->size(); ++t)
+    if (is_text(t)) set(text_words_, t);
+  const auto rule = encoder_.piece_rule();
+  if (rule != Encoder::PieceRule::Other) {
+    if (rule == Encoder::PieceRule::OneRegex) finder_ = encoder_.piece_finder();
+    if (rule == Encoder::PieceRule::WholeText || finder_) merges_ = build_merges(*vocab_, encoder_);
+  }
+}
+
+CanonicalPairs::~CanonicalPairs() = default;
+
+namespace {
+
+// Interned symbols (the merges' view of a run of units).
+class Symbols {
+ public:
+  uint32_t intern(const std::string& s) {
+    auto [it, added] = ids_.try_emplace(s, static_cast<uint32_t>(ids_.size()));
+    return it->second;
+  }
+  std::optional<uint32_t> find(std::string_view s) const {
+    scratch_.assign(s);
+    auto it = ids_.find(scratch_);
+    return it == ids_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
+  }
+  uint32_t size() const { return static_cast<uint32_t>(ids_.size()); }
+
+ private:
+  std::unordered_map<std::string, uint32_t> ids_;
+  mutable std::string scratch_;
+};
+
+// CSR lists from (owner, entry) pairs.
+template <typename Entry>
+void to_csr(std::vector<std::pair<uint32_t, Entry>>& pairs, uint32_t owners, std::vector<uint32_t>& begin,
+            std::vector<Entry>& out) {
+  begin.assign(owners + 1, 0);
+  for (const auto& p : pairs) ++begin[p.first + 1];
+  for (uint32_t i = 0; i < owners; ++i) begin[i + 1] += begin[i];
+  out.resize(pairs.size());
+  std::vector<uint32_t> at(begin.begin(), begin.end() - 1);
+  for (const auto& p : pairs) out[at[p.first]++] = p.second;
+}
+
+}  // namespace
+
+std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const Vocabulary& vocab,
+                                                                           const Encoder& encoder) {
+  using M = Merges;
+  auto m = std::make_unique<M>();
+  const auto n = static_cast<uint32_t>(vocab.size());
+  const size_t words = (n + 31) / 32;
+  m->flags.assign(n, 0);
+  m->group.assign(n, UINT32_MAX);
+  m->always_candidate.assign(words, 0);
+  for (const auto& [text, id] : vocab.encoder_data().added_tokens)
+    if (!text.empty()) m->added.push_back(text);
+
+  // Cut characters and added tokens are left to the encoder.
+  std::unordered_map<std::string, uint32_t> groups;
+  Symbols symbols;
+  std::vector<std::pair<uint32_t, M::Edge>> right_edges, left_edges;
+  for (uint32_t t = 0; t < n; ++t) {
+    if (vocab.is_special(t)) continue;
+    const std::string_view bytes = vocab.bytes(t);
+    bool safe = !bytes.empty() && !first_invalid_utf8(bytes);
+    for (const std::string& a : m->added)
+      if (bytes.find(a) != std::string_view::npos) safe = false;
+    if (!safe) {
+      set(m->always_candidate, t);
+      continue;
+    }
+    size_t first_end = 0;
+    decode_utf8(bytes, first_end);
+    auto [git, fresh] =
+        groups.try_emplace(std::string(bytes.substr(0, first_end)), static_cast<uint32_t>(groups.size()));
+    if (fresh) m->group_text.push_back(git->first);
+    m->group[t] = git->second;
+    const Encoder::Derivation d = encoder.derive(t);
+    uint8_t flags = M::kSafe;
+    if (d.piece_gives_token) flags |= M::kPieceGives;
+    if (d.merges_give_token) {
+      flags |= M::kMergesGive;
+      if (!d.monotone) set(m->always_candidate, t);
+      for (const auto& e : d.right) right_edges.push_back({t, {symbols.intern(e.work), e.made, e.consumed}});
+      for (const auto& e : d.left) left_edges.push_back({symbols.intern(e.work), {t, e.made, e.consumed}});
+    }
+    m->flags[t] = flags;
+  }
+  to_csr(right_edges, n, m->right_begin, m->right);
+  to_csr(left_edges, symbols.size(), m->left_begin, m->left);
+  for (uint32_t s = 0; s < symbols.size(); ++s)
+    std::sort(m->left.begin() + m->left_begin[s], m->left.begin() + m->left_begin[s + 1],
+              [](const M::Edge& a, const M::Edge& b) { return a.consumed > b.consumed; });
+  // Only merges from a right-edge symbol to a left-edge one can cross a pair.
+  std::vector<uint8_t> on_right(symbols.size(), 0), on_left(symbols.size(), 0);
+  for (const auto& e : right_edges) on_right[e.second.id] = 1;
+  for (const auto& e : left_edges) on_left[e.first] = 1;
+  std::vector<std::pair<uint32_t, M::Step>> steps;
+  encoder.for_each_merge([&](std::string_view a, std::string_view b, double key) {
+    auto x = symbols.find(a);
+    if (!x || !on_right[*x]) return;
+    auto y = symbols.find(b);
+    if (y && on_left[*y]) steps.push_back({*x, {*y, key}});
+  });
+  to_csr(steps, symbols.size(), m->merges_begin, m->merges);
+
+  for (uint32_t t = 0; t < n; ++t)
+    if (!vocab.is_special(t)) m->by_bytes.push_back(t);
+  std::sort(m->by_bytes.begin(), m->by_bytes.end(), Before{vocab});
+  return m;
+}
+
+bool CanonicalPairs::written_as(std::span<const uint32_t> tokens, std::string_view after) const {
+  std::string text;
+  for (uint32_t t : tokens) text += vocab_->bytes(t);
+  text += after;
+  auto encoded = encoder_.try_encode_continuation(text);
+  const auto* got = std::get_if<std::vector<uint32_t>>(&encoded);
+  return got && got->size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), got->begin()) &&
+         (!after.empty() || got->size() == tokens.size());
+}
+
+std::span<const std::string_view> CanonicalPairs::probes_after(std::span<const uint32_t> tokens) const {
+  // Only what the encoder does at the end of a text can make the text after
+  // a pair matter: a pre-tokenizer's look-ahead over white space, and a
+  // character cut by the end (its bytes become byte tokens there). With
+  // merges alone, more text on the right never undoes a merge across the
+  // pair, so SentencePiece (no pre-tokenizer, cut characters already byte
+  // tokens) needs none.
+  if (!looks_ahead_) return {};
+  const std::string_view last = vocab_->bytes(tokens.back());
+  if (last.empty()) return {};
+  // The last four bytes decide whether a character is cut (they may reach
+  // into the token before).
+  char tail[4];
+  size_t size = 0;
+  for (size_t i = tokens.size(); i > 0 && size < sizeof tail; --i) {
+    const std::string_view bytes = vocab_->bytes(tokens[i - 1]);
+    for (size_t j = bytes.size(); j > 0 && size < sizeof tail; --j) tail[sizeof tail - ++size] = bytes[j - 1];
+  }
+  if (ends_inside_character(std::string_view(tail + sizeof tail - size, size))) return kFinishing;
+  const char c = last.back();
+  if (c == ' ' || c == '\n' || c == '\t' || c == '\r') return kAfterSpace;
+  return {};
+}
+
+CanonicalPairs::Pair CanonicalPairs::written_how(std::span<const uint32_t> tokens) const {
+  const std::span<const std::string_view> probes = probes_after(tokens);
+  // Tokens that end inside a character are judged with the text after them
+  // (at the end, the cut character is written as bytes, whatever follows).
+  const bool cut = probes.data() == std::data(kFinishing);
+  if (written_as(tokens, "")) return cut ? Pair::BeforeSomeText : Pair::Canonical;
+  for (std::string_view probe : probes)
+    if (written_as(tokens, probe)) return Pair::BeforeSomeText;
+  return Pair::Never;
+}
+
+CanonicalPairs::Pair CanonicalPairs::classify(uint32_t prev, uint32_t next) const {
+  const uint32_t pair[] = {prev, next};
+  return written_how(pair);
+}
+
+bool CanonicalPairs::written_alone(uint32_t token) const {
+  if (!bit(alone_checked_, token)) {
+    set(alone_checked_, token);
+    bool ok;
+    if (merges_ && merges_->has(token, Merges::kSafe)) {
+      ok = merges_->has(token, Merges::kPieceGives);
+      if (ok && finder_) {
+        const std::string_view bytes = vocab_->bytes(token);
+        auto piece = finder_->first(bytes);
+        ok = piece ? piece->length == bytes.size() : written_as(std::span<const uint32_t>(&token, 1), "");
+      }
+    } else {
+      ok = written_as(std::span<const uint32_t>(&token, 1), "");
+    }
+    if (ok) set(alone_ok_, token);
+  }
+  return bit(alone_ok_, token);
+}
+
+bool CanonicalPairs::self_canonical(uint32_t token) const {
+  if (!bit(self_checked_, token)) {
+    set(self_checked_, token);
+    const uint32_t one[] = {token};
+    bool ok = written_alone(token);
+    for (std::string_view probe : probes_after(one)) {
+      if (ok) break;
+      ok = written_as(one, probe);
+    }
+    if (ok) set(self_ok_, token);
+  }
+  return bit(self_ok_, token);
+}
+
+CanonicalPairs::Row& CanonicalPairs::row_for(RowKey key) const {
+  if (auto it = rows_.find(key); it != rows_.end()) {
+    recent_.splice(recent_.begin(), recent_, it->second.second);
+    return it->second.first;
+  }
+  return make_row(key);
+}
+
+CanonicalPairs::Row& CanonicalPairs::make_row(RowKey key) const {
+  if (rows_.size() >= cached_tokens_) {
+    rows_.erase(recent_.back());
+    recent_.pop_back();
+  }
+  recent_.push_front(key);
+  auto& entry = rows_[key];
+  Row& row = entry.first;
+  entry.second = recent_.begin();
+  row.checked.assign(words_, 0);
+  row.allowed.assign(words_, 0);
+  row.before_text.assign(words_, 0);
+  const auto prev = static_cast<uint32_t>(key);
+  // A previous token whose merges are not monotone bounds nothing.
+  if (key >> 32 == kStart && merges_ && merges_->has(prev, Merges::kSafe) && !bit(merges_->always_candidate, prev))
+    find_candidates(row, prev);
+  return row;
+}
+
+void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
+  const Merges& m = *merges_;
+  const std::string_view bytes = vocab_->bytes(prev);
+  // An added token that starts inside the previous token and ends in the
+  // next is cut out first: everything goes to the encoder.
+  for (const std::string& a : m.added)
+    for (size_t i = 0; i < bytes.size(); ++i)
+      if (a.size() > bytes.size() - i && std::string_view(a).starts_with(bytes.substr(i))) return;
+  row.fast = true;
+  row.candidates = m.always_candidate;
+  row.crossed.assign(words_, 0);
+  if (!m.has(prev, Merges::kMergesGive)) return;  // within one piece, never written so
+  // A merge that crosses: symbol x on prev's right edge with y on next's
+  // left edge. With monotone merges each side makes its merges in the
+  // order of their keys until a merge crosses, so x and y are on the edges
+  // together between max(made) and min(consumed), and their merge, of key
+  // k, happens when max(k, made) comes first; then the pair is never
+  // written so (unless the crossing symbol falls back to the two tokens'
+  // single bytes). Ties are left to the encoder.
+  const bool single_byte = bytes.size() == 1;
+  for (uint32_t e = m.right_begin[prev]; e < m.right_begin[prev + 1]; ++e) {
+    const Merges::Edge& x = m.right[e];
+    for (uint32_t s = m.merges_begin[x.id]; s < m.merges_begin[x.id + 1]; ++s) {
+      const Merges::Step& step = m.merges[s];
+      const double from = std::max(step.key, x.made);
+      if (from > x.consumed) continue;
+      for (uint32_t l = m.left_begin[step.symbol]; l < m.left_begin[step.symbol + 1]; ++l) {
+        const Merges::Edge& y = m.left[l];
+        if (y.consumed < from) break;  // most lasting first
+        const double start = std::max(from, y.made);
+        const double stop = std::min(x.consumed, y.consumed);
+        if (start > stop) continue;
+        if (start < stop && !(single_byte && vocab_->bytes(y.id).size() == 1))
+          set(row.crossed, y.id);
+        else
+          set(row.candidates, y.id);
+      }
+    }
+  }
+  // The two together a token: written whole where a piece that is a token
+  // is taken as is, else perhaps merged.
+  const bool whole = encoder_.takes_whole_pieces();
+  for (auto it = std::lower_bound(m.by_bytes.begin(), m.by_bytes.end(), bytes, Before{*vocab_});
+       it != m.by_bytes.end() && vocab_->bytes(*it).starts_with(bytes); ++it) {
+    const std::string_view rest = vocab_->bytes(*it).substr(bytes.size());
+    if (rest.empty()) continue;
+    auto same = std::equal_range(m.by_bytes.begin(), m.by_bytes.end(), rest, Before{*vocab_});
+    for (auto next = same.first; next != same.second; ++next) set(whole ? row.crossed : row.candidates, *next);
+  }
+}
+
+uint8_t CanonicalPairs::piece_state(Row& row, std::string_view left, uint32_t group) const {
+  auto [it, fresh] = row.groups.try_emplace(group, kUnknown);
+  if (fresh) {
+    scratch_.assign(left).append(merges_->group_text[group]);
+    auto piece = finder_->first(scratch_);
+    it->second = !piece || piece->open || piece->length > left.size() ? kJoin
+                 : piece->length < left.size()                        ? kSplit
+                                                                      : kBoundary;
+  }
+  return it->second;
+}
+
+// `prev` and `next` form one piece at the end of the text.
+CanonicalPairs::Pair CanonicalPairs::decide_one_piece(const Row& row, uint32_t prev, uint32_t next) const {
+  const Merges& m = *merges_;
+  // Merging the piece gives the two tokens unless a merge crosses between
+  // them, or merging does not give either alone.
+  const bool written = m.has(prev, Merges::kMergesGive) && m.has(next, Merges::kMergesGive) && !bit(row.crossed, next);
+  if (written && !bit(row.candidates, next)) return Pair::Canonical;
+  // Only text after the pair could still cut it into other pieces.
+  const uint32_t pair[] = {prev, next};
+  if (!written && probes_after(pair).empty()) return Pair::Never;
+  return classify(prev, next);
+}
+
+CanonicalPairs::Pair CanonicalPairs::decide(Row& row, uint32_t prev, uint32_t next) const {
+  if (!self_canonical(next)) return Pair::Never;
+  if (!row.fast || !merges_->has(next, Merges::kSafe)) return classify(prev, next);
+  if (!finder_) return decide_one_piece(row, prev, next);  // one piece: the whole text
+  switch (piece_state(row, vocab_->bytes(prev), merges_->group[next])) {
+    case kSplit:
+      return Pair::Never;
+    case kBoundary:
+      // Two pieces whatever follows: each token is written as it is alone.
+      if (!merges_->has(prev, Merges::kPieceGives)) return Pair::Never;
+      return written_alone(next) ? Pair::Canonical : Pair::BeforeSomeText;
+    default: {
+      const std::string_view a = vocab_->bytes(prev), b = vocab_->bytes(next);
+      scratch_.assign(a).append(b);
+      auto piece = finder_->first(scratch_);
+      if (piece && piece->length == a.size() + b.size()) return decide_one_piece(row, prev, next);
+      return classify(prev, next);
+    }
+  }
+}
+
+CanonicalPairs::Pair CanonicalPairs::pair(uint32_t prev, uint32_t next) const {
+  return pair_in(row_for(RowKey(kStart) << 32 | prev), prev, next);
+}
+
+CanonicalPairs::Pair CanonicalPairs::pair_in(Row& row, uint32_t prev, uint32_t next) const {
+  if (!bit(row.checked, next)) {
+    set(row.checked, next);
+    const Pair p = decide(row, prev, next);
+    if (p != Pair::Never) set(row.allowed, next);
+    if (p == Pair::BeforeSomeText) set(row.before_text, next);
+  }
+  if (!bit(row.allowed, next)) return Pair::Never;
+  return bit(row.before_text, next) ? Pair::BeforeSomeText : Pair::Canonical;
+}
+
+bool CanonicalPairs::context_matters(uint32_t before, uint32_t prev) const {
+  if (!is_text(before)) return false;
+  if (!looks_ahead_) return false;  // merges alone: pairs suffice
+  if (!finder_ || !merges_ || !merges_->has(before, Merges::kSafe) || !merges_->has(prev, Merges::kSafe)) return true;
+  const std::string_view a = vocab_->bytes(before);
+  scratch_.assign(a).append(vocab_->bytes(prev));
+  auto piece = finder_->first(scratch_);
+  return !piece || piece->open || piece->length != a.size();
+}
+
+// Whether the token before can change how `prev` and `next` are cut: not
+// when `prev`'s piece goes on into `next` both alone and after `before`
+// (within one piece, adjacent pairs decide), else it may.
+bool CanonicalPairs::context_may_differ(Row& context_row, Row& row, uint32_t before, uint32_t prev,
+                                        uint32_t next) const {
+  if (!finder_ || !row.fast || !merges_->has(before, Merges::kSafe) || !merges_->has(next, Merges::kSafe))
+    return true;
+  const uint32_t group = merges_->group[next];
+  if (piece_state(row, vocab_->bytes(prev), group) != kJoin) return true;
+  context_text_.assign(vocab_->bytes(before)).append(vocab_->bytes(prev));
+  return piece_state(context_row, context_text_, group) != kJoin;
+}
+
+CanonicalPairs::Pair CanonicalPairs::in_context(Row& context_row, Row& row, uint32_t before, uint32_t prev,
+                                                uint32_t next) const {
+  if (!bit(context_row.checked, next)) {
+    set(context_row.checked, next);
+    Pair p = pair_in(row, prev, next);
+    if (p == Pair::Never && self_canonical(next) && context_may_differ(context_row, row, before, prev, next)) {
+      const uint32_t three[] = {before, prev, next};
+      p = written_how(three);
+    }
+    if (p != Pair::Never) set(context_row.allowed, next);
+    if (p == Pair::BeforeSomeText) set(context_row.before_text, next);
+  }
+  if (!bit(context_row.allowed, next)) return Pair::Never;
+  return bit(context_row.before_text, next) ? Pair::BeforeSomeText : Pair::Canonical;
+}
+
+bool CanonicalPairs::triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pair next_pair) const {
+  const uint32_t three[] = {before, prev, next};
+  return next_pair == Pair::BeforeSomeText ? written_how(three) != Pair::Never : written_as(three, "");
+}
+
+CanonicalPairs::Rows CanonicalPairs::rows_for(uint32_t before, uint32_t prev) const {
+  Rows rows;
+  rows.needs_three = is_text(before) && pair(before, prev) == Pair::BeforeSomeText;
+  // Looked up after `before`'s row (which may push out another); the
+  // context row's lookup cannot push out `prev`'s, the most recent.
+  rows.row = &row_for(RowKey(kStart) << 32 | prev);
+  if (context_matters(before, prev)) rows.context = &row_for(RowKey(before) << 32 | prev);
+  return rows;
+}
+
+bool CanonicalPairs::allowed_after(const Rows& rows, uint32_t before, uint32_t prev, uint32_t next) const {
+  const Pair p = rows.context ? in_context(*rows.context, *rows.row, before, prev, next) : pair_in(*rows.row, prev, next);
+  return p != Pair::Never && (!rows.needs_three || triple_ok(before, prev, next, p));
+}
+
+bool CanonicalPairs::allows(uint32_t before, uint32_t prev, uint32_t next) const {
+  if (!is_text(next)) return false;
+  std::lock_guard lock(mutex_);
+  if (!is_text(prev)) return self_canonical(next);
+  return allowed_after(rows_for(before, prev), before, prev, next);
+}
+
+bool CanonicalPairs::may_end(uint32_t before, uint32_t prev) const {
+  if (!is_text(prev)) return true;  // no token
+  std::lock_guard lock(mutex_);
+  if (!is_text(before)) return written_alone(prev);  // one token: written alone at the end of the text
+  return pair(before, prev) == Pair::Canonical;
+}
+
+void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> words) const {
+  std::lock_guard lock(mutex_);
+  const bool start = !is_text(prev);
+  const Rows rows = start ? Rows{} : rows_for(before, prev);
+  // Only tokens not decided yet are looked at one by one; the rest is a
+  // word-wide AND with the decided bits (special tokens left alone).
+  const Row* decided = rows.context ? rows.context : rows.row;
+  const std::vector<uint32_t>& checked = start ? self_checked_ : decided->checked;
+  const std::vector<uint32_t>& allowed = start ? self_ok_ : decided->allowed;
+  const size_t n = std::min(words.size(), words_);
+  for (size_t w = 0; w < n; ++w) {
+    const uint32_t text = words[w] & text_words_[w];
+    for (uint32_t bits = rows.needs_three ? text : text & ~checked[w]; bits; bits &= bits - 1) {
+      const auto t = static_cast<uint32_t>(w * 32 + std::countr_zero(bits));
+      if (!(start ? self_canonical(t) : allowed_after(rows, before, prev, t))) words[w] &= ~(1u << (t % 32));
+    }
+    if (!rows.needs_three) words[w] &= allowed[w] | ~text_words_[w];
+  }
+}
+
+int CanonicalPairs::reference_pair(uint32_t prev, uint32_t next) const {
+  std::lock_guard lock(mutex_);
+  if (!is_text(prev) || !is_text(next) || !self_canonical(next)) return static_cast<int>(Pair::Never);
+  return static_cast<int>(classify(prev, next));
+}
+
+int CanonicalPairs::decided_pair(uint32_t prev, uint32_t next) const {
+  std::lock_guard lock(mutex_);
+  if (!is_text(prev) || !is_text(next)) return static_cast<int>(Pair::Never);
+  return static_cast<int>(pair(prev, next));
+}
+
+size_t CanonicalPairs::memory_bytes() const {
+  std::lock_guard lock(mutex_);
+  size_t bytes = (self_checked_.size() * 4 + rows_.size() * words_ * 4) * sizeof(uint32_t);
+  if (merges_) {
+    const Merges& m = *merges_;
+    bytes += m.flags.size() + (m.group.size() + m.right_begin.size() + m.left_begin.size() + m.merges_begin.size() +
+                               m.always_candidate.size() + m.by_bytes.size()) *
+                                  sizeof(uint32_t) +
+             (m.right.size() + m.left.size()) * sizeof(Merges::Edge) + m.merges.size() * sizeof(Merges::Step);
+  }
+  return bytes;
+}
+
+}  // namespace cgram
