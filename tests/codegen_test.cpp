@@ -162,3 +162,35 @@ TEST_CASE("codegen: constant data keeps its bytes and its size", "[codegen]") {
   CHECK(*static_cast<const uint64_t*>(std::get<void*>(size)) == bytes.size());
   CHECK(std::string_view(static_cast<const char*>(std::get<void*>(data)), bytes.size()) == bytes);
 }
+
+TEST_CASE("codegen: the module defines every kernel of the list, with the list's parameters, and nothing binds short",
+          "[codegen]") {
+  llvm::LLVMContext context;
+  auto g = compile(test::read_example("json.cgram"));
+  auto module = codegen::build_matcher_module(context, g->lexical(), g->table(), g->index().follower_first_bytes(),
+                                              "k_");
+  REQUIRE(module);
+  size_t defined = 0;
+  for (const KernelSignature& kernel : kKernelSignatures) {
+    INFO(kernel.name);
+    const llvm::Function* fn = module->getFunction(codegen::kernel_symbol("k_", kernel.name));
+    REQUIRE(fn);
+    CHECK(!fn->isDeclaration());
+    CHECK(fn->arg_size() == kernel.parameters);
+    ++defined;
+  }
+  CHECK(defined == 6);
+  // bind_each visits the slots in the list's order, and complete() needs them all.
+  KernelFunctions f;
+  std::vector<std::string> visited;
+  f.bind_each([&](std::string_view name, auto&) { visited.emplace_back(name); });
+  REQUIRE(visited.size() == std::size(kKernelSignatures));
+  for (size_t i = 0; i < visited.size(); ++i) CHECK(visited[i] == kKernelSignatures[i].name);
+  CHECK_FALSE(f.complete());
+  auto stub = +[](uint32_t, uint32_t) -> uint32_t { return 0; };
+  f.dfa_accepting = f.lr_shift = f.lr_goto = f.lr_reduce = stub;
+  CHECK_FALSE(f.complete());
+  f.can_follow = stub;
+  f.dfa_next = +[](const uint32_t* const*, uint32_t, uint32_t, uint32_t) -> uint32_t { return 0; };
+  CHECK(f.complete());
+}

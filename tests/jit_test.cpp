@@ -7,7 +7,7 @@
 #include <random>
 
 #include "jit_session.h"
-#include "mask_kernels.h"
+#include "jit_mask_kernels.h"
 
 using namespace cgram;
 

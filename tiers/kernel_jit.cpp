@@ -78,9 +78,9 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
   KernelTimings& t = timings ? *timings : local;
   auto t0 = Clock::now();
   auto context = std::make_unique<llvm::LLVMContext>();
-  const codegen::KernelNames names = codegen::KernelNames::with_prefix("cgram_");
+  constexpr std::string_view prefix = "cgram_";
   auto module = codegen::build_matcher_module(*context, grammar.lexical(), grammar.table(),
-                                              grammar.index().follower_first_bytes(), names);
+                                              grammar.index().follower_first_bytes(), prefix);
   if (!module) return JitError{"the generated IR does not verify (a bug in cgram's code generator)"};
   t.ir_ms = ms_since(t0);
   auto t1 = Clock::now();
@@ -104,18 +104,19 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
     return JitError{"cannot add the kernels to the JIT: " + to_message(std::move(error))};
   auto kernels = std::make_shared<Kernels>();
   kernels->tier = "jit";
-  auto find = [&](const std::string& name, auto& slot) -> std::optional<JitError> {
-    auto address = state_->jit->lookup(*code->dylib, name);
-    if (!address) return JitError{"JIT lookup of '" + name + "' failed: " + to_message(address.takeError())};
-    slot = address->toPtr<std::remove_reference_t<decltype(slot)>>();
-    return std::nullopt;
-  };
-  KernelFunctions& f = kernels->functions;
+  std::optional<JitError> error;
   object_bytes_here = 0;
-  for (auto error : {find(names.dfa_next, f.dfa_next), find(names.dfa_accepting, f.dfa_accepting),
-                     find(names.lr_shift, f.lr_shift), find(names.lr_goto, f.lr_goto), find(names.lr_reduce, f.lr_reduce),
-                     find(names.can_follow, f.can_follow)})
-    if (error) return *error;
+  kernels->functions.bind_each([&](std::string_view kernel, auto& slot) {
+    if (error) return;
+    const std::string name = codegen::kernel_symbol(prefix, kernel);
+    auto address = state_->jit->lookup(*code->dylib, name);
+    if (!address) {
+      error = JitError{"JIT lookup of '" + name + "' failed: " + to_message(address.takeError())};
+      return;
+    }
+    slot = address->toPtr<std::remove_reference_t<decltype(slot)>>();
+  });
+  if (error) return *error;
   t.native_ms = ms_since(t2);
   kernels->code_bytes = object_bytes_here;
   grammar.bind_tables(*kernels);

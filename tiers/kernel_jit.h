@@ -18,7 +18,7 @@ namespace cgram::jit {
 
 struct KernelTimings {
   double ir_ms = 0;        // building the IR
-  double optimize_ms = 0;  // the -O2 pipeline
+  double optimize_ms = 0;  // codegen::optimize (SimplifyCFG)
   double native_ms = 0;    // instruction selection and linking in memory
 };
 

@@ -1,5 +1,7 @@
 #include "matcher_ir.h"
 
+#include "kernels.h"
+
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
@@ -108,10 +110,7 @@ std::pair<std::vector<std::pair<uint32_t, uint32_t>>, uint32_t> byte_cases(std::
 
 }  // namespace
 
-KernelNames KernelNames::with_prefix(std::string_view prefix) {
-  return {fmt::format("{}dfa_next", prefix), fmt::format("{}dfa_accepting", prefix), fmt::format("{}lr_shift", prefix),
-          fmt::format("{}lr_goto", prefix),   fmt::format("{}lr_reduce", prefix),     fmt::format("{}can_follow", prefix)};
-}
+std::string kernel_symbol(std::string_view prefix, std::string_view kernel) { return fmt::format("{}{}", prefix, kernel); }
 
 llvm::Function* emit_dfa(llvm::Module& module, const ir::Dfa& dfa, uint32_t terminal, std::string_view name) {
   llvm::Function* fn = declare(module, name, 2, /*with_tables=*/true);
@@ -234,17 +233,50 @@ llvm::GlobalVariable* emit_constant_data(llvm::Module& module, std::string_view 
   return global;
 }
 
+namespace {
+
+// One emitter per kernel of CGRAM_KERNEL_LIST, all of one shape, so that
+// the list drives the module: a kernel added to the list without an
+// emitter here does not compile.
+struct KernelInputs {
+  const ir::LexicalGrammar& lexical;
+  const ir::LrTable& table;
+  std::span<const std::bitset<256>> can_follow;
+};
+void emit_kernel_dfa_next(llvm::Module& m, const KernelInputs& in, const std::string& name) {
+  emit_dfa_dispatch(m, in.lexical, name, name + "_t");
+}
+void emit_kernel_dfa_accepting(llvm::Module& m, const KernelInputs& in, const std::string& name) {
+  emit_accepting(m, in.lexical, name);
+}
+void emit_kernel_lr_shift(llvm::Module& m, const KernelInputs& in, const std::string& name) {
+  emit_lr_shift(m, in.table, name);
+}
+void emit_kernel_lr_goto(llvm::Module& m, const KernelInputs& in, const std::string& name) {
+  emit_lr_goto(m, in.table, name);
+}
+void emit_kernel_lr_reduce(llvm::Module& m, const KernelInputs& in, const std::string& name) {
+  emit_lr_reduce(m, in.table, name);
+}
+void emit_kernel_can_follow(llvm::Module& m, const KernelInputs& in, const std::string& name) {
+  emit_crossing_check(m, in.can_follow, name);
+}
+
+}  // namespace
+
 std::unique_ptr<llvm::Module> build_matcher_module(llvm::LLVMContext& context, const ir::LexicalGrammar& lexical,
                                                    const ir::LrTable& table,
                                                    std::span<const std::bitset<256>> can_follow,
-                                                   const KernelNames& names) {
+                                                   std::string_view prefix) {
   auto module = std::make_unique<llvm::Module>("cgram_matcher", context);
-  emit_dfa_dispatch(*module, lexical, names.dfa_next, names.dfa_next + "_t");
-  emit_accepting(*module, lexical, names.dfa_accepting);
-  emit_lr_shift(*module, table, names.lr_shift);
-  emit_lr_goto(*module, table, names.lr_goto);
-  emit_lr_reduce(*module, table, names.lr_reduce);
-  emit_crossing_check(*module, can_follow, names.can_follow);
+  const KernelInputs inputs{lexical, table, can_follow};
+#define CGRAM_EMIT_KERNEL(name, result, parameters) emit_kernel_##name(*module, inputs, kernel_symbol(prefix, #name));
+  CGRAM_KERNEL_LIST(CGRAM_EMIT_KERNEL)
+#undef CGRAM_EMIT_KERNEL
+  for (const KernelSignature& kernel : kKernelSignatures) {
+    const llvm::Function* fn = module->getFunction(kernel_symbol(prefix, kernel.name));
+    if (!fn || fn->isDeclaration() || fn->arg_size() != kernel.parameters) return nullptr;
+  }
   if (llvm::verifyModule(*module, nullptr)) return nullptr;
   return module;
 }

@@ -28,11 +28,9 @@ class TargetMachine;
 
 namespace cgram::codegen {
 
-// The symbols of one grammar's kernels: prefix + "dfa_next", and so on.
-struct KernelNames {
-  std::string dfa_next, dfa_accepting, lr_shift, lr_goto, lr_reduce, can_follow;
-  static KernelNames with_prefix(std::string_view prefix);
-};
+// The symbol of one kernel of CGRAM_KERNEL_LIST (compiled/kernels.h):
+// prefix + its name ("cgram_dfa_next").
+std::string kernel_symbol(std::string_view prefix, std::string_view kernel);
 
 // A DFA with more blocks than this (a state's switch, and a case per distinct
 // transition of each state) is not direct-coded: a switch that large gains nothing and costs
@@ -65,14 +63,16 @@ llvm::Function* emit_crossing_check(llvm::Module& module, std::span<const std::b
 // A read-only byte array `name` and a uint64_t `name`_size holding `bytes`.
 llvm::GlobalVariable* emit_constant_data(llvm::Module& module, std::string_view bytes, std::string_view name);
 
-// Every kernel of one grammar in one module (verified; null if the IR is
-// invalid, which would be a bug here).
+// Every kernel of CGRAM_KERNEL_LIST for one grammar in one module, named
+// kernel_symbol(prefix, kernel) (verified, and each checked to have the
+// list's parameters; null otherwise, which would be a bug here).
 std::unique_ptr<llvm::Module> build_matcher_module(llvm::LLVMContext& context, const ir::LexicalGrammar& lexical,
                                                    const ir::LrTable& table,
                                                    std::span<const std::bitset<256>> can_follow,
-                                                   const KernelNames& names);
+                                                   std::string_view prefix);
 
-// The standard -O2 pipeline (switches become jump and lookup tables).
+// SimplifyCFG alone, not the -O2 pipeline: switches become lookup tables,
+// which is all these kernels gain from optimisation.
 void optimize(llvm::Module& module, llvm::TargetMachine* machine);
 
 }  // namespace cgram::codegen

@@ -60,7 +60,7 @@ std::variant<std::string, CompileError> emit_object(const CompiledGrammar& gramm
   llvm::LLVMContext context;
   auto module = codegen::build_matcher_module(context, grammar.lexical(), grammar.table(),
                                               grammar.index().follower_first_bytes(),
-                                              codegen::KernelNames::with_prefix(kPrefix));
+                                              kPrefix);
   if (!module) return CompileError{"the generated IR does not verify (a bug in cgram's code generator)"};
   module->setTargetTriple(triple);
   module->setDataLayout(machine->createDataLayout());
@@ -217,16 +217,10 @@ CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_
     return CompileError{fmt::format("'{}' is corrupted: its tables belong to another grammar", path)};
   auto kernels = std::make_shared<Kernels>();
   kernels->tier = "aot";
-  const codegen::KernelNames names = codegen::KernelNames::with_prefix(kPrefix);
-  KernelFunctions& f = kernels->functions;
-  f.dfa_next = reinterpret_cast<decltype(f.dfa_next)>(symbol(names.dfa_next));
-  f.dfa_accepting = reinterpret_cast<decltype(f.dfa_accepting)>(symbol(names.dfa_accepting));
-  f.lr_shift = reinterpret_cast<decltype(f.lr_shift)>(symbol(names.lr_shift));
-  f.lr_goto = reinterpret_cast<decltype(f.lr_goto)>(symbol(names.lr_goto));
-  f.lr_reduce = reinterpret_cast<decltype(f.lr_reduce)>(symbol(names.lr_reduce));
-  f.can_follow = reinterpret_cast<decltype(f.can_follow)>(symbol(names.can_follow));
-  if (!f.dfa_next || !f.dfa_accepting || !f.lr_shift || !f.lr_goto || !f.lr_reduce || !f.can_follow)
-    return CompileError{fmt::format("'{}' lacks some of its kernels", path)};
+  kernels->functions.bind_each([&](std::string_view kernel, auto& slot) {
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol(codegen::kernel_symbol(kPrefix, kernel)));
+  });
+  if (!kernels->functions.complete()) return CompileError{fmt::format("'{}' lacks some of its kernels", path)};
   kernels->code_bytes = trailer.body_size - *payload_size;
   kernels->owner = std::move(owner);
   grammar->bind_tables(*kernels);

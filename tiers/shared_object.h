@@ -26,7 +26,7 @@
 namespace cgram {
 
 struct SharedObjectTimings {
-  double codegen_ms = 0;  // IR, -O2, object emission
+  double codegen_ms = 0;  // IR, codegen::optimize, object emission
   double link_ms = 0;
   size_t bytes = 0;  // the file's size
 };

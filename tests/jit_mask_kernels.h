@@ -1,5 +1,6 @@
 #pragma once
-// LLVM IR for the bitmask primitives that every tier shares. The mask layout
+// Two small LLVM IR kernels over masks (a popcount, an OR), for the test
+// that proves the JIT toolchain end to end (jit_test.cpp). The mask layout
 // is the one inference servers use: ceil(vocab/32) 32-bit words, bit t % 32
 // of word t / 32 set when token t is allowed.
 #include <memory>

@@ -1,4 +1,4 @@
-#include "mask_kernels.h"
+#include "jit_mask_kernels.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
