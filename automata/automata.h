@@ -31,6 +31,7 @@ struct AutomatonLimits {
   size_t max_except_strings = kMaxExceptStrings;
   size_t max_except_string_bytes = kMaxExceptStringBytes;
   size_t max_except_bytes = kMaxExceptBytes;
+  bool operator==(const AutomatonLimits&) const = default;
 };
 
 class Nfa {

@@ -27,7 +27,7 @@
 #include <sstream>
 #include <thread>
 
-#include "grammar.h"
+#include "compiler.h"
 #include "matcher.h"
 
 extern char** environ;
@@ -218,12 +218,15 @@ int main(int argc, char** argv) {
   std::cerr << fmt::format("preparing {} token streams over {} grammars...\n", 2 * sequences, chosen.size());
   std::vector<std::shared_ptr<const CompiledGrammar>> compiled;
   for (const auto& [name, text] : chosen) {
-    auto g = Grammar::parse(text, name);
-    if (!g.ok()) {
-      std::cerr << g.diagnostics.render();
+    CompileRequest request;
+    request.text = text;
+    request.filename = name;
+    CompileOutcome outcome = Compiler().compile(request, vocab);
+    if (!outcome.ok()) {
+      std::cerr << name << ": " << outcome.message << "\n";
       return 1;
     }
-    compiled.push_back(std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(g.grammar, vocab)));
+    compiled.push_back(std::move(outcome.grammar));
   }
   std::mt19937_64 rng(42);
   std::vector<std::vector<uint32_t>> waves[2];

@@ -55,7 +55,7 @@
 #include <thread>
 #include <tuple>
 
-#include "grammar.h"
+#include "compiler.h"
 #include "matcher.h"
 
 namespace {
@@ -388,19 +388,17 @@ int main(int argc, char** argv) {
       std::cerr << e.what() << "\n";
       return 1;
     }
-    auto g = Grammar::parse(text, path.filename().string());
-    if (!g.ok()) {
-      std::cerr << g.diagnostics.render();
+    const std::string filename = path.filename().string();
+    CompileRequest request;
+    request.text = text;
+    request.filename = filename;
+    request.compile.eager_index = eager;
+    CompileOutcome outcome = Compiler().compile(request, vocab);
+    if (!outcome.ok()) {
+      std::cerr << path.string() << ": " << outcome.message << "\n";
       return 1;
     }
-    CompileOptions options;
-    options.eager_index = eager;
-    auto result = CompiledGrammar::compile(g.grammar, vocab, options);
-    if (auto* e = std::get_if<CompileError>(&result)) {
-      std::cerr << path.string() << ": " << e->message << "\n";
-      return 1;
-    }
-    compiled.push_back(std::get<std::shared_ptr<const CompiledGrammar>>(result));
+    compiled.push_back(std::move(outcome.grammar));
     names.push_back(path.stem().string());
   }
   if (compiled.empty()) {

@@ -28,7 +28,7 @@
 #include "batch.h"
 #include "grammar.h"
 #include "compiled_grammar.h"
-#include "kernel_jit.h"
+#include "compiler.h"
 #include "matcher.h"
 #include "shared_object.h"
 #include "version.h"
@@ -379,28 +379,27 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
       return call.invalid("options->tier is {}: not a cgram_tier", tier_value);
 
     const size_t max_memory = options->max_memory_bytes ? options->max_memory_bytes : cgram::kDefaultCompileMemoryBytes;
-    cgram::ParseOptions parse_options;
-    if (options->start_rule) parse_options.start = options->start_rule;
-    parse_options.max_memory_bytes = max_memory;
-    const char* filename = options->filename ? options->filename : "grammar.cgram";
-    cgram::Grammar::Outcome outcome =
-        cgram::Grammar::parse(std::string_view(source, source_length), filename, parse_options);
-    std::string rendered = outcome.diagnostics.render(false);
-    if (diagnostics && !rendered.empty()) *diagnostics = c_string(rendered);
-    if (!outcome.ok()) return call.fail(CGRAM_ERROR_GRAMMAR, "{}", rendered);
-
-    cgram::CompileOptions compile_options;
-    compile_options.eager_index = options->eager_index;
-    compile_options.canonical = options->canonical;
-    compile_options.max_memory_bytes = max_memory;
-    auto compiled = cgram::CompiledGrammar::compile(outcome.grammar, vocab->vocab, compile_options);
-    if (auto* error = std::get_if<cgram::CompileError>(&compiled))
-      return call.fail(CGRAM_ERROR_COMPILE, "{}", error->message);
-    auto& grammar = std::get<std::shared_ptr<const cgram::CompiledGrammar>>(compiled);
-
-    if (options->tier == CGRAM_TIER_JIT) {
-      if (auto error = cgram::jit::tier_up_now(*grammar)) return call.fail(CGRAM_ERROR_COMPILE, "JIT: {}", error->message);
+    cgram::CompileRequest request;
+    request.text = std::string_view(source, source_length);
+    request.filename = options->filename ? options->filename : "grammar.cgram";
+    if (options->start_rule) request.parse.start = options->start_rule;
+    request.parse.max_memory_bytes = max_memory;
+    request.compile.eager_index = options->eager_index;
+    request.compile.canonical = options->canonical;
+    request.compile.max_memory_bytes = max_memory;
+    request.tier = options->tier == CGRAM_TIER_JIT ? cgram::Tier::Jit : cgram::Tier::Table;
+    cgram::CompileOutcome compiled = cgram::Compiler().compile(request, vocab->vocab);
+    if (compiled.diagnostics && diagnostics) {
+      std::string rendered = compiled.diagnostics->render(false);
+      if (!rendered.empty()) *diagnostics = c_string(rendered);
     }
+    switch (compiled.failure) {
+      case cgram::CompileOutcome::Failure::None: break;
+      case cgram::CompileOutcome::Failure::Grammar: return call.fail(CGRAM_ERROR_GRAMMAR, "{}", compiled.message);
+      case cgram::CompileOutcome::Failure::Compile:
+      case cgram::CompileOutcome::Failure::Jit: return call.fail(CGRAM_ERROR_COMPILE, "{}", compiled.message);
+    }
+    auto& grammar = compiled.grammar;
     return hand_out(out, std::move(grammar));
   });
 }

@@ -45,6 +45,7 @@ struct CompileOptions {
   // tables, an eager token index. Past it, a CompileError says which stage
   // reached it.
   size_t max_memory_bytes = kDefaultCompileMemoryBytes;
+  bool operator==(const CompileOptions&) const = default;
 };
 
 // Where compile time goes (milliseconds).

@@ -43,6 +43,7 @@ struct JsonSchemaOptions {
   std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
   // Warnings about ignored keywords become errors.
   bool strict = false;
+  bool operator==(const JsonSchemaOptions&) const = default;
 };
 
 struct SchemaTranslation {

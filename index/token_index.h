@@ -9,6 +9,25 @@
 //    crossing nodes share their prefixes in the trie);
 //  - dead: everything else.
 // Entries are built on first use (thread-safe) or all at once (eager).
+//
+// Why an entry depends on the lexer state alone. While a lexeme of terminal
+// T is in progress the parser is not consulted: T's DFA alone decides
+// whether the next byte continues it. So whether a token stays inside the
+// lexeme is a function of (T, q) and the token's bytes, and one walk of the
+// trie from q, pruned where the DFA dies, classifies every token at once
+// (one DFA step per trie edge, shared by all tokens below it). A token is
+// inside when the DFA does not die on its bytes: in a minimal DFA every live
+// state can still reach an accepting one, so the lexeme may end later; the
+// stack is asked only when the lexeme ends, which is the crossing case. At a
+// crossing the walk records the trie node after the end (by the byte that
+// must start the next lexeme), and for whole-vocabulary entries it also
+// follows each next terminal U's DFA below it: the tokens whose rest stays
+// inside U (CrossInto) are allowed exactly when U can be shifted after T,
+// which the engine knows from the stack (engine/mask_walks.cpp). A token
+// that crosses a second end is left to the engine's walk from the recorded
+// place. Nothing in an entry is a guess: each bit is a fact about the
+// token's bytes and T's and U's automata, and the engine supplies what the
+// stack decides.
 #include <bitset>
 #include <cstdint>
 #include <map>

@@ -39,6 +39,7 @@ struct ParseOptions {
 
   // The start rule by the grammar's own name (GBNF's default is root).
   std::string entry_rule() const { return format == GrammarFormat::Gbnf && start == "start" ? "root" : start; }
+  bool operator==(const ParseOptions&) const = default;
 };
 
 // A checked grammar: immutable once built, safe to share between threads.

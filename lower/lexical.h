@@ -68,6 +68,7 @@ struct CollapseLimits {
   size_t max_nfa_states = 1u << 18;     // NFA states of one group of rules before its DFA is built
   size_t max_total_nfa_states = 1u << 21;  // NFA states built for all groups together
   size_t max_total_subset_elements = 1u << 24;  // work of every determinisation together (see AutomatonLimits)
+  bool operator==(const CollapseLimits&) const = default;
 };
 
 LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits = {});

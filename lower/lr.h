@@ -32,6 +32,7 @@ struct LrLimits {
   // A lookup table (shift, goto, reduce) is dense, states × symbols, only
   // when it has at most this many cells; otherwise rows are searched.
   size_t max_dense_cells = 1u << 22;
+  bool operator==(const LrLimits&) const = default;
 };
 
 // One reduction: the production's left-hand side replaces the top `length`

@@ -5,7 +5,7 @@
 #                              the whole quick suite (ctest -LE long)
 #   scripts/sanitize.sh tsan   ThreadSanitizer, ./build-tsan: the threaded
 #                              tests (batch, lazy index under threads, the
-#                              compile service and JIT tier-up, the C API's
+#                              Compiler and its background JIT, the C API's
 #                              threads, the server under load)
 #   scripts/sanitize.sh ci     the reduced ASan + UBSan pass CI makes
 #                              (scripts/test.sh; CGRAM_CI_SANITIZE=0 skips
@@ -58,7 +58,7 @@ run_tsan() {
   configure build-tsan CGRAM_TSAN
   time flock "$lock" cmake --build build-tsan -j "$jobs" --target cgram_tests capi_test cgram-server bench_server_load
   # Catch2 tags: [threads] (tests/threads_test.cpp), [batch], [service]
-  # (compile service, background JIT), [jit] and [aot] (concurrent JIT
+  # (the Compiler, background JIT), [jit] and [aot] (concurrent JIT
   # compilation, objects loaded while others run).
   (cd build-tsan && time tests/cgram_tests '[threads],[batch],[service],[jit],[aot]' --durations yes &&
      time ctest --output-on-failure -R '^(capi\.c|server\.load_smoke)$')

@@ -26,6 +26,7 @@ struct SyntaxLimits {
   // Diagnostics kept and shown (the rest are counted): a file of stray
   // characters would otherwise give millions.
   size_t max_errors = 100;
+  bool operator==(const SyntaxLimits&) const = default;
 };
 
 // Parses `file`. The returned AST holds whatever could be parsed; check

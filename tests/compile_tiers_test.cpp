@@ -2,7 +2,7 @@
 // (installed before the first mask, and in the middle of a sequence:
 // tier-up), and AOT shared objects, on every example and benchmark-suite
 // grammar, on documents and random walks. Then every refusal of a
-// mismatched or damaged shared object, and the compile service's cache.
+// mismatched or damaged shared object, and the Compiler (one call per tier, its cache).
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "binary_io.h"
-#include "compile_service.h"
+#include "compiler.h"
 #include "encoder.h"
 #include "helpers.h"
 #include "kernel_jit.h"
@@ -391,43 +391,121 @@ TEST_CASE("AOT: the tables are checked, never trusted (random damage with a vali
   WARN("damaged tables: " << refused << " refused, " << accepted << " accepted (in range)");
 }
 
-TEST_CASE("compile service: cached by text, vocabulary and start; tier-up in the background", "[service]") {
-  auto created = jit::CompileService::create({});
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
-  auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
-  auto a = service.get({json_source(), "json.cgram"}, test::bundled_vocabulary());
-  auto b = service.get({json_source(), "json.cgram"}, test::bundled_vocabulary());
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(a));
-  const auto ga = std::get<std::shared_ptr<const CompiledGrammar>>(a);
-  CHECK(ga == std::get<std::shared_ptr<const CompiledGrammar>>(b));
-  auto other_start = service.get({json_source(), "json.cgram", "value"}, test::bundled_vocabulary());
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(other_start));
-  CHECK(std::get<std::shared_ptr<const CompiledGrammar>>(other_start) != ga);
-  auto broken = service.get({"start ::= 'a' ", "broken.cgram"}, test::bundled_vocabulary());
-  REQUIRE(std::holds_alternative<CompileError>(broken));
-  CHECK_THAT(std::get<CompileError>(broken).message, Catch::Contains("broken.cgram:") && Catch::Contains("error"));
+namespace {
+
+// A server's compiler: a cache, a background JIT thread.
+CompilerOptions serving(size_t cache_bytes = size_t{512} << 20) {
+  CompilerOptions options;
+  options.cache_bytes = cache_bytes;
+  options.jit_threads = 1;
+  return options;
+}
+
+CompileRequest request(std::string_view text, std::string_view name, std::string start = "start") {
+  CompileRequest r;
+  r.text = text;
+  r.filename = name;
+  r.parse.start = std::move(start);
+  r.tier = Tier::Background;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("compiler: cached by text, vocabulary and options; tier-up in the background", "[service]") {
+  Compiler service(serving());
+  const std::string json = json_source();
+  auto a = service.compile(request(json, "json.cgram"), test::bundled_vocabulary());
+  auto b = service.compile(request(json, "json.cgram"), test::bundled_vocabulary());
+  REQUIRE(a.ok());
+  const auto ga = a.grammar;
+  CHECK(ga == b.grammar);
+  auto other_start = service.compile(request(json, "json.cgram", "value"), test::bundled_vocabulary());
+  REQUIRE(other_start.ok());
+  CHECK(other_start.grammar != ga);
+  // Other limits for the same text: compiled apart, the cached one untouched.
+  CompileRequest tighter = request(json, "json.cgram");
+  tighter.compile.lr.max_states = 1u << 16;
+  auto apart = service.compile(tighter, test::bundled_vocabulary());
+  REQUIRE(apart.ok());
+  CHECK(apart.grammar != ga);
+  auto broken = service.compile(request("start ::= 'a' ", "broken.cgram"), test::bundled_vocabulary());
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.failure == CompileOutcome::Failure::Grammar);
+  CHECK_THAT(broken.message, Catch::Contains("broken.cgram:") && Catch::Contains("error"));
+  REQUIRE(broken.diagnostics);
+  CHECK(broken.diagnostics->has_errors());
   service.wait_idle();
   CHECK(std::string(ga->tier()) == "jit");
-  const jit::ServiceStats s = service.stats();
+  const CompilerStats s = service.stats();
   CHECK(s.hits == 1);
-  CHECK(s.misses == 3);
-  CHECK(s.jit_compiled == 2);
+  CHECK(s.misses == 4);
+  CHECK(s.jit_compiled == 3);
   CHECK(s.entries == 3);
 }
 
-TEST_CASE("compile service: bounded by bytes, least recently used out, held grammars still work", "[service]") {
-  jit::ServiceOptions options;
-  options.max_bytes = 1;  // every new grammar evicts the others
-  auto created = jit::CompileService::create(options);
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
-  auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
-  auto first = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({json_source(), "a"}, test::bundled_vocabulary()));
+TEST_CASE("compiler: one call per tier, errors as values, nothing cached by default", "[service]") {
+  Compiler compiler;
+  CompileRequest r;
+  const std::string json = json_source();
+  r.text = json;
+  r.filename = "json.cgram";
+  auto table = compiler.compile(r, test::bundled_vocabulary());
+  REQUIRE(table.ok());
+  CHECK(std::string(table.grammar->tier()) == "table");
+  CHECK(table.times.parse_ms > 0);
+  CHECK(table.times.compile_ms > 0);
+  r.tier = Tier::Jit;
+  auto jitted = compiler.compile(r, test::bundled_vocabulary());
+  REQUIRE(jitted.ok());
+  CHECK(jitted.grammar != table.grammar);
+  CHECK(std::string(jitted.grammar->tier()) == "jit");
+  CHECK(jitted.times.jit_ms() > 0);
+  // Without background threads, a background grammar stays on the tables.
+  r.tier = Tier::Background;
+  auto background = compiler.compile(r, test::bundled_vocabulary());
+  REQUIRE(background.ok());
+  compiler.wait_idle();
+  CHECK(std::string(background.grammar->tier()) == "table");
+  CHECK(compiler.stats().entries == 0);
+  // A GBNF grammar, and a limit that stops the compile.
+  CompileRequest gbnf;
+  gbnf.text = "root ::= \"a\" [0-9]+";
+  gbnf.filename = "g.gbnf";
+  gbnf.parse.format = GrammarFormat::Gbnf;
+  REQUIRE(compiler.compile(gbnf, test::bundled_vocabulary()).ok());
+  gbnf.compile.lr.max_states = 1;
+  auto stopped = compiler.compile(gbnf, test::bundled_vocabulary());
+  CHECK(stopped.failure == CompileOutcome::Failure::Compile);
+  CHECK_FALSE(stopped.message.empty());
+  CHECK(compiler.compile(r, nullptr).failure == CompileOutcome::Failure::Compile);
+  // The diagnostics outlive the call: they point into the text, which the
+  // outcome keeps (a JSON Schema's diagnostics point into the schema).
+  CompileOutcome schema_error = [&] {
+    const std::string schema = R"({"type": "object", "properties": {"a": {"type": "nonsense"}}})";
+    CompileRequest s;
+    s.text = schema;
+    s.filename = "bad.json";
+    s.parse.format = GrammarFormat::JsonSchema;
+    return compiler.compile(s, test::bundled_vocabulary());
+  }();
+  REQUIRE(schema_error.failure == CompileOutcome::Failure::Grammar);
+  REQUIRE(schema_error.diagnostics);
+  CHECK_THAT(schema_error.diagnostics->render(false), Catch::Contains("bad.json:1:") && Catch::Contains("nonsense"));
+  CHECK(tier_named("background") == Tier::Background);
+  CHECK_FALSE(tier_named("aot"));
+}
+
+TEST_CASE("compiler: bounded by bytes, least recently used out, held grammars still work", "[service]") {
+  Compiler service(serving(1));  // every new grammar evicts the others
+  const std::string json = json_source();
+  auto first = service.compile(request(json, "a"), test::bundled_vocabulary()).grammar;
+  REQUIRE(first);
   Matcher held(first);
   for (int i = 0; i < 5; ++i)
-    REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(
-        service.get({"start ::= 'x'{" + std::to_string(i + 1) + "} ;", "b"}, test::bundled_vocabulary())));
+    REQUIRE(service.compile(request("start ::= 'x'{" + std::to_string(i + 1) + "} ;", "b"), test::bundled_vocabulary()).ok());
   service.wait_idle();
-  const jit::ServiceStats s = service.stats();
+  const CompilerStats s = service.stats();
   CHECK(s.entries == 1);
   CHECK(s.evictions == 5);
   // Evicted from the cache, alive in the matcher: it still masks, and a new
@@ -435,15 +513,13 @@ TEST_CASE("compile service: bounded by bytes, least recently used out, held gram
   std::vector<uint32_t> words(held.mask_words());
   held.fill_mask(words);
   CHECK(std::any_of(words.begin(), words.end(), [](uint32_t w) { return w != 0; }));
-  auto again = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({json_source(), "a"}, test::bundled_vocabulary()));
+  auto again = service.compile(request(json, "a"), test::bundled_vocabulary()).grammar;
   CHECK(again != first);
   CHECK(service.stats().misses == 7);
 }
 
-TEST_CASE("compile service: many threads, twenty grammars, masks equal to the table tier", "[service]") {
-  auto created = jit::CompileService::create({});
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
-  auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
+TEST_CASE("compiler: many threads, twenty grammars, masks equal to the table tier", "[service]") {
+  Compiler service(serving());
   std::vector<std::string> grammars;
   for (int i = 0; i < 20; ++i)
     grammars.push_back(fmt::format("start ::= item ( ',' item )* ; item ::= 'k{}' | #'[0-9]{{1,{}}}' ;", i, i % 5 + 1));
@@ -453,12 +529,12 @@ TEST_CASE("compile service: many threads, twenty grammars, masks equal to the ta
     threads.emplace_back([&, t] {
       for (int round = 0; round < 3; ++round)
         for (size_t i = 0; i < grammars.size(); ++i) {
-          auto got = service.get({grammars[(i + t) % grammars.size()], "g"}, test::bundled_vocabulary());
-          if (!std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(got)) {
+          auto got = service.compile(request(grammars[(i + t) % grammars.size()], "g"), test::bundled_vocabulary());
+          if (!got.ok()) {
             ++failures;
             continue;
           }
-          Matcher m(std::get<std::shared_ptr<const CompiledGrammar>>(got));
+          Matcher m(got.grammar);
           std::vector<uint32_t> words(m.mask_words());
           m.fill_mask(words);
           if (std::all_of(words.begin(), words.end(), [](uint32_t w) { return w == 0; })) ++failures;
@@ -470,7 +546,8 @@ TEST_CASE("compile service: many threads, twenty grammars, masks equal to the ta
   CHECK(service.stats().misses == 20);
   CHECK(service.stats().jit_compiled == 20);
   for (size_t i = 0; i < grammars.size(); i += 7) {
-    auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(service.get({grammars[i], "g"}, test::bundled_vocabulary()));
+    auto jitted = service.compile(request(grammars[i], "g"), test::bundled_vocabulary()).grammar;
+    REQUIRE(jitted);
     REQUIRE(std::string(jitted->tier()) == "jit");
     compare_tiers(compile(grammars[i], test::bundled_vocabulary()), jitted, {}, i, 12);
   }
@@ -540,23 +617,18 @@ TEST_CASE("AOT: tables the matcher could not run are refused on load", "[aot]") 
   }
 }
 
-TEST_CASE("compile service: waiting is never stuck on a grammar evicted before its turn", "[service]") {
-  jit::ServiceOptions options;
-  options.max_bytes = 1;
-  auto created = jit::CompileService::create(options);
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(created));
-  auto& service = *std::get<std::unique_ptr<jit::CompileService>>(created);
-  for (int i = 0; i < 20; ++i) service.get({"start ::= 'x'{" + std::to_string(i + 1) + "} ;", "g"}, test::bundled_vocabulary());
+TEST_CASE("compiler: waiting is never stuck on a grammar evicted before its turn", "[service]") {
+  Compiler service(serving(1));
+  for (int i = 0; i < 20; ++i)
+    service.compile(request("start ::= 'x'{" + std::to_string(i + 1) + "} ;", "g"), test::bundled_vocabulary());
   service.wait_idle();  // returns: every queued job was compiled or skipped
-  const jit::ServiceStats s = service.stats();
+  const CompilerStats s = service.stats();
   CHECK(s.entries == 1);
   CHECK(s.jit_compiled + s.jit_failed <= 20);
   // No bytes left behind by evicted entries: what is counted is exactly the
   // last grammar, as a service that only ever saw it counts it.
-  auto alone_created = jit::CompileService::create(options);
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::CompileService>>(alone_created));
-  auto& alone = *std::get<std::unique_ptr<jit::CompileService>>(alone_created);
-  alone.get({"start ::= 'x'{20} ;", "g"}, test::bundled_vocabulary());
+  Compiler alone(serving(1));
+  alone.compile(request("start ::= 'x'{20} ;", "g"), test::bundled_vocabulary());
   alone.wait_idle();
   CHECK(s.bytes == alone.stats().bytes);
 }

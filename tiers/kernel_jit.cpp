@@ -53,7 +53,7 @@ KernelJit::~KernelJit() = default;
 std::variant<std::shared_ptr<KernelJit>, JitError> KernelJit::create() {
   initialize_native_target();
   auto state = std::make_shared<State>();
-  // Several threads compile at once (the compile service's workers, C API
+  // Several threads compile at once (the Compiler's background workers, C API
   // callers): each compile gets its own target machine. Compilation stays
   // on the thread that looks the kernels up (no compile threads of ORC's own).
   auto jit = llvm::orc::LLJITBuilder().setSupportConcurrentCompilation(true).create();

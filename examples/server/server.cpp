@@ -1,7 +1,7 @@
 // cgram-server: a small long-running program that embeds the JIT, the way
 // an inference server would. It reads JSON-lines requests on standard input
 // (or on a local Unix socket with --socket PATH), compiles grammars through
-// the compile service's cache (table tier at once, JIT kernels in the
+// the Compiler's cache (table tier at once, JIT kernels in the
 // background), keeps one matcher per sequence, and runs the steps of a
 // batch on a thread pool. One JSON answer per request line.
 //
@@ -31,7 +31,7 @@
 #include <unordered_map>
 
 #include "batch.h"
-#include "compile_service.h"
+#include "compiler.h"
 #include "matcher.h"
 
 namespace {
@@ -49,8 +49,8 @@ size_t resident_kb() {
 
 class Server {
  public:
-  Server(std::unique_ptr<jit::CompileService> service, std::shared_ptr<const Vocabulary> vocab, size_t threads)
-      : service_(std::move(service)), vocab_(std::move(vocab)), pool_(threads) {}
+  Server(std::unique_ptr<Compiler> compiler, std::shared_ptr<const Vocabulary> vocab, size_t threads)
+      : compiler_(std::move(compiler)), vocab_(std::move(vocab)), pool_(threads) {}
 
   json handle(const json& request) {
     const std::string op = request.value("op", "");
@@ -76,21 +76,20 @@ class Server {
     const std::string text = request.value("text", "");
     if (!grammars_.count(id) && grammars_.size() >= kMaxGrammarIds) return error("too many grammar ids");
     GrammarText g{text, request.value("start", "start")};
-    auto result = get(id, g);
-    if (auto* e = std::get_if<CompileError>(&result)) return error(e->message);
+    CompileOutcome result = get(id, g);
+    if (!result.ok()) return error(result.message);
     grammars_[id] = std::move(g);
-    return {{"ok", true}, {"grammar", id}, {"tier", std::get<std::shared_ptr<const CompiledGrammar>>(result)->tier()}};
+    return {{"ok", true}, {"grammar", id}, {"tier", result.grammar->tier()}};
   }
 
   json open(const json& request) {
     auto it = grammars_.find(request.value("grammar", ""));
     if (it == grammars_.end()) return error("unknown grammar id");
     // Through the cache each time (a hit, unless it was evicted): the
-    // server keeps names and texts, the service bounds the compiled data.
-    auto result = get(it->first, it->second);
-    if (auto* e = std::get_if<CompileError>(&result)) return error(e->message);
-    sequences_[request.value("seq", "")] =
-        Sequence{std::make_unique<Matcher>(std::get<std::shared_ptr<const CompiledGrammar>>(result)), false, {}};
+    // server keeps names and texts, the Compiler bounds the compiled data.
+    CompileOutcome result = get(it->first, it->second);
+    if (!result.ok()) return error(result.message);
+    sequences_[request.value("seq", "")] = Sequence{std::make_unique<Matcher>(std::move(result.grammar)), false, {}};
     return {{"ok", true}};
   }
 
@@ -99,8 +98,13 @@ class Server {
   };
   static constexpr size_t kMaxGrammarIds = 100000;
 
-  CompiledGrammar::Result get(const std::string& id, const GrammarText& g) {
-    return service_->get({g.text, id.empty() ? "<request>" : id, g.start}, vocab_);
+  CompileOutcome get(const std::string& id, const GrammarText& g) {
+    CompileRequest request;
+    request.text = g.text;
+    request.filename = id.empty() ? "<request>" : id;
+    request.parse.start = g.start;
+    request.tier = Tier::Background;
+    return compiler_->compile(request, vocab_);
   }
 
   json batch(const json& request) {
@@ -166,7 +170,7 @@ class Server {
   }
 
   json stats() {
-    const jit::ServiceStats s = service_->stats();
+    const CompilerStats s = compiler_->stats();
     return {{"ok", true},
             {"cache", {{"entries", s.entries}, {"bytes", s.bytes}, {"hits", s.hits}, {"misses", s.misses},
                        {"evictions", s.evictions}, {"jit_compiled", s.jit_compiled}, {"jit_failed", s.jit_failed}}},
@@ -174,7 +178,7 @@ class Server {
             {"resident_kb", resident_kb()}};
   }
 
-  std::unique_ptr<jit::CompileService> service_;
+  std::unique_ptr<Compiler> compiler_;
   std::shared_ptr<const Vocabulary> vocab_;
   ThreadPool pool_;
   std::unordered_map<std::string, GrammarText> grammars_;
@@ -252,7 +256,7 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", vocab_path, "Vocabulary (default: the bundled Phi-3)");
   app.add_option("--socket", socket_path, "Serve on this Unix socket instead of stdin/stdout");
   app.add_option("--threads", threads, "Threads for batch steps")->capture_default_str();
-  app.add_option("--cache-mb", cache_mb, "Compiled-grammar cache budget")->capture_default_str();
+  app.add_option("--cache-mb", cache_mb, "Compiled-grammar cache budget (0: no cache)")->capture_default_str();
   app.add_option("--jit-threads", jit_threads, "Background JIT threads (0: table tier only)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   VocabularyResult vocab = vocab_path.empty() ? Vocabulary::bundled() : Vocabulary::load(vocab_path);
@@ -260,15 +264,10 @@ int main(int argc, char** argv) {
     std::cerr << "cgram-server: " << e->message << "\n";
     return 1;
   }
-  jit::ServiceOptions options;
-  options.max_bytes = cache_mb << 20;
-  options.compile_threads = jit_threads;
-  auto service = jit::CompileService::create(options);
-  if (auto* e = std::get_if<jit::JitError>(&service)) {
-    std::cerr << "cgram-server: " << e->message << "\n";
-    return 1;
-  }
-  Server server(std::move(std::get<std::unique_ptr<jit::CompileService>>(service)),
+  CompilerOptions options;
+  options.cache_bytes = cache_mb << 20;
+  options.jit_threads = jit_threads;
+  Server server(std::make_unique<Compiler>(options),
                 std::get<std::shared_ptr<const Vocabulary>>(vocab), std::max<size_t>(threads, 1));
   if (!socket_path.empty()) return serve_socket(server, socket_path);
   serve(server, std::cin, std::cout);

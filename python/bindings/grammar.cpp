@@ -8,7 +8,7 @@
 
 #include "bindings.h"
 #include "file_io.h"
-#include "kernel_jit.h"
+#include "compiler.h"
 #include "parse.h"
 #include "shared_object.h"
 
@@ -137,18 +137,14 @@ CompiledPtr compile(const GrammarPtr& grammar, const std::shared_ptr<PyVocabular
   options.eager_index = eager_index;
   options.canonical = canonical;
   options.max_memory_bytes = max_memory_bytes;
-  std::optional<CompiledGrammar::Result> result;
-  std::optional<jit::JitError> jit_error;
+  CompileOutcome outcome;
   {
     py::gil_scoped_release released;
-    result = CompiledGrammar::compile(grammar->grammar, vocabulary, options);
-    if (auto* ok = std::get_if<std::shared_ptr<const CompiledGrammar>>(&*result); ok && tier == "jit")
-      jit_error = jit::tier_up_now(**ok);
+    outcome = Compiler().compile(grammar->grammar, vocabulary, options, tier == "jit" ? Tier::Jit : Tier::Table);
   }
-  if (auto* error = std::get_if<CompileError>(&*result)) raise(exceptions().compile_error, error->message);
-  if (jit_error) raise(exceptions().compile_error, "JIT: " + jit_error->message);
+  if (!outcome.ok()) raise(exceptions().compile_error, outcome.message);
   auto wrapper = std::make_shared<PyCompiledGrammar>();
-  wrapper->compiled = std::get<std::shared_ptr<const CompiledGrammar>>(*result);
+  wrapper->compiled = std::move(outcome.grammar);
   return wrapper;
 }
 

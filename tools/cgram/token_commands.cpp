@@ -20,7 +20,7 @@
 #include "grammar.h"
 #include "encoder.h"
 #include "io.h"
-#include "kernel_jit.h"
+#include "compiler.h"
 #include "matcher.h"
 #include "ngram_sampler.h"
 #include "shared_object.h"
@@ -42,18 +42,6 @@ struct Loaded {
   double load_ms = 0;  // an AOT object: from its path to a compiled grammar
   Clock::time_point grammar_arrived;
 };
-
-// Compiles the grammar's kernels with the JIT and switches it to them; `ms`
-// gets the compile time (IR, optimisation, native code), not the JIT's own
-// start-up, which a server pays once.
-std::optional<std::string> jit_compile(const CompiledGrammar& compiled, double* ms,
-                                       jit::KernelTimings* timings = nullptr) {
-  jit::KernelTimings local;
-  jit::KernelTimings& t = timings ? *timings : local;
-  if (auto error = jit::tier_up_now(compiled, &t)) return error->message;
-  if (ms) *ms = t.ir_ms + t.optimize_ms + t.native_ms;
-  return std::nullopt;
-}
 
 bool is_shared_object(const std::string& path) { return std::filesystem::path(path).extension() == ".so"; }
 
@@ -93,30 +81,26 @@ std::optional<Loaded> load(const VocabArgs& args) {
     print_error(*error);
     return std::nullopt;
   }
-  auto start = Clock::now();
-  out.grammar_arrived = start;
-  Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, args.start, args));
-  out.parse_ms = ms_since(start);
-  std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
-  if (!outcome.ok()) return std::nullopt;
-  auto compile_start = Clock::now();
-  CompileOptions compile_options;
-  compile_options.eager_index = args.eager_index;
-  compile_options.canonical = args.canonical;
-  compile_options.max_memory_bytes = args.max_memory_mib << 20;
-  auto compiled = CompiledGrammar::compile(outcome.grammar, out.vocab, compile_options);
-  out.compile_ms = ms_since(compile_start);
-  if (auto* e = std::get_if<CompileError>(&compiled)) {
-    print_error(e->message);
+  out.grammar_arrived = Clock::now();
+  CompileRequest request;
+  request.text = text;
+  request.filename = args.file;
+  request.parse = grammar_options(args.file, args.start, args);
+  request.compile.eager_index = args.eager_index;
+  request.compile.canonical = args.canonical;
+  request.compile.max_memory_bytes = args.max_memory_mib << 20;
+  request.tier = args.tier == "jit" ? Tier::Jit : Tier::Table;
+  CompileOutcome compiled = Compiler().compile(request, out.vocab);
+  out.parse_ms = compiled.times.parse_ms;
+  out.compile_ms = compiled.times.compile_ms;
+  out.jit_timings = compiled.times.jit;
+  out.jit_ms = compiled.times.jit_ms();
+  if (compiled.diagnostics) std::cerr << compiled.diagnostics->render(isatty(STDERR_FILENO));
+  if (!compiled.ok()) {
+    if (compiled.failure != CompileOutcome::Failure::Grammar) print_error(compiled.message);
     return std::nullopt;
   }
-  out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(compiled);
-  if (args.tier == "jit") {
-    if (auto jit_error = jit_compile(*out.compiled, &out.jit_ms, &out.jit_timings)) {
-      print_error(*jit_error);
-      return std::nullopt;
-    }
-  }
+  out.compiled = std::move(compiled.grammar);
   return out;
 }
 
@@ -746,31 +730,35 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   row.spelling = grammar_path.stem().string();
   row.vocabulary = std::filesystem::path(vocab->name()).filename().string();
   // First mask with the lazy index, from the grammar's text.
+  CompileRequest request;
+  request.text = text;
+  request.filename = grammar_path.string();
+  request.parse = grammar_options(grammar_path.string(), "start");
+  request.compile.canonical = args.canonical;
+  Compiler compiler;
   auto arrived = Clock::now();
-  Grammar::Outcome outcome = Grammar::parse(text, grammar_path.string(), grammar_options(grammar_path.string(), "start"));
-  std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
-  if (!outcome.ok()) return std::nullopt;
-  CompileOptions lazy_options;
-  lazy_options.canonical = args.canonical;
-  auto lazy = CompiledGrammar::compile(outcome.grammar, vocab, lazy_options);
-  if (auto* e = std::get_if<CompileError>(&lazy)) {
-    print_error(e->message);
+  CompileOutcome lazy = compiler.compile(request, vocab);
+  if (lazy.diagnostics) std::cerr << lazy.diagnostics->render(isatty(STDERR_FILENO));
+  if (!lazy.ok()) {
+    if (lazy.failure != CompileOutcome::Failure::Grammar) print_error(lazy.message);
     return std::nullopt;
   }
   {
-    Matcher first(std::get<std::shared_ptr<const CompiledGrammar>>(lazy));
+    Matcher first(lazy.grammar);
     std::vector<uint32_t> words(first.mask_words());
     first.fill_mask(words);
   }
   row.first_mask_ms = ms_since(arrived);
   // Eager compile (parse, lower, the whole index), then the documents.
+  request.compile.eager_index = true;
   auto start = Clock::now();
-  Grammar::Outcome again = Grammar::parse(text, grammar_path.string(), grammar_options(grammar_path.string(), "start"));
-  CompileOptions eager;
-  eager.eager_index = true;
-  eager.canonical = args.canonical;
-  auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
+  CompileOutcome eager = compiler.compile(request, vocab);
   row.compile_ms = ms_since(start);
+  if (!eager.ok()) {
+    print_error(eager.message);
+    return std::nullopt;
+  }
+  const std::shared_ptr<const CompiledGrammar>& compiled = eager.grammar;
   row.memory_mb = compiled->memory_bytes() / 1e6;
   if (compare_jit) run_documents(compiled, docs);  // warm-up
   Latencies run = run_documents(compiled, docs);
@@ -784,13 +772,15 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   if (args.jump_forward && !(row.jumps = run_jump_forward(compiled, docs))) return std::nullopt;
   if (args.speculate) row.speculation = run_speculation(compiled, docs, args.draft_tokens);
   if (compare_jit) {
-    auto jitted = std::get<std::shared_ptr<const CompiledGrammar>>(CompiledGrammar::compile(again.grammar, vocab, eager));
-    if (auto error = jit_compile(*jitted, &row.jit_ms)) {
-      print_error(*error);
+    request.tier = Tier::Jit;
+    CompileOutcome jitted = compiler.compile(request, vocab);
+    if (!jitted.ok()) {
+      print_error(jitted.message);
       return std::nullopt;
     }
-    run_documents(jitted, docs);  // warm-up
-    row.jit_mask_us = run_documents(jitted, docs).mask_us;
+    row.jit_ms = jitted.times.jit_ms();
+    run_documents(jitted.grammar, docs);  // warm-up
+    row.jit_mask_us = run_documents(jitted.grammar, docs).mask_us;
   }
   return row;
 }

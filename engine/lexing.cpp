@@ -1,0 +1,371 @@
+// Heads over bytes: lexemes started, stepped and ended, except! occurrences
+// pending, viability, tokens stepped, the end of the text.
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "engine.h"
+#include "mask_words.h"
+#include "utf8_dfa.h"
+
+namespace cgram {
+
+namespace {
+constexpr uint32_t kViolated = UINT32_MAX;
+}
+
+uint32_t Engine::intern_pending(std::vector<std::pair<uint32_t, std::string>> set) {
+  if (pending_sets_.size() >= limits_.max_pending_sets) {
+    exhaust(fmt::format("more than {} distinct sets of pending except! occurrences (EngineLimits::max_pending_sets)",
+                        limits_.max_pending_sets));
+    return 0;
+  }
+  std::sort(set.begin(), set.end());
+  set.erase(std::unique(set.begin(), set.end()), set.end());
+  auto [it, inserted] = pending_ids_.emplace(set, static_cast<uint32_t>(pending_sets_.size()));
+  if (inserted) pending_sets_.push_back(std::move(set));
+  return it->second;
+}
+
+std::optional<uint32_t> Engine::advance_pending(uint32_t pending, uint8_t byte) {
+  if (pending == 0) return 0;
+  uint64_t key = (uint64_t(pending) << 8) | byte;
+  if (auto it = pending_steps_.find(key); it != pending_steps_.end())
+    return it->second == kViolated ? std::nullopt : std::optional<uint32_t>(it->second);
+  std::vector<std::pair<uint32_t, std::string>> next;
+  bool violated = false;
+  for (const auto& [except, rest] : pending_sets_[pending]) {
+    if (static_cast<uint8_t>(rest[0]) != byte) continue;
+    if (rest.size() == 1) violated = true;
+    else next.emplace_back(except, rest.substr(1));
+  }
+  uint32_t result = violated ? kViolated : intern_pending(std::move(next));
+  pending_steps_[key] = result;
+  return violated ? std::nullopt : std::optional<uint32_t>(result);
+}
+
+std::optional<uint32_t> Engine::advance_pending(uint32_t pending, std::string_view bytes) {
+  for (char c : bytes) {
+    if (pending == 0) return 0;
+    auto next = advance_pending(pending, static_cast<uint8_t>(c));
+    if (!next) return std::nullopt;
+    pending = *next;
+  }
+  return pending;
+}
+
+uint32_t Engine::add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state) {
+  const ir::ExceptAutomaton& automaton = *lex_.excepts[except_index].automaton;
+  // The lexeme's own start (split off, see lower_except) is never where a
+  // text ends; a loaded table is not trusted to agree.
+  if (ac_state >= automaton.dfa().size() || !automaton.has_pending(ac_state)) return pending;
+  const uint64_t key = (uint64_t(pending) << 40) ^ (uint64_t(except_index) << 24) ^ ac_state;
+  if (auto it = except_pending_.find(key); it != except_pending_.end()) return it->second;
+  const std::vector<std::string> strings = automaton.pending(ac_state);
+  std::vector<std::pair<uint32_t, std::string>> set = pending_sets_[pending];
+  for (const std::string& s : strings) set.emplace_back(except_index, s);
+  const uint32_t id = intern_pending(std::move(set));
+  except_pending_.emplace(key, id);
+  return id;
+}
+
+bool Engine::can_continue_into_token(const Head& h) const {
+  const ir::LexTerminal& t = lex_.terminals[h.terminal];
+  if (t.kind != ir::LexTerminal::Kind::Except) return true;
+  const auto& max = lex_.excepts[t.except_index].max_tokens;
+  return !max || h.lexeme_tokens < *max;
+}
+
+void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out,
+                           uint32_t no_restart) {
+  auto after = advance_pending(pending, byte);
+  if (!after) return;
+  for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
+    const ir::LexTerminal& term = lex_.terminals[t];
+    if (term.kind == ir::LexTerminal::Kind::AnyToken || t == no_restart) continue;
+    uint32_t from = term.dfa.start();
+    if (in_char != ir::utf8::kBoundary) {
+      // Literals and regexes start on a character; except! text may finish one.
+      if (term.kind != ir::LexTerminal::Kind::Except) continue;
+      from = lex_.excepts[term.except_index].automaton->start_in_char(in_char);
+    } else if (!first_bytes_[t][byte]) {
+      continue;
+    }
+    if (!is_shiftable(node, t)) continue;
+    uint32_t q = dfa_next(t, from, byte);
+    if (q != ir::Dfa::kDead) out.push_back({node, t, q, *after, 1});
+  }
+}
+
+uint8_t Engine::except_char_state(const Head& h) const {
+  const ir::ExceptAutomaton& ac = *lex_.excepts[lex_.terminals[h.terminal].except_index].automaton;
+  // The lexeme's own start (split off the automaton's, see lower_except) is last.
+  return h.state < ac.dfa().size() ? ac.utf8_state(h.state) : ir::utf8::kBoundary;
+}
+
+bool Engine::surely_viable(const Head& h) {
+  // Every stack can be completed (all rules are productive); what can stand
+  // in the way is an unfinished character and a pending except! occurrence
+  // that the only continuation would complete.
+  if (h.terminal == Head::kBetween) return h.state == ir::utf8::kBoundary && h.pending == 0;
+  const ir::LexTerminal& t = lex_.terminals[h.terminal];
+  if (t.kind != ir::LexTerminal::Kind::Except) return h.pending == 0;  // its DFA is trimmed
+  const auto& max = lex_.excepts[t.except_index].max_tokens;
+  // except! text can go on past any pending occurrence to a clean end, with
+  // no token limit, or with a token left at a character boundary (the next
+  // token can hold any text).
+  if (!max) return true;
+  if (h.lexeme_tokens < *max && except_char_state(h) == ir::utf8::kBoundary) return true;
+  // Otherwise it must end here, and may leave occurrences pending.
+  return dfa_accepting(h.terminal, h.state) && pending_after(h) == 0;
+}
+
+uint8_t Engine::text_char_state(const std::vector<Head>& heads) const {
+  for (const Head& h : heads) {
+    if (h.terminal == Head::kBetween) return static_cast<uint8_t>(h.state);
+    if (lex_.terminals[h.terminal].kind == ir::LexTerminal::Kind::Except) return except_char_state(h);
+  }
+  return kUnknownCharState;
+}
+
+bool Engine::viable(const std::vector<Head>& heads) {
+  if (heads.empty()) return false;
+  for (const Head& h : heads)
+    if (surely_viable(h)) return true;
+  return viable_search(heads, text_char_state(heads), /*free_token=*/false, viable_search_depth_);
+}
+
+// The search follows the reference recognizer: the rest of a character the
+// text is inside comes as one-byte tokens (each counts against except!
+// token limits); past it, the continuation is one token of any text. Bytes
+// inside a character do not count against the depth. Bytes that nothing in
+// the grammar tells apart are tried once (CompiledGrammar::byte_representatives).
+bool Engine::viable_search(const std::vector<Head>& heads, uint8_t char_state, bool free_token, int depth) {
+  if (heads.empty()) return false;
+  for (const Head& h : heads)
+    if (surely_viable(h)) return true;
+  if (char_state == kUnknownCharState) char_state = text_char_state(heads);
+  const bool in_char = char_state != ir::utf8::kBoundary && char_state != kUnknownCharState;
+  // A complete text needs no continuation, whatever is pending.
+  if (!in_char && ends_here(heads)) return true;
+  if (depth == 0 && !in_char) return false;
+  const Mark m = mark();
+  ScratchPool<Head>::Lease next(head_scratch_);
+  for (uint8_t b : g_.byte_representatives()) {
+    uint8_t after = kUnknownCharState;
+    if (char_state != kUnknownCharState) {
+      after = ir::utf8::step(char_state, b);
+      if (after == ir::utf8::kInvalid) continue;
+    }
+    if (free_token) {
+      step_byte(heads, b, /*first_of_token=*/false, *next);
+    } else {
+      const char byte = static_cast<char>(b);
+      step_token_unchecked(heads, std::string_view(&byte, 1), *next);
+    }
+    const bool found = viable_search(*next, after, free_token || !in_char,
+                                     after != ir::utf8::kBoundary && after != kUnknownCharState ? depth : depth - 1);
+    truncate(m);
+    if (found) return true;
+    if (!exhausted_.empty()) return false;
+  }
+  return false;
+}
+
+void Engine::keep_viable(std::vector<Head>& heads) {
+  // The token is allowed when some reading can be completed. Then every
+  // reading is kept, as the reference recognizer keeps every item: one that
+  // one-byte tokens could not complete (a character begun near an except!
+  // token limit) may be completed by a longer next token.
+  if (!viable(heads)) heads.clear();
+}
+
+void Engine::normalize(std::vector<Head>& heads) {
+  std::sort(heads.begin(), heads.end());
+  heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
+}
+
+void Engine::end_lexemes(const std::vector<Head>& in, std::vector<Between>& out) {
+  out.clear();
+  // Lexemes that end before the next byte, grouped by (terminal, pending
+  // after it) so that the reductions of heads that agree share one GSS scope.
+  ending_.clear();
+  for (const Head& h : in) {
+    if (h.terminal == Head::kBetween) ending_.push_back({Head::kBetween, h.pending, h.state, h.no_restart, h.node});
+    else if (dfa_accepting(h.terminal, h.state))
+      ending_.push_back({h.terminal, pending_after(h), ir::utf8::kBoundary, no_restart_after(h.terminal), h.node});
+  }
+  std::sort(ending_.begin(), ending_.end());
+  ending_.erase(std::unique(ending_.begin(), ending_.end()), ending_.end());
+  for (size_t i = 0; i < ending_.size() && exhausted_.empty();) {
+    size_t j = i;
+    group_.clear();
+    while (j < ending_.size() && ending_[j].terminal == ending_[i].terminal && ending_[j].pending == ending_[i].pending &&
+           ending_[j].in_char == ending_[i].in_char && ending_[j].no_restart == ending_[i].no_restart)
+      group_.push_back(ending_[j++].node);
+    const Ending& first = ending_[i];
+    if (first.terminal == Head::kBetween) {
+      for (uint32_t n : group_) out.push_back({n, first.pending, first.in_char, first.no_restart});
+    } else {
+      end_lexeme(group_, first.terminal, shifted_nodes_);
+      for (uint32_t n : shifted_nodes_) out.push_back({n, first.pending, first.in_char, first.no_restart});
+    }
+    i = j;
+  }
+}
+
+void Engine::step_byte_after(const std::vector<Head>& in, const std::vector<Between>& between, uint8_t byte,
+                             bool first_of_token, std::vector<Head>& out) {
+  out.clear();
+  charge(in.size());
+  if (!exhausted_.empty()) return;
+  for (const Head& h : in) {
+    if (h.terminal == Head::kBetween || (first_of_token && !can_continue_into_token(h))) continue;
+    const uint32_t q = dfa_next(h.terminal, h.state, byte);
+    if (q != ir::Dfa::kDead)
+      if (auto p = advance_pending(h.pending, byte))
+        out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
+  }
+  for (const Between& b : between)
+    start_lexemes(b.node, b.pending, static_cast<uint8_t>(b.in_char), byte, out, b.no_restart);
+  normalize(out);
+}
+
+void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out) {
+  out.clear();
+  if (!exhausted_.empty()) return;
+  ScratchPool<Between>::Lease between(between_scratch_);
+  end_lexemes(in, *between);
+  step_byte_after(in, *between, byte, first_of_token, out);
+}
+
+void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
+  refresh_tier();
+  step_token_unchecked(in, bytes, out);
+  if (!exhausted_.empty()) return;
+  keep_viable(out);
+  if (out.size() > limits_.max_heads)
+    exhaust(fmt::format("more than {} readings of the text after one token (EngineLimits::max_heads)", limits_.max_heads));
+}
+
+void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
+  out.clear();
+  if (bytes.empty()) return;
+  // any!: the whole token, from any head that can be between lexemes now.
+  if (any_terminal_) {
+    ScratchPool<Head>::Lease between(head_scratch_);
+    heads_between_lexemes(in, *between);
+    ScratchPool<uint32_t>::Lease tops(node_scratch_);
+    ScratchPool<uint32_t>::Lease shifted(node_scratch_);
+    for (size_t i = 0; i < between->size();) {
+      const uint32_t pending = (*between)[i].pending;
+      const uint32_t in_char = (*between)[i].state;
+      tops->clear();
+      for (; i < between->size() && (*between)[i].pending == pending && (*between)[i].state == in_char; ++i) {
+        uint32_t n = (*between)[i].node;
+        const auto& can = shiftable(n);
+        if (std::binary_search(can.begin(), can.end(), *any_terminal_) && (tops->empty() || tops->back() != n))
+          tops->push_back(n);
+      }
+      auto after = advance_pending(pending, bytes);
+      const uint8_t char_after = ir::utf8::run(static_cast<uint8_t>(in_char), bytes);
+      if (tops->empty() || !after || char_after == ir::utf8::kInvalid) continue;
+      end_lexeme(*tops, *any_terminal_, *shifted);
+      for (uint32_t n : *shifted) out.push_back({n, Head::kBetween, char_after, *after, 0});
+    }
+  }
+  ScratchPool<Head>::Lease current(head_scratch_);
+  ScratchPool<Head>::Lease next(head_scratch_);
+  current->assign(in.begin(), in.end());
+  for (size_t i = 0; i < bytes.size() && !current->empty() && exhausted_.empty(); ++i) {
+    step_byte(*current, static_cast<uint8_t>(bytes[i]), i == 0, *next);
+    current->swap(*next);
+  }
+  out.insert(out.end(), current->begin(), current->end());
+  normalize(out);
+}
+
+bool Engine::can_end(const std::vector<Head>& heads) {
+  refresh_tier();
+  return ends_here(heads);
+}
+
+bool Engine::ends_here(const std::vector<Head>& heads) {
+  Mark m = mark();
+  bool accepted = false;
+  ScratchPool<Head>::Lease after(head_scratch_);
+  ScratchPool<uint32_t>::Lease tops(node_scratch_);
+  for (const Head& h : heads) {
+    tops->clear();
+    if (h.terminal == Head::kBetween) {
+      if (h.state == ir::utf8::kBoundary) tops->push_back(h.node);  // never inside a character
+    } else if (dfa_accepting(h.terminal, h.state)) {
+      heads_after_lexeme(h, *after);
+      for (const Head& a : *after) tops->push_back(a.node);
+    }
+    if (!tops->empty()) reduce_closure(*tops, table_.end_marker(), &accepted, closure_scratch_);
+    if (accepted) break;
+  }
+  truncate(m);
+  return accepted;
+}
+
+void Engine::heads_after_lexeme(const Head& head, std::vector<Head>& out) {
+  out.clear();
+  ScratchPool<uint32_t>::Lease nodes(node_scratch_);
+  end_lexeme(std::span<const uint32_t>(&head.node, 1), head.terminal, *nodes);
+  const uint32_t pending = pending_after(head);
+  for (uint32_t n : *nodes) out.push_back({n, Head::kBetween, 0, pending, 0, no_restart_after(head.terminal)});
+}
+
+void Engine::heads_between_lexemes(const std::vector<Head>& heads, std::vector<Head>& out) {
+  out.clear();
+  ScratchPool<Head>::Lease ended(head_scratch_);
+  for (const Head& h : heads) {
+    if (h.terminal == Head::kBetween) {
+      out.push_back(h);
+    } else if (dfa_accepting(h.terminal, h.state)) {
+      heads_after_lexeme(h, *ended);
+      out.insert(out.end(), ended->begin(), ended->end());
+    }
+  }
+  // Grouped by pending occurrences and character state: each group is one GSS scope.
+  std::sort(out.begin(), out.end(), [](const Head& a, const Head& b) {
+    return std::tie(a.pending, a.state, a.node) < std::tie(b.pending, b.state, b.node);
+  });
+}
+
+uint32_t Engine::pending_after(const Head& h) {
+  const ir::LexTerminal& t = lex_.terminals[h.terminal];
+  return t.kind == ir::LexTerminal::Kind::Except ? add_except_pending(h.pending, t.except_index, h.state) : h.pending;
+}
+
+bool Engine::any_follows_any(std::span<const uint32_t> tops) {
+  const Mark m = mark();
+  ScratchPool<uint32_t>::Lease from(node_scratch_), shifted(node_scratch_);
+  from->assign(tops.begin(), tops.end());
+  // The token, then the three a four-byte character may still need.
+  bool result = true;
+  for (int more = 0; more < 3 && result; ++more) {
+    end_lexeme(*from, *any_terminal_, *shifted);
+    std::erase_if(*shifted, [&](uint32_t n) { return !is_shiftable(n, *any_terminal_); });
+    result = !shifted->empty();
+    std::swap(*from, *shifted);
+  }
+  truncate(m);
+  return result;
+}
+
+bool Engine::viable_after_any(std::span<const uint32_t> tops, uint8_t in_char, uint32_t pending) {
+  const Mark m = mark();
+  ScratchPool<uint32_t>::Lease shifted(node_scratch_);
+  ScratchPool<Head>::Lease after(head_scratch_);
+  end_lexeme(tops, *any_terminal_, *shifted);
+  for (uint32_t n : *shifted) after->push_back({n, Head::kBetween, in_char, pending, 0});
+  const bool result = viable(*after);
+  truncate(m);
+  return result;
+}
+
+}  // namespace cgram

@@ -1,0 +1,352 @@
+// The graph-structured stack: nodes and edges, marks and compaction, and the
+// reductions (RNGLR, with the argument for their completeness).
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "engine.h"
+#include "mask_words.h"
+#include "utf8_dfa.h"
+
+namespace cgram {
+
+uint32_t Engine::next_visit_epoch() {
+  if (++visit_epoch_ == 0) {  // wrapped: no stale mark may equal a new epoch
+    std::fill(visited_.begin(), visited_.end(), 0);
+    visit_epoch_ = 1;
+  }
+  return visit_epoch_;
+}
+
+uint32_t Engine::new_node(uint32_t state) {
+  charge(1);
+  if (nodes_.size() + edges_.size() >= limits_.max_stack_elements)
+    exhaust(fmt::format("the parse stack holds more than {} nodes and edges (EngineLimits::max_stack_elements)",
+                        limits_.max_stack_elements));
+  nodes_.push_back({state, kNoEdge, static_cast<uint32_t>(status_.size()), next_serial_++});
+  if (visited_.size() < nodes_.size()) visited_.resize(nodes_.size(), 0);
+  status_.resize(status_.size() + table_.terminals_with_actions(state).size(), 0);
+  shiftable_index_.push_back(-1);
+  return static_cast<uint32_t>(nodes_.size() - 1);
+}
+
+bool Engine::add_edge(uint32_t node, uint32_t parent) {
+  Node& n = nodes_[node];
+  if (n.degree < kIndexDegree) {
+    for (uint32_t e = n.first_edge; e != kNoEdge; e = edges_[e].next)
+      if (edges_[e].parent == parent) return false;
+  } else {
+    auto key = [&](uint32_t p) { return uint64_t{n.serial} << 32 | p; };
+    if (n.index_epoch != edge_epoch_) {
+      // Stale keys (of truncated nodes) are dropped now and then: the set
+      // stays within a few times the edges alive.
+      if (edge_index_.size() > std::max<size_t>(size_t{1} << 16, 4 * edges_.size())) {
+        edge_index_.clear();
+        ++edge_epoch_;
+      }
+      for (uint32_t e = n.first_edge; e != kNoEdge; e = edges_[e].next) edge_index_.insert(key(edges_[e].parent));
+      n.index_epoch = edge_epoch_;
+    }
+    if (!edge_index_.insert(key(parent))) return false;
+  }
+  charge(1);
+  edges_.push_back({parent, n.first_edge});
+  n.first_edge = static_cast<uint32_t>(edges_.size() - 1);
+  ++n.degree;
+  return true;
+}
+
+// Edges are only ever added to nodes created in the same reduction or shift
+// (its scope), so the nodes before a mark never gain edges after it and a
+// truncation is just a resize.
+void Engine::truncate(Mark m) {
+  sequence_allowance_ = m.allowance;  // the work already done stays spent
+  nodes_.resize(m.nodes);
+  status_.resize(m.status);
+  shiftable_index_.resize(m.nodes);
+  edges_.resize(m.edges);
+}
+
+void Engine::compact(std::span<Head> heads, std::span<Mark* const> marks) {
+  constexpr uint32_t kDead = UINT32_MAX;
+  std::vector<uint32_t> node_to(nodes_.size(), kDead);
+  std::vector<uint8_t> edge_live(edges_.size(), 0);
+  std::vector<uint32_t> stack;
+  auto reach = [&](uint32_t v) {
+    if (node_to[v] == kDead) node_to[v] = 0, stack.push_back(v);
+  };
+  for (const Head& h : heads) reach(h.node);
+  while (!stack.empty()) {
+    const uint32_t v = stack.back();
+    stack.pop_back();
+    for (uint32_t e = nodes_[v].first_edge; e != kNoEdge; e = edges_[e].next) {
+      edge_live[e] = 1;
+      reach(edges_[e].parent);
+    }
+  }
+  // How many live nodes, edges and status entries come before each old
+  // index: the new indices, and where each mark goes.
+  std::vector<uint32_t> nodes_before(nodes_.size() + 1, 0), edges_before(edges_.size() + 1, 0),
+      status_before(status_.size() + 1, 0);
+  std::vector<uint8_t> status_live(status_.size(), 0);
+  for (uint32_t v = 0; v < nodes_.size(); ++v) {
+    nodes_before[v + 1] = nodes_before[v] + (node_to[v] != kDead);
+    if (node_to[v] == kDead) continue;
+    node_to[v] = nodes_before[v];
+    const size_t entries = table_.terminals_with_actions(nodes_[v].state).size();
+    std::fill_n(status_live.begin() + nodes_[v].status, entries, 1);
+  }
+  for (size_t e = 0; e < edges_.size(); ++e) edges_before[e + 1] = edges_before[e] + edge_live[e];
+  for (size_t i = 0; i < status_.size(); ++i) status_before[i + 1] = status_before[i] + status_live[i];
+  auto new_edge = [&](uint32_t e) { return e == kNoEdge ? kNoEdge : edges_before[e]; };
+  std::vector<Node> nodes;
+  std::vector<int32_t> shiftable_index;
+  nodes.reserve(nodes_before.back());
+  shiftable_index.reserve(nodes_before.back());
+  for (uint32_t v = 0; v < nodes_.size(); ++v) {
+    if (node_to[v] == kDead) continue;
+    Node n = nodes_[v];
+    n.first_edge = new_edge(n.first_edge);
+    n.status = status_before[n.status];
+    nodes.push_back(n);
+    shiftable_index.push_back(shiftable_index_[v]);
+  }
+  std::vector<Edge> edges;
+  edges.reserve(edges_before.back());
+  for (size_t e = 0; e < edges_.size(); ++e)
+    if (edge_live[e]) edges.push_back({node_to[edges_[e].parent], new_edge(edges_[e].next)});
+  std::vector<uint8_t> status;
+  status.reserve(status_before.back());
+  for (size_t i = 0; i < status_.size(); ++i)
+    if (status_live[i]) status.push_back(status_[i]);
+  for (Mark* m : marks) *m = {nodes_before[m->nodes], edges_before[m->edges], status_before[m->status]};
+  for (Head& h : heads) h.node = node_to[h.node];
+  for (ExceptMaskEntry& e : except_mask_cache_)
+    e.node = e.node < node_to.size() && node_to[e.node] != kDead ? node_to[e.node] : UINT32_MAX;
+  nodes_ = std::move(nodes);
+  edges_ = std::move(edges);
+  status_ = std::move(status);
+  shiftable_index_ = std::move(shiftable_index);
+  // Keys hold parents' indices, which moved. (The end cache checks every
+  // node it names by serial, and serials did not change.)
+  edge_index_.clear();
+  ++edge_epoch_;
+}
+
+// Why the reductions below are complete: the GLR variant and its proof.
+//
+// The engine is a right-nulled GLR recogniser (RNGLR: Scott and Johnstone,
+// "Right Nulled GLR Parsers", TOPLAS 28(4), 2006) over the LALR(1) table of
+// the skeleton grammar, one GSS level per lexeme end. A level is built by
+// reduce_closure (every reduction the lookahead allows) and then the shift of
+// the lexeme's terminal (end_lexeme). Within one call of reduce_closure,
+// nodes are merged by LR state (`scope`), so the level is a graph whose size
+// is bounded by the table, whatever the ambiguity.
+//
+// Tomita's algorithm is incomplete when the grammar has ε-productions: a
+// reduction whose path starts with an edge made by an ε-reduction in the same
+// level (A -> α B• with B => ε, the node for B pushed on the node for α)
+// walks that path once, when the edge is made. If the node for α gains
+// another parent later in the level (another derivation reaches the same
+// state), the paths through the new parent are never walked, because the
+// node on top of it is not revisited. The dangling else,
+// `s ::= 'i' s e? | 'x'`, is the classic case: after "iix", the inner and the
+// outer `s` meet in one node, and the second reduction is lost. Farshi's fix
+// redoes every reduction of the level at each new edge; RNGLR avoids that:
+//
+//  1. The table reduces an item A -> α•β whose rest β is nullable by |α|
+//     symbols (lower/lr.h), as if β had been matched empty. So a reduction whose
+//     path would start with ε-edges is also found from the node below them,
+//     without walking them.
+//  2. A reduction of length m > 0 is walked only along paths whose first edge
+//     was made by a shift or by a reduction of length > 0: such an edge goes
+//     down to an earlier level, whose edges are final. Paths through ε-edges
+//     (both ends in this level) are never walked; by 1 they are redundant.
+//  3. Each edge is followed once: a new node has its length > 0 reductions
+//     walked through the edge that made it, and its ε-reductions done; a new
+//     edge into an existing node has the length > 0 reductions walked through
+//     it (the node's ε-reductions are done already); an ε-reduction that makes
+//     a new node does that node's ε-reductions only.
+//
+// Completeness (the paper's theorem 1, recast for a recogniser): every stack
+// of the LR(1) parser of the same text is a path of the GSS. By induction on
+// the reductions of that parser in one level: its reduction by A -> γ pops
+// |γ| symbols; let β be the longest nullable tail of γ that the LR parser
+// pushed in this level by ε-reductions only. Item A -> α•β, α γ's rest, is in
+// the state below β, on the same lookahead, so the right-nulled reduction
+// (A, |α|) is in the table there. Its path's first edge, if |α| > 0, was made
+// by a shift or a reduction of length > 0 (β was the longest such tail), and
+// rule 3 walks every path through every such edge, whenever that edge appears.
+// If |α| = 0 it is an ε-reduction, done when its node is made. Both reach the
+// same node the LR parser reaches, so the induction goes on. Hidden left
+// recursion (A -> B A c, B => ε) is the cycle of ε-edges it makes; merging
+// by state closes the cycle and rule 2 never walks it, so it terminates.
+// Unit cycles (A -> B, B -> A) add edges to nodes that exist, and stop when
+// no edge is new. Soundness is that of LR: every path walked is a stack the
+// table permits, so a token is never allowed that no sentence continues.
+//
+// With LALR lookaheads a right-nulled reduction may fire where the LR(1)
+// parser would not; like any LALR reduction that the lookahead over-admits,
+// the stacks it makes die at the next shift.
+void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted,
+                            std::vector<uint32_t>& result) {
+  result.assign(tops.begin(), tops.end());
+  // Nodes created here, by state (few: a linear search beats a map).
+  auto& scope = scope_;
+  scope.clear();
+  // Work items (rule 3): a node, the only edge its length > 0 paths must
+  // start with (kAllPaths: every edge; kNoLongPaths: none), and whether its
+  // ε-reductions are still to do.
+  auto& work = work_;
+  work.clear();
+  for (uint32_t v : tops) work.push_back({v, kAllPaths, true});
+  while (!work.empty() && exhausted_.empty()) {
+    const ReductionWork item = work.back();
+    work.pop_back();
+    const uint32_t v = item.node;
+    for (const ir::LrReduction& r : reductions(nodes_[v].state, terminal)) {
+      if (r.production == 0) {
+        if (accepted) *accepted = true;
+        continue;
+      }
+      const size_t length = r.length;
+      if (length == 0 ? !item.empty_reductions : item.via == kNoLongPaths) continue;
+      const uint32_t lhs = table_.production(r.production).lhs;
+      // Every node `length` edges below v (through `via` first, if given),
+      // level by level: the set of nodes at each depth, not every path (a
+      // graph-structured stack of an ambiguous grammar has exponentially
+      // many paths, and the recursion would be as deep as the production).
+      path_ends_.clear();
+      if (length == 0) {
+        path_ends_.push_back(v);
+      } else {
+        const bool through_one = item.via != kAllPaths;
+        path_ends_.push_back(through_one ? edges_[item.via].parent : v);
+        for (size_t level = through_one ? 1 : 0; level < length && !path_ends_.empty(); ++level) {
+          path_next_.clear();
+          const uint32_t epoch = next_visit_epoch();
+          size_t walked = 0;
+          for (uint32_t node : path_ends_)
+            for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next, ++walked) {
+              const uint32_t parent = edges_[e].parent;
+              if (visited_[parent] != epoch) visited_[parent] = epoch, path_next_.push_back(parent);
+            }
+          charge(walked);
+          path_ends_.swap(path_next_);
+        }
+      }
+      for (size_t i = 0; i < path_ends_.size(); ++i) {
+        uint32_t u = path_ends_[i];
+        uint32_t target = lr_go(nodes_[u].state, lhs);
+        if (target == ir::LrTable::kNone) continue;
+        auto it = std::find_if(scope.begin(), scope.end(), [&](const auto& e) { return e.first == target; });
+        if (it == scope.end()) {
+          uint32_t w = new_node(target);
+          add_edge(w, u);
+          scope.emplace_back(target, w);
+          result.push_back(w);
+          // An ε-edge (u in this level) is never the start of a path (rule 2).
+          work.push_back({w, length == 0 ? kNoLongPaths : nodes_[w].first_edge, true});
+        } else if (add_edge(it->second, u) && length > 0) {
+          work.push_back({it->second, nodes_[it->second].first_edge, false});
+        }
+      }
+    }
+  }
+}
+
+void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out) {
+  EndCacheEntry* cached = nullptr;
+  if (tops.size() == 1) {
+    const uint32_t v = tops[0];
+    if (end_cache_.empty()) end_cache_.resize(kEndCacheSize);
+    cached = &end_cache_[(uint64_t(nodes_[v].serial) * 0x9E3779B1u ^ terminal * 0x85EBCA77u) % kEndCacheSize];
+    if (cached->node == v && cached->serial == nodes_[v].serial && cached->terminal == terminal) {
+      bool valid = true;
+      for (uint32_t i = 0; i < cached->count && valid; ++i)
+        valid = cached->results[i] < nodes_.size() && nodes_[cached->results[i]].serial == cached->serials[i];
+      if (valid) {
+        out.assign(cached->results.begin(), cached->results.begin() + cached->count);
+        return;
+      }
+    }
+  }
+  reduce_closure(tops, terminal, nullptr, reduced_);
+  auto& shifted = shift_scope_;
+  shifted.clear();
+  for (uint32_t x : reduced_) {
+    uint32_t target = lr_shift(nodes_[x].state, terminal);
+    if (target == ir::LrTable::kNone) continue;
+    auto it = std::find_if(shifted.begin(), shifted.end(), [&](const auto& e) { return e.first == target; });
+    uint32_t y;
+    if (it == shifted.end()) {
+      y = new_node(target);
+      shifted.emplace_back(target, y);
+    } else {
+      y = it->second;
+    }
+    add_edge(y, x);
+  }
+  out.clear();
+  for (auto [state, node] : shifted) out.push_back(node);
+  if (cached && out.size() <= cached->results.size()) {
+    cached->node = tops[0];
+    cached->serial = nodes_[tops[0]].serial;
+    cached->terminal = terminal;
+    cached->count = static_cast<uint32_t>(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      cached->results[i] = out[i];
+      cached->serials[i] = nodes_[out[i]].serial;
+    }
+  }
+}
+
+// The terminals that can really be shifted from this node after the
+// reductions its stacks allow (the table's row can promise more: LALR
+// lookaheads are merged).
+const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
+  if (shiftable_index_[node] >= 0) return shiftable_sets_[shiftable_index_[node]];
+  std::vector<uint32_t>& result = shiftable_scratch_;
+  result.clear();
+  for (uint32_t t : table_.terminals_with_actions(nodes_[node].state))
+    if (is_shiftable(node, t)) result.push_back(t);
+  auto it = shiftable_ids_.find(result);
+  bool inserted = false;
+  if (it == shiftable_ids_.end()) {
+    it = shiftable_ids_.emplace(result, static_cast<uint32_t>(shiftable_sets_.size())).first;
+    inserted = true;
+  }
+  if (inserted) {
+    std::bitset<256> bytes;
+    for (uint32_t t : result) bytes |= first_bytes_[t];
+    shiftable_first_bytes_.push_back(bytes);
+    shiftable_sets_.push_back(result);
+  }
+  shiftable_index_[node] = static_cast<int32_t>(it->second);
+  return shiftable_sets_[it->second];
+}
+
+bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
+  const uint32_t state = nodes_[node].state;
+  const auto& active = table_.terminals_with_actions(state);
+  auto pos = std::lower_bound(active.begin(), active.end(), terminal);
+  if (pos == active.end() || *pos != terminal) return false;
+  uint8_t& status = status_[nodes_[node].status + (pos - active.begin())];
+  if (status != 0) return status == 1;
+  bool can;
+  if (reductions(state, terminal).empty()) {
+    can = lr_shift(state, terminal) != ir::LrTable::kNone;
+  } else {
+    Mark m = mark();
+    reduce_closure(std::span<const uint32_t>(&node, 1), terminal, nullptr, closure_scratch_);
+    can = false;
+    for (uint32_t x : closure_scratch_) can = can || lr_shift(nodes_[x].state, terminal) != ir::LrTable::kNone;
+    truncate(m);
+  }
+  // Re-read: truncate() may have shrunk status_ only past this node's entries.
+  status_[nodes_[node].status + (pos - active.begin())] = can ? 1 : 2;
+  return can;
+}
+
+}  // namespace cgram
