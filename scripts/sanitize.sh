@@ -57,7 +57,7 @@ run_ci() {
 run_tsan() {
   configure build-tsan CGRAM_TSAN
   time flock "$lock" cmake --build build-tsan -j "$jobs" --target cgram_tests capi_test cgram-server bench_server_load
-  # Catch2 tags: [threads] (tests/threads_test.cpp), [batch], [service]
+  # Catch2 tags: [threads] (tests/unit/matcher/threads_test.cpp), [batch], [service]
   # (the Compiler, background JIT), [jit] and [aot] (concurrent JIT
   # compilation, objects loaded while others run).
   (cd build-tsan && time tests/cgram_tests '[threads],[batch],[service],[jit],[aot]' --durations yes &&

@@ -1,4 +1,4 @@
-"""The server-style driver of tests/python/server_driver.py, timed
+"""The server-style driver of tests/api/python/server_driver.py, timed
 (docs/BENCHMARKS.md, "Serving driver"): a batch of requests of every kind,
 random logits over a padded model vocabulary, with and without speculative
 drafts.
@@ -17,7 +17,7 @@ import statistics
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "api", "python"))
 
 import cgram  # noqa: E402
 from cgram.serving import Backend  # noqa: E402

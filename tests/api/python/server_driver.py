@@ -1,5 +1,5 @@
 """A driver that calls cgram.serving as an inference server does, step by
-step, with random logits standing in for the model (tests/python/test_serving.py
+step, with random logits standing in for the model (tests/api/python/test_serving.py
 checks it; bench/python/serving_driver.py times it).
 
 Each step, for a batch of requests:

@@ -1,5 +1,5 @@
 """cgram.serving: the backend's kinds and cache, the per-request calls, and a
-driver that follows a server's call sequence (tests/python/server_driver.py):
+driver that follows a server's call sequence (tests/api/python/server_driver.py):
 batch bitmask rows, torch logits, sampling, accepting; speculative drafts
 with 1 + k rows, validation and rollback. Model logits are wider than the
 tokenizer's ids (padding), and the reference matcher checks every token."""

@@ -3,7 +3,7 @@
 // (the dangling else), nullable parts beside except!, and regexes that match
 // only the empty text. Each case's answer was worked out by hand; the
 // oracle, `cgram match` (match_text) and the matcher's masks must all give
-// it. (The random differential, tests/random, searches for more.)
+// it. (The random differential, tests/differential/random, searches for more.)
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>

@@ -101,7 +101,7 @@ TEST_CASE("segmented recognition: push and pop", "[oracle]") {
   CHECK(r.verdict() == Verdict::Rejected);
 }
 
-// The oracle is the ground truth of the random differential (tests/random):
+// The oracle is the ground truth of the random differential (tests/differential/random):
 // its answers on each shape the random grammars take, checked by hand.
 TEST_CASE("the oracle on every shape the random grammars have", "[oracle]") {
   struct Expect {

@@ -2,7 +2,7 @@
 # what it put there: a C program built with pkg-config's flags, and a CMake
 # project that finds the package (find_package(cgram) → cgram::cgram), and
 # Python importing the installed package.
-#   cmake -DBUILD_DIR=... -DSOURCE_DIR=tests/install -DWORK=dir -DC_COMPILER=cc
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=tests/api/install -DWORK=dir -DC_COMPILER=cc
 #         -DVERSION=x.y.z -DLIBDIR=lib [-DPYTHON=python3 -DPYTHON_DIR=lib/python3.X/dist-packages]
 #         -P install_test.cmake
 file(REMOVE_RECURSE ${WORK})
@@ -34,7 +34,7 @@ foreach(file include/cgram.h ${LIBDIR}/libcgram.so bin/cgram ${LIBDIR}/pkgconfig
 endforeach()
 
 # The installed command works from its new place.
-run("cgram check" ${prefix}/bin/cgram check ${SOURCE_DIR}/../../examples/json.cgram)
+run("cgram check" ${prefix}/bin/cgram check ${SOURCE_DIR}/../../../examples/json.cgram)
 expect_output("cgram check" "ok")
 
 # C, with pkg-config (the .pc file finds its prefix from its own place).

@@ -11,7 +11,7 @@ import numpy as np
 
 import cgram
 
-SOURCE_DIR = os.environ.get("CGRAM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SOURCE_DIR = os.environ.get("CGRAM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 CLI = os.environ.get("CGRAM_CLI", "")
 EXAMPLES = os.path.join(SOURCE_DIR, "examples")
 TEST_DATA = os.path.join(SOURCE_DIR, "tests", "data")
