@@ -10,6 +10,7 @@
 #include "binary_io.h"
 #include "canonical.h"
 #include "encoder.h"
+#include "vocab_context.h"
 #include "utf8_dfa.h"
 
 namespace cgram {
@@ -19,19 +20,16 @@ constexpr uint8_t kCanonicalTag = 0xC1;
 constexpr uint64_t kTablesChecksumSeed = 0x7AB1E5;  // "tables"
 }
 
-CompiledGrammar::CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {}
+CompiledGrammar::CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab)
+    : vocab_(std::move(vocab)), context_(VocabularyContext::of(vocab_)) {}
 
 CompiledGrammar::~CompiledGrammar() = default;
 
 const CanonicalPairs* CompiledGrammar::canonical_pairs() const {
   if (!canonical_) return nullptr;
-  std::call_once(canonical_once_, [this] {
-    auto enc = encoder();
-    if (!std::holds_alternative<const Encoder*>(enc)) return;  // compile checked it: not reached
-    auto made = CanonicalPairs::create(vocab_, *std::get<const Encoder*>(enc));
-    if (auto* pairs = std::get_if<std::unique_ptr<CanonicalPairs>>(&made)) canonical_pairs_ = std::move(*pairs);
-  });
-  return canonical_pairs_.get();
+  auto pairs = context_->canonical_pairs();
+  // Compiling (and loading) checked the encoder, so there is one.
+  return std::holds_alternative<const CanonicalPairs*>(pairs) ? std::get<const CanonicalPairs*>(pairs) : nullptr;
 }
 
 std::span<const uint8_t> CompiledGrammar::byte_representatives() const {
@@ -61,19 +59,14 @@ std::span<const uint8_t> CompiledGrammar::byte_representatives() const {
   return representatives_;
 }
 
-std::variant<const Encoder*, VocabularyError> CompiledGrammar::encoder() const {
-  std::call_once(encoder_once_, [this] {
-    auto created = Encoder::create(vocab_);
-    if (auto* error = std::get_if<VocabularyError>(&created)) encoder_error_ = *error;
-    else encoder_ = std::move(std::get<std::unique_ptr<Encoder>>(created));
-  });
-  if (encoder_error_) return *encoder_error_;
-  return encoder_.get();
-}
+std::variant<const Encoder*, VocabularyError> CompiledGrammar::encoder() const { return context_->encoder(); }
 
 CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocab, const CompileOptions& options)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), canonical_(options.canonical) {
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      context_(VocabularyContext::of(vocab_)),
+      canonical_(options.canonical) {
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   source_name_ = grammar_->file().name();
@@ -232,7 +225,8 @@ CompiledGrammar::Result CompiledGrammar::compile(std::shared_ptr<const Grammar> 
     if (vocab->kind() == TokenizerKind::List)
       return CompileError{"canonical mode needs a merge-based vocabulary (byte-level BPE, tiktoken or "
                           "SentencePiece); " + vocab->name() + " is a plain token list"};
-    auto encoder = Encoder::create(vocab);
+    // Built once per vocabulary and kept in its context for every grammar.
+    auto encoder = VocabularyContext::of(vocab)->encoder();
     if (auto* error = std::get_if<VocabularyError>(&encoder))
       return CompileError{"canonical mode needs the vocabulary's encoder: " + error->message};
   }

@@ -23,6 +23,7 @@ namespace cgram {
 
 class Encoder;
 class CanonicalPairs;
+class VocabularyContext;
 
 struct CompileError {
   std::string message;
@@ -90,12 +91,15 @@ class CompiledGrammar {
   // matcher searches continuations over them (Engine::viable). Made on first
   // use; thread-safe.
   std::span<const uint8_t> byte_representatives() const;
+  // What the vocabulary alone decides, shared by every grammar compiled for
+  // it (vocab/vocab_context.h).
+  const VocabularyContext& vocabulary_context() const { return *context_; }
   // The vocabulary's own encoder (jump-forward re-encodes text with it),
-  // made on first use; or why there is none (a plain token list).
-  // Thread-safe.
+  // from the vocabulary's context; or why there is none (a plain token
+  // list). Thread-safe.
   std::variant<const Encoder*, VocabularyError> encoder() const;
-  // The canonical-pair filter of a grammar compiled with `canonical`
-  // (made on first use; null otherwise). Thread-safe.
+  // The canonical-pair filter of a grammar compiled with `canonical`, from
+  // the vocabulary's context (null otherwise). Thread-safe.
   bool is_canonical() const { return canonical_; }
   const CanonicalPairs* canonical_pairs() const;
 
@@ -163,14 +167,10 @@ class CompiledGrammar {
   mutable std::mutex kernels_mutex_;
   mutable std::shared_ptr<const Kernels> kernels_owner_;
   mutable std::atomic<const Kernels*> kernels_{nullptr};
+  std::shared_ptr<const VocabularyContext> context_;
   bool canonical_ = false;
-  mutable std::once_flag canonical_once_;
-  mutable std::unique_ptr<CanonicalPairs> canonical_pairs_;
-  mutable std::once_flag encoder_once_;
   mutable std::once_flag representatives_once_;
   mutable std::vector<uint8_t> representatives_;
-  mutable std::unique_ptr<Encoder> encoder_;
-  mutable std::optional<VocabularyError> encoder_error_;
 };
 
 }  // namespace cgram

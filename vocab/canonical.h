@@ -31,7 +31,7 @@
 //    token into a whole token); only those go to the encoder. Tokens whose
 //    merges are not monotone, that hold a cut character, or that meet an
 //    added token, always go to the encoder.
-// Every fast answer equals the encoder's (tests/canonical_test.cpp checks
+// Every fast answer equals the encoder's (tests/unit/matcher/canonical_test.cpp checks
 // this pair by pair). Decisions are remembered per previous token (bitsets
 // of the tokens checked and allowed), for a bounded number of previous
 // tokens. Thread-safe.

@@ -300,3 +300,22 @@ TEST_CASE("canonical mode's fast path with tiktoken and SentencePiece merges", "
     CHECK(tokens > 0);
   }
 }
+
+TEST_CASE("canonical: the encoder and the pairs are built once per vocabulary, shared by its grammars",
+          "[canonical]") {
+  auto a = compile_canonical("start ::= #'[a-z]+' ;");
+  auto b = compile_canonical("start ::= 'x' #'[0-9]+' ;");
+  CHECK(&a->vocabulary_context() == &b->vocabulary_context());
+  CHECK(&encoder_of(*a) == &encoder_of(*b));
+  REQUIRE(a->canonical_pairs());
+  CHECK(a->canonical_pairs() == b->canonical_pairs());
+  // A grammar compiled without canonical mode shares the context, not the filter.
+  auto plain = std::get<std::shared_ptr<const CompiledGrammar>>(
+      CompiledGrammar::compile(test::grammar("start ::= 'y' ;"), test::bundled_vocabulary()));
+  CHECK(&plain->vocabulary_context() == &a->vocabulary_context());
+  CHECK(plain->canonical_pairs() == nullptr);
+  // Another vocabulary (even with the same tokens) has a context of its own.
+  auto copy = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  auto other = compile_canonical("start ::= #'[a-z]+' ;", copy);
+  CHECK(&other->vocabulary_context() != &a->vocabulary_context());
+}

@@ -1,0 +1,50 @@
+#pragma once
+// What depends on a vocabulary alone, built once and shared by every grammar
+// compiled for it: the vocabulary's encoder (jump-forward re-encodes text
+// with it; canonical mode needs it) and the canonical token pairs. The first
+// grammar that needs one builds it; later grammars for the same vocabulary,
+// and their matchers, use the same one. It lives as long as some grammar (or
+// other holder) keeps the context.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "vocabulary.h"
+
+namespace cgram {
+
+class Encoder;
+class CanonicalPairs;
+
+class VocabularyContext {
+ public:
+  // The context of `vocab`: the one already shared if some holder keeps it,
+  // else a new one. Thread-safe.
+  static std::shared_ptr<const VocabularyContext> of(const std::shared_ptr<const Vocabulary>& vocab);
+
+  const Vocabulary& vocabulary() const { return *vocab_; }
+  // The vocabulary's encoder, made on first use; or why there is none (a
+  // plain token list). Thread-safe.
+  std::variant<const Encoder*, VocabularyError> encoder() const;
+  // The canonical-pair filter (vocab/canonical.h), made on first use; or why
+  // there is none. Thread-safe.
+  std::variant<const CanonicalPairs*, std::string> canonical_pairs() const;
+
+  struct Key {
+    explicit Key() = default;
+  };
+  VocabularyContext(Key, std::shared_ptr<const Vocabulary> vocab);
+  ~VocabularyContext();
+
+ private:
+  std::shared_ptr<const Vocabulary> vocab_;
+  mutable std::once_flag encoder_once_, canonical_once_;
+  mutable std::unique_ptr<Encoder> encoder_;
+  mutable std::optional<VocabularyError> encoder_error_;
+  mutable std::unique_ptr<CanonicalPairs> canonical_;
+  mutable std::string canonical_error_;
+};
+
+}  // namespace cgram
