@@ -204,16 +204,17 @@ CompileOutcome Compiler::compile(const CompileRequest& request, const std::share
   if (!compiled_here) outcome.times = {};
   if (compiled_here) {
     std::lock_guard lock(mutex_);
-    auto it = entries_.find(key);
-    if (it == entries_.end() || it->second != entry) return outcome;  // evicted while it compiled
-    entry->bytes = key.size();
-    if (outcome.ok()) {
-      entry->bytes += outcome.grammar->memory_bytes();
-      if (const Kernels* kernels = outcome.grammar->kernels()) entry->bytes += kernels->code_bytes;
+    // Counted unless evicted while it compiled (the tier below still applies).
+    if (auto it = entries_.find(key); it != entries_.end() && it->second == entry) {
+      entry->bytes = key.size();
+      if (outcome.ok()) {
+        entry->bytes += outcome.grammar->memory_bytes();
+        if (const Kernels* kernels = outcome.grammar->kernels()) entry->bytes += kernels->code_bytes;
+      }
+      entry->counted = true;
+      stats_.bytes += entry->bytes;
+      evict_locked();
     }
-    entry->counted = true;
-    stats_.bytes += entry->bytes;
-    evict_locked();
   }
   if (!outcome.ok()) return outcome;
   if (request.tier == Tier::Jit && !outcome.grammar->kernels()) {
