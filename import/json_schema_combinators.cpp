@@ -1,0 +1,430 @@
+// JSON Schema → .cgram: the keywords that combine schemas or list values.
+// allOf (schemas merged into one, with their properties and items), anyOf
+// and oneOf (alternatives, and when oneOf's cannot overlap), enum and const.
+#include "json_schema_converter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "cgram_text.h"
+#include "json_text.h"
+#include "memory_budget.h"
+
+namespace cgram::json_schema_detail {
+namespace {
+
+// Types a value of `type` may have; "number" includes "integer".
+bool type_allows(const std::set<std::string>& types, const std::string& t) {
+  return types.count(t) || (t == "integer" && types.count("number"));
+}
+
+std::string json_type_of(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::boolean: return "boolean";
+    case Json::value_t::object: return "object";
+    case Json::value_t::array: return "array";
+    case Json::value_t::string: return "string";
+    case Json::value_t::number_float: {
+      const double d = v.get<double>();
+      return std::isfinite(d) && std::trunc(d) == d ? "integer" : "number";
+    }
+    default: return "integer";
+  }
+}
+
+// JSON Schema equality: numbers by value (1 equals 1.0), objects unordered.
+bool json_equal(const Json& a, const Json& b) {
+  if (a.is_number() && b.is_number()) {
+    auto da = json::parse_decimal(a.dump()), db = json::parse_decimal(b.dump());
+    return da && db && json::compare(*da, *db) == 0;
+  }
+  if (a.type() != b.type()) return false;
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!json_equal(a[i], b[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (const auto& [k, v] : a.items())
+      if (!b.contains(k) || !json_equal(v, b[k])) return false;
+    return true;
+  }
+  return a == b;
+}
+
+}  // namespace
+
+// --- allOf -------------------------------------------------------------------
+// A merged schema is converted once per layout depth. A recursive schema
+// merged with another meets the same merge again inside itself: that
+// meeting becomes a rule (as a recursive $ref does), so the translation
+// stays finite and linear instead of unrolling the recursion to the
+// nesting limit. A long translation met again is named too, so the text
+// never repeats it.
+Expr Converter::value_of_merged(const Json& merged_source, const std::string& pointer, int depth) {
+  if (++merges_ > kMaxMerges) {
+    error(pointer, "allOf: too many schemas to merge (a recursive schema merged with another)");
+    return std::nullopt;
+  }
+  std::string dumped = merged_source.dump();
+  charge_memory(3 * dumped.size() + sizeof(Json) * 4);  // the key, the copy converted, their nodes
+  // Work: every merge copies and writes out what it merges.
+  merged_bytes_ += dumped.size();
+  if (merged_bytes_ > kMaxMergedBytes) {
+    error(pointer, fmt::format("allOf: the schemas merged (allOf, and $ref beside other keywords) come to more "
+                               "than {} MiB of JSON in all (the limit): the schema repeats large definitions in "
+                               "its merges",
+                               kMaxMergedBytes >> 20));
+    return std::nullopt;
+  }
+  auto [entry, inserted] = merged_rules_.try_emplace({std::move(dumped), layout_depth(depth)});
+  Merged& merged = entry->second;
+  if (!inserted) {
+    const bool name_it = merged.converting || (merged.expr && merged.expr->size() > kInlineBytes);
+    if (!name_it) return merged.expr;
+    if (!merged.rule) {
+      merged.rule = reserve_rule(pointer.substr(pointer.rfind('/') + 1), pointer);
+      if (!merged.converting) rules_[*merged.rule].body = *merged.expr;  // else set when it is done
+    }
+    return rules_[*merged.rule].name;
+  }
+  merged_.push_back(std::make_unique<Json>(merged_source));
+  merged.converting = true;
+  Expr body = value({merged_.back().get(), pointer}, depth);
+  merged.converting = false;
+  merged.expr = body;
+  if (!merged.rule) return body;
+  if (!body) {  // recursion into a schema with no value: .cgram has no empty language
+    error(pointer, "allOf: this recursive merge of schemas accepts no JSON value");
+    return std::nullopt;
+  }
+  rules_[*merged.rule].body = *body;
+  return rules_[*merged.rule].name;
+}
+
+Expr Converter::all_of(const Node& node, int depth) {
+  const Json& s = *node.schema;
+  const std::string at = node.pointer + "/allOf";
+  if (!s["allOf"].is_array() || s["allOf"].empty()) {
+    error(at, "'allOf' must be a non-empty array");
+    return std::nullopt;
+  }
+  Json merged = s;
+  merged.erase("allOf");
+  std::string pointer = node.pointer;
+  for (size_t i = 0; i < s["allOf"].size(); ++i) {
+    std::string part_pointer = at + "/" + std::to_string(i);
+    const Json* part = &s["allOf"][i];
+    // A part that is a reference is merged with what it refers to.
+    for (int hops = 0; part->is_object() && part->contains("$ref") && hops < 64; ++hops) {
+      Json rest = *part;
+      rest.erase("$ref");
+      std::string target_pointer;
+      const Json* target = resolve((*part)["$ref"].is_string() ? (*part)["$ref"].get<std::string>() : "", part_pointer,
+                                   target_pointer);
+      if (!target) return std::nullopt;
+      if (!rest.empty()) {
+        auto m = merge(merged, rest, part_pointer);
+        if (!m) return std::nullopt;
+        merged = std::move(*m);
+      }
+      part = target;
+      part_pointer = target_pointer;
+    }
+    auto m = merge(merged, *part, part_pointer);
+    if (!m) return std::nullopt;
+    merged = std::move(*m);
+  }
+  return value_of_merged(merged, pointer, depth);
+}
+
+// Both schemas at once, as one schema; nullopt (after an error) where they do not merge.
+std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::string& at) {
+  if (b.is_boolean()) return b.get<bool>() ? a : Json(false);
+  if (a.is_boolean()) return a.get<bool>() ? b : Json(false);
+  if (!b.is_object()) {
+    error(at, "a schema must be an object or a boolean");
+    return std::nullopt;
+  }
+  if (b.contains("allOf") || b.contains("$ref")) {
+    // Nested: merged when the result is converted.
+    Json out = a;
+    Json parts = out.contains("allOf") ? out["allOf"] : Json::array();
+    out.erase("allOf");
+    parts.push_back(b);
+    out["allOf"] = parts;
+    return out;
+  }
+  Json out = a;
+  for (const auto& [key, v] : b.items()) {
+    if (!out.contains(key)) {
+      out[key] = v;
+      continue;
+    }
+    Json& mine = out[key];
+    if (key == "type") {
+      auto as_set = [](const Json& t) {
+        std::set<std::string> s;
+        if (t.is_string()) s.insert(t.get<std::string>());
+        else if (t.is_array())
+          for (const Json& e : t)
+            if (e.is_string()) s.insert(e.get<std::string>());
+        return s;
+      };
+      const auto ta = as_set(mine), tb = as_set(v);
+      Json both = Json::array();
+      for (const char* t : {"null", "boolean", "object", "array", "string", "number", "integer"})
+        if (type_allows(ta, t) && type_allows(tb, t)) both.push_back(t);
+      mine = both;
+    } else if (key == "required") {
+      for (const Json& name : v)
+        if (std::find(mine.begin(), mine.end(), name) == mine.end()) mine.push_back(name);
+    } else if (key == "minimum" || key == "exclusiveMinimum" || key == "minLength" || key == "minItems") {
+      if (greater(v, mine)) mine = v;
+    } else if (key == "maximum" || key == "exclusiveMaximum" || key == "maxLength" || key == "maxItems") {
+      if (greater(mine, v)) mine = v;
+    } else if (key == "enum" || key == "const") {
+      const Json va = key == "const" ? Json::array({mine}) : mine, vb = key == "const" ? Json::array({v}) : v;
+      Json both = Json::array();
+      for (const Json& x : va)
+        for (const Json& y : vb)
+          if (json_equal(x, y)) both.push_back(x);
+      out.erase(key);
+      out["enum"] = both;
+    } else if (key == "properties" || key == "additionalProperties") {
+      // Handled below, together.
+    } else if (key == "prefixItems" || key == "items") {
+      // Handled below, together.
+    } else if (key == "anyOf" || key == "oneOf") {
+      // (∪A) ∩ (∪B) = ∪ (a ∩ b).
+      Json pairs = Json::array();
+      for (const Json& x : mine)
+        for (const Json& y : v) pairs.push_back(Json{{"allOf", Json::array({x, y})}});
+      mine = pairs;
+      if (key == "oneOf") permissive(at, "'oneOf' merged with another 'oneOf' is read as 'anyOf'");
+    } else if (keyword_use(key) == KeywordUse::Annotation) {
+    } else if (!json_equal(mine, v)) {
+      error(at, fmt::format("allOf: two different '{}' cannot be merged", key));
+      return std::nullopt;
+    }
+  }
+  merge_properties(a, b, out);
+  merge_items(a, b, out);
+  return out;
+}
+
+bool Converter::greater(const Json& x, const Json& y) {
+  if (!x.is_number() || !y.is_number()) return false;
+  auto dx = json::parse_decimal(x.dump()), dy = json::parse_decimal(y.dump());
+  return dx && dy && json::compare(*dx, *dy) > 0;
+}
+
+// A property's schema in `s`: its own, or additionalProperties (true when absent).
+Json Converter::property_schema(const Json& s, const std::string& name) {
+  if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name))
+    return s["properties"][name];
+  return s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
+}
+
+Json Converter::both(const Json& x, const Json& y) {
+  if (x == true) return y;
+  if (y == true) return x;
+  return Json{{"allOf", Json::array({x, y})}};
+}
+
+void Converter::merge_properties(const Json& a, const Json& b, Json& out) {
+  if (!a.contains("properties") && !b.contains("properties") && !a.contains("additionalProperties") &&
+      !b.contains("additionalProperties"))
+    return;
+  Json props = Json::object();
+  for (const Json* s : {&a, &b})
+    if (s->contains("properties") && (*s)["properties"].is_object())
+      for (const auto& [name, v] : (*s)["properties"].items())
+        if (!props.contains(name)) props[name] = both(property_schema(a, name), property_schema(b, name));
+  out["properties"] = props;
+  const Json extra = both(a.contains("additionalProperties") ? a["additionalProperties"] : Json(true),
+                          b.contains("additionalProperties") ? b["additionalProperties"] : Json(true));
+  if (extra == true) out.erase("additionalProperties");
+  else out["additionalProperties"] = extra;
+}
+
+Json Converter::item_schema(const Json& s, size_t i) {
+  if (s.contains("prefixItems") && s["prefixItems"].is_array() && i < s["prefixItems"].size())
+    return s["prefixItems"][i];
+  return s.contains("items") ? s["items"] : Json(true);
+}
+
+void Converter::merge_items(const Json& a, const Json& b, Json& out) {
+  auto prefix = [](const Json& s) {
+    return s.contains("prefixItems") && s["prefixItems"].is_array() ? s["prefixItems"].size() : 0;
+  };
+  const size_t n = std::max(prefix(a), prefix(b));
+  if (n) {
+    Json items = Json::array();
+    for (size_t i = 0; i < n; ++i) items.push_back(both(item_schema(a, i), item_schema(b, i)));
+    out["prefixItems"] = items;
+  }
+  if (a.contains("items") || b.contains("items")) {
+    const Json rest = both(a.contains("items") ? a["items"] : Json(true), b.contains("items") ? b["items"] : Json(true));
+    if (rest == true) out.erase("items");
+    else out["items"] = rest;
+  }
+}
+
+// --- anyOf, oneOf -------------------------------------------------------------
+Expr Converter::any_of(const Node& node, int depth) {
+  const Json& s = *node.schema;
+  const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
+  const std::string at = node.pointer + "/" + key;
+  if (!s[key].is_array() || s[key].empty()) {
+    error(at, fmt::format("'{}' must be a non-empty array", key));
+    return std::nullopt;
+  }
+  // Everything else (a oneOf beside an anyOf too) constrains each branch.
+  Json rest = s;
+  rest.erase(key);
+  const bool others = has_constraints(rest);
+  if (std::string(key) == "oneOf" && !disjoint(s[key])) {
+    permissive(at,
+               "'oneOf' is read as 'anyOf': its alternatives may overlap, and a value that matches two of them "
+               "is accepted");
+  }
+  std::vector<std::string> alternatives;
+  for (size_t i = 0; i < s[key].size(); ++i) {
+    const std::string branch_pointer = at + "/" + std::to_string(i);
+    Expr branch = others ? value_of_merged(Json{{"allOf", Json::array({rest, s[key][i]})}}, branch_pointer, depth)
+                         : value({&s[key][i], branch_pointer}, depth);
+    if (branch && std::find(alternatives.begin(), alternatives.end(), *branch) == alternatives.end())
+      alternatives.push_back(*branch);
+  }
+  return alternation(alternatives);
+}
+
+Expr Converter::alternation(const std::vector<std::string>& alternatives) {
+  if (alternatives.empty()) return std::nullopt;
+  if (alternatives.size() == 1) return alternatives[0];
+  std::string out = "(";
+  for (size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
+  return out + ")";
+}
+
+// Whether no value can match two alternatives: their types differ, or
+// they are objects that require one property with different constants.
+bool Converter::disjoint(const Json& alternatives) {
+  std::vector<std::set<std::string>> types;
+  for (const Json& a : alternatives) types.push_back(possible_types(a));
+  bool by_type = true;
+  for (size_t i = 0; i < types.size(); ++i)
+    for (size_t j = i + 1; j < types.size(); ++j)
+      for (const std::string& t : types[i])
+        if (types[j].count(t) || (t == "number" && types[j].count("integer")) ||
+            (t == "integer" && types[j].count("number")))
+          by_type = false;
+  if (by_type) return true;
+  // A discriminating property: required in each, with constants no two share.
+  if (!alternatives[0].is_object() || !alternatives[0].contains("properties")) return false;
+  for (const auto& [name, unused] : alternatives[0]["properties"].items()) {
+    std::vector<Json> seen;
+    bool ok = true;
+    for (const Json& a : alternatives) {
+      const Json values = constants_of_required(a, name);
+      if (values.empty()) {
+        ok = false;
+        break;
+      }
+      for (const Json& v : values) {
+        for (const Json& w : seen) ok = ok && !json_equal(v, w);
+        seen.push_back(v);
+      }
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
+Json Converter::constants_of_required(const Json& s, const std::string& name) {
+  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return Json::array();
+  if (std::find(s["required"].begin(), s["required"].end(), name) == s["required"].end()) return Json::array();
+  if (!s.contains("properties") || !s["properties"].contains(name)) return Json::array();
+  const Json& p = s["properties"][name];
+  if (!p.is_object()) return Json::array();
+  if (p.contains("const")) return Json::array({p["const"]});
+  if (p.contains("enum") && p["enum"].is_array() && !p["enum"].empty()) return p["enum"];
+  return Json::array();
+}
+
+std::set<std::string> Converter::possible_types(const Json& s) {
+  std::set<std::string> out;
+  if (!s.is_object()) {
+    if (s == false) return out;
+    return {"null", "boolean", "object", "array", "string", "number"};
+  }
+  if (s.contains("const")) return {json_type_of(s["const"])};
+  if (s.contains("enum") && s["enum"].is_array()) {
+    for (const Json& v : s["enum"]) out.insert(json_type_of(v));
+    return out;
+  }
+  if (s.contains("$ref") || s.contains("anyOf") || s.contains("oneOf") || s.contains("allOf"))
+    return {"null", "boolean", "object", "array", "string", "number"};
+  return declared_types(s);
+}
+
+// --- enum, const ---------------------------------------------------------------
+Expr Converter::enumeration(const Node& node, int depth) {
+  const Json& s = *node.schema;
+  if (s.contains("enum") && !s["enum"].is_array()) {
+    error(node.pointer + "/enum", "'enum' must be an array");
+    return std::nullopt;
+  }
+  Json values = s.contains("enum") ? s["enum"] : Json::array({s["const"]});
+  if (s.contains("enum") && s.contains("const")) {
+    Json kept = Json::array();
+    for (const Json& v : values)
+      if (json_equal(v, s["const"])) kept.push_back(v);
+    values = kept;
+  }
+  const std::set<std::string> types = declared_types(s);
+  for (const auto& [key, v] : s.items())
+    if (constrains(key) && key != "type" && key != "enum" && key != "const") {
+      error(node.pointer + "/" + pointer_token(key),
+            fmt::format("'{}' together with 'enum' or 'const' is not supported", key));
+      return std::nullopt;
+    }
+  std::vector<std::string> alternatives;
+  for (const Json& v : values)
+    if (type_allows(types, json_type_of(v))) {
+      std::string text = literal_value(v, depth);
+      if (std::find(alternatives.begin(), alternatives.end(), text) == alternatives.end()) alternatives.push_back(text);
+    }
+  return alternation(alternatives);
+}
+
+// A JSON value exactly as the layout writes it.
+std::string Converter::literal_value(const Json& v, int depth) {
+  if (v.is_object() || v.is_array()) {
+    if (v.empty()) return empty_container(v.is_object() ? '{' : '[');
+    std::string items;
+    bool first = true;
+    for (const auto& [key, child] : v.items()) {
+      if (!first) items += " " + separator(layout_depth(depth)) + " ";
+      first = false;
+      if (v.is_object()) items += quote_literal(json::json_string_text(key)) + " " + colon() + " ";
+      items += literal_value(child, depth + 1);
+    }
+    return container(v.is_object() ? '{' : '[', items, layout_depth(depth));
+  }
+  if (v.is_string()) return quote_literal(json::json_string_text(v.get<std::string>()));
+  if (v.is_number()) {
+    auto d = json::parse_decimal(v.dump());
+    return quote_literal(d ? json::to_string(*d) : v.dump());
+  }
+  return quote_literal(v.dump());
+}
+
+}  // namespace cgram::json_schema_detail

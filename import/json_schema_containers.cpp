@@ -1,0 +1,207 @@
+// JSON Schema → .cgram: arrays and objects. Items (prefixItems, items,
+// draft-07's array items and additionalItems) with minItems and maxItems;
+// members (properties, required, additionalProperties) in property order.
+#include "json_schema_converter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "cgram_text.h"
+#include "json_text.h"
+
+namespace cgram::json_schema_detail {
+
+Expr Converter::array(const Node& node, int depth) {
+  const Json& s = *node.schema;
+  const uint64_t min_items = count(node, "minItems").value_or(0);
+  std::optional<uint64_t> max_items = count(node, "maxItems");
+  if (max_items && *max_items < min_items) return std::nullopt;
+  // The first items (prefixItems, or draft-07's array `items`), then the rest.
+  const Json* prefix = nullptr;
+  std::string prefix_pointer;
+  const Json* rest = nullptr;
+  std::string rest_pointer;
+  if (s.contains("prefixItems")) {
+    prefix = &s["prefixItems"];
+    prefix_pointer = node.pointer + "/prefixItems";
+    if (s.contains("items")) rest = &s["items"], rest_pointer = node.pointer + "/items";
+  } else if (s.contains("items") && s["items"].is_array()) {
+    prefix = &s["items"];
+    prefix_pointer = node.pointer + "/items";
+    if (s.contains("additionalItems")) rest = &s["additionalItems"], rest_pointer = node.pointer + "/additionalItems";
+  } else if (s.contains("items")) {
+    rest = &s["items"];
+    rest_pointer = node.pointer + "/items";
+  }
+  if (prefix && !prefix->is_array()) {
+    error(prefix_pointer, "'prefixItems' must be an array");
+    return std::nullopt;
+  }
+  std::vector<Expr> firsts;
+  if (prefix)
+    for (size_t i = 0; i < prefix->size(); ++i)
+      firsts.push_back(value({&(*prefix)[i], prefix_pointer + "/" + std::to_string(i)}, depth + 1));
+  static const Json any = true;
+  Expr rest_value = value(rest ? Node{rest, rest_pointer} : Node{&any, node.pointer}, depth + 1);
+  // The first of the rest is written apart from the others: a long one is
+  // named, so that nested arrays stay linear in the schema (each level
+  // would double the text).
+  if (rest_value && rest_value->size() > kInlineBytes)
+    rest_value = add_rule("items", *rest_value, rest ? rest_pointer : node.pointer);
+  const uint64_t k = firsts.size();
+  if (max_items && *max_items > limits_.max_repeat_bound) {
+    permissive(node.pointer + "/maxItems", fmt::format("'maxItems' above {} is not enforced", limits_.max_repeat_bound));
+    max_items.reset();
+  }
+  if (min_items > limits_.max_repeat_bound) {
+    error(node.pointer + "/minItems", fmt::format("'minItems' above {} is not supported", limits_.max_repeat_bound));
+    return std::nullopt;
+  }
+  const std::string sep = separator(layout_depth(depth));
+  auto bounds = [](uint64_t lo, std::optional<uint64_t> hi) {
+    if (hi && lo == *hi) return fmt::format("{{{}}}", lo);
+    return hi ? fmt::format("{{{},{}}}", lo, *hi) : fmt::format("{{{},}}", lo);
+  };
+  // The items from position i on, i written already, at least one in all:
+  // the empty array is written apart (an empty list inside the brackets
+  // would give it a second, wrong, layout).
+  std::function<Expr(uint64_t)> from = [&](uint64_t i) -> Expr {
+    if (max_items && i >= *max_items) return i > 0 ? Expr("") : std::nullopt;
+    const bool may_stop = i > 0 && i >= min_items;
+    if (i >= k) {
+      // r more items, r from max(min - i, 0) (at least 1 at the start) to max - i.
+      uint64_t lo = min_items > i ? min_items - i : 0;
+      if (i == 0) lo = std::max<uint64_t>(lo, 1);
+      const std::optional<uint64_t> hi = max_items ? std::optional<uint64_t>(*max_items - i) : std::nullopt;
+      if (!rest_value) return lo == 0 ? Expr("") : std::nullopt;
+      if (i > 0) return fmt::format("({} {}){}", sep, *rest_value, bounds(lo, hi));
+      return fmt::format("{} ({} {}){}", *rest_value, sep, *rest_value,
+                         bounds(lo - 1, hi ? std::optional<uint64_t>(*hi - 1) : std::nullopt));
+    }
+    Expr next = firsts[i] ? from(i + 1) : std::nullopt;
+    Expr with_it;
+    if (next) with_it = (i ? sep + " " : "") + *firsts[i] + (next->empty() ? "" : " " + *next);
+    if (!with_it) return may_stop ? Expr("") : std::nullopt;
+    return may_stop ? fmt::format("({})?", *with_it) : *with_it;
+  };
+  std::vector<std::string> alternatives;
+  if (min_items == 0) alternatives.push_back(empty_container('['));
+  if (Expr items = from(0)) alternatives.push_back(container('[', *items, layout_depth(depth)));
+  return alternation(alternatives);
+}
+
+Expr Converter::object(const Node& node, int depth) {
+  const Json& s = *node.schema;
+  struct Member {
+    std::string name;
+    Expr value;
+    bool required;
+  };
+  std::set<std::string> required;
+  if (s.contains("required")) {
+    if (!s["required"].is_array()) {
+      error(node.pointer + "/required", "'required' must be an array of strings");
+      return std::nullopt;
+    }
+    for (const Json& r : s["required"])
+      if (r.is_string()) required.insert(r.get<std::string>());
+      else error(node.pointer + "/required", "'required' must be an array of strings");
+  }
+  static const Json any = true;
+  const Json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : &any;
+  const std::string extra_pointer = node.pointer + "/additionalProperties";
+  std::vector<Member> members;
+  std::vector<std::string> names;
+  if (s.contains("properties")) {
+    if (!s["properties"].is_object()) {
+      error(node.pointer + "/properties", "'properties' must be an object");
+      return std::nullopt;
+    }
+    for (const auto& [name, schema] : s["properties"].items()) {
+      const std::string at = node.pointer + "/properties/" + pointer_token(name);
+      members.push_back({name, value({&schema, at}, depth + 1), required.count(name) > 0});
+      names.push_back(name);
+    }
+  }
+  if (s.contains("required"))
+    for (const Json& r : s["required"])
+      if (r.is_string() && std::find(names.begin(), names.end(), r.get<std::string>()) == names.end()) {
+        members.push_back({r.get<std::string>(), value({extra, extra_pointer}, depth + 1), true});
+        names.push_back(r.get<std::string>());
+      }
+  Expr extra_value = value({extra, extra_pointer}, depth + 1);
+  const int d = layout_depth(depth);
+  std::vector<std::string> written;  // "key": value of each member that can appear
+  std::vector<bool> is_required;
+  for (const Member& m : members) {
+    if (!m.value) {
+      if (m.required) return std::nullopt;
+      continue;
+    }
+    written.push_back(fmt::format("{} {} {}", quote_literal(json::json_string_text(m.name)), colon(), *m.value));
+    is_required.push_back(m.required);
+  }
+  Expr extra_member;
+  if (extra_value) {
+    // A key other than the listed ones is a regex that grows with the
+    // names (a trie of them, with "any string" after each place a key
+    // leaves it): past a size its automaton takes seconds to build.
+    // Every node of the names' trie writes at least 32 bytes of regex: a
+    // trie past kMaxKeyRegexBytes / 32 nodes is refused before it is built.
+    const std::optional<std::string> made = json::key_not_in_regex(names, kMaxKeyRegexBytes / 32);
+    const std::string other_keys = made.value_or("");
+    key_regex_bytes_ += other_keys.size();
+    if (!made || other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > 2 * kMaxKeyRegexBytes) {
+      const std::string at = s.contains("additionalProperties") ? extra_pointer : node.pointer;
+      if (!made)
+        error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
+                              "a regex of more than {} KiB (the names have more than {} characters apart from "
+                              "shared prefixes): give 'additionalProperties': false, or fewer properties",
+                              names.size(), kMaxKeyRegexBytes >> 10, kMaxKeyRegexBytes / 32));
+      else if (other_keys.size() > kMaxKeyRegexBytes)
+        error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
+                              "a regex of {} KiB, more than the limit of {} KiB: give 'additionalProperties': false, "
+                              "or fewer properties",
+                              names.size(), other_keys.size() >> 10, kMaxKeyRegexBytes >> 10));
+      else
+        error(at, fmt::format("the keys allowed beside the properties of the schema's objects (where "
+                              "additionalProperties is not false) need regexes of more than {} KiB in all (the "
+                              "limit): give 'additionalProperties': false to more of them",
+                              2 * kMaxKeyRegexBytes >> 10));
+      return std::nullopt;
+    }
+    extra_member = fmt::format("#'{}' {} {}", other_keys, colon(), *extra_value);
+  }
+  const std::string sep = separator(d);
+  // tail(i): members i.. after one was written already; some(i): members
+  // i.., at least one (the empty object is written apart, for the same
+  // reason as the empty array).
+  const size_t n = written.size();
+  std::vector<std::string> tail(n + 1);
+  std::vector<Expr> some(n + 1);
+  bool may_be_empty = true;
+  tail[n] = extra_member ? fmt::format("({} {})*", sep, *extra_member) : "";
+  if (extra_member) some[n] = fmt::format("{0} ({1} {0})*", *extra_member, sep);
+  for (size_t i = n; i-- > 0;) {
+    const std::string with_it = written[i] + (tail[i + 1].empty() ? "" : " " + tail[i + 1]);
+    if (is_required[i]) {
+      tail[i] = fmt::format("{} {}", sep, with_it);
+      some[i] = with_it;
+      may_be_empty = false;
+    } else {
+      tail[i] = fmt::format("({} {})?", sep, written[i]) + (tail[i + 1].empty() ? "" : " " + tail[i + 1]);
+      some[i] = some[i + 1] ? fmt::format("({} | {})", with_it, *some[i + 1]) : with_it;
+    }
+    // Long chains are named, so that the text stays linear in the members.
+    if (i > 0 && tail[i].size() > 200) tail[i] = add_rule(fmt::format("members_{}", i), tail[i], node.pointer);
+    if (i > 0 && some[i]->size() > 200) some[i] = add_rule(fmt::format("some_members_{}", i), *some[i], node.pointer);
+  }
+  std::vector<std::string> alternatives;
+  if (may_be_empty) alternatives.push_back(empty_container('{'));
+  if (some[0]) alternatives.push_back(container('{', *some[0], d));
+  return alternation(alternatives);
+}
+
+}  // namespace cgram::json_schema_detail

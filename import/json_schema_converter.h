@@ -1,0 +1,173 @@
+#pragma once
+// The JSON Schema → .cgram converter behind json_schema.h, shared by its
+// translation units (json_schema*.cpp) and by nothing else. Each section of
+// Converter below names the file that defines it.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "json_schema.h"
+#include "json_text.h"
+
+namespace cgram::json_schema_detail {
+
+using Json = nlohmann::ordered_json;
+// A grammar expression (.cgram text); nullopt when no value matches.
+using Expr = std::optional<std::string>;
+
+// --- Shared helpers (json_schema.cpp) ----------------------------------------
+
+// A key as a JSON pointer token (RFC 6901: ~ and / escaped).
+std::string pointer_token(const std::string& key);
+
+// JSON pointer → byte offset of the value, for diagnostics.
+class JsonLocator;
+
+enum class KeywordUse { Annotation, Supported, IgnoredWarning, Refused };
+
+KeywordUse keyword_use(const std::string& key);
+// Keywords that constrain a value whatever its type (enum and const aside).
+bool constrains(const std::string& key);
+// Whether a schema object says anything about the value (beyond annotations).
+bool has_constraints(const Json& s);
+
+struct Rule {
+  std::string name;
+  std::string body;
+  uint32_t schema_offset = 0;
+};
+
+// A schema met while converting: its JSON and where it is (its pointer, or
+// that of the schema it was merged from).
+struct Node {
+  const Json* schema;
+  std::string pointer;
+};
+
+class Converter {
+ public:
+  Converter(const Json& root, const JsonLocator& where, const SourceFile& file, Diagnostics& diags,
+            const JsonSchemaOptions& options, const SyntaxLimits& limits)
+      : root_(root), where_(where), file_(file), diags_(diags), options_(options), limits_(limits) {}
+
+  std::optional<SchemaTranslation> run();
+
+ private:
+  // === json_schema.cpp: the driver ============================================
+  std::vector<bool> reachable(const std::string& start_body) const;
+
+  // --- Diagnostics -----------------------------------------------------------
+  SourceRange range_of(const std::string& pointer) const;
+  void error(const std::string& pointer, std::string message);
+  void permissive(const std::string& pointer, const std::string& message);
+  const char* whitespace_name() const;
+
+  // --- Layout ----------------------------------------------------------------
+  int layout_depth(int depth) const;
+  std::string newline_indent(int depth) const;
+  std::string open(int depth) const;
+  std::string separator(int depth) const;
+  std::string close(int depth) const;
+  std::string colon() const;
+  std::string empty_container(char open_bracket) const;
+  std::string container(char open_bracket, const std::string& items, int depth) const;
+
+  std::string add_rule(std::string base, std::string body, const std::string& pointer);
+  size_t reserve_rule(const std::string& base, const std::string& pointer);
+
+  // --- Any value (the schema `true`) -----------------------------------------
+  std::string any_value(int depth);
+
+  // --- Schemas ----------------------------------------------------------------
+  Expr value(const Node& node, int depth);
+  Expr value_inner(const Node& node, int depth);
+  void check_keywords(const Node& node);
+  static bool known_meta_schema(const Json& uri);
+  static bool ignorable_no_op(const std::string& key, const Json& s);
+
+  // === json_schema_refs.cpp: $ref =============================================
+  const Json* resolve(const std::string& ref, const std::string& at, std::string& target_pointer);
+  const Json* find_anchor(const Json& s, const std::string& name, const std::string& pointer, std::string& found);
+  Expr reference(const Node& node, int depth);
+  Expr rule_for(const Json* target, const std::string& pointer, int depth);
+
+  // === json_schema_combinators.cpp: allOf, anyOf, oneOf, enum, const ==========
+  // --- allOf -------------------------------------------------------------------
+  Expr value_of_merged(const Json& merged_source, const std::string& pointer, int depth);
+  Expr all_of(const Node& node, int depth);
+  std::optional<Json> merge(const Json& a, const Json& b, const std::string& at);
+  static bool greater(const Json& x, const Json& y);
+  static Json property_schema(const Json& s, const std::string& name);
+  static Json both(const Json& x, const Json& y);
+  static void merge_properties(const Json& a, const Json& b, Json& out);
+  static Json item_schema(const Json& s, size_t i);
+  static void merge_items(const Json& a, const Json& b, Json& out);
+
+  // --- anyOf, oneOf -------------------------------------------------------------
+  Expr any_of(const Node& node, int depth);
+  static Expr alternation(const std::vector<std::string>& alternatives);
+  bool disjoint(const Json& alternatives);
+  static Json constants_of_required(const Json& s, const std::string& name);
+  std::set<std::string> possible_types(const Json& s);
+
+  // --- enum, const ---------------------------------------------------------------
+  Expr enumeration(const Node& node, int depth);
+  std::string literal_value(const Json& v, int depth);
+
+  // === json_schema_scalars.cpp: types, numbers, strings =======================
+  static std::set<std::string> declared_types(const Json& s);
+  Expr by_type(const Node& node, int depth);
+  std::optional<json::NumberBound> bound(const Node& node, const char* inclusive_key, const char* exclusive_key,
+                                         bool lower);
+  Expr number(const Node& node, bool integer);
+  std::optional<uint64_t> count(const Node& node, const char* key);
+  Expr string(const Node& node);
+
+  // === json_schema_containers.cpp: arrays, objects ============================
+  Expr array(const Node& node, int depth);
+  Expr object(const Node& node, int depth);
+
+  // === State ===================================================================
+  static constexpr int kMaxMerges = 10000;
+
+  const Json& root_;
+  const JsonLocator& where_;
+  const SourceFile& file_;
+  Diagnostics& diags_;
+  JsonSchemaOptions options_;
+  SyntaxLimits limits_;
+  std::vector<Rule> rules_;
+  std::set<std::string> used_names_;
+  std::map<std::pair<std::string, int>, Expr> ref_rules_;
+  // Merged schemas by their text and layout depth: their translation, and
+  // the rule made for them when they recur (or are long and met again).
+  struct Merged {
+    Expr expr;
+    std::optional<size_t> rule;
+    bool converting = false;
+  };
+  static constexpr size_t kInlineBytes = 200;
+  // The regexes of keys other than an object's listed properties: one, and
+  // all of them (limits on the time their automata take; docs/LIMITS.md).
+  static constexpr size_t kMaxKeyRegexBytes = size_t{128} << 10;
+  size_t key_regex_bytes_ = 0;
+  // The JSON of every merged schema, written out (a work limit).
+  static constexpr size_t kMaxMergedBytes = size_t{8} << 20;
+  size_t merged_bytes_ = 0;
+  std::map<std::pair<std::string, int>, Merged> merged_rules_;
+  std::map<int, std::string> any_rules_;
+  std::vector<std::unique_ptr<Json>> merged_;
+  std::set<std::string> warned_;
+  std::string string_char_rule_;
+  uint32_t nesting_ = 0;
+  int merges_ = 0;
+};
+
+}  // namespace cgram::json_schema_detail

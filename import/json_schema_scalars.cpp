@@ -1,0 +1,179 @@
+// JSON Schema → .cgram: 'type' and the scalar types. A schema by the types
+// it allows; numbers within their bounds; counts (minLength and the like);
+// strings by length, 'pattern' or 'format'.
+#include "json_schema_converter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "json_text.h"
+#include "regex.h"
+
+namespace cgram::json_schema_detail {
+namespace {
+
+const std::vector<std::string>& all_types() {
+  static const std::vector<std::string> types = {"null", "boolean", "object", "array", "string", "number"};
+  return types;
+}
+
+}  // namespace
+
+std::set<std::string> Converter::declared_types(const Json& s) {
+  std::set<std::string> out;
+  if (!s.contains("type")) return {all_types().begin(), all_types().end()};
+  const Json& t = s["type"];
+  if (t.is_string()) out.insert(t.get<std::string>());
+  else if (t.is_array())
+    for (const Json& e : t)
+      if (e.is_string()) out.insert(e.get<std::string>());
+  return out;
+}
+
+// --- Types ----------------------------------------------------------------------
+Expr Converter::by_type(const Node& node, int depth) {
+  const Json& s = *node.schema;
+  std::set<std::string> types = declared_types(s);
+  if (s.contains("type")) {
+    const Json& t = s["type"];
+    bool ok = t.is_string() || t.is_array();
+    if (t.is_array())
+      for (const Json& e : t) ok = ok && e.is_string();
+    for (const std::string& name : types)
+      ok = ok && (name == "integer" || std::find(all_types().begin(), all_types().end(), name) != all_types().end());
+    if (!ok) {
+      error(node.pointer + "/type", "'type' must be one of null, boolean, object, array, string, number, integer, "
+                                    "or an array of them");
+      return std::nullopt;
+    }
+  }
+  std::vector<std::string> alternatives;
+  auto add = [&](Expr e) {
+    if (e) alternatives.push_back(*e);
+  };
+  if (types.count("null")) add("'null'");
+  if (types.count("boolean")) add("('true' | 'false')");
+  if (types.count("number")) add(number(node, false));
+  else if (types.count("integer")) add(number(node, true));
+  if (types.count("string")) add(string(node));
+  if (types.count("array")) add(array(node, depth));
+  if (types.count("object")) add(object(node, depth));
+  return alternation(alternatives);
+}
+
+std::optional<json::NumberBound> Converter::bound(const Node& node, const char* inclusive_key,
+                                                  const char* exclusive_key, bool lower) {
+  const Json& s = *node.schema;
+  std::optional<json::NumberBound> out;
+  for (const char* key : {inclusive_key, exclusive_key}) {
+    if (!s.contains(key)) continue;
+    const Json& v = s[key];
+    auto d = v.is_number() ? json::parse_decimal(v.dump()) : std::nullopt;
+    if (!d) {
+      error(node.pointer + "/" + key, fmt::format("'{}' must be a number (with an exponent of at most {})", key,
+                                                  json::kMaxDecimalExponent));
+      continue;
+    }
+    json::NumberBound b{*d, key == inclusive_key};
+    if (!out) {
+      out = b;
+      continue;
+    }
+    const int c = json::compare(b.value, out->value);
+    if ((lower ? c > 0 : c < 0) || (c == 0 && !b.inclusive)) out = b;
+  }
+  return out;
+}
+
+Expr Converter::number(const Node& node, bool integer) {
+  auto lower = bound(node, "minimum", "exclusiveMinimum", true);
+  auto upper = bound(node, "maximum", "exclusiveMaximum", false);
+  auto regex = json::number_regex(lower, upper, integer);
+  if (!regex) return std::nullopt;
+  return "#'" + *regex + "'";
+}
+
+std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
+  const Json& s = *node.schema;
+  if (!s.contains(key)) return std::nullopt;
+  const Json& v = s[key];
+  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) return v.get<uint64_t>();
+  // A float like 2.0 counts; one past 2^63 would not convert (and is no length anyway).
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d >= 0 && d < 0x1p63 && std::trunc(d) == d) return static_cast<uint64_t>(d);
+  }
+  error(node.pointer + "/" + key, fmt::format("'{}' must be a non-negative integer", key));
+  return std::nullopt;
+}
+
+Expr Converter::string(const Node& node) {
+  const Json& s = *node.schema;
+  const auto min_length = count(node, "minLength");
+  const auto max_length = count(node, "maxLength");
+  const std::string quote = "\\\"";
+  if (s.contains("pattern") || s.contains("format")) {
+    std::optional<std::string> decoded;
+    std::string at;
+    if (s.contains("pattern")) {
+      at = node.pointer + "/pattern";
+      if (!s["pattern"].is_string()) {
+        error(at, "'pattern' must be a string");
+        return std::nullopt;
+      }
+      auto converted = json::ecma_pattern_to_regex(s["pattern"].get<std::string>());
+      if (auto* e = std::get_if<json::PatternError>(&converted)) {
+        error(at, "'pattern': " + e->message);
+        return std::nullopt;
+      }
+      decoded = std::get<std::string>(converted);
+      if (s.contains("format"))
+        permissive(node.pointer + "/format", "'format' beside 'pattern' is ignored: the grammar accepts more than the schema");
+    } else {
+      at = node.pointer + "/format";
+      const std::string name = s["format"].is_string() ? s["format"].get<std::string>() : "";
+      auto format = json::format_regex(name);
+      if (!format) {
+        permissive(at, fmt::format("format '{}' is not supported and is not checked", name));
+        return fmt::format("#'{0}(?:{1})*{0}'", quote, json::any_string_char_regex());
+      }
+      if (!format->not_enforced.empty())
+        permissive(at, fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
+      decoded = format->regex;
+    }
+    if (min_length || max_length)
+      permissive(at, "'minLength' and 'maxLength' beside 'pattern' or 'format' are ignored: the grammar accepts "
+                     "more than the schema");
+    auto parsed = ir::parse_regex(*decoded, limits_.max_nesting);
+    if (auto* e = std::get_if<ir::RegexError>(&parsed)) {
+      error(at, "'pattern': " + e->message);
+      return std::nullopt;
+    }
+    auto encoded = json::encode_regex(std::get<ir::RegexNode>(parsed));
+    if (!encoded) return std::nullopt;
+    return fmt::format("#'{0}{1}{0}'", quote, *encoded);
+  }
+  const uint64_t lo = min_length.value_or(0);
+  uint64_t hi = max_length.value_or(UINT64_MAX);  // UINT64_MAX: no bound
+  if (hi < lo) return std::nullopt;
+  const std::string c = json::any_string_char_regex();
+  if (hi != UINT64_MAX && hi > limits_.max_repeat_bound) {
+    permissive(node.pointer + "/maxLength",
+               fmt::format("'maxLength' above {} is not enforced", limits_.max_repeat_bound));
+    hi = UINT64_MAX;
+  }
+  if (lo > limits_.max_repeat_bound) {
+    error(node.pointer + "/minLength", fmt::format("'minLength' above {} is not supported", limits_.max_repeat_bound));
+    return std::nullopt;
+  }
+  if (lo == 0 && hi == UINT64_MAX) return fmt::format("#'{0}(?:{1})*{0}'", quote, c);
+  const std::string bounds = hi != UINT64_MAX ? fmt::format("{{{},{}}}", lo, hi) : fmt::format("{{{},}}", lo);
+  if ((hi == UINT64_MAX || hi <= ir::kMaxRegexRepeat) && lo <= ir::kMaxRegexRepeat)
+    return fmt::format("#'{0}(?:{1}){2}{0}'", quote, c, bounds);
+  if (string_char_rule_.empty()) string_char_rule_ = add_rule("string_char", fmt::format("#'{}'", c), "");
+  return fmt::format("'\"' {}{} '\"'", string_char_rule_, bounds);
+}
+
+}  // namespace cgram::json_schema_detail
