@@ -177,26 +177,53 @@ class Engine {
   };
   static constexpr uint32_t kNoEdge = UINT32_MAX;
 
-  // Table lookups: answered by the grammar's compiled code once it has some
-  // (tier-up, picked up at each public call), else by the tables.
+  // The lookups (compiled/kernels.h lists them), as a policy the hot walks
+  // are templates on: the tables, or the grammar's compiled code once it has
+  // some (tier-up, picked up at each public call by refresh_tier). The tier
+  // is chosen once per walk by with_lookups, not at every lookup.
+  struct TableLookups {
+    const ir::LexicalGrammar& lex;
+    const ir::LrTable& table;
+    const TokenIndex& index;
+    uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
+      return lex.terminals[terminal].dfa.next(state, byte);
+    }
+    bool dfa_accepting(uint32_t terminal, uint32_t state) const { return lex.terminals[terminal].dfa.accepting(state); }
+    uint32_t lr_shift(uint32_t state, uint32_t terminal) const { return table.shift(state, terminal); }
+    uint32_t lr_go(uint32_t state, uint32_t nonterminal) const { return table.go(state, nonterminal); }
+    bool can_follow(uint32_t terminal, uint8_t byte) const { return index.follower_first_bytes(terminal)[byte]; }
+    const std::vector<ir::LrReduction>& reductions(uint32_t state, uint32_t terminal) const {
+      return table.reductions(state, terminal);
+    }
+  };
+  struct KernelLookups {
+    const KernelFunctions& k;
+    const uint32_t* const* dfa_tables;
+    const ir::LrTable& table;  // the reduction lists the kernels' ids name
+    uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
+      return k.dfa_next(dfa_tables, terminal, state, byte);
+    }
+    bool dfa_accepting(uint32_t terminal, uint32_t state) const { return k.dfa_accepting(terminal, state) != 0; }
+    uint32_t lr_shift(uint32_t state, uint32_t terminal) const { return k.lr_shift(state, terminal); }
+    uint32_t lr_go(uint32_t state, uint32_t nonterminal) const { return k.lr_goto(state, nonterminal); }
+    bool can_follow(uint32_t terminal, uint8_t byte) const { return k.can_follow(terminal, byte) != 0; }
+    const std::vector<ir::LrReduction>& reductions(uint32_t state, uint32_t terminal) const {
+      return table.reduction_list(k.lr_reduce(state, terminal));
+    }
+  };
+  // Calls f with the lookups of the current tier.
+  template <class F>
+  decltype(auto) with_lookups(F&& f) const {
+    if (k_) return f(KernelLookups{*k_, k_tables_, table_});
+    return f(TableLookups{lex_, table_, g_.index()});
+  }
   void refresh_tier();
-  uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
-    return k_ ? k_->dfa_next(k_tables_, terminal, state, byte) : lex_.terminals[terminal].dfa.next(state, byte);
-  }
+  // Single lookups, for the paths that make one or two per call.
   bool dfa_accepting(uint32_t terminal, uint32_t state) const {
-    return k_ ? k_->dfa_accepting(terminal, state) != 0 : lex_.terminals[terminal].dfa.accepting(state);
-  }
-  uint32_t lr_shift(uint32_t state, uint32_t terminal) const {
-    return k_ ? k_->lr_shift(state, terminal) : table_.shift(state, terminal);
-  }
-  uint32_t lr_go(uint32_t state, uint32_t nonterminal) const {
-    return k_ ? k_->lr_goto(state, nonterminal) : table_.go(state, nonterminal);
+    return with_lookups([&](const auto& look) { return look.dfa_accepting(terminal, state); });
   }
   bool can_follow(uint32_t terminal, uint8_t byte) const {
-    return k_ ? k_->can_follow(terminal, byte) != 0 : g_.index().follower_first_bytes(terminal)[byte];
-  }
-  const std::vector<ir::LrReduction>& reductions(uint32_t state, uint32_t terminal) const {
-    return k_ ? table_.reduction_list(k_->lr_reduce(state, terminal)) : table_.reductions(state, terminal);
+    return with_lookups([&](const auto& look) { return look.can_follow(terminal, byte); });
   }
 
   uint32_t new_node(uint32_t state);
@@ -205,6 +232,9 @@ class Engine {
   // `result` gets the tops and every node the reductions created. `accepted`
   // is set when production 0 is reduced (only on the end marker).
   void reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted, std::vector<uint32_t>& result);
+  template <class Lookups>
+  void reduce_closure_with(const Lookups& look, std::span<const uint32_t> tops, uint32_t terminal, bool* accepted,
+                           std::vector<uint32_t>& result);
   // Reductions, then the shift of `terminal`: the nodes after it.
   void end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out);
   // The between-lexemes heads after `head`'s lexeme ends, whether or not it
@@ -313,6 +343,9 @@ class Engine {
   // the parser is consulted only where the lexeme can end and the next byte
   // can start another one.
   void lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head, std::span<uint32_t> words);
+  template <class Lookups>
+  void lexer_walk_with(const Lookups& look, uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head,
+                       std::span<uint32_t> words);
   bool lexer_walk_applies(const std::vector<Head>& heads) const;
   // Bytes that can start a lexeme from these heads (all, when pending).
   std::bitset<256> startable_bytes(const std::vector<Head>& heads);

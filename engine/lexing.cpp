@@ -81,21 +81,23 @@ void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uin
                            uint32_t no_restart) {
   auto after = advance_pending(pending, byte);
   if (!after) return;
-  for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
-    const ir::LexTerminal& term = lex_.terminals[t];
-    if (term.kind == ir::LexTerminal::Kind::AnyToken || t == no_restart) continue;
-    uint32_t from = term.dfa.start();
-    if (in_char != ir::utf8::kBoundary) {
-      // Literals and regexes start on a character; except! text may finish one.
-      if (term.kind != ir::LexTerminal::Kind::Except) continue;
-      from = lex_.excepts[term.except_index].automaton->start_in_char(in_char);
-    } else if (!first_bytes_[t][byte]) {
-      continue;
+  with_lookups([&](const auto& look) {
+    for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
+      const ir::LexTerminal& term = lex_.terminals[t];
+      if (term.kind == ir::LexTerminal::Kind::AnyToken || t == no_restart) continue;
+      uint32_t from = term.dfa.start();
+      if (in_char != ir::utf8::kBoundary) {
+        // Literals and regexes start on a character; except! text may finish one.
+        if (term.kind != ir::LexTerminal::Kind::Except) continue;
+        from = lex_.excepts[term.except_index].automaton->start_in_char(in_char);
+      } else if (!first_bytes_[t][byte]) {
+        continue;
+      }
+      if (!is_shiftable(node, t)) continue;
+      uint32_t q = look.dfa_next(t, from, byte);
+      if (q != ir::Dfa::kDead) out.push_back({node, t, q, *after, 1});
     }
-    if (!is_shiftable(node, t)) continue;
-    uint32_t q = dfa_next(t, from, byte);
-    if (q != ir::Dfa::kDead) out.push_back({node, t, q, *after, 1});
-  }
+  });
 }
 
 uint8_t Engine::except_char_state(const Head& h) const {
@@ -220,13 +222,15 @@ void Engine::step_byte_after(const std::vector<Head>& in, const std::vector<Betw
   out.clear();
   charge(in.size());
   if (!exhausted_.empty()) return;
-  for (const Head& h : in) {
-    if (h.terminal == Head::kBetween || (first_of_token && !can_continue_into_token(h))) continue;
-    const uint32_t q = dfa_next(h.terminal, h.state, byte);
-    if (q != ir::Dfa::kDead)
-      if (auto p = advance_pending(h.pending, byte))
-        out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
-  }
+  with_lookups([&](const auto& look) {
+    for (const Head& h : in) {
+      if (h.terminal == Head::kBetween || (first_of_token && !can_continue_into_token(h))) continue;
+      const uint32_t q = look.dfa_next(h.terminal, h.state, byte);
+      if (q != ir::Dfa::kDead)
+        if (auto p = advance_pending(h.pending, byte))
+          out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
+    }
+  });
   for (const Between& b : between)
     start_lexemes(b.node, b.pending, static_cast<uint8_t>(b.in_char), byte, out, b.no_restart);
   normalize(out);

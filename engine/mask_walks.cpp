@@ -144,6 +144,12 @@ std::bitset<256> Engine::startable_bytes(const std::vector<Head>& heads) {
 
 void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head,
                         std::span<uint32_t> words) {
+  with_lookups([&](const auto& look) { lexer_walk_with(look, first, end, parent_depth, head, words); });
+}
+
+template <class Lookups>
+void Engine::lexer_walk_with(const Lookups& look, uint32_t first, uint32_t end, uint32_t parent_depth, const Head& head,
+                             std::span<uint32_t> words) {
   const VocabTrie& trie = g_.trie();
   // Where the lexeme ends, the parser takes over: the nodes after it, the
   // bytes that can start the next lexeme, and the heads after each such byte
@@ -175,9 +181,9 @@ void Engine::lexer_walk(uint32_t first, uint32_t end, uint32_t parent_depth, con
     const uint32_t d = trie.depth(node) - parent_depth;
     const uint32_t q = at[d - 1];
     const uint8_t b = trie.byte(node);
-    const uint32_t q2 = dfa_next(head.terminal, q, b);
+    const uint32_t q2 = look.dfa_next(head.terminal, q, b);
     bool ending_live = false;
-    if (dfa_accepting(head.terminal, q) && can_start[b] && !after.empty()) {
+    if (look.dfa_accepting(head.terminal, q) && can_start[b] && !after.empty()) {
       if (known[b] == 0) {
         step_byte(after, b, /*first_of_token=*/false, next[b]);
         known[b] = next[b].empty() ? -1 : 1;

@@ -191,6 +191,12 @@ void Engine::compact(std::span<Head> heads, std::span<Mark* const> marks) {
 // the stacks it makes die at the next shift.
 void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, bool* accepted,
                             std::vector<uint32_t>& result) {
+  with_lookups([&](const auto& look) { reduce_closure_with(look, tops, terminal, accepted, result); });
+}
+
+template <class Lookups>
+void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> tops, uint32_t terminal, bool* accepted,
+                                 std::vector<uint32_t>& result) {
   result.assign(tops.begin(), tops.end());
   // Nodes created here, by state (few: a linear search beats a map).
   auto& scope = scope_;
@@ -205,7 +211,7 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
     const ReductionWork item = work.back();
     work.pop_back();
     const uint32_t v = item.node;
-    for (const ir::LrReduction& r : reductions(nodes_[v].state, terminal)) {
+    for (const ir::LrReduction& r : look.reductions(nodes_[v].state, terminal)) {
       if (r.production == 0) {
         if (accepted) *accepted = true;
         continue;
@@ -238,7 +244,7 @@ void Engine::reduce_closure(std::span<const uint32_t> tops, uint32_t terminal, b
       }
       for (size_t i = 0; i < path_ends_.size(); ++i) {
         uint32_t u = path_ends_[i];
-        uint32_t target = lr_go(nodes_[u].state, lhs);
+        uint32_t target = look.lr_go(nodes_[u].state, lhs);
         if (target == ir::LrTable::kNone) continue;
         auto it = std::find_if(scope.begin(), scope.end(), [&](const auto& e) { return e.first == target; });
         if (it == scope.end()) {
@@ -272,22 +278,24 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
       }
     }
   }
-  reduce_closure(tops, terminal, nullptr, reduced_);
   auto& shifted = shift_scope_;
   shifted.clear();
-  for (uint32_t x : reduced_) {
-    uint32_t target = lr_shift(nodes_[x].state, terminal);
-    if (target == ir::LrTable::kNone) continue;
-    auto it = std::find_if(shifted.begin(), shifted.end(), [&](const auto& e) { return e.first == target; });
-    uint32_t y;
-    if (it == shifted.end()) {
-      y = new_node(target);
-      shifted.emplace_back(target, y);
-    } else {
-      y = it->second;
+  with_lookups([&](const auto& look) {
+    reduce_closure_with(look, tops, terminal, nullptr, reduced_);
+    for (uint32_t x : reduced_) {
+      uint32_t target = look.lr_shift(nodes_[x].state, terminal);
+      if (target == ir::LrTable::kNone) continue;
+      auto it = std::find_if(shifted.begin(), shifted.end(), [&](const auto& e) { return e.first == target; });
+      uint32_t y;
+      if (it == shifted.end()) {
+        y = new_node(target);
+        shifted.emplace_back(target, y);
+      } else {
+        y = it->second;
+      }
+      add_edge(y, x);
     }
-    add_edge(y, x);
-  }
+  });
   out.clear();
   for (auto [state, node] : shifted) out.push_back(node);
   if (cached && out.size() <= cached->results.size()) {
@@ -334,16 +342,15 @@ bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
   if (pos == active.end() || *pos != terminal) return false;
   uint8_t& status = status_[nodes_[node].status + (pos - active.begin())];
   if (status != 0) return status == 1;
-  bool can;
-  if (reductions(state, terminal).empty()) {
-    can = lr_shift(state, terminal) != ir::LrTable::kNone;
-  } else {
+  const bool can = with_lookups([&](const auto& look) {
+    if (look.reductions(state, terminal).empty()) return look.lr_shift(state, terminal) != ir::LrTable::kNone;
     Mark m = mark();
-    reduce_closure(std::span<const uint32_t>(&node, 1), terminal, nullptr, closure_scratch_);
-    can = false;
-    for (uint32_t x : closure_scratch_) can = can || lr_shift(nodes_[x].state, terminal) != ir::LrTable::kNone;
+    reduce_closure_with(look, std::span<const uint32_t>(&node, 1), terminal, nullptr, closure_scratch_);
+    bool any = false;
+    for (uint32_t x : closure_scratch_) any = any || look.lr_shift(nodes_[x].state, terminal) != ir::LrTable::kNone;
     truncate(m);
-  }
+    return any;
+  });
   // Re-read: truncate() may have shrunk status_ only past this node's entries.
   status_[nodes_[node].status + (pos - active.begin())] = can ? 1 : 2;
   return can;
