@@ -1,7 +1,7 @@
 /* A plain C program that uses a grammar compiled ahead of time.
  *
  *   cgram compile examples/json.cgram -o json.so
- *   cc examples/aot_consumer.c -Icapi -Lbuild/capi -lcgram -o aot_consumer
+ *   cc examples/aot_consumer.c -Iinclude/cgram -Lbuild/capi -lcgram -o aot_consumer
  *   ./aot_consumer json.so "" 6377 29874 1115 518 29896 29892 29871 29906 12258
  *
  * Arguments: the object, a vocabulary file ("" for the bundled Phi-3 one,

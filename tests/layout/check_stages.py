@@ -5,6 +5,9 @@ before it, never those after it. CMake enforces this through each stage's
 include directories; this check says it in words, and also refuses what
 include directories cannot see: a relative include reaching into another
 folder, and two headers of one name (includes are by file name alone).
+The installed headers (include/cgram/: cgram.h, and cgram.hpp over it) come
+after every stage and before the C API; they include only <cgram.h> and
+standard headers, never an internal one.
 
     check_stages.py SOURCE_DIR
 """
@@ -15,8 +18,8 @@ import sys
 source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
 cmake = open(os.path.join(source, "CMakeLists.txt"), encoding="utf-8").read()
 stages = re.search(r"set\(CGRAM_STAGES ([a-z ]+)\)", cmake).group(1).split()
-# The C API comes after every stage.
-order = stages + ["capi"]
+# The public headers, then the C API, come after every stage.
+order = stages + ["include", "capi"]
 
 owner = {}  # header name -> stage
 problems = []
@@ -25,7 +28,7 @@ for stage in order:
     for root, _, names in os.walk(os.path.join(source, stage)):
         for name in sorted(names):
             path = os.path.join(root, name)
-            if name.endswith((".h", ".cpp", ".c", ".h.in")):
+            if name.endswith((".h", ".hpp", ".cpp", ".c", ".h.in")):
                 files.setdefault(stage, []).append(path)
             if name.endswith(".h") or name.endswith(".h.in"):
                 header = name[:-3] if name.endswith(".in") else name
@@ -49,6 +52,21 @@ for stage in order:
                 continue  # generated (CGramParser.h) or a system header in quotes
             if order.index(used) > order.index(stage):
                 problems.append(f"{rel}:{line}: {stage}/ includes {name} of {used}/, a later stage ({' '.join(order)})")
+
+# The public headers: <cgram.h> and standard headers (C++'s have no
+# extension; C's are the C11 ones) only.
+c_headers = set("""assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign
+    stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string tgmath threads time uchar wchar
+    wctype""".split())
+for path in files.get("include", []):
+    text = open(path, encoding="utf-8").read()
+    for m in re.finditer(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', text, re.M):
+        name = m.group(2)
+        if m.group(1) == '"' or not (name == "cgram.h" or re.fullmatch(r"[a-z_]+", name) or
+                                     (name.endswith(".h") and name[:-2] in c_headers)):
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append(f"{os.path.relpath(path, source)}:{line}: a public header includes {name}: "
+                            "only <cgram.h> and standard headers")
 
 for p in problems:
     print(f"error: {p}")

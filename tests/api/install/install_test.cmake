@@ -25,7 +25,7 @@ function(expect_output what text)
 endfunction()
 
 run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(file include/cgram.h ${LIBDIR}/libcgram.so bin/cgram ${LIBDIR}/pkgconfig/cgram.pc
+foreach(file include/cgram.h include/cgram.hpp ${LIBDIR}/libcgram.so bin/cgram ${LIBDIR}/pkgconfig/cgram.pc
         ${LIBDIR}/cmake/cgram/cgramConfig.cmake ${LIBDIR}/cmake/cgram/cgramConfigVersion.cmake
         ${LIBDIR}/cmake/cgram/cgramTargets.cmake)
   if(NOT EXISTS ${prefix}/${file})
@@ -48,13 +48,14 @@ run("cc consumer.c" ${C_COMPILER} -std=c11 -Wall -Wextra -pedantic -Werror ${SOU
 run("c_consumer" ${WORK}/c_consumer)
 expect_output("c_consumer" "cgram ${VERSION} (ABI")
 
-# C++, with find_package(cgram) in a project of its own.
+# C++ (the C++ API, cgram.hpp, as C++17), with find_package(cgram) in a project of its own.
 run("cmake (consumer)" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/cxx -B ${WORK}/cxx-build -G Ninja
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run("cmake --build (consumer)" ${CMAKE_COMMAND} --build ${WORK}/cxx-build)
 run("consumer" ${WORK}/cxx-build/consumer)
 expect_output("consumer" "cgram ${VERSION} (ABI")
 expect_output("consumer" "bundled vocabulary: 32064 tokens")
+expect_output("consumer" "broken grammar: CGRAM_ERROR_GRAMMAR")
 
 # Python: the installed package imports from its place, with nothing from the
 # build tree (no ';' in the code: CMake would split the argument there).
