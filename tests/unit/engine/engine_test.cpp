@@ -1,0 +1,348 @@
+// The GLR engine (engine/engine.h) driven directly, as matcher/text_match.cpp
+// drives it: heads stepped over the bytes of tokens, masks over a vocabulary
+// of a dozen tokens compared with sets computed by hand, the end of the
+// text, several stacks at once, compaction, forced text, context keys, and
+// the work and stack limits.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiled_grammar.h"
+#include "engine.h"
+#include "helpers.h"
+
+using namespace cgram;
+using namespace cgram::test;
+
+namespace {
+
+using Ids = std::set<uint32_t>;
+
+Ids bits(std::span<const uint32_t> words) { return test::set_bits(words); }
+
+// `source` compiled for `tokens` plus an end-of-sequence token (the last id).
+std::shared_ptr<const CompiledGrammar> compile(std::string_view source, std::vector<std::string> tokens) {
+  const auto eos = static_cast<uint32_t>(tokens.size());
+  tokens.push_back("<eos>");
+  auto vocab = Vocabulary::from_tokens(std::move(tokens), {eos});
+  REQUIRE(vocab.ok());
+  auto compiled = CompiledGrammar::compile(grammar(source), *vocab);
+  REQUIRE(compiled.ok());
+  return *compiled;
+}
+
+struct Driver {
+  std::shared_ptr<const CompiledGrammar> compiled;
+  Engine engine;
+
+  Driver(std::string_view source, std::vector<std::string> tokens, const EngineLimits& limits = {})
+      : compiled(compile(source, std::move(tokens))), engine(*compiled, limits) {}
+
+  const Vocabulary& vocab() const { return compiled->vocabulary(); }
+  std::vector<Head> feed(const std::vector<Head>& heads, std::string_view bytes) {
+    std::vector<Head> out;
+    engine.step_token(heads, bytes, out);
+    return out;
+  }
+  // The heads after these tokens from the start (each must be accepted).
+  std::vector<Head> after(const std::vector<std::string>& tokens) {
+    std::vector<Head> heads = engine.initial_heads();
+    for (const std::string& t : tokens) {
+      INFO("token '" << t << "'");
+      heads = feed(heads, t);
+      REQUIRE_FALSE(heads.empty());
+    }
+    return heads;
+  }
+  bool rejects(const std::vector<Head>& heads, std::string_view bytes) {
+    const Engine::Mark m = engine.mark();
+    const bool rejected = feed(heads, bytes).empty();
+    engine.truncate(m);  // as the matcher does: a probe leaves nothing behind
+    return rejected;
+  }
+  // The mask; it leaves the stack as it found it.
+  Ids mask(const std::vector<Head>& heads) {
+    std::vector<uint32_t> words(compiled->mask_words(), 0);
+    const size_t before = engine.stack_elements();
+    engine.fill_text_tokens(heads, words);
+    CHECK_FALSE(engine.exhausted());
+    CHECK(engine.stack_elements() == before);
+    return bits(words);
+  }
+  // The mask by hand, and the same as stepping every text token's bytes.
+  void expect_mask(const std::vector<Head>& heads, const Ids& expected) {
+    const Ids m = mask(heads);
+    CHECK(m == expected);
+    for (uint32_t id = 0; id < vocab().size(); ++id) {
+      if (vocab().is_special(id)) {
+        CHECK(m.count(id) == 0);
+        continue;
+      }
+      INFO("token " << id << " '" << vocab().bytes(id) << "'");
+      CHECK(m.count(id) == (rejects(heads, vocab().bytes(id)) ? 0u : 1u));
+    }
+  }
+};
+
+// Balanced parentheses around a number.
+constexpr const char* kBrackets = "start ::= '(' start ')' | num ; num ::= #'[0-9]+' ;";
+// Ids:                                0    1     2     3    4      5    6     7     8     9     10
+const std::vector<std::string> kBracketTokens = {"1", "12", "1)", ")", "1))", "a", "(1", "))", "1a", "1(", "("};
+
+// 'p' reduces to a or to b: both stacks live until the last terminal.
+constexpr const char* kTwoWays =
+    "start ::= a 'x' 'y' 'q' | b 'x' 'y' 'r' ; a ::= 'p' | '(' a ')' ; b ::= 'p' | '[' b ']' ;";
+// Ids:                              0    1    2    3    4    5     6     7     8     9    10   11   12
+const std::vector<std::string> kTwoWaysTokens = {"p", "x", "y", "q", "r", "px", "xy", "yq", "yr", "(", "[", ")", "]"};
+
+}  // namespace
+
+TEST_CASE("engine: masks after prefixes, by hand", "[engine-unit]") {
+  Driver d(kBrackets, kBracketTokens);
+  // Nothing read: a number or an opening bracket.
+  d.expect_mask(d.after({}), {0, 1, 6, 10});
+  // "(": the same, and "1)" closes it.
+  d.expect_mask(d.after({"("}), {0, 1, 2, 6, 10});
+  // "((1": more digits, or one or two closing brackets.
+  d.expect_mask(d.after({"(", "(1"}), {0, 1, 2, 3, 4, 7});
+  // "12": only more digits.
+  d.expect_mask(d.after({"12"}), {0, 1});
+  // "(1)": complete, nothing may follow.
+  d.expect_mask(d.after({"(1", ")"}), {});
+  // A token that spans three lexemes at once: "((1" then "1))".
+  d.expect_mask(d.after({"(", "(1", "1))"}), {});
+}
+
+TEST_CASE("engine: invalid bytes are rejected", "[engine-unit]") {
+  Driver d(kBrackets, kBracketTokens);
+  const std::vector<Head> start = d.after({});
+  CHECK(d.rejects(start, "a"));
+  CHECK(d.rejects(start, ")"));
+  CHECK(d.rejects(start, "\xff"));
+  CHECK(d.rejects(start, "1a"));
+  CHECK(d.rejects(start, "1("));
+  CHECK(d.rejects(d.after({"("}), "1))"));  // one bracket too many
+  CHECK(d.rejects(d.after({"(1", ")"}), ")"));
+  // The engine reads bytes, not only the vocabulary's tokens.
+  CHECK_FALSE(d.rejects(start, "(((42"));
+  // No bytes: no heads.
+  CHECK(d.rejects(start, ""));
+}
+
+TEST_CASE("engine: the end of the text", "[engine-unit]") {
+  Driver d(kBrackets, kBracketTokens);
+  CHECK_FALSE(d.engine.can_end(d.after({})));
+  CHECK_FALSE(d.engine.can_end(d.after({"("})));
+  CHECK_FALSE(d.engine.can_end(d.after({"(1"})));
+  CHECK(d.engine.can_end(d.after({"12"})));
+  CHECK(d.engine.can_end(d.after({"(1", ")"})));
+  CHECK(d.engine.can_end(d.after({"(", "(1", "1))"})));
+  // can_end leaves the stack as it was.
+  const std::vector<Head> heads = d.after({"(", "1"});
+  const size_t elements = d.engine.stack_elements();
+  CHECK_FALSE(d.engine.can_end(heads));
+  CHECK(d.engine.stack_elements() == elements);
+  // A grammar whose empty text is a sentence (S -> a S b | ε).
+  Driver e("start ::= 'a' start 'b' | '' ;", {"a", "b", "ab"});
+  CHECK(e.engine.can_end(e.after({})));
+  CHECK_FALSE(e.engine.can_end(e.after({"a"})));
+  CHECK(e.engine.can_end(e.after({"a", "ab", "b"})));
+  e.expect_mask(e.after({}), {0, 2});
+  e.expect_mask(e.after({"a", "ab"}), {1});  // "aab": one more b, nothing else
+}
+
+TEST_CASE("engine: an ambiguous grammar keeps every stack and gives the union", "[engine-unit]") {
+  Driver d(kTwoWays, kTwoWaysTokens);
+  d.expect_mask(d.after({}), {0, 5, 9, 10});
+  // Inside '(' only a can follow, inside '[' only b.
+  d.expect_mask(d.after({"("}), {0, 9});
+  d.expect_mask(d.after({"["}), {0, 10});
+  // "px": 'p' is a and b at once.
+  d.expect_mask(d.after({"px"}), {2, 7, 8});
+  // "pxy": a lexeme 'y' on two stacks, one after a and one after b.
+  const std::vector<Head> both = d.after({"px", "y"});
+  CHECK(both.size() == 2);
+  CHECK(both[0].node != both[1].node);
+  d.expect_mask(both, {3, 4});
+  CHECK_FALSE(d.engine.can_end(both));
+  // Each reading alone gives its own part of the union.
+  d.expect_mask(d.after({"(", "p", ")", "xy"}), {3});
+  d.expect_mask(d.after({"[", "p", "]", "xy"}), {4});
+  CHECK(d.engine.can_end(d.after({"px", "yq"})));
+  CHECK(d.engine.can_end(d.after({"px", "y", "r"})));
+  CHECK(d.rejects(d.after({"(", "p", ")", "xy"}), "r"));
+}
+
+TEST_CASE("engine: the dangling else, where plain GLR loses a reduction", "[engine-unit]") {
+  // After "iix" the inner and the outer if meet in one stack node; an else
+  // may then bind to either, and a second else to the outer one.
+  Driver d("start ::= 'i' start [ 'e' start ] | 'x' ;", {"i", "x", "e", "ex", "xe", "ix"});
+  d.expect_mask(d.after({}), {0, 1, 5});
+  d.expect_mask(d.after({"i", "ix"}), {2, 3});
+  CHECK(d.engine.can_end(d.after({"i", "ix"})));
+  d.expect_mask(d.after({"i", "ix", "ex"}), {2, 3});
+  CHECK(d.engine.can_end(d.after({"i", "ix", "ex"})));
+  d.expect_mask(d.after({"i", "ix", "ex", "ex"}), {});
+  CHECK(d.engine.can_end(d.after({"i", "ix", "ex", "ex"})));
+}
+
+TEST_CASE("engine: except! text, ended by its first occurrence", "[engine-unit]") {
+  Driver d("start ::= except!('ab') 'ab' ;", {"a", "b", "ab", "x", "xa", "bx", "abx"});
+  d.expect_mask(d.after({}), {0, 1, 2, 3, 4, 5});
+  // After "a", an occurrence of "ab" is pending: "b" ends the text.
+  d.expect_mask(d.after({"a"}), {0, 1, 2, 3, 4});
+  d.expect_mask(d.after({"xa"}), {0, 1, 2, 3, 4});
+  CHECK_FALSE(d.engine.can_end(d.after({"xa"})));
+  CHECK(d.engine.can_end(d.after({"xa", "b"})));
+  d.expect_mask(d.after({"ab"}), {});
+  CHECK(d.engine.can_end(d.after({"ab"})));
+  CHECK(d.rejects(d.after({"x"}), "abx"));
+}
+
+TEST_CASE("engine: any! is one whole token of valid UTF-8", "[engine-unit]") {
+  // Ids: 0 "<", 1 ">", 2 "a", 3 "<a", 4 "a>", 5 first byte of é, 6 its second byte, 7 é, 8 an invalid byte.
+  Driver d("start ::= '<' any! '>' ;", {"<", ">", "a", "<a", "a>", "\xC3", "\xA9", "\xC3\xA9", "\xFF"});
+  // any! starts at a token boundary: "<a" cannot be '<' and any!.
+  d.expect_mask(d.after({}), {0});
+  // Any token whose UTF-8 is complete ('>' cannot finish a character).
+  d.expect_mask(d.after({"<"}), {0, 1, 2, 3, 4, 7});
+  d.expect_mask(d.after({"<", "a"}), {1});
+  d.expect_mask(d.after({"<", "\xC3\xA9"}), {1});
+  CHECK(d.engine.can_end(d.after({"<", "a>", ">"})));
+}
+
+TEST_CASE("engine: compaction frees dead stacks and keeps every answer", "[engine-unit]") {
+  Driver d(kTwoWays, kTwoWaysTokens);
+  const std::vector<Head> h1 = d.after({"p"});
+  Engine::Mark m1 = d.engine.mark();
+  const std::vector<Head> h2 = d.feed(h1, "xy");
+  REQUIRE(h2.size() == 2);
+  const std::vector<Head> h3 = d.feed(h2, "q");  // the b reading dies here
+  REQUIRE(h3.size() == 1);
+  Engine::Mark m3 = d.engine.mark();
+  const Ids mask1 = d.mask(h1), mask3 = d.mask(h3);
+  const bool end3 = d.engine.can_end(h3);
+  CHECK(end3);
+  const size_t before = d.engine.stack_elements();
+  // Keep the first and last steps, as a matcher's history would.
+  std::vector<Head> pool = h1;
+  pool.insert(pool.end(), h3.begin(), h3.end());
+  std::vector<Engine::Mark*> marks{&m1, &m3};
+  d.engine.compact(pool, marks);
+  CHECK(d.engine.stack_elements() < before);
+  CHECK(d.engine.stack_elements() == m3.nodes + m3.edges);  // everything alive was made before m3
+  const std::vector<Head> c1(pool.begin(), pool.begin() + h1.size()), c3(pool.begin() + h1.size(), pool.end());
+  CHECK(d.mask(c3) == mask3);
+  CHECK(d.engine.can_end(c3) == end3);
+  // Roll back to the first step, and take the other way.
+  d.engine.truncate(m1);
+  CHECK(d.mask(c1) == mask1);
+  const std::vector<Head> other = d.feed(d.feed(c1, "xy"), "r");
+  REQUIRE(other.size() == 1);
+  CHECK(d.engine.can_end(other));
+  d.expect_mask(d.feed(c1, "xy"), {3, 4});
+}
+
+TEST_CASE("engine: forced text and context keys", "[engine-unit]") {
+  Driver d("start ::= 'let ' name ' = ' num ';' ; name ::= #'[a-z]+' ; num ::= #'[0-9]+' ;", {"let", " ", "x", "1"});
+  const Engine::Forced start = d.engine.forced_text(d.after({}), 100);
+  CHECK(start.text == "let ");
+  CHECK_FALSE(start.ends);
+  CHECK(d.engine.forced_text(d.after({}), 2).text == "le");
+  CHECK(d.engine.forced_text(d.after({"let x"}), 100).text.empty());  // a letter, or ' '
+  CHECK(d.engine.forced_text(d.after({"let x ="}), 100).text == " ");
+  CHECK(d.engine.forced_text(d.after({"let x = 1"}), 100).text.empty());  // a digit, or ';'
+  const Engine::Forced end = d.engine.forced_text(d.after({"let x = 1;"}), 100);
+  CHECK(end.text.empty());
+  CHECK(end.ends);
+
+  // Keys: the top `depth` levels of the stack, the lexeme, its state.
+  Driver b(kBrackets, kBracketTokens), other(kBrackets, kBracketTokens);
+  auto key = [](Driver& x, const std::vector<std::string>& tokens, int depth) {
+    return x.engine.context_key(x.after(tokens), depth);
+  };
+  CHECK(key(b, {"(", "("}, 2) == key(other, {"(", "("}, 2));
+  CHECK(key(b, {"("}, 2) != key(b, {"(", "("}, 2));
+  CHECK(key(b, {"(", "(", "("}, 2) == key(b, {"(", "(", "(", "("}, 2));
+  CHECK(key(b, {"(", "(", "("}, 3) != key(b, {"(", "(", "(", "("}, 3));
+  CHECK(key(b, {"(", "1"}, 2) == key(b, {"(", "12"}, 2));  // the same DFA state after "1" and "12"
+  CHECK(key(b, {"1"}, 2) != key(b, {"("}, 2));
+}
+
+TEST_CASE("engine: the stack, heads and work limits stop with their message, not a crash", "[engine-unit]") {
+  SECTION("max_stack_elements") {
+    EngineLimits limits;
+    limits.max_stack_elements = 6;
+    Driver d(kBrackets, kBracketTokens, limits);
+    std::vector<Head> heads = d.engine.initial_heads();
+    for (int i = 0; i < 50 && !d.engine.exhausted(); ++i) heads = d.feed(heads, "(");
+    REQUIRE(d.engine.exhausted());
+    CHECK(d.engine.exhaustion() == "the parse stack holds more than 6 nodes and edges (EngineLimits::max_stack_elements)");
+    d.engine.clear_exhausted();
+    CHECK_FALSE(d.engine.exhausted());
+    // The defaults take fifty levels in their stride.
+    Driver roomy(kBrackets, kBracketTokens);
+    std::vector<Head> deep = roomy.engine.initial_heads();
+    for (int i = 0; i < 50; ++i) deep = roomy.feed(deep, "(");
+    CHECK_FALSE(roomy.engine.exhausted());
+    CHECK_FALSE(deep.empty());
+  }
+  SECTION("max_heads") {
+    EngineLimits limits;
+    limits.max_heads = 1;
+    Driver d(kTwoWays, kTwoWaysTokens, limits);
+    std::vector<Head> heads = d.feed(d.engine.initial_heads(), "px");
+    CHECK_FALSE(d.engine.exhausted());  // one reading so far
+    heads = d.feed(heads, "y");
+    REQUIRE(d.engine.exhausted());
+    CHECK(d.engine.exhaustion() == "more than 1 readings of the text after one token (EngineLimits::max_heads)");
+  }
+  SECTION("max_work_per_call, on a grammar whose work grows with the text") {
+    EngineLimits limits;
+    limits.max_work_per_call = 200;
+    const char* source = "start ::= start start | 'a' ;";
+    Driver d(source, {"a"}, limits);
+    std::vector<Head> heads = d.engine.initial_heads();
+    int steps = 0;
+    for (; steps < 2000 && !d.engine.exhausted(); ++steps) heads = d.feed(heads, "a");
+    REQUIRE(d.engine.exhausted());
+    CHECK(steps > 1);
+    CHECK(d.engine.exhaustion() ==
+          "the parser did more than 200 steps of work for one token: the grammar is too ambiguous here "
+          "(EngineLimits::max_work_per_call)");
+    CHECK(d.engine.peak_work() > 200);
+    // The same text, the first steps of it, within the defaults.
+    Driver roomy(source, {"a"});
+    std::vector<Head> ok = roomy.engine.initial_heads();
+    for (int i = 0; i < steps; ++i) ok = roomy.feed(ok, "a");
+    CHECK_FALSE(roomy.engine.exhausted());
+    CHECK(roomy.engine.can_end(ok));
+  }
+  SECTION("the sequence's budget: slack plus work per byte") {
+    EngineLimits limits;
+    limits.max_work_per_byte = 1;
+    limits.sequence_work_slack = 40;
+    Driver d(kBrackets, kBracketTokens, limits);
+    d.engine.start_sequence();
+    std::vector<Head> heads = d.engine.initial_heads();
+    int steps = 0;
+    for (; steps < 200 && !d.engine.exhausted(); ++steps) {
+      heads = d.feed(heads, "(");
+      d.engine.grant_bytes(1);
+    }
+    REQUIRE(d.engine.exhausted());
+    CHECK(steps > 5);  // the slack lasts a while
+    CHECK_THAT(d.engine.exhaustion(), Catch::StartsWith("the parser did more than"));
+    CHECK_THAT(d.engine.exhaustion(), Catch::Contains("over this sequence"));
+    CHECK_THAT(d.engine.exhaustion(), Catch::Contains("(40 + 1 per byte"));
+    // Without a per-byte bound (0), the same text goes through.
+    limits.max_work_per_byte = 0;
+    Driver off(kBrackets, kBracketTokens, limits);
+    off.engine.start_sequence();
+    std::vector<Head> all = off.engine.initial_heads();
+    for (int i = 0; i < 200; ++i) all = off.feed(all, "(");
+    CHECK_FALSE(off.engine.exhausted());
+  }
+}

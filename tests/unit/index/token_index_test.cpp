@@ -1,0 +1,292 @@
+// The token index (index/token_index.h) on its own: on a dozen tokens and
+// `start ::= '(' start ')' | num`, each lexer state's entry is computed by
+// hand (tokens inside the lexeme, crossings of its end by the next byte,
+// the tokens that cross into each next terminal), lazily or all at once,
+// saved and loaded, with its memory accounted.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "binary_io.h"
+#include "helpers.h"
+#include "lexical.h"
+#include "memory_budget.h"
+#include "token_index.h"
+#include "vocab_trie.h"
+
+using namespace cgram;
+using namespace cgram::test;
+
+namespace {
+
+using Ids = std::set<uint32_t>;
+
+// Ids:       0    1     2     3    4      5    6     7     8     9     10   11 (end of sequence)
+const std::vector<std::string> kTokens = {"1", "12", "1)", ")", "1))", "a", "(1", "))", "1a", "1(", "(", "<eos>"};
+
+std::shared_ptr<const Vocabulary> vocabulary() {
+  auto v = Vocabulary::from_tokens(kTokens, {11});
+  REQUIRE(v.ok());
+  return *v;
+}
+
+struct Fixture {
+  std::shared_ptr<const Grammar> g = grammar("start ::= '(' start ')' | num ; num ::= #'[0-9]+' ;");
+  ir::LexicalGrammar lex = ir::lower_lexical(g->ir());
+  std::shared_ptr<const Vocabulary> vocab = vocabulary();
+  const VocabTrie& trie = vocab->trie();
+  size_t words = (vocab->size() + 31) / 32;
+  uint32_t open = terminal("'('"), close = terminal("')'"), num = terminal("num");
+  std::map<std::string, uint32_t> node_of = nodes();
+
+  uint32_t terminal(std::string_view name) const {
+    for (uint32_t t = 0; t < lex.terminals.size(); ++t)
+      if (lex.terminals[t].name == name) return t;
+    FAIL("no terminal " << name << " in\n" << lex.dump());
+    return 0;
+  }
+  // What may follow each terminal in this grammar, by hand.
+  std::vector<std::vector<uint32_t>> followers() const {
+    std::vector<std::vector<uint32_t>> f(lex.terminals.size());
+    f[open] = {open, num};
+    f[close] = {close};
+    f[num] = {close};
+    for (auto& v : f) std::sort(v.begin(), v.end());
+    return f;
+  }
+  TokenIndex index() const { return TokenIndex(lex, trie, words, followers()); }
+  // Every trie node by the bytes that lead to it (the trie is in preorder).
+  std::map<std::string, uint32_t> nodes() const {
+    std::map<std::string, uint32_t> out;
+    std::vector<std::string> path(trie.max_depth() + 1);
+    for (uint32_t n = 1; n < trie.size(); ++n) {
+      const uint32_t d = trie.depth(n);
+      path[d] = path[d - 1] + static_cast<char>(trie.byte(n));
+      out[path[d]] = n;
+    }
+    return out;
+  }
+  uint32_t node(const std::string& bytes) const {
+    auto it = node_of.find(bytes);
+    REQUIRE(it != node_of.end());
+    return it->second;
+  }
+  const ir::Dfa& dfa(uint32_t t) const { return lex.terminals[t].dfa; }
+  uint32_t after(uint32_t t, std::string_view bytes) const { return dfa(t).run(dfa(t).start(), bytes); }
+};
+
+Ids bits(std::span<const uint32_t> words) { return test::set_bits(words); }
+
+// The tokens of a CrossInto, whichever form it took (ids or mask words).
+Ids into_ids(const CrossInto& c) {
+  Ids out(c.ids.begin(), c.ids.end());
+  for (uint32_t id : bits(c.words)) out.insert(id);
+  return out;
+}
+
+// The crossings of an entry as (byte, state, node), in the entry's order.
+std::vector<std::tuple<uint8_t, uint32_t, uint32_t>> crossings(const StateIndex& ix) {
+  std::vector<std::tuple<uint8_t, uint32_t, uint32_t>> out;
+  REQUIRE(ix.cross_begin.size() == 257);
+  for (int b = 0; b < 256; ++b)
+    for (uint32_t i = ix.cross_begin[b]; i < ix.cross_begin[b + 1]; ++i)
+      out.emplace_back(static_cast<uint8_t>(b), ix.cross_states[i], ix.cross_nodes[i]);
+  return out;
+}
+
+void expect_same_entry(const StateIndex& a, const StateIndex& b) {
+  CHECK(a.inside == b.inside);
+  CHECK(a.cross_begin == b.cross_begin);
+  CHECK(a.cross_nodes == b.cross_nodes);
+  CHECK(a.cross_states == b.cross_states);
+  REQUIRE(a.into.size() == b.into.size());
+  for (size_t i = 0; i < a.into.size(); ++i) {
+    CHECK(a.into[i].terminal == b.into[i].terminal);
+    CHECK(a.into[i].ids == b.into[i].ids);
+    CHECK(a.into[i].words == b.into[i].words);
+    REQUIRE(a.into[i].second.size() == b.into[i].second.size());
+    for (size_t k = 0; k < a.into[i].second.size(); ++k) {
+      CHECK(a.into[i].second[k].state == b.into[i].second[k].state);
+      CHECK(a.into[i].second[k].node == b.into[i].second[k].node);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("token index: inside a number, and the crossings out of it", "[index-unit]") {
+  Fixture f;
+  TokenIndex index = f.index();
+  const uint32_t digit = f.after(f.num, "1");
+  REQUIRE(f.dfa(f.num).accepting(digit));
+  REQUIRE_FALSE(f.dfa(f.num).accepting(f.dfa(f.num).start()));
+  for (uint32_t q : {f.dfa(f.num).start(), digit}) {
+    INFO("num state " << q);
+    const StateIndex& ix = index.get(f.num, q);
+    // Inside: all their bytes are digits ("1", "12").
+    CHECK(bits(ix.inside) == Ids{0, 1});
+    // The number may end after "1" and a next lexeme start: before '(' of
+    // "1(", ')' of "1)", '2' of "12" and 'a' of "1a" — by byte, whatever
+    // can follow. Not at the start of a token: the engine handles that.
+    CHECK(crossings(ix) == std::vector<std::tuple<uint8_t, uint32_t, uint32_t>>{{'(', digit, f.node("1(")},
+                                                                              {')', digit, f.node("1)")},
+                                                                              {'2', digit, f.node("12")},
+                                                                              {'a', digit, f.node("1a")}});
+    CHECK(ix.crosses());
+    CHECK(std::vector<uint32_t>(ix.crossing(')').begin(), ix.crossing(')').end()) == std::vector<uint32_t>{f.node("1)")});
+    CHECK(ix.crossing('x').empty());
+    // Into ')' (the only follower of num): "1)" stays inside it; "1))"
+    // ends it again, at the second ')', which is recorded to be walked.
+    REQUIRE(ix.into.size() == 1);
+    const CrossInto& into = ix.into[0];
+    CHECK(into.terminal == f.close);
+    CHECK(into_ids(into) == Ids{2});
+    REQUIRE(into.second.size() == 1);
+    CHECK(into.second[0].state == f.after(f.close, ")"));
+    CHECK(into.second[0].node == f.node("1))"));
+  }
+}
+
+TEST_CASE("token index: the entries of the brackets", "[index-unit]") {
+  Fixture f;
+  TokenIndex index = f.index();
+  // '(' from its start: "(" inside; "(1" crosses at '1' into num.
+  const StateIndex& open = index.get(f.open, f.dfa(f.open).start());
+  CHECK(bits(open.inside) == Ids{10});
+  const uint32_t opened = f.after(f.open, "(");
+  CHECK(crossings(open) == std::vector<std::tuple<uint8_t, uint32_t, uint32_t>>{{'1', opened, f.node("(1")}});
+  // Only num's DFA goes on with '1' ('(' would die): one CrossInto.
+  REQUIRE(open.into.size() == 1);
+  CHECK(open.into[0].terminal == f.num);
+  CHECK(into_ids(open.into[0]) == Ids{6});
+  CHECK(open.into[0].second.empty());
+  // '(' read: nothing more fits in it, and no token crosses (a token that
+  // starts a new lexeme at once is the engine's case, not the index's).
+  const StateIndex& done = index.get(f.open, opened);
+  CHECK(bits(done.inside).empty());
+  CHECK_FALSE(done.crosses());
+  CHECK(done.into.empty());
+  // ')' from its start: ")" inside, "))" into the next ')'.
+  const StateIndex& close = index.get(f.close, f.dfa(f.close).start());
+  CHECK(bits(close.inside) == Ids{3});
+  CHECK(crossings(close) ==
+        std::vector<std::tuple<uint8_t, uint32_t, uint32_t>>{{')', f.after(f.close, ")"), f.node("))")}});
+  REQUIRE(close.into.size() == 1);
+  CHECK(close.into[0].terminal == f.close);
+  CHECK(into_ids(close.into[0]) == Ids{7});
+  // The end-of-sequence token is special: it is never in any entry.
+  for (uint32_t t = 0; t < f.lex.terminals.size(); ++t)
+    for (uint32_t q = 0; q < f.dfa(t).size(); ++q) CHECK(bits(index.get(t, q).inside).count(11) == 0);
+}
+
+TEST_CASE("token index: the same entry object on every call", "[index-unit]") {
+  Fixture f;
+  TokenIndex index = f.index();
+  const StateIndex* first = &index.get(f.num, f.dfa(f.num).start());
+  CHECK(&index.get(f.num, f.dfa(f.num).start()) == first);
+  // The whole trie as a subtree is the entry itself.
+  CHECK(&index.get_subtree(0, f.num, f.dfa(f.num).start()) == first);
+}
+
+TEST_CASE("token index: a subtree entry reads the tokens below a node", "[index-unit]") {
+  Fixture f;
+  TokenIndex index = f.index();
+  const uint32_t digit = f.after(f.num, "1");
+  // Below "1", read from after the '1': "12" stays inside; the number may
+  // end right at the subtree's first byte (not the token's).
+  const StateIndex& ix = index.get_subtree(f.node("1"), f.num, digit);
+  CHECK(bits(ix.inside) == Ids{1});
+  CHECK(crossings(ix) == std::vector<std::tuple<uint8_t, uint32_t, uint32_t>>{{'(', digit, f.node("1(")},
+                                                                            {')', digit, f.node("1)")},
+                                                                            {'2', digit, f.node("12")},
+                                                                            {'a', digit, f.node("1a")}});
+  CHECK(ix.into.empty());  // whole-vocabulary entries only
+  CHECK(&index.get_subtree(f.node("1"), f.num, digit) == &ix);  // cached
+}
+
+TEST_CASE("token index: followers' first bytes and the union of start entries", "[index-unit]") {
+  Fixture f;
+  TokenIndex index = f.index();
+  auto bytes = [](const std::bitset<256>& b) {
+    std::string out;
+    for (int i = 0; i < 256; ++i)
+      if (b[i]) out += static_cast<char>(i);
+    return out;
+  };
+  CHECK(bytes(index.follower_first_bytes(f.num)) == ")");
+  CHECK(bytes(index.follower_first_bytes(f.close)) == ")");
+  CHECK(bytes(index.follower_first_bytes(f.open)) == "(0123456789");
+  CHECK(index.follower_first_bytes().size() == f.lex.terminals.size());
+  // The tokens that stay inside a '(' or a num lexeme begun from scratch.
+  CHECK(bits(index.inside_from_start({f.open, f.num})) == Ids{0, 1, 10});
+  CHECK(bits(index.inside_from_start({f.close})) == Ids{3});
+  CHECK(&index.inside_from_start({f.open, f.num}) == &index.inside_from_start({f.open, f.num}));
+}
+
+TEST_CASE("token index: lazy entries equal those built all at once", "[index-unit]") {
+  Fixture f;
+  TokenIndex lazy = f.index();
+  TokenIndex eager = f.index();
+  eager.build_all();
+  // The lazy one in another order: last terminal, last state first.
+  for (uint32_t t = static_cast<uint32_t>(f.lex.terminals.size()); t-- > 0;)
+    for (uint32_t q = static_cast<uint32_t>(f.dfa(t).size()); q-- > 0;) {
+      INFO(f.lex.terminals[t].name << " state " << q);
+      expect_same_entry(lazy.get(t, q), eager.get(t, q));
+    }
+  CHECK(lazy.memory_bytes() == eager.memory_bytes());
+}
+
+TEST_CASE("token index: memory grows with the entries built, and is charged", "[index-unit]") {
+  Fixture f;
+  TokenIndex index = f.index();
+  const size_t empty = index.memory_bytes();
+  CHECK(empty > 0);  // a slot per lexer state
+  index.get(f.num, f.dfa(f.num).start());
+  const size_t one = index.memory_bytes();
+  CHECK(one > empty);
+  index.build_all();
+  const size_t all = index.memory_bytes();
+  CHECK(all > one);
+  index.get_subtree(f.node("1"), f.num, f.after(f.num, "1"));
+  CHECK(index.memory_bytes() > all);
+  // Building entries charges the compile's memory budget.
+  MemoryBudget budget;
+  {
+    MemoryBudgetScope scope(budget);
+    TokenIndex charged = f.index();
+    const size_t slots = budget.used();
+    CHECK(slots > 0);
+    charged.build_all();
+    CHECK(budget.used() > slots);
+  }
+}
+
+TEST_CASE("token index: save and load give the same entries; a smaller vocabulary is refused", "[index-unit]") {
+  Fixture f;
+  TokenIndex index = f.index();
+  ir::BinaryWriter out;
+  index.save(out);  // builds every entry first
+  const std::string bytes = out.take();
+  ir::BinaryReader in(bytes);
+  auto loaded = TokenIndex::load(in, f.lex, f.trie, f.words, f.vocab->size());
+  REQUIRE(loaded);
+  CHECK(in.ok());
+  CHECK(in.at_end());
+  for (uint32_t t = 0; t < f.lex.terminals.size(); ++t) {
+    CHECK(loaded->follower_first_bytes(t) == index.follower_first_bytes(t));
+    for (uint32_t q = 0; q < f.dfa(t).size(); ++q) expect_same_entry(loaded->get(t, q), index.get(t, q));
+  }
+  // Token 10 ("(") is past a vocabulary of 4: refused, with a message.
+  ir::BinaryReader small(bytes);
+  CHECK_FALSE(TokenIndex::load(small, f.lex, f.trie, f.words, 4));
+  CHECK(small.error() == "a token index entry of the wrong size");
+  ir::BinaryReader cut(std::string_view(bytes).substr(0, bytes.size() / 2));
+  CHECK_FALSE(TokenIndex::load(cut, f.lex, f.trie, f.words, f.vocab->size()));
+  CHECK_FALSE(cut.error().empty());
+}
