@@ -173,10 +173,10 @@ NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits) {
     builder.nfa.start = f.start;
     builder.nfa.accept = f.accept;
   } catch (const NfaBuilder::TooLarge&) {
-    return AutomatonError{fmt::format(
-        "this regex is too large: its automaton needs more than {} states (large bounded "
-        "repetitions multiply the size)",
-        limits.max_nfa_states)};
+    return Error{ErrorCode::Limit,
+                 fmt::format("this regex is too large: its automaton needs more than {} states (large bounded "
+                             "repetitions multiply the size)",
+                             limits.max_nfa_states)};
   }
   return std::move(builder.nfa);
 }
@@ -210,15 +210,17 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
   std::vector<std::vector<uint32_t>> buckets(256);
   for (uint32_t d = 0; d < sets.size(); ++d) {
     if (sets.size() > limits.max_dfa_states)
-      return AutomatonError{fmt::format(
-          "this regex is too large: its DFA needs more than {} states (bounded repetitions of "
-          "large classes, or alternatives that overlap for a long stretch, multiply the states)",
-          limits.max_dfa_states)};
+      return Error{ErrorCode::Limit,
+                   fmt::format("this regex is too large: its DFA needs more than {} states (bounded repetitions of "
+                               "large classes, or alternatives that overlap for a long stretch, multiply the states)",
+                               limits.max_dfa_states)};
     if (stored > limits.max_subset_elements)
-      return AutomatonError{fmt::format(
-          "this regex is too large: building its DFA takes more than {} NFA states over all subsets (nested "
-          "bounded repetitions multiply them)",
-          limits.max_subset_elements)};
+      return Error{
+          ErrorCode::Limit,
+          fmt::format(
+              "this regex is too large: building its DFA takes more than {} NFA states over all subsets (nested "
+              "bounded repetitions multiply them)",
+              limits.max_subset_elements)};
     for (auto& b : buckets) b.clear();
     for (uint32_t s : sets[d])
       for (const Nfa::Edge& e : nfa.states()[s].edges)
@@ -424,16 +426,16 @@ class MinimalBuilder {
  private:
   Dfa direct(const RegexNode& node) {
     NfaResult nfa = regex_to_nfa(node, limits_);
-    if (std::holds_alternative<AutomatonError>(nfa)) throw TooLarge{};
-    return finish(std::get<Nfa>(nfa));
+    if (!nfa.ok()) throw TooLarge{};
+    return finish(*nfa);
   }
 
   Dfa finish(const Nfa& nfa) {
     AutomatonLimits work = limits_;
     work.max_dfa_states = limits_.max_intermediate_dfa_states;
     DfaResult dfa = nfa_to_dfa(nfa, work);
-    if (std::holds_alternative<AutomatonError>(dfa)) throw TooLarge{};
-    return minimize(std::get<Dfa>(dfa));  // a part may be larger than the whole
+    if (!dfa.ok()) throw TooLarge{};
+    return minimize(*dfa);  // a part may be larger than the whole
   }
 
   static Dfa empty_string() {
@@ -490,9 +492,9 @@ class MinimalBuilder {
 
 DfaResult compile_regex(const RegexNode& regex, const AutomatonLimits& limits) {
   NfaResult nfa = regex_to_nfa(regex, limits);
-  if (auto* e = std::get_if<AutomatonError>(&nfa)) return *e;
-  DfaResult dfa = nfa_to_dfa(std::get<Nfa>(nfa), limits);
-  if (std::holds_alternative<Dfa>(dfa)) return minimize(std::get<Dfa>(dfa));
+  if (auto* e = nfa.if_error()) return *e;
+  DfaResult dfa = nfa_to_dfa(*nfa, limits);
+  if (dfa.ok()) return minimize(*dfa);
   // The subset construction outgrew the limit before minimisation could
   // shrink it: build part by part instead, and judge the minimal DFA.
   try {
@@ -500,10 +502,10 @@ DfaResult compile_regex(const RegexNode& regex, const AutomatonLimits& limits) {
     if (minimal.size() <= limits.max_dfa_states) return minimal;
     throw MinimalBuilder::TooLarge{};
   } catch (const MinimalBuilder::TooLarge&) {
-    return AutomatonError{fmt::format(
-        "this regex is too large: its minimal DFA needs more than {} states (bounded repetitions "
-        "of large classes, or alternatives that overlap for a long stretch, multiply the states)",
-        limits.max_dfa_states)};
+    return Error{ErrorCode::Limit,
+                 fmt::format("this regex is too large: its minimal DFA needs more than {} states (bounded repetitions "
+                             "of large classes, or alternatives that overlap for a long stretch, multiply the states)",
+                             limits.max_dfa_states)};
   }
 }
 

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "error.h"
 #include "regex.h"
 
 namespace cgram::ir {
@@ -104,12 +105,8 @@ class Dfa {
   std::vector<uint8_t> accepting_;
 };
 
-struct AutomatonError {
-  std::string message;
-};
-
-using NfaResult = std::variant<Nfa, AutomatonError>;
-using DfaResult = std::variant<Dfa, AutomatonError>;
+using NfaResult = Result<Nfa>;
+using DfaResult = Result<Dfa>;
 
 NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits = {});
 // `subset_elements`, when given, gets the NFA states kept over all subsets

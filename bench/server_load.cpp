@@ -209,11 +209,11 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   VocabularyResult loaded = vocab_path.empty() ? Vocabulary::bundled() : Vocabulary::load(vocab_path);
-  if (auto* e = std::get_if<VocabularyError>(&loaded)) {
+  if (auto* e = loaded.if_error()) {
     std::cerr << e->message << "\n";
     return 1;
   }
-  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(loaded);
+  auto vocab = *loaded;
   const auto chosen = suite_grammars(suite, grammars);
   std::cerr << fmt::format("preparing {} token streams over {} grammars...\n", 2 * sequences, chosen.size());
   std::vector<std::shared_ptr<const CompiledGrammar>> compiled;

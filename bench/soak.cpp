@@ -370,11 +370,11 @@ int main(int argc, char** argv) {
   const Memory at_launch = read_memory();
   const auto compile_start = Clock::now();
   VocabularyResult loaded = vocab_path.empty() ? Vocabulary::bundled() : Vocabulary::load(vocab_path);
-  if (auto* e = std::get_if<VocabularyError>(&loaded)) {
+  if (auto* e = loaded.if_error()) {
     std::cerr << e->message << "\n";
     return 1;
   }
-  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(loaded);
+  auto vocab = *loaded;
   std::vector<std::shared_ptr<const CompiledGrammar>> compiled;
   std::vector<std::string> names;
   std::stringstream list(grammar_list);

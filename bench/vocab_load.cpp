@@ -29,11 +29,11 @@ int main(int argc, char** argv) {
       auto start = std::chrono::steady_clock::now();
       cgram::VocabularyResult result = cgram::Vocabulary::load(file);
       auto stop = std::chrono::steady_clock::now();
-      if (auto* e = std::get_if<cgram::VocabularyError>(&result)) {
+      if (auto* e = result.if_error()) {
         fmt::print(stderr, "{}\n", e->message);
         return 1;
       }
-      ids = std::get<std::shared_ptr<const cgram::Vocabulary>>(result)->size();
+      ids = (*result)->size();
       ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }
     std::sort(ms.begin(), ms.end());

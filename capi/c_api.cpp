@@ -101,6 +101,21 @@ class Call {
     return fail(CGRAM_ERROR_INVALID_ARGUMENT, format, std::forward<Args>(args)...);
   }
   cgram_status null(const char* argument) const noexcept { return invalid("{} is NULL", argument); }
+  // The one place a cgram::Error becomes a status: `stage` says what failed
+  // (reading the vocabulary, compiling, loading), unless the code says more.
+  cgram_status error(cgram_status stage, cgram::ErrorCode code, std::string_view message) const noexcept {
+    switch (code) {
+      case cgram::ErrorCode::OutOfMemory:
+        return fail(CGRAM_ERROR_OUT_OF_MEMORY, "{}", message);
+      case cgram::ErrorCode::Internal:
+        return fail(CGRAM_ERROR_INTERNAL, "{}", message);
+      default:
+        return fail(stage, "{}", message);
+    }
+  }
+  cgram_status error(cgram_status stage, const cgram::Error& e) const noexcept {
+    return error(stage, e.code, e.message);
+  }
 
  private:
   const char* function_;
@@ -149,9 +164,8 @@ std::variant<cgram::VocabularyOptions, cgram_status> eos_options(const Call& cal
 }
 
 cgram_status hand_out_vocab(const Call& call, cgram::VocabularyResult result, cgram_vocab** out) {
-  if (auto* error = std::get_if<cgram::VocabularyError>(&result))
-    return call.fail(CGRAM_ERROR_VOCABULARY, "{}", error->message);
-  return hand_out(out, std::get<std::shared_ptr<const cgram::Vocabulary>>(std::move(result)));
+  if (auto* error = result.if_error()) return call.error(CGRAM_ERROR_VOCABULARY, *error);
+  return hand_out(out, std::move(*result));
 }
 
 // One LLJIT for the process, made on first use (thread-safe static);
@@ -397,7 +411,8 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
       case cgram::CompileOutcome::Failure::None: break;
       case cgram::CompileOutcome::Failure::Grammar: return call.fail(CGRAM_ERROR_GRAMMAR, "{}", compiled.message);
       case cgram::CompileOutcome::Failure::Compile:
-      case cgram::CompileOutcome::Failure::Jit: return call.fail(CGRAM_ERROR_COMPILE, "{}", compiled.message);
+      case cgram::CompileOutcome::Failure::Jit:
+        return call.error(CGRAM_ERROR_COMPILE, compiled.code, compiled.message);
     }
     auto& grammar = compiled.grammar;
     return hand_out(out, std::move(grammar));
@@ -423,8 +438,7 @@ cgram_status cgram_save(const cgram_grammar* grammar, const char* path) {
     if (!grammar) return call.null("grammar");
     if (!path) return call.null("path");
     auto saved = cgram::save_shared_object(*grammar->compiled, path);
-    if (auto* error = std::get_if<cgram::CompileError>(&saved))
-      return call.fail(CGRAM_ERROR_COMPILE, "{}", error->message);
+    if (auto* error = saved.if_error()) return call.error(CGRAM_ERROR_COMPILE, *error);
     return CGRAM_OK;
   });
 }
@@ -435,9 +449,8 @@ cgram_status cgram_load(const char* path, const cgram_vocab* vocab, cgram_gramma
     if (!vocab) return call.null("vocab");
     if (!out) return call.null("out");
     auto loaded = cgram::load_shared_object(path, vocab->vocab);
-    if (auto* error = std::get_if<cgram::CompileError>(&loaded))
-      return call.fail(CGRAM_ERROR_LOAD, "{}", error->message);
-    return hand_out(out, std::get<std::shared_ptr<const cgram::CompiledGrammar>>(std::move(loaded)));
+    if (auto* error = loaded.if_error()) return call.error(CGRAM_ERROR_LOAD, *error);
+    return hand_out(out, std::move(*loaded));
   });
 }
 
@@ -571,8 +584,8 @@ cgram_status cgram_matcher_jump_forward(cgram_matcher* matcher, uint32_t* tokens
     if (!rollback) return call.null("rollback");
     if (!tokens && capacity > 0) return call.invalid("tokens is NULL but capacity is {}", capacity);
     auto jump = matcher->matcher.jump_forward();
-    if (auto* error = std::get_if<std::string>(&jump)) return call.fail(CGRAM_ERROR_VOCABULARY, "{}", *error);
-    const cgram::Matcher::JumpForward& j = std::get<cgram::Matcher::JumpForward>(jump);
+    if (auto* error = jump.if_error()) return call.error(CGRAM_ERROR_VOCABULARY, *error);
+    const cgram::Matcher::JumpForward& j = *jump;
     *count = j.tokens.size();
     *rollback = j.rollback;
     if (j.tokens.size() > capacity)
@@ -713,12 +726,12 @@ cgram_status cgram_fill_bitmask(cgram_thread_pool* pool, cgram_matcher* const* m
     // cgram::fill_bitmask checks the pairs (null, twice, outside, too narrow) before any work.
     std::vector<cgram::MatcherRow> pairs(count);
     for (size_t i = 0; i < count; ++i) pairs[i] = {matchers[i] ? &matchers[i]->matcher : nullptr, rows ? rows[i] : i};
-    std::optional<std::string> error;
+    cgram::Result<void> filled;
     {
       std::lock_guard turn(pool->mutex);
-      error = cgram::fill_bitmask(pairs, view, pool->pool);
+      filled = cgram::fill_bitmask(pairs, view, pool->pool);
     }
-    if (error) return call.invalid("{}", *error);
+    if (!filled) return call.invalid("{}", filled.error().message);
     for (size_t i = 0; i < count; ++i)
       if (matchers[i]->matcher.has_error())
         return call.fail(CGRAM_ERROR_LIMIT, "matchers[{}]: {} (its row is all clear)", i, matchers[i]->matcher.error());

@@ -29,7 +29,7 @@ const CanonicalPairs* CompiledGrammar::canonical_pairs() const {
   if (!canonical_) return nullptr;
   auto pairs = context_->canonical_pairs();
   // Compiling (and loading) checked the encoder, so there is one.
-  return std::holds_alternative<const CanonicalPairs*>(pairs) ? std::get<const CanonicalPairs*>(pairs) : nullptr;
+  return pairs ? *pairs : nullptr;
 }
 
 std::span<const uint8_t> CompiledGrammar::byte_representatives() const {
@@ -59,7 +59,7 @@ std::span<const uint8_t> CompiledGrammar::byte_representatives() const {
   return representatives_;
 }
 
-std::variant<const Encoder*, VocabularyError> CompiledGrammar::encoder() const { return context_->encoder(); }
+Result<const Encoder*> CompiledGrammar::encoder() const { return context_->encoder(); }
 
 CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocab, const CompileOptions& options)
@@ -67,43 +67,75 @@ CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> gramma
       vocab_(std::move(vocab)),
       context_(VocabularyContext::of(vocab_)),
       canonical_(options.canonical) {
-  using Clock = std::chrono::steady_clock;
-  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   source_name_ = grammar_->file().name();
   // The grammar's identity: its text and the start rule it was lowered for.
   const ir::GrammarIR& ir = grammar_->ir();
   grammar_hash_ = ir::hash_bytes(grammar_->file().text(), ir::hash_bytes(ir.nonterminals[ir.start].name));
-  auto t0 = Clock::now();
-  {
-    MemoryStage stage("collapsing rules into lexemes");
-    lexical_ = ir::lower_lexical(ir, options.collapse);
-    // Bounded while it is built by CollapseLimits; what it keeps is charged.
-    for (const ir::LexTerminal& t : lexical_.terminals) charge_memory(sizeof(t) + t.dfa.memory_bytes());
+  run_pipeline(options);
+}
+
+void CompiledGrammar::run_pipeline(const CompileOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  for (const PassInfo& info : kPasses) {
+    const auto start = Clock::now();
+    {
+      MemoryStage stage(info.job);
+      run_pass(info.pass, options);
+    }
+    timings_.pass_ms[static_cast<size_t>(info.pass)] =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!build_error_.empty()) return;
   }
+  const auto& ms = timings_.pass_ms;
+  timings_.lower_ms = ms[size_t(Pass::Collapse)] + ms[size_t(Pass::Lr)];
+  timings_.index_ms = ms[size_t(Pass::Followers)] + ms[size_t(Pass::TokenIndex)] + ms[size_t(Pass::AnyTokens)];
+}
+
+void CompiledGrammar::run_pass(Pass pass, const CompileOptions& options) {
+  switch (pass) {
+    case Pass::Collapse:
+      return collapse_pass(options);
+    case Pass::Lr:
+      return lr_pass(options);
+    case Pass::Followers:
+      return followers_pass();
+    case Pass::TokenIndex:
+      return token_index_pass(options);
+    case Pass::AnyTokens:
+      return build_any_token_sets();
+  }
+}
+
+void CompiledGrammar::collapse_pass(const CompileOptions& options) {
+  lexical_ = ir::lower_lexical(grammar_->ir(), options.collapse);
+  // Bounded while it is built by CollapseLimits; what it keeps is charged.
+  for (const ir::LexTerminal& t : lexical_.terminals) charge_memory(sizeof(t) + t.dfa.memory_bytes());
+}
+
+void CompiledGrammar::lr_pass(const CompileOptions& options) {
   table_ = std::make_unique<ir::LrTable>(lexical_, options.lr);
-  if (!table_->error().empty()) {
-    build_error_ = table_->error();
-    return;
-  }
-  auto t1 = Clock::now();
-  // What may follow each terminal: the terminals with an action in a state
-  // that shifting it leads to (reductions there take the next terminal as
-  // lookahead).
-  std::vector<std::vector<uint32_t>> followers(lexical_.terminals.size());
+  if (!table_->error().empty()) build_error_ = table_->error();
+}
+
+// What may follow each terminal: the terminals with an action in a state
+// that shifting it leads to (reductions there take the next terminal as
+// lookahead).
+void CompiledGrammar::followers_pass() {
+  followers_.assign(lexical_.terminals.size(), {});
   for (uint32_t s = 0; s < table_->state_count(); ++s)
     for (auto [t, target] : table_->shifts(s))
       for (uint32_t u : table_->terminals_with_actions(target))
-        if (u < lexical_.terminals.size()) followers[t].push_back(u);
-  for (auto& f : followers) {
+        if (u < lexical_.terminals.size()) followers_[t].push_back(u);
+  for (auto& f : followers_) {
     std::sort(f.begin(), f.end());
     f.erase(std::unique(f.begin(), f.end()), f.end());
   }
-  MemoryStage stage("building the token index");
-  index_ = std::make_unique<TokenIndex>(lexical_, vocab_->trie(), mask_words(), std::move(followers));
+}
+
+void CompiledGrammar::token_index_pass(const CompileOptions& options) {
+  index_ = std::make_unique<TokenIndex>(lexical_, vocab_->trie(), mask_words(), std::move(followers_));
+  followers_ = {};
   if (options.eager_index) index_->build_all();
-  build_any_token_sets();
-  auto t2 = Clock::now();
-  timings_ = {ms(t0, t1), ms(t1, t2)};
 }
 
 void CompiledGrammar::build_any_token_sets() {
@@ -161,29 +193,33 @@ std::string CompiledGrammar::seal_tables(std::string payload) {
   return payload;
 }
 
-CompiledGrammar::Result CompiledGrammar::load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab) {
-  if (!vocab) return CompileError{"load: no vocabulary"};
+CompileResult CompiledGrammar::load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab) {
+  if (!vocab) return Error{ErrorCode::InvalidInput, "load: no vocabulary"};
   uint64_t checksum = 0;
-  if (bytes.size() < sizeof checksum) return CompileError{"invalid tables: too short to hold their checksum"};
+  if (bytes.size() < sizeof checksum)
+    return Error{ErrorCode::InvalidInput, "invalid tables: too short to hold their checksum"};
   const std::string_view payload = bytes.substr(0, bytes.size() - sizeof checksum);
   std::memcpy(&checksum, bytes.data() + payload.size(), sizeof checksum);
   if (checksum != ir::hash_bytes(payload, kTablesChecksumSeed))
-    return CompileError{"invalid tables: their checksum does not match (the bytes were damaged or changed after "
-                        "they were saved)"};
+    return Error{ErrorCode::InvalidInput,
+                 "invalid tables: their checksum does not match (the bytes were damaged or changed after "
+                 "they were saved)"};
   try {
     return load_tables_checked(payload, std::move(vocab));
   } catch (const std::bad_alloc&) {
-    return CompileError{"invalid tables: they ask for more memory than there is"};
+    return Error{ErrorCode::InvalidInput, "invalid tables: they ask for more memory than there is"};
   } catch (const std::exception& e) {
-    return CompileError{std::string("invalid tables: ") + e.what()};
+    return Error{ErrorCode::InvalidInput, std::string("invalid tables: ") + e.what()};
   }
 }
 
-CompiledGrammar::Result CompiledGrammar::load_tables_checked(std::string_view bytes,
-                                                             std::shared_ptr<const Vocabulary> vocab) {
+CompileResult CompiledGrammar::load_tables_checked(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab) {
   auto g = std::make_shared<CompiledGrammar>(Loading{}, std::move(vocab));
   ir::BinaryReader in(bytes);
-  auto failed = [&] { return CompileError{"invalid tables: " + (in.ok() ? std::string("inconsistent data") : in.error())}; };
+  auto failed = [&] {
+    return Error{ErrorCode::InvalidInput,
+                 "invalid tables: " + (in.ok() ? std::string("inconsistent data") : in.error())};
+  };
   g->source_name_ = std::string(in.get_bytes());
   g->grammar_hash_ = in.get<uint64_t>();
   if (!ir::LexicalGrammar::load(in, g->lexical_)) return failed();
@@ -200,7 +236,7 @@ CompiledGrammar::Result CompiledGrammar::load_tables_checked(std::string_view by
   if (in.ok()) g->unite_any_token_sets();
   if (in.ok() && !in.at_end()) {
     if (in.get<uint8_t>() != kCanonicalTag) in.fail("data after the tables");
-    else if (!std::holds_alternative<const Encoder*>(g->encoder()))
+    else if (!g->encoder().ok())
       in.fail("canonical mode for a vocabulary without an encoder");
     g->canonical_ = true;
   }
@@ -216,31 +252,32 @@ size_t CompiledGrammar::memory_bytes() const {
   return bytes;
 }
 
-CompiledGrammar::Result CompiledGrammar::compile(std::shared_ptr<const Grammar> grammar,
-                                                 std::shared_ptr<const Vocabulary> vocab,
-                                                 const CompileOptions& options) {
-  if (!grammar) return CompileError{"compile: no grammar (parse it first and check its diagnostics)"};
-  if (!vocab) return CompileError{"compile: no vocabulary"};
+CompileResult CompiledGrammar::compile(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
+                                       const CompileOptions& options) {
+  if (!grammar) return Error{ErrorCode::InvalidInput, "compile: no grammar (parse it first and check its diagnostics)"};
+  if (!vocab) return Error{ErrorCode::InvalidInput, "compile: no vocabulary"};
   if (options.canonical) {
     if (vocab->kind() == TokenizerKind::List)
-      return CompileError{"canonical mode needs a merge-based vocabulary (byte-level BPE, tiktoken or "
-                          "SentencePiece); " + vocab->name() + " is a plain token list"};
+      return Error{ErrorCode::Unsupported,
+                   "canonical mode needs a merge-based vocabulary (byte-level BPE, tiktoken or "
+                   "SentencePiece); " +
+                       vocab->name() + " is a plain token list"};
     // Built once per vocabulary and kept in its context for every grammar.
     auto encoder = VocabularyContext::of(vocab)->encoder();
-    if (auto* error = std::get_if<VocabularyError>(&encoder))
-      return CompileError{"canonical mode needs the vocabulary's encoder: " + error->message};
+    if (auto* error = encoder.if_error())
+      return Error{ErrorCode::InvalidInput, "canonical mode needs the vocabulary's encoder: " + error->message};
   }
   MemoryBudget budget(options.max_memory_bytes);
   MemoryBudgetScope scope(budget);
   try {
     budget.charge(grammar->memory_bytes(), "parsing the grammar");
     auto compiled = std::make_shared<const CompiledGrammar>(Building{}, std::move(grammar), std::move(vocab), options);
-    if (!compiled->build_error_.empty()) return CompileError{compiled->build_error_};
+    if (!compiled->build_error_.empty()) return Error{ErrorCode::InvalidInput, compiled->build_error_};
     return compiled;
   } catch (const MemoryLimitReached& limit) {
-    return CompileError{limit.message("CompileOptions::max_memory_bytes")};
+    return Error{ErrorCode::Limit, limit.message("CompileOptions::max_memory_bytes")};
   } catch (const std::bad_alloc&) {
-    return CompileError{fmt::format("out of memory while {}", failed_memory_stage())};
+    return Error{ErrorCode::OutOfMemory, fmt::format("out of memory while {}", failed_memory_stage())};
   }
 }
 

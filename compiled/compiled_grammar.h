@@ -11,10 +11,12 @@
 #include <string>
 #include <variant>
 
+#include "error.h"
 #include "grammar.h"
 #include "kernels.h"
 #include "lexical.h"
 #include "lr.h"
+#include "pipeline.h"
 #include "token_index.h"
 #include "vocab_trie.h"
 #include "vocabulary.h"
@@ -24,10 +26,6 @@ namespace cgram {
 class Encoder;
 class CanonicalPairs;
 class VocabularyContext;
-
-struct CompileError {
-  std::string message;
-};
 
 struct CompileOptions {
   // Build the whole token index now (AOT, or a server that can wait), rather
@@ -43,7 +41,7 @@ struct CompileOptions {
   bool canonical = false;
   // The memory compiling may take (support/memory_budget.h), the checked
   // grammar's own included: the lexical automata, the LR automaton and its
-  // tables, an eager token index. Past it, a CompileError says which stage
+  // tables, an eager token index. Past it, an Error (code Limit) says which stage
   // reached it.
   size_t max_memory_bytes = kDefaultCompileMemoryBytes;
   bool operator==(const CompileOptions&) const = default;
@@ -52,14 +50,18 @@ struct CompileOptions {
 // Where compile time goes (milliseconds).
 struct CompileTimings {
   double lower_ms = 0;  // lexical terminals and the LALR(1) table
-  double index_ms = 0;  // the token index (lazy entries are built later, on first use)
+  double index_ms = 0;  // followers, the token index (lazy entries are built later, on first use), any! sets
+  std::array<double, kPassCount> pass_ms{};  // each pass (pipeline.h), in its order
 };
+
+class CompiledGrammar;
+// A compiled grammar, or why it could not be compiled or loaded.
+using CompileResult = Result<std::shared_ptr<const CompiledGrammar>>;
 
 class CompiledGrammar {
  public:
-  using Result = std::variant<std::shared_ptr<const CompiledGrammar>, CompileError>;
-  static Result compile(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
-                        const CompileOptions& options = {});
+  static CompileResult compile(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
+                               const CompileOptions& options = {});
 
   // The checked grammar; null for a compiled grammar loaded from a shared
   // object (which holds the tables, not the grammar).
@@ -76,6 +78,10 @@ class CompiledGrammar {
   const TokenIndex& index() const { return *index_; }
   size_t mask_words() const { return (vocab_->size() + 31) / 32; }
   const CompileTimings& timings() const { return timings_; }
+  // What a pass made, readable: its part of the compiled grammar
+  // (`cgram check --dump PASS`). For a grammar loaded from saved tables,
+  // the passes' results are there but the checked grammar is not.
+  std::string dump(Pass pass) const;
   // For any!: the text tokens that leave UTF-8 state c when read from a
   // character boundary, as mask words (empty when the grammar has no any!,
   // or no token does). Tokens with invalid UTF-8 are in none of them.
@@ -97,7 +103,7 @@ class CompiledGrammar {
   // The vocabulary's own encoder (jump-forward re-encodes text with it),
   // from the vocabulary's context; or why there is none (a plain token
   // list). Thread-safe.
-  std::variant<const Encoder*, VocabularyError> encoder() const;
+  Result<const Encoder*> encoder() const;
   // The canonical-pair filter of a grammar compiled with `canonical`, from
   // the vocabulary's context (null otherwise). Thread-safe.
   bool is_canonical() const { return canonical_; }
@@ -125,7 +131,7 @@ class CompiledGrammar {
   // checks every index against the vocabulary and never trusts the bytes (a
   // message instead of a crash).
   std::string save_tables() const;
-  static Result load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
+  static CompileResult load_tables(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
   // `payload` with its checksum: what save_tables writes for it (tests and
   // the fuzzer reach the checks behind the checksum with it).
   static std::string seal_tables(std::string payload);
@@ -149,7 +155,15 @@ class CompiledGrammar {
   ~CompiledGrammar();
 
  private:
-  static Result load_tables_checked(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
+  static CompileResult load_tables_checked(std::string_view bytes, std::shared_ptr<const Vocabulary> vocab);
+  // The pipeline (pipeline.h): each pass in order, timed, under its memory
+  // stage; stops at the first that fails (build_error_).
+  void run_pipeline(const CompileOptions& options);
+  void run_pass(Pass pass, const CompileOptions& options);
+  void collapse_pass(const CompileOptions& options);
+  void lr_pass(const CompileOptions& options);
+  void followers_pass();
+  void token_index_pass(const CompileOptions& options);
   void build_any_token_sets();
   void unite_any_token_sets();  // any_tokens_ from the per-state sets
 
@@ -160,6 +174,7 @@ class CompiledGrammar {
   std::shared_ptr<const Vocabulary> vocab_;
   ir::LexicalGrammar lexical_;
   std::unique_ptr<ir::LrTable> table_;
+  std::vector<std::vector<uint32_t>> followers_;  // Pass::Followers, until the index takes them
   std::unique_ptr<TokenIndex> index_;
   CompileTimings timings_;
   std::array<std::vector<uint32_t>, 8> any_tokens_by_char_state_;

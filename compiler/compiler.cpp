@@ -12,10 +12,11 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-CompileOutcome failed(CompileOutcome::Failure failure, std::string message, CompileOutcome outcome = {}) {
+CompileOutcome failed(CompileOutcome::Failure failure, Error error, CompileOutcome outcome = {}) {
   outcome.grammar = nullptr;
   outcome.failure = failure;
-  outcome.message = std::move(message);
+  outcome.code = error.code;
+  outcome.message = std::move(error.message);
   return outcome;
 }
 
@@ -68,7 +69,7 @@ Compiler::Compiler(const CompilerOptions& options) : options_(options) {
   // Without a JIT (no native target, say) background grammars stay on the
   // table tier, which gives the same masks.
   auto created = jit::KernelJit::create();
-  if (auto* jit = std::get_if<std::shared_ptr<jit::KernelJit>>(&created)) background_jit_ = *jit;
+  if (auto* jit = created.if_value()) background_jit_ = *jit;
   for (size_t i = 0; i < options_.jit_threads && background_jit_; ++i) workers_.emplace_back([this] { worker(); });
 }
 
@@ -84,23 +85,28 @@ Compiler::~Compiler() {
 CompileOutcome Compiler::compile_parsed(const std::shared_ptr<const Grammar>& grammar,
                                         const std::shared_ptr<const Vocabulary>& vocab, const CompileOptions& options,
                                         Tier tier, CompileOutcome outcome) {
-  if (!grammar) return failed(CompileOutcome::Failure::Compile, "compile: no grammar", std::move(outcome));
-  if (!vocab) return failed(CompileOutcome::Failure::Compile, "compile: no vocabulary", std::move(outcome));
+  if (!grammar)
+    return failed(CompileOutcome::Failure::Compile, {ErrorCode::InvalidInput, "compile: no grammar"},
+                  std::move(outcome));
+  if (!vocab)
+    return failed(CompileOutcome::Failure::Compile, {ErrorCode::InvalidInput, "compile: no vocabulary"},
+                  std::move(outcome));
   try {
     const auto start = Clock::now();
-    CompiledGrammar::Result compiled = CompiledGrammar::compile(grammar, vocab, options);
+    CompileResult compiled = CompiledGrammar::compile(grammar, vocab, options);
     outcome.times.compile_ms = ms_since(start);
-    if (auto* error = std::get_if<CompileError>(&compiled))
-      return failed(CompileOutcome::Failure::Compile, error->message, std::move(outcome));
-    outcome.grammar = std::get<std::shared_ptr<const CompiledGrammar>>(std::move(compiled));
+    if (auto* error = compiled.if_error()) return failed(CompileOutcome::Failure::Compile, *error, std::move(outcome));
+    outcome.grammar = std::move(*compiled);
     if (tier == Tier::Jit) {
       if (auto error = jit::tier_up_now(*outcome.grammar, &outcome.times.jit))
-        return failed(CompileOutcome::Failure::Jit, "JIT: " + error->message, std::move(outcome));
+        return failed(CompileOutcome::Failure::Jit, error->in("JIT"), std::move(outcome));
     }
   } catch (const std::bad_alloc&) {
-    return failed(CompileOutcome::Failure::Compile, "compile: out of memory", std::move(outcome));
+    return failed(CompileOutcome::Failure::Compile, {ErrorCode::OutOfMemory, "compile: out of memory"},
+                  std::move(outcome));
   } catch (const std::exception& e) {
-    return failed(CompileOutcome::Failure::Compile, std::string("compile: ") + e.what(), std::move(outcome));
+    return failed(CompileOutcome::Failure::Compile, {ErrorCode::Internal, std::string("compile: ") + e.what()},
+                  std::move(outcome));
   }
   return outcome;
 }
@@ -119,7 +125,7 @@ CompileOutcome Compiler::compile(const std::shared_ptr<const Grammar>& grammar,
 
 CompileOutcome Compiler::compile_uncached(const CompileRequest& request, const std::shared_ptr<const Vocabulary>& vocab) {
   CompileOutcome outcome;
-  if (!vocab) return failed(CompileOutcome::Failure::Compile, "compile: no vocabulary");
+  if (!vocab) return failed(CompileOutcome::Failure::Compile, {ErrorCode::InvalidInput, "compile: no vocabulary"});
   try {
     const auto start = Clock::now();
     Grammar::Outcome parsed = Grammar::parse(request.text, request.filename, request.parse);
@@ -127,14 +133,18 @@ CompileOutcome Compiler::compile_uncached(const CompileRequest& request, const s
     auto diagnostics = std::make_shared<Diagnostics>(std::move(parsed.diagnostics));
     outcome.diagnostics = diagnostics;
     outcome.source = parsed.file;
-    if (!parsed.ok()) return failed(CompileOutcome::Failure::Grammar, diagnostics->render(false), std::move(outcome));
+    if (!parsed.ok())
+      return failed(CompileOutcome::Failure::Grammar, {ErrorCode::InvalidInput, diagnostics->render(false)},
+                    std::move(outcome));
     // The background tier starts as the table tier; the caller queues it.
     const Tier now = request.tier == Tier::Jit ? Tier::Jit : Tier::Table;
     return compile_parsed(parsed.grammar, vocab, request.compile, now, std::move(outcome));
   } catch (const std::bad_alloc&) {
-    return failed(CompileOutcome::Failure::Compile, "compile: out of memory", std::move(outcome));
+    return failed(CompileOutcome::Failure::Compile, {ErrorCode::OutOfMemory, "compile: out of memory"},
+                  std::move(outcome));
   } catch (const std::exception& e) {
-    return failed(CompileOutcome::Failure::Compile, std::string("compile: ") + e.what(), std::move(outcome));
+    return failed(CompileOutcome::Failure::Compile, {ErrorCode::Internal, std::string("compile: ") + e.what()},
+                  std::move(outcome));
   }
 }
 
@@ -220,7 +230,7 @@ CompileOutcome Compiler::compile(const CompileRequest& request, const std::share
   if (request.tier == Tier::Jit && !outcome.grammar->kernels()) {
     // Cached for the table tier first; compiled now for this request.
     if (auto error = jit::tier_up_now(*outcome.grammar, &outcome.times.jit))
-      return failed(CompileOutcome::Failure::Jit, "JIT: " + error->message, std::move(outcome));
+      return failed(CompileOutcome::Failure::Jit, error->in("JIT"), std::move(outcome));
   }
   if (request.tier == Tier::Background) queue_background(outcome.grammar, entry);
   return outcome;
@@ -253,7 +263,7 @@ void Compiler::worker() {
       std::shared_ptr<const Kernels> kernels;
       try {
         auto compiled = background_jit_->compile(*grammar, &timings);
-        if (auto* k = std::get_if<std::shared_ptr<const Kernels>>(&compiled)) {
+        if (auto* k = compiled.if_value()) {
           kernels = *k;
           grammar->install_kernels(kernels);
         }

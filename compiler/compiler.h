@@ -69,6 +69,9 @@ struct CompileOutcome {
   // Failure::Grammar: the rendered diagnostics; otherwise what went wrong
   // (a limit, the memory budget, the JIT).
   std::string message;
+  // The kind of failure (Failure::Grammar: InvalidInput), for a caller that
+  // maps it to its own status (the C API: CGRAM_ERROR_OUT_OF_MEMORY).
+  ErrorCode code = ErrorCode::InvalidInput;
   // The grammar's diagnostics, warnings included (null for a grammar that
   // came in parsed), and the text they point into, kept alive with them.
   std::shared_ptr<const Diagnostics> diagnostics;

@@ -62,19 +62,21 @@ std::vector<Symbol> symbols(DriverApi& a) {
 
 }  // namespace
 
-std::variant<DriverPtr, GpuError> Driver::load(const std::string& library) {
+Result<DriverPtr> Driver::load(const std::string& library) {
   auto driver = std::make_shared<Driver>(Key());
   driver->library_ = library;
   driver->handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!driver->handle_) {
     const char* why = dlerror();
-    return GpuError{fmt::format("cannot load the CUDA driver ({}): {} (is the NVIDIA driver installed?)", library,
-                                why ? why : "unknown error")};
+    return Error{ErrorCode::Backend,
+                 fmt::format("cannot load the CUDA driver ({}): {} (is the NVIDIA driver installed?)", library,
+                             why ? why : "unknown error")};
   }
   for (const Symbol& s : symbols(driver->api_)) {
     *s.slot = dlsym(driver->handle_, s.name);
     if (!*s.slot)
-      return GpuError{fmt::format("the CUDA driver {} lacks {} (a driver too old for cgram)", library, s.name)};
+      return Error{ErrorCode::Backend,
+                   fmt::format("the CUDA driver {} lacks {} (a driver too old for cgram)", library, s.name)};
   }
   if (auto error = driver->check(driver->api_.cuInit(0), "cuInit")) return *error;
   return DriverPtr(std::move(driver));
@@ -84,14 +86,14 @@ Driver::~Driver() {
   if (handle_) dlclose(handle_);
 }
 
-std::optional<GpuError> Driver::check(CUresult result, std::string_view call) const {
+std::optional<Error> Driver::check(CUresult result, std::string_view call) const {
   if (result == kSuccess) return std::nullopt;
   const char* text = nullptr;
   if (api_.cuGetErrorString && api_.cuGetErrorString(result, &text) != kSuccess) text = nullptr;
-  return GpuError{fmt::format("{}: {} ({})", call, text ? text : "unknown CUDA error", result)};
+  return Error{ErrorCode::Backend, fmt::format("{}: {} ({})", call, text ? text : "unknown CUDA error", result)};
 }
 
-std::variant<std::vector<Driver::Device>, GpuError> Driver::devices() const {
+Result<std::vector<Driver::Device>> Driver::devices() const {
   int count = 0;
   if (auto error = check(api_.cuDeviceGetCount(&count), "cuDeviceGetCount")) return *error;
   std::vector<Device> out;
@@ -117,7 +119,7 @@ std::variant<std::vector<Driver::Device>, GpuError> Driver::devices() const {
 
 // ---------------------------------------------------------------------------
 
-std::variant<std::unique_ptr<Context>, GpuError> Context::open(DriverPtr driver, int ordinal) {
+Result<std::unique_ptr<Context>> Context::open(DriverPtr driver, int ordinal) {
   const DriverApi& api = driver->api();
   CUdevice device = 0;
   if (auto error = driver->check(api.cuDeviceGet(&device, ordinal), fmt::format("cuDeviceGet({})", ordinal)))
@@ -132,13 +134,13 @@ std::variant<std::unique_ptr<Context>, GpuError> Context::open(DriverPtr driver,
 
 Context::~Context() { driver_->api().cuDevicePrimaryCtxRelease(device_); }
 
-std::optional<GpuError> Context::make_current() const {
+std::optional<Error> Context::make_current() const {
   return driver_->check(driver_->api().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
 }
 
 // ---------------------------------------------------------------------------
 
-std::variant<DeviceBuffer, GpuError> DeviceBuffer::allocate(const Context& context, size_t bytes) {
+Result<DeviceBuffer> DeviceBuffer::allocate(const Context& context, size_t bytes) {
   if (auto error = context.make_current()) return *error;
   CUdeviceptr pointer = 0;
   // A zero-byte buffer is legal here, not for the driver.
@@ -173,18 +175,19 @@ void DeviceBuffer::release() {
   bytes_ = 0;
 }
 
-std::optional<GpuError> DeviceBuffer::upload(const Stream& stream, const void* data, size_t bytes,
-                                             size_t offset) const {
+std::optional<Error> DeviceBuffer::upload(const Stream& stream, const void* data, size_t bytes, size_t offset) const {
   if (offset > bytes_ || bytes > bytes_ - offset)
-    return GpuError{fmt::format("upload of {} bytes at {} past a buffer of {}", bytes, offset, bytes_)};
+    return Error{ErrorCode::Backend,
+                 fmt::format("upload of {} bytes at {} past a buffer of {}", bytes, offset, bytes_)};
   if (bytes == 0) return std::nullopt;
   return driver_->check(driver_->api().cuMemcpyHtoDAsync(pointer_ + offset, data, bytes, stream.get()),
                         "cuMemcpyHtoDAsync");
 }
 
-std::optional<GpuError> DeviceBuffer::download(const Stream& stream, void* data, size_t bytes, size_t offset) const {
+std::optional<Error> DeviceBuffer::download(const Stream& stream, void* data, size_t bytes, size_t offset) const {
   if (offset > bytes_ || bytes > bytes_ - offset)
-    return GpuError{fmt::format("download of {} bytes at {} past a buffer of {}", bytes, offset, bytes_)};
+    return Error{ErrorCode::Backend,
+                 fmt::format("download of {} bytes at {} past a buffer of {}", bytes, offset, bytes_)};
   if (bytes == 0) return std::nullopt;
   return driver_->check(driver_->api().cuMemcpyDtoHAsync(data, pointer_ + offset, bytes, stream.get()),
                         "cuMemcpyDtoHAsync");
@@ -192,7 +195,7 @@ std::optional<GpuError> DeviceBuffer::download(const Stream& stream, void* data,
 
 // ---------------------------------------------------------------------------
 
-std::variant<std::unique_ptr<Stream>, GpuError> Stream::create(const Context& context) {
+Result<std::unique_ptr<Stream>> Stream::create(const Context& context) {
   if (auto error = context.make_current()) return *error;
   CUstream stream = nullptr;
   if (auto error = context.driver().check(context.driver().api().cuStreamCreate(&stream, 0), "cuStreamCreate"))
@@ -202,13 +205,13 @@ std::variant<std::unique_ptr<Stream>, GpuError> Stream::create(const Context& co
 
 Stream::~Stream() { driver_->api().cuStreamDestroy(stream_); }
 
-std::optional<GpuError> Stream::synchronize() const {
+std::optional<Error> Stream::synchronize() const {
   return driver_->check(driver_->api().cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
 // ---------------------------------------------------------------------------
 
-std::variant<std::unique_ptr<Module>, GpuError> Module::load_ptx(const Context& context, const std::string& ptx) {
+Result<std::unique_ptr<Module>> Module::load_ptx(const Context& context, const std::string& ptx) {
   if (auto error = context.make_current()) return *error;
   std::string log(8192, '\0');
   int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
@@ -226,7 +229,7 @@ std::variant<std::unique_ptr<Module>, GpuError> Module::load_ptx(const Context& 
 
 Module::~Module() { driver_->api().cuModuleUnload(module_); }
 
-std::variant<CUfunction, GpuError> Module::function(const std::string& name) const {
+Result<CUfunction> Module::function(const std::string& name) const {
   CUfunction function = nullptr;
   if (auto error = driver_->check(driver_->api().cuModuleGetFunction(&function, module_, name.c_str()),
                                   fmt::format("cuModuleGetFunction({})", name)))
@@ -234,8 +237,8 @@ std::variant<CUfunction, GpuError> Module::function(const std::string& name) con
   return function;
 }
 
-std::optional<GpuError> Module::launch(CUfunction function, const Stream& stream, std::array<unsigned, 3> grid,
-                                       std::array<unsigned, 3> block, std::span<void*> args) const {
+std::optional<Error> Module::launch(CUfunction function, const Stream& stream, std::array<unsigned, 3> grid,
+                                    std::array<unsigned, 3> block, std::span<void*> args) const {
   return driver_->check(driver_->api().cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1],
                                                       block[2], 0, stream.get(), args.data(), nullptr),
                         "cuLaunchKernel");
@@ -243,7 +246,7 @@ std::optional<GpuError> Module::launch(CUfunction function, const Stream& stream
 
 // ---------------------------------------------------------------------------
 
-std::variant<std::unique_ptr<EventTimer>, GpuError> EventTimer::create(const Context& context) {
+Result<std::unique_ptr<EventTimer>> EventTimer::create(const Context& context) {
   if (auto error = context.make_current()) return *error;
   const Driver& driver = context.driver();
   CUevent begin = nullptr, end = nullptr;
@@ -260,11 +263,11 @@ EventTimer::~EventTimer() {
   driver_->api().cuEventDestroy(end_);
 }
 
-std::optional<GpuError> EventTimer::start(const Stream& stream) {
+std::optional<Error> EventTimer::start(const Stream& stream) {
   return driver_->check(driver_->api().cuEventRecord(begin_, stream.get()), "cuEventRecord");
 }
 
-std::variant<double, GpuError> EventTimer::stop(const Stream& stream) {
+Result<double> EventTimer::stop(const Stream& stream) {
   if (auto error = driver_->check(driver_->api().cuEventRecord(end_, stream.get()), "cuEventRecord")) return *error;
   if (auto error = driver_->check(driver_->api().cuEventSynchronize(end_), "cuEventSynchronize")) return *error;
   float ms = 0;

@@ -19,11 +19,9 @@
 #include <variant>
 #include <vector>
 
-namespace cgram::gpu {
+#include "error.h"
 
-struct GpuError {
-  std::string message;
-};
+namespace cgram::gpu {
 
 // The driver's handles (opaque pointers and integers, as cuda.h has them).
 using CUresult = int;
@@ -93,7 +91,7 @@ class Driver {
   // says what failed: no such library (no NVIDIA driver installed), a
   // missing entry point (a driver too old), or cuInit's own error (no
   // device, a driver/kernel-module mismatch).
-  static std::variant<DriverPtr, GpuError> load(const std::string& library = "libcuda.so.1");
+  static Result<DriverPtr> load(const std::string& library = "libcuda.so.1");
   ~Driver();
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
@@ -102,7 +100,7 @@ class Driver {
   const DriverApi& api() const { return api_; }
   const std::string& library() const { return library_; }
   // A message for a failed call: "cuMemAlloc: out of memory (2)"; nullopt for success.
-  std::optional<GpuError> check(CUresult result, std::string_view call) const;
+  std::optional<Error> check(CUresult result, std::string_view call) const;
 
   struct Device {
     int ordinal = 0;
@@ -111,7 +109,7 @@ class Driver {
     size_t memory_bytes = 0;
     double bandwidth_gb_s = 0;       // peak, from the memory clock and bus width (0 when unknown)
   };
-  std::variant<std::vector<Device>, GpuError> devices() const;
+  Result<std::vector<Device>> devices() const;
 
  private:
   void* handle_ = nullptr;
@@ -122,7 +120,7 @@ class Driver {
 // The device's primary context, current on the calling thread while used.
 class Context {
  public:
-  static std::variant<std::unique_ptr<Context>, GpuError> open(DriverPtr driver, int ordinal = 0);
+  static Result<std::unique_ptr<Context>> open(DriverPtr driver, int ordinal = 0);
   Context(Key, DriverPtr driver, CUdevice device, CUcontext context)
       : driver_(std::move(driver)), device_(device), context_(context) {}
   ~Context();
@@ -132,7 +130,7 @@ class Context {
   const Driver& driver() const { return *driver_; }
   const DriverPtr& driver_ptr() const { return driver_; }
   // Makes the context current on this thread (each call that uses it does).
-  std::optional<GpuError> make_current() const;
+  std::optional<Error> make_current() const;
 
  private:
   DriverPtr driver_;
@@ -145,7 +143,7 @@ class Stream;
 // Device memory, freed when it goes.
 class DeviceBuffer {
  public:
-  static std::variant<DeviceBuffer, GpuError> allocate(const Context& context, size_t bytes);
+  static Result<DeviceBuffer> allocate(const Context& context, size_t bytes);
   DeviceBuffer() = default;
   DeviceBuffer(Key, DriverPtr driver, CUdeviceptr pointer, size_t bytes)
       : driver_(std::move(driver)), pointer_(pointer), bytes_(bytes) {}
@@ -159,8 +157,8 @@ class DeviceBuffer {
   size_t bytes() const { return bytes_; }
   // Copies on `stream` (asynchronous: the host memory must stay until the
   // stream is synchronized). Refused past the buffer's end.
-  std::optional<GpuError> upload(const Stream& stream, const void* data, size_t bytes, size_t offset = 0) const;
-  std::optional<GpuError> download(const Stream& stream, void* data, size_t bytes, size_t offset = 0) const;
+  std::optional<Error> upload(const Stream& stream, const void* data, size_t bytes, size_t offset = 0) const;
+  std::optional<Error> download(const Stream& stream, void* data, size_t bytes, size_t offset = 0) const;
 
  private:
   void release();
@@ -171,7 +169,7 @@ class DeviceBuffer {
 
 class Stream {
  public:
-  static std::variant<std::unique_ptr<Stream>, GpuError> create(const Context& context);
+  static Result<std::unique_ptr<Stream>> create(const Context& context);
   Stream(Key, DriverPtr driver, CUstream stream) : driver_(std::move(driver)), stream_(stream) {}
   ~Stream();
   Stream(const Stream&) = delete;
@@ -179,7 +177,7 @@ class Stream {
 
   CUstream get() const { return stream_; }
   const Driver& driver() const { return *driver_; }
-  std::optional<GpuError> synchronize() const;
+  std::optional<Error> synchronize() const;
 
  private:
   DriverPtr driver_;
@@ -190,17 +188,17 @@ class Stream {
 class Module {
  public:
   // The JIT log is in the error when the driver refuses the PTX.
-  static std::variant<std::unique_ptr<Module>, GpuError> load_ptx(const Context& context, const std::string& ptx);
+  static Result<std::unique_ptr<Module>> load_ptx(const Context& context, const std::string& ptx);
   Module(Key, DriverPtr driver, CUmodule module) : driver_(std::move(driver)), module_(module) {}
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  std::variant<CUfunction, GpuError> function(const std::string& name) const;
+  Result<CUfunction> function(const std::string& name) const;
   // Launches `function` on `stream` with the kernel parameters `args` (each
   // a pointer to the parameter's value, as cuLaunchKernel takes them).
-  std::optional<GpuError> launch(CUfunction function, const Stream& stream, std::array<unsigned, 3> grid,
-                                 std::array<unsigned, 3> block, std::span<void*> args) const;
+  std::optional<Error> launch(CUfunction function, const Stream& stream, std::array<unsigned, 3> grid,
+                              std::array<unsigned, 3> block, std::span<void*> args) const;
 
  private:
   DriverPtr driver_;
@@ -210,14 +208,14 @@ class Module {
 // Elapsed time between two points of a stream, in milliseconds.
 class EventTimer {
  public:
-  static std::variant<std::unique_ptr<EventTimer>, GpuError> create(const Context& context);
+  static Result<std::unique_ptr<EventTimer>> create(const Context& context);
   EventTimer(Key, DriverPtr driver, CUevent begin, CUevent end)
       : driver_(std::move(driver)), begin_(begin), end_(end) {}
   ~EventTimer();
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
-  std::optional<GpuError> start(const Stream& stream);
-  std::variant<double, GpuError> stop(const Stream& stream);
+  std::optional<Error> start(const Stream& stream);
+  Result<double> stop(const Stream& stream);
 
  private:
   DriverPtr driver_;

@@ -318,19 +318,20 @@ bool nvptx_knows_arch(std::string_view arch) {
   return subtarget && subtarget->isCPUStringValid(arch);
 }
 
-std::variant<std::string, PtxError> emit_ptx(llvm::Module& module, std::string_view arch) {
+Result<std::string> emit_ptx(llvm::Module& module, std::string_view arch) {
   initialize_nvptx();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kNvptxTriple, error);
-  if (!target) return PtxError{"no NVPTX target in this LLVM: " + error};
+  if (!target) return Error{ErrorCode::Backend, "no NVPTX target in this LLVM: " + error};
   // LLVM only warns about an unknown processor: refuse it here.
   if (!nvptx_knows_arch(arch))
-    return PtxError{fmt::format("'{}' is not a GPU architecture LLVM's NVPTX target knows (sm_80, sm_90, ...)", arch)};
+    return Error{ErrorCode::Backend,
+                 fmt::format("'{}' is not a GPU architecture LLVM's NVPTX target knows (sm_80, sm_90, ...)", arch)};
   // PTX ISA 7.8 is the first with sm_90; ptxas 11.8 and later read it.
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       kNvptxTriple, llvm::StringRef(arch), "+ptx78", llvm::TargetOptions(), std::nullopt, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
-  if (!machine) return PtxError{"cannot make an NVPTX target machine for " + std::string(arch)};
+  if (!machine) return Error{ErrorCode::Backend, "cannot make an NVPTX target machine for " + std::string(arch)};
   module.setDataLayout(machine->createDataLayout());
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream stream(ptx);
@@ -338,7 +339,7 @@ std::variant<std::string, PtxError> emit_ptx(llvm::Module& module, std::string_v
   // Each kernel's body goes into the kernel (no call per thread).
   passes.add(llvm::createAlwaysInlinerLegacyPass());
   if (machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    return PtxError{"the NVPTX target cannot emit PTX"};
+    return Error{ErrorCode::Backend, "the NVPTX target cannot emit PTX"};
   passes.run(module);
   return std::string(ptx.str());
 }

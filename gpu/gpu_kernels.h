@@ -26,6 +26,8 @@
 #include <string_view>
 #include <variant>
 
+#include "error.h"
+
 namespace llvm {
 class LLVMContext;
 class Module;
@@ -48,10 +50,7 @@ std::unique_ptr<llvm::Module> build_gpu_kernels(llvm::LLVMContext& context, GpuT
                                                 GpuKernelShape shape = {});
 
 // PTX text for `arch` ("sm_80", "sm_90"), or why there is none.
-struct PtxError {
-  std::string message;
-};
-std::variant<std::string, PtxError> emit_ptx(llvm::Module& module, std::string_view arch);
+Result<std::string> emit_ptx(llvm::Module& module, std::string_view arch);
 // Whether LLVM's NVPTX target knows `arch`.
 bool nvptx_knows_arch(std::string_view arch);
 

@@ -15,14 +15,15 @@ namespace {
 constexpr size_t kMaxRows = 65535;  // the grid's y dimension
 }
 
-std::variant<std::unique_ptr<GpuMasker>, GpuError> GpuMasker::create(std::shared_ptr<const CompiledGrammar> grammar,
-                                                                     std::unique_ptr<KernelBackend> backend,
-                                                                     const GpuMaskerOptions& options) {
-  if (!grammar) return GpuError{"a GPU masker needs a compiled grammar"};
-  if (!backend) return GpuError{"a GPU masker needs a kernel backend"};
+Result<std::unique_ptr<GpuMasker>> GpuMasker::create(std::shared_ptr<const CompiledGrammar> grammar,
+                                                     std::unique_ptr<KernelBackend> backend,
+                                                     const GpuMaskerOptions& options) {
+  if (!grammar) return Error{ErrorCode::Backend, "a GPU masker needs a compiled grammar"};
+  if (!backend) return Error{ErrorCode::Backend, "a GPU masker needs a kernel backend"};
   if (backend->set_words() != 0 && backend->set_words() != grammar->mask_words())
-    return GpuError{fmt::format("the kernels were made for token sets of {} words; this grammar's have {}",
-                                backend->set_words(), grammar->mask_words())};
+    return Error{ErrorCode::Backend,
+                 fmt::format("the kernels were made for token sets of {} words; this grammar's have {}",
+                             backend->set_words(), grammar->mask_words())};
   return std::make_unique<GpuMasker>(Key{}, std::move(grammar), std::move(backend), options);
 }
 
@@ -38,7 +39,7 @@ GpuMasker::~GpuMasker() {
   if (backend_) backend_->synchronize();
 }
 
-std::optional<GpuError> GpuMasker::reserve(std::unique_ptr<KernelMemory>& memory, size_t bytes) {
+std::optional<Error> GpuMasker::reserve(std::unique_ptr<KernelMemory>& memory, size_t bytes) {
   if (memory && memory->bytes() >= bytes) return std::nullopt;
   if (memory) {
     // Launches in flight may read the old buffer.
@@ -47,13 +48,13 @@ std::optional<GpuError> GpuMasker::reserve(std::unique_ptr<KernelMemory>& memory
   const size_t grown = std::max(bytes, memory ? memory->bytes() * 2 : size_t{4096});
   memory.reset();
   auto allocated = backend_->allocate(grown);
-  if (auto* error = std::get_if<GpuError>(&allocated)) return *error;
-  memory = std::move(std::get<std::unique_ptr<KernelMemory>>(allocated));
+  if (auto* error = allocated.if_error()) return *error;
+  memory = std::move(*allocated);
   return std::nullopt;
 }
 
-std::optional<GpuError> GpuMasker::plan_rows(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
-                                             ThreadPool* pool, size_t& rejected) {
+std::optional<Error> GpuMasker::plan_rows(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
+                                          ThreadPool* pool, size_t& rejected) {
   plan_.clear();
   // Planners keep their scratch between batches: one per row on a pool.
   const bool pooled = pool && pool->size() > 1 && matchers.size() > 1;
@@ -81,7 +82,7 @@ std::optional<GpuError> GpuMasker::plan_rows(std::span<Matcher* const> matchers,
   return std::nullopt;
 }
 
-std::optional<GpuError> GpuMasker::upload_new_sets() {
+std::optional<Error> GpuMasker::upload_new_sets() {
   const size_t registered = table_.size();
   const size_t set_bytes = table_.words() * sizeof(uint32_t);
   if (registered == sets_uploaded_ && sets_) return std::nullopt;
@@ -102,7 +103,7 @@ std::optional<GpuError> GpuMasker::upload_new_sets() {
   return std::nullopt;
 }
 
-std::optional<GpuError> GpuMasker::upload_plan() {
+std::optional<Error> GpuMasker::upload_plan() {
   staging_.clear();
   for (const auto* part : {&plan_.set_ids, &plan_.row_offsets, &plan_.out_rows, &plan_.tokens, &plan_.token_rows})
     staging_.insert(staging_.end(), part->begin(), part->end());
@@ -110,17 +111,17 @@ std::optional<GpuError> GpuMasker::upload_plan() {
   return plan_memory_->upload(staging_.data(), staging_.size() * sizeof(uint32_t));
 }
 
-std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
-                                        uint64_t bitmask, uint32_t out_words, ThreadPool* pool,
-                                        size_t* rejected_rows) {
+std::optional<Error> GpuMasker::fill(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
+                                     uint64_t bitmask, uint32_t out_words, ThreadPool* pool, size_t* rejected_rows) {
   if (matchers.size() != out_rows.size())
-    return GpuError{fmt::format("{} matchers for {} bitmask rows", matchers.size(), out_rows.size())};
+    return Error{ErrorCode::Backend, fmt::format("{} matchers for {} bitmask rows", matchers.size(), out_rows.size())};
   if (out_words < table_.words())
-    return GpuError{fmt::format("bitmask rows of {} words; the vocabulary needs {}", out_words, table_.words())};
+    return Error{ErrorCode::Backend,
+                 fmt::format("bitmask rows of {} words; the vocabulary needs {}", out_words, table_.words())};
   if (matchers.size() > kMaxRows)
-    return GpuError{fmt::format("{} rows in one batch; at most {}", matchers.size(), kMaxRows)};
+    return Error{ErrorCode::Backend, fmt::format("{} rows in one batch; at most {}", matchers.size(), kMaxRows)};
   for (size_t i = 0; i < matchers.size(); ++i)
-    if (!matchers[i]) return GpuError{fmt::format("matcher {} is null", i)};
+    if (!matchers[i]) return Error{ErrorCode::Backend, fmt::format("matcher {} is null", i)};
   // One matcher on two rows would be filled from two threads at once.
   // Checked on sorted copies kept between batches (no allocation once warm).
   sorted_matchers_.assign(matchers.begin(), matchers.end());
@@ -129,13 +130,13 @@ std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std:
       twice != sorted_matchers_.end()) {
     const size_t second = static_cast<size_t>(
         std::find(std::find(matchers.begin(), matchers.end(), *twice) + 1, matchers.end(), *twice) - matchers.begin());
-    return GpuError{fmt::format("matcher {} appears twice", second)};
+    return Error{ErrorCode::Backend, fmt::format("matcher {} appears twice", second)};
   }
   sorted_rows_.assign(out_rows.begin(), out_rows.end());
   std::sort(sorted_rows_.begin(), sorted_rows_.end());
   if (auto twice = std::adjacent_find(sorted_rows_.begin(), sorted_rows_.end()); twice != sorted_rows_.end())
-    return GpuError{fmt::format("bitmask row {} is given twice", *twice)};
-  if (bitmask == 0 && !matchers.empty()) return GpuError{"the bitmask's address is null"};
+    return Error{ErrorCode::Backend, fmt::format("bitmask row {} is given twice", *twice)};
+  if (bitmask == 0 && !matchers.empty()) return Error{ErrorCode::Backend, "the bitmask's address is null"};
   size_t rejected = 0;
   launchable_ = false;
   const auto planning = std::chrono::steady_clock::now();
@@ -144,7 +145,8 @@ std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std:
   if (rejected_rows) *rejected_rows = rejected;
   if (matchers.empty()) return std::nullopt;
   if (plan_.tokens.size() > UINT32_MAX || plan_.set_ids.size() > UINT32_MAX)
-    return GpuError{fmt::format("a batch of {} host tokens: at most {}", plan_.tokens.size(), UINT32_MAX)};
+    return Error{ErrorCode::Backend,
+                 fmt::format("a batch of {} host tokens: at most {}", plan_.tokens.size(), UINT32_MAX)};
   if (auto error = upload_new_sets()) return error;
   if (auto error = upload_plan()) return error;
   bitmask_ = bitmask;
@@ -153,8 +155,8 @@ std::optional<GpuError> GpuMasker::fill(std::span<Matcher* const> matchers, std:
   return launch_plan();
 }
 
-std::optional<GpuError> GpuMasker::launch_plan() {
-  if (!launchable_) return GpuError{"no batch was planned (or the last one failed)"};
+std::optional<Error> GpuMasker::launch_plan() {
+  if (!launchable_) return Error{ErrorCode::Backend, "no batch was planned (or the last one failed)"};
   const uint64_t bitmask = bitmask_;
   const uint32_t out_words = out_words_;
   const uint64_t base = plan_memory_->address();
@@ -179,15 +181,17 @@ std::optional<GpuError> GpuMasker::launch_plan() {
   return backend_->set_bits(bits);
 }
 
-std::optional<GpuError> GpuMasker::apply(LogitsType type, uint64_t logits, int64_t row_stride, uint32_t vocab,
-                                         uint64_t bitmask, uint32_t words, std::span<const uint32_t> rows,
-                                         uint32_t row_count) {
-  if (row_count > kMaxRows) return GpuError{fmt::format("{} rows in one launch; at most {}", row_count, kMaxRows)};
+std::optional<Error> GpuMasker::apply(LogitsType type, uint64_t logits, int64_t row_stride, uint32_t vocab,
+                                      uint64_t bitmask, uint32_t words, std::span<const uint32_t> rows,
+                                      uint32_t row_count) {
+  if (row_count > kMaxRows)
+    return Error{ErrorCode::Backend, fmt::format("{} rows in one launch; at most {}", row_count, kMaxRows)};
   if (!rows.empty() && rows.size() != row_count)
-    return GpuError{fmt::format("{} rows listed for {} rows", rows.size(), row_count)};
+    return Error{ErrorCode::Backend, fmt::format("{} rows listed for {} rows", rows.size(), row_count)};
   if (row_stride < static_cast<int64_t>(vocab))
-    return GpuError{fmt::format("logits rows of {} elements hold no {} tokens", row_stride, vocab)};
-  if (row_count > 0 && (logits == 0 || bitmask == 0)) return GpuError{"the logits' or bitmask's address is null"};
+    return Error{ErrorCode::Backend, fmt::format("logits rows of {} elements hold no {} tokens", row_stride, vocab)};
+  if (row_count > 0 && (logits == 0 || bitmask == 0))
+    return Error{ErrorCode::Backend, "the logits' or bitmask's address is null"};
   ApplyLaunch launch;
   launch.type = type;
   launch.logits = logits;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "batch.h"
+#include "error.h"
 #include "kernel_backend.h"
 #include "mask_plan.h"
 
@@ -40,9 +41,9 @@ class GpuMasker {
  public:
   // Refused: a null grammar or backend, or a backend specialised for
   // another set width than this grammar's (gpu_kernel_shape(grammar)).
-  static std::variant<std::unique_ptr<GpuMasker>, GpuError> create(std::shared_ptr<const CompiledGrammar> grammar,
-                                                                    std::unique_ptr<KernelBackend> backend,
-                                                                    const GpuMaskerOptions& options = {});
+  static Result<std::unique_ptr<GpuMasker>> create(std::shared_ptr<const CompiledGrammar> grammar,
+                                                   std::unique_ptr<KernelBackend> backend,
+                                                   const GpuMaskerOptions& options = {});
   GpuMasker(Key, std::shared_ptr<const CompiledGrammar> grammar, std::unique_ptr<KernelBackend> backend,
             const GpuMaskerOptions& options);
   ~GpuMasker();
@@ -58,18 +59,17 @@ class GpuMasker {
   // Refused: a matcher or a row given twice, a null matcher, more than
   // 65,535 rows.
   // With a pool, the host's part of the rows is computed on its threads.
-  std::optional<GpuError> fill(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
-                               uint64_t bitmask, uint32_t out_words, ThreadPool* pool = nullptr,
-                               size_t* rejected_rows = nullptr);
+  std::optional<Error> fill(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows, uint64_t bitmask,
+                            uint32_t out_words, ThreadPool* pool = nullptr, size_t* rejected_rows = nullptr);
   // Logits row rows[i] (or i, with no list, for i < row_count) gets -inf
   // wherever bitmask row rows[i] (or i) has a clear bit, and past
   // 32 × words. `logits` holds rows of `row_stride` elements of `type`.
-  std::optional<GpuError> apply(LogitsType type, uint64_t logits, int64_t row_stride, uint32_t vocab,
-                                uint64_t bitmask, uint32_t words, std::span<const uint32_t> rows, uint32_t row_count);
+  std::optional<Error> apply(LogitsType type, uint64_t logits, int64_t row_stride, uint32_t vocab, uint64_t bitmask,
+                             uint32_t words, std::span<const uint32_t> rows, uint32_t row_count);
   // The last fill's kernels again, with no work on the host: how the
   // device's part of a fill is timed.
-  std::optional<GpuError> launch_plan();
-  std::optional<GpuError> synchronize() { return backend_->synchronize(); }
+  std::optional<Error> launch_plan();
+  std::optional<Error> synchronize() { return backend_->synchronize(); }
 
   KernelBackend& backend() { return *backend_; }
   const TokenSetTable& sets() const { return table_; }
@@ -79,15 +79,15 @@ class GpuMasker {
   const MaskPlan& last_plan() const { return plan_; }
   double last_plan_us() const { return plan_us_; }
   // Where the device memory for `bytes` more of something comes from.
-  std::variant<std::unique_ptr<KernelMemory>, GpuError> allocate(size_t bytes) { return backend_->allocate(bytes); }
+  Result<std::unique_ptr<KernelMemory>> allocate(size_t bytes) { return backend_->allocate(bytes); }
 
  private:
-  std::optional<GpuError> plan_rows(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
-                                    ThreadPool* pool, size_t& rejected);
-  std::optional<GpuError> upload_new_sets();
-  std::optional<GpuError> upload_plan();
+  std::optional<Error> plan_rows(std::span<Matcher* const> matchers, std::span<const uint32_t> out_rows,
+                                 ThreadPool* pool, size_t& rejected);
+  std::optional<Error> upload_new_sets();
+  std::optional<Error> upload_plan();
   // A buffer of at least `bytes` (grown by doubling; its content is lost).
-  std::optional<GpuError> reserve(std::unique_ptr<KernelMemory>& memory, size_t bytes);
+  std::optional<Error> reserve(std::unique_ptr<KernelMemory>& memory, size_t bytes);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::unique_ptr<KernelBackend> backend_;

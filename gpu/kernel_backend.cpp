@@ -29,14 +29,16 @@ size_t apply_index(LogitsType type) {
 }
 constexpr const char* kApplyNames[] = {"cgram_apply_f32", "cgram_apply_f16", "cgram_apply_bf16"};
 
-std::optional<GpuError> check_range(const char* what, size_t offset, size_t bytes, size_t size) {
+std::optional<Error> check_range(const char* what, size_t offset, size_t bytes, size_t size) {
   if (offset > size || bytes > size - offset)
-    return GpuError{fmt::format("{} of {} bytes at {} past a buffer of {}", what, bytes, offset, size)};
+    return Error{ErrorCode::Backend,
+                 fmt::format("{} of {} bytes at {} past a buffer of {}", what, bytes, offset, size)};
   return std::nullopt;
 }
 
-std::optional<GpuError> check_height(uint32_t height) {
-  if (height > kMaxGridY) return GpuError{fmt::format("{} rows in one launch; at most {}", height, kMaxGridY)};
+std::optional<Error> check_height(uint32_t height) {
+  if (height > kMaxGridY)
+    return Error{ErrorCode::Backend, fmt::format("{} rows in one launch; at most {}", height, kMaxGridY)};
   return std::nullopt;
 }
 
@@ -49,12 +51,12 @@ class HostMemory final : public KernelMemory {
   explicit HostMemory(size_t bytes) : data_(bytes == 0 ? 1 : bytes), bytes_(bytes) {}
   uint64_t address() const override { return reinterpret_cast<uintptr_t>(data_.data()); }
   size_t bytes() const override { return bytes_; }
-  std::optional<GpuError> upload(const void* data, size_t bytes, size_t offset) override {
+  std::optional<Error> upload(const void* data, size_t bytes, size_t offset) override {
     if (auto error = check_range("upload", offset, bytes, bytes_)) return error;
     if (bytes) std::memcpy(data_.data() + offset, data, bytes);
     return std::nullopt;
   }
-  std::optional<GpuError> download(void* data, size_t bytes, size_t offset) override {
+  std::optional<Error> download(void* data, size_t bytes, size_t offset) override {
     if (auto error = check_range("download", offset, bytes, bytes_)) return error;
     if (bytes) std::memcpy(data, data_.data() + offset, bytes);
     return std::nullopt;
@@ -80,23 +82,23 @@ class HostBackend final : public KernelBackend {
   HostBackend(std::unique_ptr<JitSession> session, unsigned set_words)
       : session_(std::move(session)), set_words_(set_words) {}
 
-  std::optional<GpuError> resolve() {
-    auto find = [&](const std::string& name) -> std::variant<void*, GpuError> {
+  std::optional<Error> resolve() {
+    auto find = [&](const std::string& name) -> Result<void*> {
       auto address = session_->lookup(name + "_grid");
-      if (auto* error = std::get_if<JitError>(&address)) return GpuError{error->message};
-      return std::get<void*>(address);
+      if (auto* error = address.if_error()) return Error{ErrorCode::Backend, error->message};
+      return *address;
     };
     for (size_t i = 0; i < 3; ++i) {
       auto address = find(kApplyNames[i]);
-      if (auto* error = std::get_if<GpuError>(&address)) return *error;
-      apply_[i] = reinterpret_cast<Apply>(std::get<void*>(address));
+      if (auto* error = address.if_error()) return *error;
+      apply_[i] = reinterpret_cast<Apply>(*address);
     }
     auto fill = find("cgram_fill");
-    if (auto* error = std::get_if<GpuError>(&fill)) return *error;
-    fill_ = reinterpret_cast<Fill>(std::get<void*>(fill));
+    if (auto* error = fill.if_error()) return *error;
+    fill_ = reinterpret_cast<Fill>(*fill);
     auto set_bits = find("cgram_set_bits");
-    if (auto* error = std::get_if<GpuError>(&set_bits)) return *error;
-    set_bits_ = reinterpret_cast<SetBits>(std::get<void*>(set_bits));
+    if (auto* error = set_bits.if_error()) return *error;
+    set_bits_ = reinterpret_cast<SetBits>(*set_bits);
     return std::nullopt;
   }
 
@@ -104,36 +106,36 @@ class HostBackend final : public KernelBackend {
   bool is_gpu() const override { return false; }
   double peak_bandwidth_gb_s() const override { return 0; }
   unsigned set_words() const override { return set_words_; }
-  std::variant<std::unique_ptr<KernelMemory>, GpuError> allocate(size_t bytes) override {
+  Result<std::unique_ptr<KernelMemory>> allocate(size_t bytes) override {
     try {
       return std::unique_ptr<KernelMemory>(std::make_unique<HostMemory>(bytes));
     } catch (const std::bad_alloc&) {
-      return GpuError{fmt::format("out of host memory for {} bytes", bytes)};
+      return Error{ErrorCode::Backend, fmt::format("out of host memory for {} bytes", bytes)};
     } catch (const std::length_error&) {
-      return GpuError{fmt::format("out of host memory for {} bytes", bytes)};
+      return Error{ErrorCode::Backend, fmt::format("out of host memory for {} bytes", bytes)};
     }
   }
-  std::optional<GpuError> fill(const FillLaunch& l) override {
+  std::optional<Error> fill(const FillLaunch& l) override {
     if (auto error = check_height(l.rows)) return error;
     fill_(host_pointer<const uint32_t>(l.sets), host_pointer<const uint32_t>(l.set_ids),
           host_pointer<const uint32_t>(l.row_offsets), host_pointer<uint32_t>(l.out), l.words, l.out_words,
           host_pointer<const uint32_t>(l.out_rows), l.out_words, l.rows);
     return std::nullopt;
   }
-  std::optional<GpuError> set_bits(const SetBitsLaunch& l) override {
+  std::optional<Error> set_bits(const SetBitsLaunch& l) override {
     set_bits_(host_pointer<uint32_t>(l.out), l.out_words, host_pointer<const uint32_t>(l.tokens),
               host_pointer<const uint32_t>(l.token_rows), l.count, l.count, 1);
     return std::nullopt;
   }
-  std::optional<GpuError> apply(const ApplyLaunch& l) override {
+  std::optional<Error> apply(const ApplyLaunch& l) override {
     if (auto error = check_height(l.row_count)) return error;
     apply_[apply_index(l.type)](host_pointer<void>(l.logits), l.row_stride, l.vocab,
                                 host_pointer<const uint32_t>(l.bitmask), l.words, host_pointer<const uint32_t>(l.rows),
                                 l.vocab, l.row_count);
     return std::nullopt;
   }
-  std::optional<GpuError> synchronize() override { return std::nullopt; }
-  std::variant<double, GpuError> time_ms(const std::function<std::optional<GpuError>()>& work, int repeats) override {
+  std::optional<Error> synchronize() override { return std::nullopt; }
+  Result<double> time_ms(const std::function<std::optional<Error>()>& work, int repeats) override {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < repeats; ++i)
       if (auto error = work()) return *error;
@@ -160,11 +162,11 @@ class CudaMemory final : public KernelMemory {
       : context_(std::move(context)), stream_(std::move(stream)), buffer_(std::move(buffer)) {}
   uint64_t address() const override { return buffer_.get(); }
   size_t bytes() const override { return buffer_.bytes(); }
-  std::optional<GpuError> upload(const void* data, size_t bytes, size_t offset) override {
+  std::optional<Error> upload(const void* data, size_t bytes, size_t offset) override {
     if (auto error = context_->make_current()) return error;
     return buffer_.upload(*stream_, data, bytes, offset);
   }
-  std::optional<GpuError> download(void* data, size_t bytes, size_t offset) override {
+  std::optional<Error> download(void* data, size_t bytes, size_t offset) override {
     if (auto error = context_->make_current()) return error;
     if (auto error = buffer_.download(*stream_, data, bytes, offset)) return error;
     return stream_->synchronize();
@@ -188,11 +190,11 @@ class CudaBackend final : public KernelBackend {
         bandwidth_gb_s_(bandwidth_gb_s),
         set_words_(set_words) {}
 
-  std::optional<GpuError> resolve() {
-    auto find = [&](const char* name, gpu::CUfunction& slot) -> std::optional<GpuError> {
+  std::optional<Error> resolve() {
+    auto find = [&](const char* name, gpu::CUfunction& slot) -> std::optional<Error> {
       auto function = module_->function(name);
-      if (auto* error = std::get_if<GpuError>(&function)) return *error;
-      slot = std::get<gpu::CUfunction>(function);
+      if (auto* error = function.if_error()) return *error;
+      slot = *function;
       return std::nullopt;
     };
     for (size_t i = 0; i < 3; ++i)
@@ -205,12 +207,12 @@ class CudaBackend final : public KernelBackend {
   bool is_gpu() const override { return true; }
   double peak_bandwidth_gb_s() const override { return bandwidth_gb_s_; }
   unsigned set_words() const override { return set_words_; }
-  std::variant<std::unique_ptr<KernelMemory>, GpuError> allocate(size_t bytes) override {
+  Result<std::unique_ptr<KernelMemory>> allocate(size_t bytes) override {
     auto buffer = gpu::DeviceBuffer::allocate(*context_, bytes == 0 ? 4 : bytes);
-    if (auto* error = std::get_if<GpuError>(&buffer)) return *error;
-    return std::make_unique<CudaMemory>(context_, stream_, std::move(std::get<gpu::DeviceBuffer>(buffer)));
+    if (auto* error = buffer.if_error()) return *error;
+    return std::make_unique<CudaMemory>(context_, stream_, std::move(*buffer));
   }
-  std::optional<GpuError> fill(const FillLaunch& l) override {
+  std::optional<Error> fill(const FillLaunch& l) override {
     if (auto error = check_height(l.rows)) return error;
     if (l.rows == 0) return std::nullopt;
     void* args[] = {const_cast<uint64_t*>(&l.sets),        const_cast<uint64_t*>(&l.set_ids),
@@ -219,14 +221,14 @@ class CudaBackend final : public KernelBackend {
                     const_cast<uint64_t*>(&l.out_rows)};
     return launch(fill_, l.out_words, l.rows, args);
   }
-  std::optional<GpuError> set_bits(const SetBitsLaunch& l) override {
+  std::optional<Error> set_bits(const SetBitsLaunch& l) override {
     if (l.count == 0) return std::nullopt;
     void* args[] = {const_cast<uint64_t*>(&l.out), const_cast<uint32_t*>(&l.out_words),
                     const_cast<uint64_t*>(&l.tokens), const_cast<uint64_t*>(&l.token_rows),
                     const_cast<uint32_t*>(&l.count)};
     return launch(set_bits_, l.count, 1, args);
   }
-  std::optional<GpuError> apply(const ApplyLaunch& l) override {
+  std::optional<Error> apply(const ApplyLaunch& l) override {
     if (auto error = check_height(l.row_count)) return error;
     if (l.row_count == 0 || l.vocab == 0) return std::nullopt;
     void* args[] = {const_cast<uint64_t*>(&l.logits),  const_cast<int64_t*>(&l.row_stride),
@@ -234,25 +236,25 @@ class CudaBackend final : public KernelBackend {
                     const_cast<uint32_t*>(&l.words),   const_cast<uint64_t*>(&l.rows)};
     return launch(apply_[apply_index(l.type)], l.vocab, l.row_count, args);
   }
-  std::optional<GpuError> synchronize() override {
+  std::optional<Error> synchronize() override {
     if (auto error = context_->make_current()) return error;
     return stream_->synchronize();
   }
-  std::variant<double, GpuError> time_ms(const std::function<std::optional<GpuError>()>& work, int repeats) override {
+  Result<double> time_ms(const std::function<std::optional<Error>()>& work, int repeats) override {
     if (auto error = context_->make_current()) return *error;
     auto timer = gpu::EventTimer::create(*context_);
-    if (auto* error = std::get_if<GpuError>(&timer)) return *error;
-    gpu::EventTimer& t = *std::get<std::unique_ptr<gpu::EventTimer>>(timer);
+    if (auto* error = timer.if_error()) return *error;
+    gpu::EventTimer& t = **timer;
     if (auto error = t.start(*stream_)) return *error;
     for (int i = 0; i < repeats; ++i)
       if (auto error = work()) return *error;
     auto ms = t.stop(*stream_);
-    if (auto* error = std::get_if<GpuError>(&ms)) return *error;
-    return std::get<double>(ms) / std::max(repeats, 1);
+    if (auto* error = ms.if_error()) return *error;
+    return *ms / std::max(repeats, 1);
   }
 
  private:
-  std::optional<GpuError> launch(gpu::CUfunction function, uint32_t width, uint32_t height, std::span<void*> args) {
+  std::optional<Error> launch(gpu::CUfunction function, uint32_t width, uint32_t height, std::span<void*> args) {
     if (auto error = context_->make_current()) return error;
     const unsigned blocks = (width + kBlock - 1) / kBlock;
     return module_->launch(function, *stream_, {blocks, height, 1}, {kBlock, 1, 1}, args);
@@ -270,22 +272,22 @@ class CudaBackend final : public KernelBackend {
 };
 
 template <typename T, typename V>
-std::optional<GpuError> take(V&& result, std::unique_ptr<T>& into) {
-  if (auto* error = std::get_if<GpuError>(&result)) return *error;
-  into = std::move(std::get<std::unique_ptr<T>>(result));
+std::optional<Error> take(V&& result, std::unique_ptr<T>& into) {
+  if (auto* error = result.if_error()) return *error;
+  into = std::move(*result);
   return std::nullopt;
 }
 
 }  // namespace
 
-std::variant<std::unique_ptr<KernelBackend>, GpuError> host_kernel_backend(codegen::GpuKernelShape shape) {
+Result<std::unique_ptr<KernelBackend>> host_kernel_backend(codegen::GpuKernelShape shape) {
   auto created = JitSession::create();
-  if (auto* error = std::get_if<JitError>(&created)) return GpuError{error->message};
-  auto session = std::move(std::get<std::unique_ptr<JitSession>>(created));
+  if (auto* error = created.if_error()) return Error{ErrorCode::Backend, error->message};
+  auto session = std::move(*created);
   auto module = codegen::build_gpu_kernels(session->context(), codegen::GpuTarget::Host, shape);
-  if (!module) return GpuError{"the GPU kernels' IR does not verify"};
-  if (auto added = session->add(std::move(module)); auto* error = std::get_if<JitError>(&added))
-    return GpuError{error->message};
+  if (!module) return Error{ErrorCode::Backend, "the GPU kernels' IR does not verify"};
+  if (auto added = session->add(std::move(module)); auto* error = added.if_error())
+    return Error{ErrorCode::Backend, error->message};
   auto backend = std::make_unique<HostBackend>(std::move(session), shape.set_words);
   if (auto error = backend->resolve()) return *error;
   return std::unique_ptr<KernelBackend>(std::move(backend));
@@ -304,16 +306,16 @@ std::string ptx_arch_for(int major, int minor) {
   return own;  // emit_ptx says why not
 }
 
-std::variant<std::unique_ptr<KernelBackend>, GpuError> cuda_kernel_backend(codegen::GpuKernelShape shape,
-                                                                           const CudaBackendOptions& options) {
+Result<std::unique_ptr<KernelBackend>> cuda_kernel_backend(codegen::GpuKernelShape shape,
+                                                           const CudaBackendOptions& options) {
   auto loaded = gpu::Driver::load(options.library);
-  if (auto* error = std::get_if<GpuError>(&loaded)) return *error;
-  const gpu::DriverPtr driver = std::get<gpu::DriverPtr>(loaded);
+  if (auto* error = loaded.if_error()) return *error;
+  const gpu::DriverPtr driver = *loaded;
   auto devices = driver->devices();
-  if (auto* error = std::get_if<GpuError>(&devices)) return *error;
-  const auto& list = std::get<std::vector<gpu::Driver::Device>>(devices);
+  if (auto* error = devices.if_error()) return *error;
+  const auto& list = *devices;
   if (options.device < 0 || static_cast<size_t>(options.device) >= list.size())
-    return GpuError{fmt::format("no CUDA device {} ({} found)", options.device, list.size())};
+    return Error{ErrorCode::Backend, fmt::format("no CUDA device {} ({} found)", options.device, list.size())};
   const gpu::Driver::Device& device = list[static_cast<size_t>(options.device)];
   const std::string arch = options.arch.empty() ? ptx_arch_for(device.major, device.minor) : options.arch;
 
@@ -323,11 +325,11 @@ std::variant<std::unique_ptr<KernelBackend>, GpuError> cuda_kernel_backend(codeg
   if (auto error = take(gpu::Stream::create(*context), stream)) return *error;
   llvm::LLVMContext llvm_context;
   auto module = codegen::build_gpu_kernels(llvm_context, codegen::GpuTarget::Nvptx, shape);
-  if (!module) return GpuError{"the GPU kernels' IR does not verify"};
+  if (!module) return Error{ErrorCode::Backend, "the GPU kernels' IR does not verify"};
   auto ptx = codegen::emit_ptx(*module, arch);
-  if (auto* error = std::get_if<codegen::PtxError>(&ptx)) return GpuError{error->message};
+  if (auto* error = ptx.if_error()) return Error{ErrorCode::Backend, error->message};
   std::unique_ptr<gpu::Module> loaded_module;
-  if (auto error = take(gpu::Module::load_ptx(*context, std::get<std::string>(ptx)), loaded_module)) return *error;
+  if (auto error = take(gpu::Module::load_ptx(*context, *ptx), loaded_module)) return *error;
   auto backend = std::make_unique<CudaBackend>(
       std::move(context), std::move(stream), std::move(loaded_module),
       fmt::format("{} (sm_{}{}, PTX for {})", device.name, device.major, device.minor, arch), device.bandwidth_gb_s,

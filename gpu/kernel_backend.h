@@ -15,12 +15,13 @@
 #include <variant>
 
 #include "cuda_driver.h"
+#include "error.h"
 #include "gpu_kernels.h"
 #include "logits_mask.h"
 
 namespace cgram::jit {
 
-using gpu::GpuError;
+using cgram::Error;
 
 class KernelMemory {
  public:
@@ -33,9 +34,9 @@ class KernelMemory {
   // behaviour for asynchronous copies from pageable memory). Pinned memory
   // must stay until the backend is synchronized; cgram only uploads from
   // its own pageable buffers.
-  virtual std::optional<GpuError> upload(const void* data, size_t bytes, size_t offset = 0) = 0;
+  virtual std::optional<Error> upload(const void* data, size_t bytes, size_t offset = 0) = 0;
   // Waits for the launches before it.
-  virtual std::optional<GpuError> download(void* data, size_t bytes, size_t offset = 0) = 0;
+  virtual std::optional<Error> download(void* data, size_t bytes, size_t offset = 0) = 0;
 };
 
 // The kernels' parameters (see gpu/gpu_kernels.h); 0 is a null address.
@@ -69,20 +70,19 @@ class KernelBackend {
   virtual double peak_bandwidth_gb_s() const = 0;
   // The token-set width the kernels were specialised for (0: any).
   virtual unsigned set_words() const = 0;
-  virtual std::variant<std::unique_ptr<KernelMemory>, GpuError> allocate(size_t bytes) = 0;
+  virtual Result<std::unique_ptr<KernelMemory>> allocate(size_t bytes) = 0;
   // Asynchronous on the backend's stream (the host backend runs them now).
-  virtual std::optional<GpuError> fill(const FillLaunch& launch) = 0;
-  virtual std::optional<GpuError> set_bits(const SetBitsLaunch& launch) = 0;
-  virtual std::optional<GpuError> apply(const ApplyLaunch& launch) = 0;
-  virtual std::optional<GpuError> synchronize() = 0;
+  virtual std::optional<Error> fill(const FillLaunch& launch) = 0;
+  virtual std::optional<Error> set_bits(const SetBitsLaunch& launch) = 0;
+  virtual std::optional<Error> apply(const ApplyLaunch& launch) = 0;
+  virtual std::optional<Error> synchronize() = 0;
   // Milliseconds the device spends on `work` (events on a GPU, the clock
   // on the host), `work` launched `repeats` times; the mean per run.
-  virtual std::variant<double, GpuError> time_ms(const std::function<std::optional<GpuError>()>& work,
-                                                 int repeats) = 0;
+  virtual Result<double> time_ms(const std::function<std::optional<Error>()>& work, int repeats) = 0;
 };
 
 // The kernels compiled for the host (the JIT), with this shape.
-std::variant<std::unique_ptr<KernelBackend>, GpuError> host_kernel_backend(codegen::GpuKernelShape shape = {});
+Result<std::unique_ptr<KernelBackend>> host_kernel_backend(codegen::GpuKernelShape shape = {});
 
 struct CudaBackendOptions {
   std::string library = "libcuda.so.1";
@@ -94,8 +94,8 @@ struct CudaBackendOptions {
 // The GPU: the driver loaded, the device's context, a stream, the kernels'
 // PTX emitted for it and loaded. The error says why not (no driver, no
 // device, PTX refused), and the caller then masks on the CPU.
-std::variant<std::unique_ptr<KernelBackend>, GpuError> cuda_kernel_backend(codegen::GpuKernelShape shape = {},
-                                                                           const CudaBackendOptions& options = {});
+Result<std::unique_ptr<KernelBackend>> cuda_kernel_backend(codegen::GpuKernelShape shape = {},
+                                                           const CudaBackendOptions& options = {});
 
 // The architecture the PTX is made for, for a device of compute capability
 // major.minor: sm_XY when LLVM knows it, else the newest it knows below.

@@ -124,11 +124,11 @@ Expr Converter::string(const Node& node) {
         return std::nullopt;
       }
       auto converted = json::ecma_pattern_to_regex(s["pattern"].get<std::string>());
-      if (auto* e = std::get_if<json::PatternError>(&converted)) {
+      if (auto* e = converted.if_error()) {
         error(at, "'pattern': " + e->message);
         return std::nullopt;
       }
-      decoded = std::get<std::string>(converted);
+      decoded = std::move(*converted);
       if (s.contains("format"))
         permissive(node.pointer + "/format", "'format' beside 'pattern' is ignored: the grammar accepts more than the schema");
     } else {

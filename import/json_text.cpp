@@ -550,7 +550,7 @@ struct Branch {
 };
 }  // namespace
 
-std::variant<std::string, PatternError> ecma_pattern_to_regex(std::string_view pattern) {
+Result<std::string> ecma_pattern_to_regex(std::string_view pattern) {
   std::vector<Branch> branches(1);
   int depth = 0;
   bool in_class = false;
@@ -558,16 +558,22 @@ std::variant<std::string, PatternError> ecma_pattern_to_regex(std::string_view p
     const char c = pattern[i];
     Branch& b = branches.back();
     if (c == '\\') {
-      if (i + 1 >= pattern.size()) return PatternError{"the pattern ends with a lone backslash"};
+      if (i + 1 >= pattern.size()) return Error{ErrorCode::Unsupported, "the pattern ends with a lone backslash"};
       const char e = pattern[++i];
       if (e == 's') b.body += in_class ? kEcmaSpace : fmt::format("[{}]", kEcmaSpace);
       else if (e == 'S' && !in_class) b.body += fmt::format("[^{}]", kEcmaSpace);
-      else if (e == 'S') return PatternError{"'\\S' inside a class is not supported"};
-      else if (e == 'p' || e == 'P') return PatternError{"Unicode property escapes (\\p{…}) are not supported"};
-      else if (e == 'c') return PatternError{"control escapes (\\cX) are not supported"};
-      else if (e >= '1' && e <= '9') return PatternError{"backreferences are not supported"};
-      else if (e == 'b' && !in_class) return PatternError{"word boundaries (\\b) are not supported"};
-      else if (e == 'B') return PatternError{"word boundaries (\\B) are not supported"};
+      else if (e == 'S')
+        return Error{ErrorCode::Unsupported, "'\\S' inside a class is not supported"};
+      else if (e == 'p' || e == 'P')
+        return Error{ErrorCode::Unsupported, "Unicode property escapes (\\p{…}) are not supported"};
+      else if (e == 'c')
+        return Error{ErrorCode::Unsupported, "control escapes (\\cX) are not supported"};
+      else if (e >= '1' && e <= '9')
+        return Error{ErrorCode::Unsupported, "backreferences are not supported"};
+      else if (e == 'b' && !in_class)
+        return Error{ErrorCode::Unsupported, "word boundaries (\\b) are not supported"};
+      else if (e == 'B')
+        return Error{ErrorCode::Unsupported, "word boundaries (\\B) are not supported"};
       else b.body += std::string("\\") + e;
       continue;
     }
@@ -582,7 +588,7 @@ std::variant<std::string, PatternError> ecma_pattern_to_regex(std::string_view p
         b.body += c;
         if (i + 1 < pattern.size() && pattern[i + 1] == '^') b.body += pattern[++i];
         if (i + 1 < pattern.size() && pattern[i + 1] == ']')
-          return PatternError{"'[]' and '[^]' are not supported"};
+          return Error{ErrorCode::Unsupported, "'[]' and '[^]' are not supported"};
         break;
       case '(': ++depth; b.body += c; break;
       case ')': --depth; b.body += c; break;
@@ -593,13 +599,15 @@ std::variant<std::string, PatternError> ecma_pattern_to_regex(std::string_view p
         break;
       case '^':
         if (depth != 0 || !b.body.empty() || b.anchored_start)
-          return PatternError{"'^' is supported only at the start of the pattern (or of a top-level alternative)"};
+          return Error{ErrorCode::Unsupported,
+                       "'^' is supported only at the start of the pattern (or of a top-level alternative)"};
         b.anchored_start = true;
         break;
       case '$': {
         size_t next = i + 1;
         if (depth != 0 || (next < pattern.size() && pattern[next] != '|'))
-          return PatternError{"'$' is supported only at the end of the pattern (or of a top-level alternative)"};
+          return Error{ErrorCode::Unsupported,
+                       "'$' is supported only at the end of the pattern (or of a top-level alternative)"};
         b.anchored_end = true;
         break;
       }

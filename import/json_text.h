@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "charset.h"
+#include "error.h"
 #include "regex.h"
 
 namespace cgram::json {
@@ -76,10 +77,7 @@ std::optional<std::string> key_not_in_regex(const std::vector<std::string>& name
 // in the string unless it starts with ^ or ends with $), as a regex over the
 // decoded characters in cgram's syntax. `.` and `\s` get their ECMAScript
 // meaning. An error says what is not supported.
-struct PatternError {
-  std::string message;
-};
-std::variant<std::string, PatternError> ecma_pattern_to_regex(std::string_view pattern);
+Result<std::string> ecma_pattern_to_regex(std::string_view pattern);
 
 // A string `format`, as a regex over the decoded characters; nullopt when
 // the format is unknown. `note` names what the regex does not enforce (the

@@ -91,6 +91,8 @@ class TokenIndex {
   const std::vector<uint32_t>& inside_from_start(const std::vector<uint32_t>& terminals) const;
   // Bytes that can start a lexeme right after one of `terminal`.
   const std::bitset<256>& follower_first_bytes(uint32_t terminal) const { return after_first_[terminal]; }
+  // The terminals that may come right after a lexeme of `terminal`.
+  const std::vector<uint32_t>& followers(uint32_t terminal) const { return followers_[terminal]; }
   std::span<const std::bitset<256>> follower_first_bytes() const { return after_first_; }
   // Builds every entry now (AOT and eager JIT compilation).
   void build_all() const;

@@ -380,11 +380,11 @@ class Lowering {
     t.regex = std::get<RegexNode>(std::move(parsed));
     t.range = e.range;
     DfaResult dfa = compile_regex(t.regex, options_.limits);
-    if (auto* err = std::get_if<AutomatonError>(&dfa)) {
+    if (auto* err = dfa.if_error()) {
       diags_.error(e.range, err->message);
       return std::nullopt;
     }
-    t.dfa = std::get<Dfa>(std::move(dfa));
+    t.dfa = std::move(*dfa);
     if (t.dfa.empty_language()) {
       diags_.error(e.range, "this regex matches no text at all (its language is empty)");
       return std::nullopt;

@@ -408,7 +408,7 @@ class RegularRules {
       size_t work = 0;
       DfaResult result = nfa_to_dfa(nfa, limits, &work);
       subset_elements_ += work;
-      Dfa* d = std::get_if<Dfa>(&result);
+      Dfa* d = result.if_value();
       if (!d) {
         if (subset_elements_ >= limits_.max_total_subset_elements) return spent();
         states_built_ += limits.max_dfa_states;

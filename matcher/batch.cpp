@@ -97,32 +97,33 @@ bool fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, T
   return std::all_of(filled.begin(), filled.end(), [](char ok) { return ok != 0; });
 }
 
-std::optional<std::string> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool) {
-  if (pairs.empty()) return std::nullopt;
-  if (bitmask.row_words == 0) return "the bitmask's rows have no words";
+Result<void> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool) {
+  auto misuse = [](std::string message) { return Error{ErrorCode::InvalidInput, std::move(message)}; };
+  if (pairs.empty()) return {};
+  if (bitmask.row_words == 0) return misuse("the bitmask's rows have no words");
   if (bitmask.words.size() % bitmask.row_words != 0)
-    return fmt::format("the bitmask has {} words, not a whole number of rows of {}", bitmask.words.size(),
-                       bitmask.row_words);
+    return misuse(fmt::format("the bitmask has {} words, not a whole number of rows of {}", bitmask.words.size(),
+                              bitmask.row_words));
   for (size_t i = 0; i < pairs.size(); ++i) {
     const MatcherRow& p = pairs[i];
-    if (!p.matcher) return fmt::format("matcher {} is null", i);
+    if (!p.matcher) return misuse(fmt::format("matcher {} is null", i));
     if (p.row >= bitmask.rows())
-      return fmt::format("row {} (pair {}) is outside the bitmask ({} rows)", p.row, i, bitmask.rows());
+      return misuse(fmt::format("row {} (pair {}) is outside the bitmask ({} rows)", p.row, i, bitmask.rows()));
     if (p.matcher->mask_words() > bitmask.row_words)
-      return fmt::format("pair {}: a row has {} words; the matcher's vocabulary needs {}", i, bitmask.row_words,
-                         p.matcher->mask_words());
+      return misuse(fmt::format("pair {}: a row has {} words; the matcher's vocabulary needs {}", i, bitmask.row_words,
+                                p.matcher->mask_words()));
   }
   // Two threads must never work on one matcher, nor write one row.
   std::vector<const Matcher*> matchers;
   std::vector<size_t> rows;
   for (const MatcherRow& p : pairs) matchers.push_back(p.matcher), rows.push_back(p.row);
   std::sort(matchers.begin(), matchers.end());
-  if (std::adjacent_find(matchers.begin(), matchers.end()) != matchers.end()) return "a matcher is given twice";
+  if (std::adjacent_find(matchers.begin(), matchers.end()) != matchers.end()) return misuse("a matcher is given twice");
   std::sort(rows.begin(), rows.end());
   if (auto twice = std::adjacent_find(rows.begin(), rows.end()); twice != rows.end())
-    return fmt::format("row {} is given twice", *twice);
+    return misuse(fmt::format("row {} is given twice", *twice));
   pool.run(pairs.size(), [&](size_t i) { pairs[i].matcher->fill_row(bitmask.row(pairs[i].row)); });
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace cgram

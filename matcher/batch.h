@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "error.h"
 #include "matcher.h"
 
 namespace cgram {
@@ -74,6 +75,6 @@ struct MatcherRow {
 // A matcher stopped by a limit leaves its row clear; that is not an error
 // here (its error() says why). An exception in a fill (out of memory) is
 // rethrown on the calling thread (ThreadPool::run).
-std::optional<std::string> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool);
+Result<void> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool);
 
 }  // namespace cgram

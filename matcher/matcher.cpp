@@ -253,12 +253,12 @@ bool Matcher::accepts_all(std::span<const uint32_t> tokens) {
   return accepted == tokens.size();
 }
 
-std::variant<Matcher::JumpForward, std::string> Matcher::jump_forward(size_t limit) {
+Result<Matcher::JumpForward> Matcher::jump_forward(size_t limit) {
   JumpForward none;
   if (has_error() || finished_ || !engine_) return none;
   auto encoder = grammar_->encoder();
-  if (auto* error = std::get_if<VocabularyError>(&encoder)) return error->message;
-  const Encoder& enc = *std::get<const Encoder*>(encoder);
+  if (!encoder) return encoder.error();
+  const Encoder& enc = **encoder;
   Engine::Forced forced = this->forced(limit);
   if (forced.text.empty()) return none;
   none.forced = forced.text;
@@ -277,8 +277,8 @@ std::variant<Matcher::JumpForward, std::string> Matcher::jump_forward(size_t lim
     const size_t kept_bytes = text.size();
     text += forced.text;
     auto encoded = enc.try_encode_continuation(text);
-    if (std::holds_alternative<VocabularyError>(encoded)) continue;
-    std::vector<uint32_t> tokens = std::move(std::get<std::vector<uint32_t>>(encoded));
+    if (!encoded.ok()) continue;
+    std::vector<uint32_t> tokens = std::move(*encoded);
     // The last token could merge with the text after it, unless none can come.
     if (!forced.ends && !tokens.empty()) tokens.pop_back();
     size_t spelled = 0;

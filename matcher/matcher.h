@@ -88,7 +88,7 @@ class Matcher {
     std::vector<uint32_t> tokens;
     std::string forced;  // the forced text (tokens may cover less of it)
   };
-  std::variant<JumpForward, std::string> jump_forward(size_t limit = kDefaultForcedTextLimit);
+  Result<JumpForward> jump_forward(size_t limit = kDefaultForcedTextLimit);
   // advance(token), then apply the new mask to `logits` (-inf where
   // disallowed); logits are untouched when the result is not Ongoing.
   // `logits` must cover the vocabulary (a model's padding ids past it are

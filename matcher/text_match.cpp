@@ -58,13 +58,13 @@ TextMatch match_text(const Grammar& source, std::string_view text, size_t max_wo
   std::vector<std::string> bytes;
   for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
   VocabularyResult vocab = Vocabulary::from_tokens(std::move(bytes), {});
-  if (auto* e = std::get_if<VocabularyError>(&vocab)) {
+  if (auto* e = vocab.if_error()) {
     out.error = e->message;
     return out;
   }
   auto grammar = std::make_shared<const Grammar>(source.file_ptr(), unsegmented(source.ir()));
-  auto compiled = CompiledGrammar::compile(grammar, std::get<std::shared_ptr<const Vocabulary>>(vocab));
-  if (auto* e = std::get_if<CompileError>(&compiled)) {
+  auto compiled = CompiledGrammar::compile(grammar, *vocab);
+  if (auto* e = compiled.if_error()) {
     out.error = e->message;
     return out;
   }
@@ -78,7 +78,7 @@ TextMatch match_text(const Grammar& source, std::string_view text, size_t max_wo
   EngineLimits limits;
   limits.max_stack_elements = std::max(limits.max_stack_elements, 4 * text.size());
   limits.max_work_per_call = max_work_per_byte;
-  Engine engine(*std::get<std::shared_ptr<const CompiledGrammar>>(compiled), limits);
+  Engine engine(**compiled, limits);
   auto exhausted = [&](size_t at) {
     out.error = fmt::format("cannot match the text at byte {}: {}; match is bounded by --max-work-per-byte ({}) "
                             "and --max-text-bytes",

@@ -36,30 +36,30 @@ const char* kind_of(mode_t mode) {
 
 }  // namespace
 
-std::optional<std::string> open_regular_file(const std::string& path, std::string_view what, FileDescriptor& out) {
+Result<FileDescriptor> open_regular_file(const std::string& path, std::string_view what) {
+  auto failed = [&](std::string message) { return Error{ErrorCode::Io, std::move(message)}; };
   FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (fd.get() < 0) return fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno));
+  if (fd.get() < 0) return failed(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
   struct stat st;
-  if (fstat(fd.get(), &st) != 0) return fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno));
+  if (fstat(fd.get(), &st) != 0)
+    return failed(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
   if (!S_ISREG(st.st_mode)) {
     const char* kind = kind_of(st.st_mode);
-    return fmt::format("cannot read {} '{}': it is {}{}", what, path, kind,
-                       S_ISDIR(st.st_mode) ? "" : ", not a regular file");
+    return failed(fmt::format("cannot read {} '{}': it is {}{}", what, path, kind,
+                              S_ISDIR(st.st_mode) ? "" : ", not a regular file"));
   }
   // Regular files never block; reads go back to blocking mode.
   int flags = fcntl(fd.get(), F_GETFL);
   if (flags >= 0) fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
-  out = std::move(fd);
-  return std::nullopt;
+  return fd;
 }
 
-std::optional<std::string> read_bounded(int fd, const std::string& path, std::string_view what, size_t limit,
-                                        std::string& out) {
+Result<std::string> read_bounded(int fd, const std::string& path, std::string_view what, size_t limit) {
   struct stat st;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > limit)
-    return fmt::format("{} '{}' is {} bytes; the limit is {} bytes", what, path, static_cast<uint64_t>(st.st_size),
-                       limit);
-  out.clear();
+    return Error{ErrorCode::Limit, fmt::format("{} '{}' is {} bytes; the limit is {} bytes", what, path,
+                                               static_cast<uint64_t>(st.st_size), limit)};
+  std::string out;
   // Read in chunks up to limit + 1 bytes: the size a file claims is not
   // trusted (it may grow, or be a /proc file that says 0).
   const size_t cap = limit == SIZE_MAX ? limit : limit + 1;
@@ -75,25 +75,21 @@ std::optional<std::string> read_bounded(int fd, const std::string& path, std::st
         out.resize(old);
         continue;
       }
-      out.clear();
-      return fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno));
+      return Error{ErrorCode::Io, fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno))};
     }
     out.resize(old + static_cast<size_t>(got));
     if (got == 0) break;
     if (chunk < (1u << 24)) chunk *= 2;
   }
-  if (out.size() > limit) {
-    out.clear();
-    return fmt::format("{} '{}' is larger than the limit of {} bytes", what, path, limit);
-  }
-  return std::nullopt;
+  if (out.size() > limit)
+    return Error{ErrorCode::Limit, fmt::format("{} '{}' is larger than the limit of {} bytes", what, path, limit)};
+  return out;
 }
 
-std::optional<std::string> read_regular_file(const std::string& path, std::string_view what, size_t limit,
-                                             std::string& out) {
-  FileDescriptor fd;
-  if (auto error = open_regular_file(path, what, fd)) return error;
-  return read_bounded(fd.get(), path, what, limit, out);
+Result<std::string> read_regular_file(const std::string& path, std::string_view what, size_t limit) {
+  auto fd = open_regular_file(path, what);
+  if (!fd) return fd.error();
+  return read_bounded(fd->get(), path, what, limit);
 }
 
 }  // namespace cgram

@@ -2,9 +2,10 @@
 // Reading input files (grammars, documents, vocabularies, shared objects)
 // without trusting them: only regular files, and never more than a limit.
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
+
+#include "error.h"
 
 namespace cgram {
 
@@ -31,17 +32,15 @@ class FileDescriptor {
 // Opens `path` for reading without blocking (a FIFO does not wait for a
 // writer) and refuses anything that is not a regular file: "is a directory",
 // "is not a regular file (a FIFO)". `what` names the file in messages
-// ("grammar", "vocabulary"). Returns the error, or nullopt with `out` set.
-std::optional<std::string> open_regular_file(const std::string& path, std::string_view what, FileDescriptor& out);
+// ("grammar", "vocabulary").
+Result<FileDescriptor> open_regular_file(const std::string& path, std::string_view what);
 
 // Reads at most `limit` bytes from an open regular file; a file that holds
 // more (whatever its size claims: /proc files say 0) is refused after
 // reading limit + 1 bytes, never more.
-std::optional<std::string> read_bounded(int fd, const std::string& path, std::string_view what, size_t limit,
-                                        std::string& out);
+Result<std::string> read_bounded(int fd, const std::string& path, std::string_view what, size_t limit);
 
 // open_regular_file then read_bounded.
-std::optional<std::string> read_regular_file(const std::string& path, std::string_view what, size_t limit,
-                                             std::string& out);
+Result<std::string> read_regular_file(const std::string& path, std::string_view what, size_t limit);
 
 }  // namespace cgram

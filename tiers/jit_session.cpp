@@ -31,10 +31,10 @@ struct JitSession::State {
 JitSession::JitSession(Key) : state_(std::make_unique<State>()) {}
 JitSession::~JitSession() = default;
 
-std::variant<std::unique_ptr<JitSession>, JitError> JitSession::create() {
+Result<std::unique_ptr<JitSession>> JitSession::create() {
   initialize_native_target();
   auto jit = llvm::orc::LLJITBuilder().create();
-  if (!jit) return JitError{"cannot start the LLVM JIT: " + to_message(jit.takeError())};
+  if (!jit) return Error{ErrorCode::Backend, "cannot start the LLVM JIT: " + to_message(jit.takeError())};
   auto session = std::make_unique<JitSession>(Key{});
   session->state_->jit = std::move(*jit);
   return session;
@@ -42,17 +42,19 @@ std::variant<std::unique_ptr<JitSession>, JitError> JitSession::create() {
 
 llvm::LLVMContext& JitSession::context() { return *state_->context.getContext(); }
 
-std::variant<std::monostate, JitError> JitSession::add(std::unique_ptr<llvm::Module> module) {
-  if (!module) return JitError{"no module to compile"};
+Result<void> JitSession::add(std::unique_ptr<llvm::Module> module) {
+  if (!module) return Error{ErrorCode::Backend, "no module to compile"};
   module->setDataLayout(state_->jit->getDataLayout());
   if (auto error = state_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), state_->context)))
-    return JitError{"cannot add the module to the JIT: " + to_message(std::move(error))};
-  return std::monostate{};
+    return Error{ErrorCode::Backend, "cannot add the module to the JIT: " + to_message(std::move(error))};
+  return {};
 }
 
-std::variant<void*, JitError> JitSession::lookup(std::string_view symbol) {
+Result<void*> JitSession::lookup(std::string_view symbol) {
   auto address = state_->jit->lookup(llvm::StringRef(symbol));
-  if (!address) return JitError{"JIT lookup of '" + std::string(symbol) + "' failed: " + to_message(address.takeError())};
+  if (!address)
+    return Error{ErrorCode::Backend,
+                 "JIT lookup of '" + std::string(symbol) + "' failed: " + to_message(address.takeError())};
   return address->toPtr<void*>();
 }
 

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <variant>
 
+#include "error.h"
+
 namespace llvm {
 class LLVMContext;
 class Module;
@@ -16,23 +18,19 @@ class LLJIT;
 
 namespace cgram::jit {
 
-struct JitError {
-  std::string message;
-};
-
 // Registers the host target with LLVM (once per process; thread-safe).
 void initialize_native_target();
 
 class JitSession {
  public:
-  static std::variant<std::unique_ptr<JitSession>, JitError> create();
+  static Result<std::unique_ptr<JitSession>> create();
   ~JitSession();
   JitSession(const JitSession&) = delete;
   JitSession& operator=(const JitSession&) = delete;
 
   // Takes ownership of `module`, which must have been built in `context()`.
-  std::variant<std::monostate, JitError> add(std::unique_ptr<llvm::Module> module);
-  std::variant<void*, JitError> lookup(std::string_view symbol);
+  Result<void> add(std::unique_ptr<llvm::Module> module);
+  Result<void*> lookup(std::string_view symbol);
   llvm::LLVMContext& context();
 
  private:

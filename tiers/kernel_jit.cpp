@@ -50,29 +50,29 @@ struct JitCode {
 
 KernelJit::~KernelJit() = default;
 
-std::variant<std::shared_ptr<KernelJit>, JitError> KernelJit::create() {
+Result<std::shared_ptr<KernelJit>> KernelJit::create() {
   initialize_native_target();
   auto state = std::make_shared<State>();
   // Several threads compile at once (the Compiler's background workers, C API
   // callers): each compile gets its own target machine. Compilation stays
   // on the thread that looks the kernels up (no compile threads of ORC's own).
   auto jit = llvm::orc::LLJITBuilder().setSupportConcurrentCompilation(true).create();
-  if (!jit) return JitError{"cannot start the LLVM JIT: " + to_message(jit.takeError())};
+  if (!jit) return Error{ErrorCode::Backend, "cannot start the LLVM JIT: " + to_message(jit.takeError())};
   state->jit = std::move(*jit);
   state->jit->getObjTransformLayer().setTransform([](std::unique_ptr<llvm::MemoryBuffer> object) {
     object_bytes_here += object->getBufferSize();
     return llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>(std::move(object));
   });
   auto host = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!host) return JitError{"cannot describe the host to LLVM: " + to_message(host.takeError())};
+  if (!host) return Error{ErrorCode::Backend, "cannot describe the host to LLVM: " + to_message(host.takeError())};
   auto machine = host->createTargetMachine();
-  if (!machine) return JitError{"cannot create the host target machine: " + to_message(machine.takeError())};
+  if (!machine)
+    return Error{ErrorCode::Backend, "cannot create the host target machine: " + to_message(machine.takeError())};
   state->machine = std::move(*machine);
   return std::shared_ptr<KernelJit>(new KernelJit(std::move(state)));
 }
 
-std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const CompiledGrammar& grammar,
-                                                                         KernelTimings* timings) {
+Result<std::shared_ptr<const Kernels>> KernelJit::compile(const CompiledGrammar& grammar, KernelTimings* timings) {
   using Clock = std::chrono::steady_clock;
   KernelTimings local;
   KernelTimings& t = timings ? *timings : local;
@@ -81,7 +81,7 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
   constexpr std::string_view prefix = "cgram_";
   auto module = codegen::build_matcher_module(*context, grammar.lexical(), grammar.table(),
                                               grammar.index().follower_first_bytes(), prefix);
-  if (!module) return JitError{"the generated IR does not verify (a bug in cgram's code generator)"};
+  if (!module) return Error{ErrorCode::Internal, "the generated IR does not verify (a bug in cgram's code generator)"};
   t.ir_ms = ms_since(t0);
   auto t1 = Clock::now();
   {
@@ -96,22 +96,22 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
   code->state = state_;
   auto& session = state_->jit->getExecutionSession();
   auto dylib = session.createJITDylib(fmt::format("cgram_grammar_{}", state_->next_id++));
-  if (!dylib) return JitError{"cannot create a JITDylib: " + to_message(dylib.takeError())};
+  if (!dylib) return Error{ErrorCode::Backend, "cannot create a JITDylib: " + to_message(dylib.takeError())};
   code->dylib = &*dylib;
   code->tracker = code->dylib->createResourceTracker();
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(context));
   if (auto error = state_->jit->addIRModule(code->tracker, std::move(tsm)))
-    return JitError{"cannot add the kernels to the JIT: " + to_message(std::move(error))};
+    return Error{ErrorCode::Backend, "cannot add the kernels to the JIT: " + to_message(std::move(error))};
   auto kernels = std::make_shared<Kernels>();
   kernels->tier = "jit";
-  std::optional<JitError> error;
+  std::optional<Error> error;
   object_bytes_here = 0;
   kernels->functions.bind_each([&](std::string_view kernel, auto& slot) {
     if (error) return;
     const std::string name = codegen::kernel_symbol(prefix, kernel);
     auto address = state_->jit->lookup(*code->dylib, name);
     if (!address) {
-      error = JitError{"JIT lookup of '" + name + "' failed: " + to_message(address.takeError())};
+      error = Error{ErrorCode::Backend, "JIT lookup of '" + name + "' failed: " + to_message(address.takeError())};
       return;
     }
     slot = address->toPtr<std::remove_reference_t<decltype(slot)>>();
@@ -124,12 +124,12 @@ std::variant<std::shared_ptr<const Kernels>, JitError> KernelJit::compile(const 
   return std::shared_ptr<const Kernels>(std::move(kernels));
 }
 
-std::optional<JitError> tier_up_now(const CompiledGrammar& grammar, KernelTimings* timings) {
+std::optional<Error> tier_up_now(const CompiledGrammar& grammar, KernelTimings* timings) {
   static const auto jit = KernelJit::create();
-  if (auto* error = std::get_if<JitError>(&jit)) return *error;
-  auto kernels = std::get<std::shared_ptr<KernelJit>>(jit)->compile(grammar, timings);
-  if (auto* error = std::get_if<JitError>(&kernels)) return *error;
-  grammar.install_kernels(std::get<std::shared_ptr<const Kernels>>(std::move(kernels)));
+  if (auto* error = jit.if_error()) return *error;
+  auto kernels = (*jit)->compile(grammar, timings);
+  if (auto* error = kernels.if_error()) return *error;
+  grammar.install_kernels(std::move(*kernels));
   return std::nullopt;
 }
 

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "compiled_grammar.h"
+#include "error.h"
 #include "jit_session.h"
 #include "kernels.h"
 
@@ -24,11 +25,10 @@ struct KernelTimings {
 
 class KernelJit {
  public:
-  static std::variant<std::shared_ptr<KernelJit>, JitError> create();
+  static Result<std::shared_ptr<KernelJit>> create();
   ~KernelJit();
 
-  std::variant<std::shared_ptr<const Kernels>, JitError> compile(const CompiledGrammar& grammar,
-                                                                KernelTimings* timings = nullptr);
+  Result<std::shared_ptr<const Kernels>> compile(const CompiledGrammar& grammar, KernelTimings* timings = nullptr);
 
   struct State;
 
@@ -40,6 +40,6 @@ class KernelJit {
 // Compiles `grammar`'s kernels now, on one KernelJit shared by the whole
 // process, and installs them (a synchronous tier-up: the CLI's --tier jit,
 // the C API's CGRAM_TIER_JIT). Kernels already there are kept.
-std::optional<JitError> tier_up_now(const CompiledGrammar& grammar, KernelTimings* timings = nullptr);
+std::optional<Error> tier_up_now(const CompiledGrammar& grammar, KernelTimings* timings = nullptr);
 
 }  // namespace cgram::jit

@@ -48,20 +48,20 @@ uint64_t file_hash(std::string_view body, const SharedObjectTrailer& trailer) {
 }
 
 // The object file of the kernels and the payload, for the host.
-std::variant<std::string, CompileError> emit_object(const CompiledGrammar& grammar, const std::string& payload) {
+Result<std::string> emit_object(const CompiledGrammar& grammar, const std::string& payload) {
   jit::initialize_native_target();
   const std::string triple = llvm::sys::getDefaultTargetTriple();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) return CompileError{"no LLVM target for " + triple + ": " + error};
+  if (!target) return Error{ErrorCode::InvalidInput, "no LLVM target for " + triple + ": " + error};
   std::unique_ptr<llvm::TargetMachine> machine(
       target->createTargetMachine(triple, "generic", "", llvm::TargetOptions(), llvm::Reloc::PIC_));
-  if (!machine) return CompileError{"cannot create a target machine for " + triple};
+  if (!machine) return Error{ErrorCode::InvalidInput, "cannot create a target machine for " + triple};
   llvm::LLVMContext context;
   auto module = codegen::build_matcher_module(context, grammar.lexical(), grammar.table(),
                                               grammar.index().follower_first_bytes(),
                                               kPrefix);
-  if (!module) return CompileError{"the generated IR does not verify (a bug in cgram's code generator)"};
+  if (!module) return Error{ErrorCode::Internal, "the generated IR does not verify (a bug in cgram's code generator)"};
   module->setTargetTriple(triple);
   module->setDataLayout(machine->createDataLayout());
   codegen::optimize(*module, machine.get());
@@ -70,7 +70,7 @@ std::variant<std::string, CompileError> emit_object(const CompiledGrammar& gramm
   llvm::raw_svector_ostream stream(buffer);
   llvm::legacy::PassManager passes;
   if (machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return CompileError{"LLVM cannot emit an object file for " + triple};
+    return Error{ErrorCode::InvalidInput, "LLVM cannot emit an object file for " + triple};
   passes.run(*module);
   return std::string(buffer.data(), buffer.size());
 }
@@ -101,39 +101,35 @@ std::optional<std::string> link_shared(const std::string& object, const std::str
   return run({"cc", "-shared", "-nostdlib", "-o", output, object});
 }
 
-std::optional<std::string> read_file(const std::string& path, size_t limit, std::string& out) {
-  return read_regular_file(path, "shared object", limit, out);
-}
-
 std::string version_string(const char (&field)[16]) { return std::string(field, strnlen(field, sizeof(field))); }
 
 }  // namespace
 
-std::variant<std::monostate, CompileError> save_shared_object(const CompiledGrammar& grammar, const std::string& path,
-                                                              SharedObjectTimings* timings) {
+Result<void> save_shared_object(const CompiledGrammar& grammar, const std::string& path, SharedObjectTimings* timings) {
   using Clock = std::chrono::steady_clock;
   SharedObjectTimings local;
   SharedObjectTimings& t = timings ? *timings : local;
   auto t0 = Clock::now();
   const std::string payload = grammar.save_tables();
   auto object = emit_object(grammar, payload);
-  if (auto* error = std::get_if<CompileError>(&object)) return *error;
+  if (auto* error = object.if_error()) return *error;
   t.codegen_ms = ms_since(t0);
   auto t1 = Clock::now();
   const std::string object_path = path + ".o.tmp", linked_path = path + ".tmp";
   {
     std::ofstream out(object_path, std::ios::binary);
-    out << std::get<std::string>(object);
-    if (!out) return CompileError{fmt::format("cannot write '{}'", object_path)};
+    out << *object;
+    if (!out) return Error{ErrorCode::Io, fmt::format("cannot write '{}'", object_path)};
   }
   auto link_error = link_shared(object_path, linked_path);
   std::filesystem::remove(object_path);
   if (link_error) {
     std::filesystem::remove(linked_path);
-    return CompileError{"cannot link the shared object: " + *link_error};
+    return Error{ErrorCode::Backend, "cannot link the shared object: " + *link_error};
   }
-  std::string body;
-  if (auto error = read_file(linked_path, SIZE_MAX, body)) return CompileError{*error};
+  auto linked = read_regular_file(linked_path, "shared object", SIZE_MAX);
+  if (!linked) return linked.error();
+  const std::string& body = *linked;
   SharedObjectTrailer trailer{};
   std::memcpy(trailer.magic, kMagic, sizeof(kMagic));
   trailer.abi_version = kAbiVersion;
@@ -147,53 +143,59 @@ std::variant<std::monostate, CompileError> save_shared_object(const CompiledGram
   {
     std::ofstream out(linked_path, std::ios::binary | std::ios::app);
     out.write(reinterpret_cast<const char*>(&trailer), sizeof(trailer));
-    if (!out) return CompileError{fmt::format("cannot write '{}'", linked_path)};
+    if (!out) return Error{ErrorCode::Io, fmt::format("cannot write '{}'", linked_path)};
   }
   std::error_code ec;
   std::filesystem::rename(linked_path, path, ec);
-  if (ec) return CompileError{fmt::format("cannot write '{}': {}", path, ec.message())};
+  if (ec) return Error{ErrorCode::Io, fmt::format("cannot write '{}': {}", path, ec.message())};
   t.link_ms = ms_since(t1);
   t.bytes = body.size() + sizeof(trailer);
-  return std::monostate{};
+  return {};
 }
 
-CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_ptr<const Vocabulary> vocab,
-                                           const SharedObjectLimits& limits) {
-  if (!vocab) return CompileError{"load: no vocabulary"};
+CompileResult load_shared_object(const std::string& path, std::shared_ptr<const Vocabulary> vocab,
+                                 const SharedObjectLimits& limits) {
+  if (!vocab) return Error{ErrorCode::InvalidInput, "load: no vocabulary"};
   // The file is opened once: what is checked is what gets mapped (dlopen
   // goes through this descriptor, not the path, which could be replaced in
   // between, or found on the library search path).
-  auto descriptor = std::make_shared<FileDescriptor>();
-  if (auto error = open_regular_file(path, "shared object", *descriptor)) return CompileError{*error};
-  std::string file;
-  if (auto error = read_bounded(descriptor->get(), path, "shared object", limits.max_file_bytes, file))
-    return CompileError{*error};
+  auto opened = open_regular_file(path, "shared object");
+  if (!opened) return opened.error();
+  auto descriptor = std::make_shared<FileDescriptor>(std::move(*opened));
+  auto read = read_bounded(descriptor->get(), path, "shared object", limits.max_file_bytes);
+  if (!read) return read.error();
+  const std::string& file = *read;
   SharedObjectTrailer trailer{};
   const bool has_trailer = file.size() >= sizeof(trailer) &&
                            std::memcmp(file.data() + file.size() - sizeof(trailer), kMagic, sizeof(kMagic)) == 0;
   if (!has_trailer) {
     if (file.size() >= 4 && file.compare(0, 4, "\x7f" "ELF") == 0)
-      return CompileError{fmt::format(
-          "'{}' is not a complete cgram object: no cgram trailer at its end (truncated, or not made by cgram compile)",
-          path)};
-    return CompileError{fmt::format("'{}' is not a cgram object (make one with cgram compile)", path)};
+      return Error{ErrorCode::InvalidInput, fmt::format("'{}' is not a complete cgram object: no cgram trailer at its "
+                                                        "end (truncated, or not made by cgram compile)",
+                                                        path)};
+    return Error{ErrorCode::Unsupported, fmt::format("'{}' is not a cgram object (make one with cgram compile)", path)};
   }
   std::memcpy(&trailer, file.data() + file.size() - sizeof(trailer), sizeof(trailer));
   if (trailer.abi_version != kAbiVersion || trailer.trailer_size != sizeof(trailer))
-    return CompileError{fmt::format("'{}' has cgram ABI version {}; this cgram reads version {}: recompile it", path,
-                                    trailer.abi_version, kAbiVersion)};
+    return Error{ErrorCode::Unsupported,
+                 fmt::format("'{}' has cgram ABI version {}; this cgram reads version {}: recompile it", path,
+                             trailer.abi_version, kAbiVersion)};
   if (version_string(trailer.cgram_version) != kVersion)
-    return CompileError{fmt::format("'{}' was made by cgram {}; this is cgram {}: recompile it", path,
-                                    version_string(trailer.cgram_version), kVersion)};
+    return Error{ErrorCode::InvalidInput, fmt::format("'{}' was made by cgram {}; this is cgram {}: recompile it", path,
+                                                      version_string(trailer.cgram_version), kVersion)};
   if (trailer.body_size != file.size() - sizeof(trailer))
-    return CompileError{fmt::format("'{}' is truncated or has bytes inserted ({} bytes before its trailer, {} expected)",
-                                    path, file.size() - sizeof(trailer), trailer.body_size)};
+    return Error{ErrorCode::InvalidInput,
+                 fmt::format("'{}' is truncated or has bytes inserted ({} bytes before its trailer, {} expected)", path,
+                             file.size() - sizeof(trailer), trailer.body_size)};
   if (trailer.vocab_fingerprint != vocab->fingerprint())
-    return CompileError{fmt::format(
-        "'{}' was compiled for another vocabulary (fingerprint {:016x}; '{}' has {:016x}): compile it for this one",
-        path, trailer.vocab_fingerprint, vocab->name(), vocab->fingerprint())};
+    return Error{
+        ErrorCode::InvalidInput,
+        fmt::format(
+            "'{}' was compiled for another vocabulary (fingerprint {:016x}; '{}' has {:016x}): compile it for this one",
+            path, trailer.vocab_fingerprint, vocab->name(), vocab->fingerprint())};
   if (file_hash(std::string_view(file).substr(0, trailer.body_size), trailer) != trailer.file_hash)
-    return CompileError{fmt::format("'{}' is corrupted: its checksum does not match (edited or damaged)", path)};
+    return Error{ErrorCode::InvalidInput,
+                 fmt::format("'{}' is corrupted: its checksum does not match (edited or damaged)", path)};
 
   // Verified: map it.
   // The descriptor stays open as long as the object is loaded: glibc knows
@@ -201,26 +203,28 @@ CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_
   // an older object.
   const std::string mapped = fmt::format("/proc/self/fd/{}", descriptor->get());
   void* handle = dlopen(mapped.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) return CompileError{fmt::format("cannot load '{}': {}", path, dlerror())};
+  if (!handle) return Error{ErrorCode::InvalidInput, fmt::format("cannot load '{}': {}", path, dlerror())};
   std::shared_ptr<void> owner(handle, [descriptor](void* h) { dlclose(h); });
   auto symbol = [&](const std::string& name) { return dlsym(handle, name.c_str()); };
   const auto* payload = static_cast<const char*>(symbol(kPayload));
   const auto* payload_size = static_cast<const uint64_t*>(symbol(std::string(kPayload) + "_size"));
-  if (!payload || !payload_size) return CompileError{fmt::format("'{}' holds no cgram tables", path)};
+  if (!payload || !payload_size) return Error{ErrorCode::InvalidInput, fmt::format("'{}' holds no cgram tables", path)};
   const std::string_view tables(payload, *payload_size);
   if (*payload_size > file.size() || ir::hash_bytes(tables) != trailer.payload_hash)
-    return CompileError{fmt::format("'{}' is corrupted: its tables do not match its checksum", path)};
+    return Error{ErrorCode::InvalidInput, fmt::format("'{}' is corrupted: its tables do not match its checksum", path)};
   auto loaded = CompiledGrammar::load_tables(tables, std::move(vocab));
-  if (auto* error = std::get_if<CompileError>(&loaded)) return CompileError{fmt::format("'{}': {}", path, error->message)};
-  const auto& grammar = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
+  if (auto* error = loaded.if_error())
+    return Error{ErrorCode::InvalidInput, fmt::format("'{}': {}", path, error->message)};
+  const auto& grammar = *loaded;
   if (grammar->grammar_hash() != trailer.grammar_hash)
-    return CompileError{fmt::format("'{}' is corrupted: its tables belong to another grammar", path)};
+    return Error{ErrorCode::InvalidInput, fmt::format("'{}' is corrupted: its tables belong to another grammar", path)};
   auto kernels = std::make_shared<Kernels>();
   kernels->tier = "aot";
   kernels->functions.bind_each([&](std::string_view kernel, auto& slot) {
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol(codegen::kernel_symbol(kPrefix, kernel)));
   });
-  if (!kernels->functions.complete()) return CompileError{fmt::format("'{}' lacks some of its kernels", path)};
+  if (!kernels->functions.complete())
+    return Error{ErrorCode::InvalidInput, fmt::format("'{}' lacks some of its kernels", path)};
   kernels->code_bytes = trailer.body_size - *payload_size;
   kernels->owner = std::move(owner);
   grammar->bind_tables(*kernels);

@@ -22,6 +22,7 @@
 #include <variant>
 
 #include "compiled_grammar.h"
+#include "error.h"
 
 namespace cgram {
 
@@ -37,11 +38,11 @@ struct SharedObjectLimits {
 
 // Writes `grammar` (its whole index is built first) to `path`. The error
 // is a message.
-std::variant<std::monostate, CompileError> save_shared_object(const CompiledGrammar& grammar, const std::string& path,
-                                                              SharedObjectTimings* timings = nullptr);
+Result<void> save_shared_object(const CompiledGrammar& grammar, const std::string& path,
+                                SharedObjectTimings* timings = nullptr);
 
-CompiledGrammar::Result load_shared_object(const std::string& path, std::shared_ptr<const Vocabulary> vocab,
-                                           const SharedObjectLimits& limits = {});
+CompileResult load_shared_object(const std::string& path, std::shared_ptr<const Vocabulary> vocab,
+                                 const SharedObjectLimits& limits = {});
 
 // The trailer's layout (little-endian), for tests and tools.
 struct SharedObjectTrailer {

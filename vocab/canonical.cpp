@@ -87,11 +87,12 @@ struct CanonicalPairs::Merges {
   bool has(uint32_t t, uint8_t flag) const { return flags[t] & flag; }
 };
 
-std::variant<std::unique_ptr<CanonicalPairs>, std::string> CanonicalPairs::create(
-    std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder, size_t cached_tokens) {
+Result<std::unique_ptr<CanonicalPairs>> CanonicalPairs::create(std::shared_ptr<const Vocabulary> vocab,
+                                                               const Encoder& encoder, size_t cached_tokens) {
   if (vocab->kind() == TokenizerKind::List)
-    return std::string("canonical mode needs a merge-based vocabulary (byte-level BPE, tiktoken or SentencePiece); ") +
-           vocab->name() + " is a plain token list";
+    return Error{ErrorCode::Unsupported,
+                 "canonical mode needs a merge-based vocabulary (byte-level BPE, tiktoken or SentencePiece); " +
+                     vocab->name() + " is a plain token list"};
   return std::make_unique<CanonicalPairs>(Key{}, std::move(vocab), encoder, std::max<size_t>(cached_tokens, 2));
 }
 
@@ -225,7 +226,7 @@ bool CanonicalPairs::written_as(std::span<const uint32_t> tokens, std::string_vi
   for (uint32_t t : tokens) text += vocab_->bytes(t);
   text += after;
   auto encoded = encoder_.try_encode_continuation(text);
-  const auto* got = std::get_if<std::vector<uint32_t>>(&encoded);
+  const auto* got = encoded.if_value();
   return got && got->size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), got->begin()) &&
          (!after.empty() || got->size() == tokens.size());
 }

@@ -65,9 +65,8 @@ class CanonicalPairs {
 
   // Only merge-based vocabularies (byte-level BPE, tiktoken, SentencePiece)
   // have a canonical encoding; a plain token list is refused.
-  static std::variant<std::unique_ptr<CanonicalPairs>, std::string> create(std::shared_ptr<const Vocabulary> vocab,
-                                                                          const Encoder& encoder,
-                                                                          size_t cached_tokens = kDefaultCachedTokens);
+  static Result<std::unique_ptr<CanonicalPairs>> create(std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder,
+                                                        size_t cached_tokens = kDefaultCachedTokens);
 
   // Whether text token `next` may follow `prev`, itself after `before`
   // (kStart where there is no such token).

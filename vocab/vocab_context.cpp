@@ -26,29 +26,33 @@ std::shared_ptr<const VocabularyContext> VocabularyContext::of(const std::shared
   return made;
 }
 
-std::variant<const Encoder*, VocabularyError> VocabularyContext::encoder() const {
+Result<const Encoder*> VocabularyContext::encoder() const {
   std::call_once(encoder_once_, [this] {
     auto created = Encoder::create(vocab_);
-    if (auto* error = std::get_if<VocabularyError>(&created)) encoder_error_ = *error;
-    else encoder_ = std::move(std::get<std::unique_ptr<Encoder>>(created));
+    if (auto* error = created.if_error())
+      encoder_error_ = *error;
+    else
+      encoder_ = std::move(*created);
   });
   if (encoder_error_) return *encoder_error_;
   return encoder_.get();
 }
 
-std::variant<const CanonicalPairs*, std::string> VocabularyContext::canonical_pairs() const {
+Result<const CanonicalPairs*> VocabularyContext::canonical_pairs() const {
   std::call_once(canonical_once_, [this] {
     auto enc = encoder();
-    if (auto* error = std::get_if<VocabularyError>(&enc)) {
-      canonical_error_ = "canonical mode needs the vocabulary's encoder: " + error->message;
+    if (auto* error = enc.if_error()) {
+      canonical_error_ = error->in("canonical mode needs the vocabulary's encoder");
       return;
     }
-    auto made = CanonicalPairs::create(vocab_, *std::get<const Encoder*>(enc));
-    if (auto* pairs = std::get_if<std::unique_ptr<CanonicalPairs>>(&made)) canonical_ = std::move(*pairs);
-    else canonical_error_ = std::get<std::string>(made);
+    auto made = CanonicalPairs::create(vocab_, **enc);
+    if (made)
+      canonical_ = std::move(*made);
+    else
+      canonical_error_ = made.error();
   });
   if (canonical_) return canonical_.get();
-  return canonical_error_;
+  return *canonical_error_;
 }
 
 }  // namespace cgram

@@ -11,6 +11,7 @@
 #include <string>
 #include <variant>
 
+#include "error.h"
 #include "vocabulary.h"
 
 namespace cgram {
@@ -27,10 +28,10 @@ class VocabularyContext {
   const Vocabulary& vocabulary() const { return *vocab_; }
   // The vocabulary's encoder, made on first use; or why there is none (a
   // plain token list). Thread-safe.
-  std::variant<const Encoder*, VocabularyError> encoder() const;
+  Result<const Encoder*> encoder() const;
   // The canonical-pair filter (vocab/canonical.h), made on first use; or why
   // there is none. Thread-safe.
-  std::variant<const CanonicalPairs*, std::string> canonical_pairs() const;
+  Result<const CanonicalPairs*> canonical_pairs() const;
 
   struct Key {
     explicit Key() = default;
@@ -42,9 +43,9 @@ class VocabularyContext {
   std::shared_ptr<const Vocabulary> vocab_;
   mutable std::once_flag encoder_once_, canonical_once_;
   mutable std::unique_ptr<Encoder> encoder_;
-  mutable std::optional<VocabularyError> encoder_error_;
+  mutable std::optional<Error> encoder_error_;
   mutable std::unique_ptr<CanonicalPairs> canonical_;
-  mutable std::string canonical_error_;
+  mutable std::optional<Error> canonical_error_;
 };
 
 }  // namespace cgram

@@ -84,14 +84,14 @@ std::string sentencepiece_piece_bytes(std::string_view piece, bool byte_fallback
   return out;
 }
 
-std::optional<VocabularyError> Vocabulary::Builder::set(uint64_t id, std::string bytes, bool special,
-                                                        const VocabularyOptions& o) {
+std::optional<Error> Vocabulary::Builder::set(uint64_t id, std::string bytes, bool special,
+                                              const VocabularyOptions& o) {
   if (id >= o.max_tokens || id >= kNoEntry)
-    return VocabularyError{fmt::format("{}: token id {} is out of range (the limit is {} ids)", name, id,
-                                       std::min<uint64_t>(o.max_tokens, kNoEntry))};
+    return Error{ErrorCode::Limit, fmt::format("{}: token id {} is out of range (the limit is {} ids)", name, id,
+                                               std::min<uint64_t>(o.max_tokens, kNoEntry))};
   if (bytes.size() > o.max_token_bytes)
-    return VocabularyError{fmt::format("{}: token {} is {} bytes long; the limit is {} bytes per token", name, id,
-                                       bytes.size(), o.max_token_bytes)};
+    return Error{ErrorCode::Limit, fmt::format("{}: token {} is {} bytes long; the limit is {} bytes per token", name,
+                                               id, bytes.size(), o.max_token_bytes)};
   if (id >= slot.size()) slot.resize(id + 1, kNoEntry);
   if (slot[id] != kNoEntry) {
     Entry& e = entries[slot[id]];
@@ -99,14 +99,14 @@ std::optional<VocabularyError> Vocabulary::Builder::set(uint64_t id, std::string
       e.special = e.special || special;
       return std::nullopt;
     }
-    return VocabularyError{fmt::format("{}: inconsistent ids: id {} is defined twice", name, id)};
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: inconsistent ids: id {} is defined twice", name, id)};
   }
   // Offsets are 32-bit, and the trie built from the tokens costs about 17
   // bytes per token byte: the total is what bounds it.
   const size_t total_limit = std::min<size_t>(o.max_total_token_bytes, UINT32_MAX);
   if (bytes.size() > total_limit - total_bytes)
-    return VocabularyError{fmt::format("{}: the tokens' bytes add up to more than the limit of {} bytes", name,
-                                       total_limit)};
+    return Error{ErrorCode::Limit,
+                 fmt::format("{}: the tokens' bytes add up to more than the limit of {} bytes", name, total_limit)};
   total_bytes += bytes.size();
   slot[id] = static_cast<uint32_t>(entries.size());
   entries.push_back({static_cast<uint32_t>(id), std::move(bytes), special});
@@ -114,7 +114,7 @@ std::optional<VocabularyError> Vocabulary::Builder::set(uint64_t id, std::string
 }
 
 VocabularyResult Vocabulary::Builder::build(const VocabularyOptions& options) {
-  if (entries.empty()) return VocabularyError{fmt::format("{}: the vocabulary has no tokens", name)};
+  if (entries.empty()) return Error{ErrorCode::InvalidInput, fmt::format("{}: the vocabulary has no tokens", name)};
   auto vocab = std::make_shared<Vocabulary>();
   vocab->name_ = name;
   vocab->kind_ = kind;
@@ -146,13 +146,13 @@ std::string Vocabulary::no_eos_warning(std::string_view name) {
                      name);
 }
 
-std::optional<VocabularyError> Vocabulary::set_eos_ids(std::vector<uint32_t> eos) {
+std::optional<Error> Vocabulary::set_eos_ids(std::vector<uint32_t> eos) {
   std::sort(eos.begin(), eos.end());
   eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
   for (uint32_t id : eos)
     if (id >= size())
-      return VocabularyError{
-          fmt::format("{}: end-of-sequence id {} is not in the vocabulary ({} ids)", name_, id, size())};
+      return Error{ErrorCode::InvalidInput,
+                   fmt::format("{}: end-of-sequence id {} is not in the vocabulary ({} ids)", name_, id, size())};
   // End of sequence is never text: it is allowed exactly when the text can end.
   for (uint32_t id : eos) special_[id] = 1;
   eos_ids_ = std::move(eos);
@@ -240,7 +240,8 @@ VocabularyResult Vocabulary::from_tokens(std::vector<std::string> tokens, std::v
   builder.name = "token list";
   VocabularyOptions options;
   if (tokens.size() > options.max_tokens)
-    return VocabularyError{fmt::format("token list: {} tokens; the limit is {}", tokens.size(), options.max_tokens)};
+    return Error{ErrorCode::Limit,
+                 fmt::format("token list: {} tokens; the limit is {}", tokens.size(), options.max_tokens)};
   std::vector<bool> is_special(tokens.size());
   for (uint32_t id : special)
     if (id < tokens.size()) is_special[id] = true;
@@ -255,7 +256,7 @@ VocabularyResult Vocabulary::from_memory(std::string_view content, std::string_v
   if (content.substr(0, 4) == "GGUF") return load_gguf(content, name, options);
   size_t first = content.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos)
-    return VocabularyError{fmt::format("{}: the file is empty", name)};
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: the file is empty", name)};
   if (content[first] == '{') return load_hf_tokenizer_json(content, name, options, config_json);
   if (content[first] == '[') return load_token_list_json(content, name, options);
   return load_tiktoken(content, name, options);
@@ -264,9 +265,9 @@ VocabularyResult Vocabulary::from_memory(std::string_view content, std::string_v
 VocabularyResult Vocabulary::load(const std::string& path, const VocabularyOptions& options) {
   // Only a regular file, read without blocking and never past the limit:
   // a directory, a FIFO or /dev/zero is refused, not waited on or read forever.
-  std::string content;
-  if (auto error = read_regular_file(path, "vocabulary", options.max_file_bytes, content))
-    return VocabularyError{std::move(*error)};
+  auto read = read_regular_file(path, "vocabulary", options.max_file_bytes);
+  if (!read) return read.error();
+  const std::string& content = *read;
   // A Hugging Face tokenizer.json names its end-of-sequence token in the
   // tokenizer_config.json beside it ("llama3-tokenizer.json" →
   // "llama3-tokenizer_config.json", or "tokenizer_config.json"). Only a JSON
@@ -280,10 +281,9 @@ VocabularyResult Vocabulary::load(const std::string& path, const VocabularyOptio
          {stem + "_config.json", path.substr(0, path.find_last_of('/') + 1) + "tokenizer_config.json"}) {
       std::error_code ec;
       if (candidate == path || !std::filesystem::exists(candidate, ec)) continue;
-      std::string text;
-      if (auto error = read_regular_file(candidate, "tokenizer config", options.max_file_bytes, text))
-        return VocabularyError{std::move(*error)};
-      config = std::move(text);
+      auto text = read_regular_file(candidate, "tokenizer config", options.max_file_bytes);
+      if (!text) return text.error();
+      config = std::move(*text);
       break;
     }
   }
@@ -294,12 +294,11 @@ VocabularyResult Vocabulary::load(const std::string& path, const VocabularyOptio
   const std::string generation = path.substr(0, path.find_last_of('/') + 1) + "generation_config.json";
   std::error_code ec;
   if (std::filesystem::exists(generation, ec)) {
-    std::string text;
-    if (auto error = read_regular_file(generation, "generation config", options.max_file_bytes, text))
-      return VocabularyError{std::move(*error)};
-    auto ids = eos_ids_from_generation_config(text);
-    if (auto* error = std::get_if<std::string>(&ids)) return VocabularyError{fmt::format("{}: {}", generation, *error)};
-    const auto& found = std::get<std::vector<uint32_t>>(ids);
+    auto text = read_regular_file(generation, "generation config", options.max_file_bytes);
+    if (!text) return text.error();
+    auto ids = eos_ids_from_generation_config(*text);
+    if (!ids) return ids.error().in(generation);
+    const auto& found = *ids;
     with_generation.extra_eos_ids.insert(with_generation.extra_eos_ids.end(), found.begin(), found.end());
   }
   return from_memory(content, path, with_generation, config);

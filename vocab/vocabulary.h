@@ -17,13 +17,11 @@
 #include <variant>
 #include <vector>
 
+#include "error.h"
+
 namespace cgram {
 
 class VocabTrie;
-
-struct VocabularyError {
-  std::string message;
-};
 
 enum class TokenizerKind : uint8_t {
   ByteLevelBpe,    // GPT-2 style: bytes through the byte↔unicode table, merges
@@ -57,7 +55,7 @@ struct VocabularyOptions {
   size_t max_gguf_entries = size_t(1) << 16;
 };
 class Vocabulary;
-using VocabularyResult = std::variant<std::shared_ptr<const Vocabulary>, VocabularyError>;
+using VocabularyResult = Result<std::shared_ptr<const Vocabulary>>;
 
 class Vocabulary {
  public:
@@ -133,7 +131,7 @@ class Vocabulary {
   // Makes `eos` (any order, repeats allowed) the end-of-sequence ids: each
   // becomes special, and the index of text tokens by bytes is made again
   // without them. An error names an id outside the vocabulary.
-  std::optional<VocabularyError> set_eos_ids(std::vector<uint32_t> eos);
+  std::optional<Error> set_eos_ids(std::vector<uint32_t> eos);
   static std::string no_eos_warning(std::string_view name);
   std::string name_;
   TokenizerKind kind_ = TokenizerKind::List;

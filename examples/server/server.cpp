@@ -260,15 +260,14 @@ int main(int argc, char** argv) {
   app.add_option("--jit-threads", jit_threads, "Background JIT threads (0: table tier only)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   VocabularyResult vocab = vocab_path.empty() ? Vocabulary::bundled() : Vocabulary::load(vocab_path);
-  if (auto* e = std::get_if<VocabularyError>(&vocab)) {
+  if (auto* e = vocab.if_error()) {
     std::cerr << "cgram-server: " << e->message << "\n";
     return 1;
   }
   CompilerOptions options;
   options.cache_bytes = cache_mb << 20;
   options.jit_threads = jit_threads;
-  Server server(std::make_unique<Compiler>(options),
-                std::get<std::shared_ptr<const Vocabulary>>(vocab), std::max<size_t>(threads, 1));
+  Server server(std::make_unique<Compiler>(options), *vocab, std::max<size_t>(threads, 1));
   if (!socket_path.empty()) return serve_socket(server, socket_path);
   serve(server, std::cin, std::cout);
   return 0;

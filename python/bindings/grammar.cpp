@@ -92,11 +92,12 @@ GrammarPtr parse(std::string_view source, const Reading& reading) {
 }
 
 GrammarPtr parse_file(const std::string& path, Reading reading) {
-  std::string text;
-  if (auto error = read_regular_file(path, "grammar", kMaxSourceBytes, text)) {
-    PyErr_SetString(PyExc_OSError, error->c_str());
+  auto read = read_regular_file(path, "grammar", kMaxSourceBytes);
+  if (!read) {
+    PyErr_SetString(PyExc_OSError, read.error().message.c_str());
     throw py::error_already_set();
   }
+  std::string& text = *read;
   reading.filename = path;
   return parse(text, reading);
 }
@@ -122,8 +123,8 @@ std::shared_ptr<const Vocabulary> vocabulary_or_bundled(const std::shared_ptr<Py
   // Built once per process: loading it costs milliseconds.
   static const std::shared_ptr<const Vocabulary> bundled = [] {
     VocabularyResult result = Vocabulary::bundled();
-    if (auto* error = std::get_if<VocabularyError>(&result)) raise(exceptions().vocabulary_error, error->message);
-    return std::get<std::shared_ptr<const Vocabulary>>(result);
+    if (auto* error = result.if_error()) raise(exceptions().vocabulary_error, error->message);
+    return *result;
   }();
   return bundled;
 }
@@ -150,24 +151,24 @@ CompiledPtr compile(const GrammarPtr& grammar, const std::shared_ptr<PyVocabular
 
 CompiledPtr load(const std::string& path, const std::shared_ptr<PyVocabulary>& vocab) {
   std::shared_ptr<const Vocabulary> vocabulary = vocabulary_or_bundled(vocab);
-  std::optional<CompiledGrammar::Result> result;
+  std::optional<CompileResult> result;
   {
     py::gil_scoped_release released;
     result = load_shared_object(path, vocabulary);
   }
-  if (auto* error = std::get_if<CompileError>(&*result)) raise(exceptions().load_error, error->message);
+  if (auto* error = result->if_error()) raise(exceptions().load_error, error->message);
   auto wrapper = std::make_shared<PyCompiledGrammar>();
-  wrapper->compiled = std::get<std::shared_ptr<const CompiledGrammar>>(*result);
+  wrapper->compiled = **result;
   return wrapper;
 }
 
 void save(const PyCompiledGrammar& self, const std::string& path) {
-  std::variant<std::monostate, CompileError> result;
+  Result<void> result;
   {
     py::gil_scoped_release released;
     result = save_shared_object(*self.compiled, path);
   }
-  if (auto* error = std::get_if<CompileError>(&result)) raise(exceptions().compile_error, error->message);
+  if (auto* error = result.if_error()) raise(exceptions().compile_error, error->message);
 }
 
 void bind_diagnostic(py::module_& m) {

@@ -33,8 +33,8 @@ size_t checked_row(const py::array& words, py::ssize_t row, const char* what) {
 
 py::tuple jump_forward(PyMatcher& self, size_t limit) {
   auto jump = self.use().jump_forward(limit);
-  if (auto* error = std::get_if<std::string>(&jump)) raise(exceptions().vocabulary_error, *error);
-  const Matcher::JumpForward& j = std::get<Matcher::JumpForward>(jump);
+  if (auto* error = jump.if_error()) raise(exceptions().vocabulary_error, error->message);
+  const Matcher::JumpForward& j = *jump;
   return py::make_tuple(j.rollback, j.tokens);
 }
 

@@ -19,9 +19,9 @@ VocabularyOptions with_eos(const std::optional<std::vector<uint32_t>>& eos_ids) 
 }
 
 VocabularyPtr take(VocabularyResult result) {
-  if (auto* error = std::get_if<VocabularyError>(&result)) raise(exceptions().vocabulary_error, error->message);
+  if (auto* error = result.if_error()) raise(exceptions().vocabulary_error, error->message);
   auto wrapper = std::make_shared<PyVocabulary>();
-  wrapper->vocab = std::move(std::get<std::shared_ptr<const Vocabulary>>(result));
+  wrapper->vocab = std::move(*result);
   return wrapper;
 }
 
@@ -43,8 +43,8 @@ const char* kind_key(TokenizerKind kind) {
 std::vector<uint32_t> encode(PyVocabulary& self, std::string_view text, bool continuation) {
   const Encoder& encoder = self.get_encoder();
   EncodeResult result = continuation ? encoder.try_encode_continuation(text) : encoder.try_encode(text);
-  if (auto* error = std::get_if<VocabularyError>(&result)) raise(exceptions().vocabulary_error, error->message);
-  return std::move(std::get<std::vector<uint32_t>>(result));
+  if (auto* error = result.if_error()) raise(exceptions().vocabulary_error, error->message);
+  return std::move(*result);
 }
 
 py::bytes decode(const PyVocabulary& self, const std::vector<uint32_t>& ids, bool skip_special) {
@@ -62,8 +62,8 @@ py::bytes decode(const PyVocabulary& self, const std::vector<uint32_t>& ids, boo
 const Encoder& PyVocabulary::get_encoder() {
   if (!encoder) {
     auto made = Encoder::create(vocab);
-    if (auto* error = std::get_if<VocabularyError>(&made)) raise(exceptions().vocabulary_error, error->message);
-    encoder = std::move(std::get<std::unique_ptr<Encoder>>(made));
+    if (auto* error = made.if_error()) raise(exceptions().vocabulary_error, error->message);
+    encoder = std::move(*made);
   }
   return *encoder;
 }

@@ -70,8 +70,8 @@ const Case kCases[] = {
 std::shared_ptr<const CompiledGrammar> compile_for(const std::shared_ptr<const Grammar>& g,
                                                    std::shared_ptr<const Vocabulary> vocab) {
   auto result = CompiledGrammar::compile(g, std::move(vocab));
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
-  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  REQUIRE(result.ok());
+  return (*result);
 }
 
 // The text as the bundled vocabulary's tokens, one byte each (every byte has

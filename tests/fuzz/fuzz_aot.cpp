@@ -38,11 +38,11 @@ CGRAM_FUZZ_TARGET(aot) {
   FUZZ_CHECK(std::fclose(f) == 0);
   SharedObjectLimits limits;
   limits.max_file_bytes = 4u << 20;
-  CompiledGrammar::Result loaded = load_shared_object(path, fuzz::tiny_vocabulary(), limits);
-  if (auto* error = std::get_if<CompileError>(&loaded)) {
+  CompileResult loaded = load_shared_object(path, fuzz::tiny_vocabulary(), limits);
+  if (auto* error = loaded.if_error()) {
     FUZZ_CHECK(!error->message.empty());
     return 0;
   }
-  fuzz::exercise_loaded(std::get<std::shared_ptr<const CompiledGrammar>>(loaded), uint32_t(size));
+  fuzz::exercise_loaded(*loaded, uint32_t(size));
   return 0;
 }

@@ -22,8 +22,8 @@ void check_failed(const char* what, const char* file, int line) {
 const std::shared_ptr<const Vocabulary>& bundled_vocabulary() {
   static const std::shared_ptr<const Vocabulary> vocab = [] {
     auto loaded = Vocabulary::bundled();
-    FUZZ_CHECK(std::holds_alternative<std::shared_ptr<const Vocabulary>>(loaded));
-    return std::get<std::shared_ptr<const Vocabulary>>(loaded);
+    FUZZ_CHECK(loaded.ok());
+    return (*loaded);
   }();
   return vocab;
 }
@@ -40,8 +40,8 @@ const std::shared_ptr<const Vocabulary>& tiny_vocabulary() {
     tokens.emplace_back("</s>");
     const uint32_t eos = uint32_t(tokens.size() - 1);
     auto built = Vocabulary::from_tokens(std::move(tokens), {eos}, {eos});
-    FUZZ_CHECK(std::holds_alternative<std::shared_ptr<const Vocabulary>>(built));
-    return std::get<std::shared_ptr<const Vocabulary>>(built);
+    FUZZ_CHECK(built.ok());
+    return (*built);
   }();
   return vocab;
 }
@@ -64,9 +64,9 @@ std::shared_ptr<const CompiledGrammar> compile_or_die(std::string_view text, std
   CompileOptions options;
   options.eager_index = eager_index;
   auto compiled = CompiledGrammar::compile(outcome.grammar, vocab, options);
-  if (auto* e = std::get_if<CompileError>(&compiled)) std::fprintf(stderr, "%s\n", e->message.c_str());
-  FUZZ_CHECK(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compiled));
-  return std::get<std::shared_ptr<const CompiledGrammar>>(compiled);
+  if (auto* e = compiled.if_error()) std::fprintf(stderr, "%s\n", e->message.c_str());
+  FUZZ_CHECK(compiled.ok());
+  return (*compiled);
 }
 
 void check_grammar(std::string_view text, const ParseOptions& options) {
@@ -80,11 +80,11 @@ void check_grammar(std::string_view text, const ParseOptions& options) {
   }
   const auto& vocab = fuzz::bundled_vocabulary();
   auto compiled = CompiledGrammar::compile(outcome.grammar, vocab);
-  if (auto* error = std::get_if<CompileError>(&compiled)) {
+  if (auto* error = compiled.if_error()) {
     FUZZ_CHECK(!error->message.empty());
     return;
   }
-  Matcher matcher(std::get<std::shared_ptr<const CompiledGrammar>>(compiled));
+  Matcher matcher(*compiled);
   std::vector<uint32_t> mask(matcher.mask_words());
   // The first mask, then one step on an allowed token and the next mask.
   matcher.fill_mask(mask);

@@ -109,15 +109,15 @@ CGRAM_FUZZ_TARGET(regex) {
   limits.max_intermediate_dfa_states = 1u << 13;
   ir::DfaResult compiled = ir::compile_regex(regex, limits);
   ir::NfaResult nfa = ir::regex_to_nfa(regex, limits);
-  if (std::holds_alternative<ir::AutomatonError>(nfa)) {
+  if (!nfa.ok()) {
     return 0;
   }
-  const ir::Nfa& n = std::get<ir::Nfa>(nfa);
+  const ir::Nfa& n = *nfa;
   ir::DfaResult dfa = ir::nfa_to_dfa(n, limits);
-  const ir::Dfa* direct = std::get_if<ir::Dfa>(&dfa);
+  const ir::Dfa* direct = dfa.if_value();
   ir::Dfa minimal;
   if (direct) minimal = ir::minimize(*direct);
-  const ir::Dfa* whole = std::get_if<ir::Dfa>(&compiled);
+  const ir::Dfa* whole = compiled.if_value();
   if (whole) {
     FUZZ_CHECK(whole->size() <= limits.max_dfa_states);
     FUZZ_CHECK(whole->accepts_empty() == nfa_verdicts(n, "")[0]);

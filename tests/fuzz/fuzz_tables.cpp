@@ -13,11 +13,11 @@ using namespace cgram;
 
 CGRAM_FUZZ_TARGET(tables) {
   const std::string bytes = CompiledGrammar::seal_tables(std::string(reinterpret_cast<const char*>(data), size));
-  CompiledGrammar::Result loaded = CompiledGrammar::load_tables(bytes, fuzz::tiny_vocabulary());
-  if (auto* error = std::get_if<CompileError>(&loaded)) {
+  CompileResult loaded = CompiledGrammar::load_tables(bytes, fuzz::tiny_vocabulary());
+  if (auto* error = loaded.if_error()) {
     FUZZ_CHECK(!error->message.empty());
     return 0;
   }
-  fuzz::exercise_loaded(std::get<std::shared_ptr<const CompiledGrammar>>(loaded), uint32_t(size));
+  fuzz::exercise_loaded(*loaded, uint32_t(size));
   return 0;
 }

@@ -46,11 +46,11 @@ CGRAM_FUZZ_TARGET(vocab) {
   VocabularyOptions options;
   options.max_tokens = 1u << 16;
   VocabularyResult loaded = Vocabulary::from_memory(content, "fuzz", options, config);
-  if (auto* error = std::get_if<VocabularyError>(&loaded)) {
+  if (auto* error = loaded.if_error()) {
     FUZZ_CHECK(!error->message.empty());
     return 0;
   }
-  std::shared_ptr<const Vocabulary> vocab = std::get<std::shared_ptr<const Vocabulary>>(loaded);
+  std::shared_ptr<const Vocabulary> vocab = *loaded;
   const size_t n = vocab->size();
   FUZZ_CHECK(n <= options.max_tokens);
   for (uint32_t id : vocab->eos_ids()) FUZZ_CHECK(id < n);
@@ -65,23 +65,23 @@ CGRAM_FUZZ_TARGET(vocab) {
   (void)vocab->trie();
 
   auto created = Encoder::create(vocab);
-  if (auto* encoder = std::get_if<std::unique_ptr<Encoder>>(&created)) {
+  if (auto* encoder = created.if_value()) {
     for (std::string_view text : {std::string_view("Hello, world! 12 {\"a\": [1, 2]}\n\u00e9t\u00e9 \u4e2d\u6587  x"),
                                   content.substr(0, 64)}) {
       for (uint32_t id : (*encoder)->encode(text)) FUZZ_CHECK(id < n);
       for (uint32_t id : (*encoder)->encode_continuation(text)) FUZZ_CHECK(id < n);
     }
   } else {
-    FUZZ_CHECK(!std::get<VocabularyError>(created).message.empty());
+    FUZZ_CHECK(!created.error().message.empty());
   }
 
   // A grammar compiled for this vocabulary, walked along its allowed tokens.
   auto compiled = CompiledGrammar::compile(small_grammar(), vocab);
-  if (auto* error = std::get_if<CompileError>(&compiled)) {
+  if (auto* error = compiled.if_error()) {
     FUZZ_CHECK(!error->message.empty());
     return 0;
   }
-  Matcher matcher(std::get<std::shared_ptr<const CompiledGrammar>>(compiled));
+  Matcher matcher(*compiled);
   std::vector<uint32_t> mask(matcher.mask_words());
   for (int step = 0; step < 6; ++step) {
     matcher.fill_mask(mask);

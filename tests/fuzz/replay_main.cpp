@@ -84,7 +84,7 @@ int make_seeds(const fs::path& dir) {
     // Two shared objects are enough: loading them is the same code.
     if (stem == "json" || stem == "reply") {
       auto saved = save_shared_object(*compiled, (dir / "aot" / (stem + ".so")).string());
-      if (auto* error = std::get_if<CompileError>(&saved)) {
+      if (auto* error = saved.if_error()) {
         std::fprintf(stderr, "%s: %s\n", name, error->message.c_str());
         return 1;
       }

@@ -67,7 +67,7 @@ void skip_without_shared(std::string_view name) {
 }
 
 std::shared_ptr<const Vocabulary> bundled_vocabulary() {
-  static const auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  static const auto vocab = (*(Vocabulary::bundled()));
   return vocab;
 }
 
@@ -107,6 +107,14 @@ std::vector<SuiteGrammar> suite_grammars() {
       out.push_back(std::move(sg));
     }
   }
+  return out;
+}
+
+std::set<uint32_t> set_bits(std::span<const uint32_t> words) {
+  std::set<uint32_t> out;
+  for (uint32_t w = 0; w < words.size(); ++w)
+    for (uint32_t b = 0; b < 32; ++b)
+      if (words[w] >> b & 1) out.insert(w * 32 + b);
   return out;
 }
 

@@ -2,6 +2,8 @@
 // Shared helpers for the tests: parse a grammar, ask the oracle.
 #include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,5 +49,8 @@ struct SuiteGrammar {
 };
 std::vector<SuiteGrammar> suite_grammars();
 std::string read_file(const std::string& path);
+
+// The token ids whose bits are set in mask words.
+std::set<uint32_t> set_bits(std::span<const uint32_t> words);
 
 }  // namespace cgram::test

@@ -53,11 +53,12 @@ json summary_json(const ir::GrammarIR& ir, const std::string& start) {
 // mode). Returns the outcome; `io_error` is set when the file is unreadable.
 Grammar::Outcome load(const std::string& file, const std::string& start, const GrammarInput& format, bool json_mode,
                       std::string& io_error) {
-  std::string text;
-  if (auto error = read_grammar_file(file, text)) {
-    io_error = std::move(*error);
+  auto read = read_grammar_file(file);
+  if (!read) {
+    io_error = read.error().message;
     return Grammar::Outcome{nullptr, Diagnostics(nullptr), nullptr};
   }
+  const std::string& text = *read;
   Grammar::Outcome outcome = Grammar::parse(text, file, grammar_options(file, start, format));
   if (!json_mode) std::cerr << outcome.diagnostics.render(isatty(STDERR_FILENO));
   return outcome;
@@ -86,6 +87,32 @@ std::pair<size_t, size_t> line_column(std::string_view text, size_t offset) {
 }
 
 using Verdict = TextVerdict;
+
+}  // namespace
+
+namespace {
+
+// `check --dump PASS`: the grammar compiled for a vocabulary, then each
+// named pass's part of it.
+int print_pass_dumps(const CheckArgs& args, const std::shared_ptr<const Grammar>& grammar) {
+  VocabularyResult vocab = args.vocab.empty() ? Vocabulary::bundled() : Vocabulary::load(args.vocab);
+  if (!vocab) {
+    print_error(vocab.error().message);
+    return 1;
+  }
+  CompileResult compiled = CompiledGrammar::compile(grammar, *vocab);
+  if (!compiled) {
+    print_error(compiled.error().message);
+    return 1;
+  }
+  for (const std::string& name : args.dump_passes) {
+    const Pass pass = *pass_named(name);
+    std::cout << fmt::format("== pass {} ({}, {:.1f} ms)\n", name, pass_info(pass).job,
+                             (*compiled)->timings().pass_ms[static_cast<size_t>(pass)])
+              << (*compiled)->dump(pass);
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -134,6 +161,7 @@ int run_check(const CheckArgs& args) {
               << fmt::format("== LALR(1): {} states, {} conflicting cells (run generalised)\n", table.state_count(),
                              table.conflict_count());
   }
+  if (!args.dump_passes.empty()) return print_pass_dumps(args, outcome.grammar);
   return 0;
 }
 
@@ -142,10 +170,12 @@ int run_match(const MatchArgs& args) {
   std::string io_error;
   std::string text;
   if (args.text_file) {
-    if (auto error = read_regular_file(*args.text_file, "text", args.max_text_bytes, text)) {
-      print_io_error(*error, args.json);
+    auto read = read_regular_file(*args.text_file, "text", args.max_text_bytes);
+    if (!read) {
+      print_io_error(read.error().message, args.json);
       return kExitUsage;
     }
+    text = std::move(*read);
   } else {
     text = args.text.value_or("");
   }
@@ -212,11 +242,12 @@ int run_convert(const ConvertArgs& args) {
                             args.file));
     return kExitUsage;
   }
-  std::string text;
-  if (auto error = read_grammar_file(args.file, text)) {
-    print_error(*error);
+  auto read = read_grammar_file(args.file);
+  if (!read) {
+    print_error(read.error().message);
     return 1;
   }
+  const std::string& text = *read;
   // The whole pipeline first, so that what is written is a grammar that
   // works, and every problem is reported at its position in the input.
   Grammar::Outcome outcome = Grammar::parse(text, args.file, grammar_options(args.file, "start", args));

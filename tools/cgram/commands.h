@@ -38,6 +38,8 @@ struct CheckArgs : GrammarInput {
   std::string start = "start";
   bool json = false;
   bool dump_ir = false;
+  std::vector<std::string> dump_passes;  // --dump PASS: compile, then print what each named pass made
+  std::string vocab;                     // for --dump (empty: the bundled vocabulary)
 };
 int run_check(const CheckArgs& args);
 

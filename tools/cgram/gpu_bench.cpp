@@ -20,15 +20,15 @@ namespace {
 using nlohmann::json;
 
 template <typename T>
-std::optional<T> or_report(std::variant<T, jit::GpuError> result, const char* what) {
-  if (auto* error = std::get_if<jit::GpuError>(&result)) {
+std::optional<T> or_report(Result<T> result, const char* what) {
+  if (auto* error = result.if_error()) {
     print_error(fmt::format("{}: {}", what, error->message));
     return std::nullopt;
   }
-  return std::move(std::get<T>(result));
+  return std::move(*result);
 }
 
-bool ok(const std::optional<jit::GpuError>& error, const char* what) {
+bool ok(const std::optional<cgram::Error>& error, const char* what) {
   if (error) print_error(fmt::format("{}: {}", what, error->message));
   return !error;
 }
@@ -52,7 +52,7 @@ std::optional<Stat> wall(size_t runs, F&& work) {
 
 // Device microseconds of `work` (events on a GPU), in samples of `repeats`.
 std::optional<Stat> device_time(jit::KernelBackend& backend, size_t samples, int repeats,
-                                const std::function<std::optional<jit::GpuError>()>& work) {
+                                const std::function<std::optional<cgram::Error>()>& work) {
   std::vector<double> us;
   for (size_t i = 0; i < samples; ++i) {
     auto ms = or_report(backend.time_ms(work, repeats), "timing");
@@ -94,13 +94,12 @@ int bench_gpu(const BenchArgs& args, const std::shared_ptr<const CompiledGrammar
   const auto rows = static_cast<uint32_t>(args.rows);
   auto created = args.gpu_host ? jit::host_kernel_backend(jit::gpu_kernel_shape(*g))
                                : jit::cuda_kernel_backend(jit::gpu_kernel_shape(*g), {args.cuda_library, 0, ""});
-  if (auto* error = std::get_if<jit::GpuError>(&created)) {
+  if (auto* error = created.if_error()) {
     std::cerr << "cgram bench: no GPU: " << printable(error->message, true) << "\n"
               << "(--gpu-host runs the kernels' host build instead.)\n";
     return args.gpu_host ? 3 : kExitNoGpu;
   }
-  auto made = or_report(jit::GpuMasker::create(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(created))),
-                        "GPU masker");
+  auto made = or_report(jit::GpuMasker::create(g, std::move(*created)), "GPU masker");
   if (!made) return 3;
   jit::GpuMasker& masker = **made;
   jit::KernelBackend& backend = masker.backend();

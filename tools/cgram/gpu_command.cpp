@@ -22,11 +22,11 @@ int emit_kernels(const GpuArgs& args) {
     return 1;
   }
   auto ptx = codegen::emit_ptx(*module, args.emit_ptx);
-  if (auto* error = std::get_if<codegen::PtxError>(&ptx)) {
+  if (auto* error = ptx.if_error()) {
     print_error(error->message);
     return 1;
   }
-  return write_output(args.output, std::get<std::string>(ptx));
+  return write_output(args.output, *ptx);
 }
 
 }  // namespace
@@ -34,18 +34,18 @@ int emit_kernels(const GpuArgs& args) {
 int run_gpu(const GpuArgs& args) {
   if (!args.emit_ptx.empty()) return emit_kernels(args);
   auto loaded = gpu::Driver::load(args.library);
-  if (auto* error = std::get_if<gpu::GpuError>(&loaded)) {
+  if (auto* error = loaded.if_error()) {
     std::cerr << "cgram gpu: no GPU: " << printable(error->message, true) << "\n"
               << "Masks are computed on the CPU: every command works without a GPU.\n";
     return kExitNoGpu;
   }
-  const gpu::Driver& driver = *std::get<gpu::DriverPtr>(loaded);
+  const gpu::Driver& driver = **loaded;
   auto devices = driver.devices();
-  if (auto* error = std::get_if<gpu::GpuError>(&devices)) {
+  if (auto* error = devices.if_error()) {
     print_error(error->message);
     return kExitNoGpu;
   }
-  const auto& list = std::get<std::vector<gpu::Driver::Device>>(devices);
+  const auto& list = *devices;
   std::cout << fmt::format("CUDA driver {}: {} device{}\n", driver.library(), list.size(), list.size() == 1 ? "" : "s");
   for (const gpu::Driver::Device& d : list)
     std::cout << fmt::format("  {}: {} (sm_{}{}), {:.1f} GiB, peak bandwidth {:.0f} GB/s\n", d.ordinal, d.name, d.major,

@@ -24,8 +24,8 @@ namespace cgram::cli {
 
 // Grammars are read up to the front end's own limit (a larger one would be
 // refused by the parser anyway, after reading all of it).
-inline std::optional<std::string> read_grammar_file(const std::string& path, std::string& out) {
-  return read_regular_file(path, "grammar", kMaxSourceBytes, out);
+inline Result<std::string> read_grammar_file(const std::string& path) {
+  return read_regular_file(path, "grammar", kMaxSourceBytes);
 }
 
 // JSON strings must be UTF-8, but paths, rule names, diagnostics and

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "io.h"
+#include "pipeline.h"
 
 namespace {
 
@@ -100,6 +101,15 @@ int run(int argc, char** argv) {
   add_format(check_cmd, check);
   check_cmd->add_flag("--json", check.json, "Print the result as one JSON object");
   check_cmd->add_flag("--ir", check.dump_ir, "Also print the desugared grammar IR, its lexical terminals and LR skeleton");
+  std::vector<std::string> pass_names;
+  for (const cgram::PassInfo& info : cgram::kPasses) pass_names.emplace_back(info.name);
+  check_cmd
+      ->add_option("--dump", check.dump_passes,
+                   "Compile for the vocabulary and print what a pass of the pipeline made (repeat for several)")
+      ->check(CLI::IsMember(pass_names));
+  check_cmd->add_option(
+      "--vocab", check.vocab,
+      "With --dump: tokenizer.json, tiktoken, GGUF or a JSON token list (default: the bundled Phi-3)");
 
   MatchArgs match;
   CLI::App* match_cmd = app.add_subcommand(

@@ -56,11 +56,11 @@ std::optional<Loaded> load(const VocabArgs& args) {
   Loaded out;
   auto vocab_start = Clock::now();
   VocabularyResult vocab = args.vocab.empty() ? Vocabulary::bundled() : Vocabulary::load(args.vocab);
-  if (auto* e = std::get_if<VocabularyError>(&vocab)) {
+  if (auto* e = vocab.if_error()) {
     print_error(e->message);
     return std::nullopt;
   }
-  out.vocab = std::get<std::shared_ptr<const Vocabulary>>(vocab);
+  out.vocab = *vocab;
   print_warnings(*out.vocab);
   out.vocab->trie();
   out.vocab_ms = ms_since(vocab_start);
@@ -69,18 +69,19 @@ std::optional<Loaded> load(const VocabArgs& args) {
     out.grammar_arrived = start;
     auto loaded = load_shared_object(args.file, out.vocab);
     out.load_ms = ms_since(start);
-    if (auto* e = std::get_if<CompileError>(&loaded)) {
+    if (auto* e = loaded.if_error()) {
       print_error(e->message);
       return std::nullopt;
     }
-    out.compiled = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
+    out.compiled = *loaded;
     return out;
   }
-  std::string text;
-  if (auto error = read_grammar_file(args.file, text)) {
-    print_error(*error);
+  auto read = read_grammar_file(args.file);
+  if (!read) {
+    print_error(read.error().message);
     return std::nullopt;
   }
+  const std::string& text = *read;
   out.grammar_arrived = Clock::now();
   CompileRequest request;
   request.text = text;
@@ -106,22 +107,23 @@ std::optional<Loaded> load(const VocabArgs& args) {
 
 std::unique_ptr<Encoder> encoder_for(const std::shared_ptr<const Vocabulary>& vocab) {
   auto created = Encoder::create(vocab);
-  if (auto* e = std::get_if<VocabularyError>(&created)) {
+  if (auto* e = created.if_error()) {
     print_error(e->message);
     return nullptr;
   }
-  return std::move(std::get<std::unique_ptr<Encoder>>(created));
+  return std::move(*created);
 }
 
 // Token id sequences from a file of whitespace-separated ids, one sequence
 // per line (empty lines skipped); every id must be below the vocabulary size.
 std::optional<std::vector<std::vector<uint32_t>>> read_token_ids(const std::string& path, size_t vocab_size,
                                                                  size_t max_bytes, std::string& error) {
-  std::string text;
-  if (auto read_error = read_regular_file(path, "token id file", max_bytes, text)) {
-    error = std::move(*read_error);
+  auto read = read_regular_file(path, "token id file", max_bytes);
+  if (!read) {
+    error = read.error().message;
     return std::nullopt;
   }
+  const std::string& text = *read;
   std::vector<std::vector<uint32_t>> sequences;
   std::istringstream lines(text);
   std::string line;
@@ -160,20 +162,22 @@ std::optional<std::vector<uint32_t>> prefix_tokens(const MaskArgs& args, const L
   }
   std::string prefix = args.prefix;
   if (!args.prefix_file.empty()) {
-    if (auto read_error = read_regular_file(args.prefix_file, "prefix file", args.max_text_bytes, prefix)) {
-      print_error(*read_error);
+    auto read = read_regular_file(args.prefix_file, "prefix file", args.max_text_bytes);
+    if (!read) {
+      print_error(read.error().message);
       return std::nullopt;
     }
+    prefix = std::move(*read);
   }
   if (prefix.empty()) return std::vector<uint32_t>{};  // no encoder needed (a plain token list has none)
   auto encoder = encoder_for(loaded.vocab);
   if (!encoder) return std::nullopt;
   auto tokens = encoder->try_encode_continuation(prefix);
-  if (auto* e = std::get_if<VocabularyError>(&tokens)) {
+  if (auto* e = tokens.if_error()) {
     print_error(e->message);
     return std::nullopt;
   }
-  return std::move(std::get<std::vector<uint32_t>>(tokens));
+  return std::move(*tokens);
 }
 
 
@@ -362,18 +366,19 @@ bool read_documents(const std::string& docs_path, const std::shared_ptr<const Vo
   } else {
     paths.push_back(docs_path);
   }
-  std::string text;
   for (const std::string& path : paths) {
-    if (auto error = read_regular_file(path, "document", max_bytes, text)) {
-      print_error(*error);
+    auto read = read_regular_file(path, "document", max_bytes);
+    if (!read) {
+      print_error(read.error().message);
       return false;
     }
+    const std::string& text = *read;
     auto tokens = encoder->try_encode_continuation(text);
-    if (auto* e = std::get_if<VocabularyError>(&tokens)) {
+    if (auto* e = tokens.if_error()) {
       print_error(fmt::format("{}: {}", path, e->message));
       return false;
     }
-    docs.emplace_back(path, std::move(std::get<std::vector<uint32_t>>(tokens)));
+    docs.emplace_back(path, std::move(*tokens));
   }
   return true;
 }
@@ -472,11 +477,11 @@ std::optional<JumpSavings> run_jump_forward(const std::shared_ptr<const Compiled
                                             const Documents& docs) {
   JumpSavings out;
   auto enc = compiled->encoder();
-  if (auto* error = std::get_if<VocabularyError>(&enc)) {
+  if (auto* error = enc.if_error()) {
     print_error(error->message);
     return std::nullopt;
   }
-  const Encoder& encoder = *std::get<const Encoder*>(enc);
+  const Encoder& encoder = **enc;
   const Vocabulary& vocab = compiled->vocabulary();
   for (const auto& [path, tokens] : docs) {
     std::string text;
@@ -491,7 +496,7 @@ std::optional<JumpSavings> run_jump_forward(const std::shared_ptr<const Compiled
     bool left = false;
     while (pos < text.size()) {
       auto jumped = m.jump_forward();
-      const auto* jump = std::get_if<Matcher::JumpForward>(&jumped);
+      const auto* jump = jumped.if_value();
       if (jump && !jump->tokens.empty()) {
         m.rollback(jump->rollback);
         for (size_t i = 0; i < jump->rollback; ++i) ends.pop_back();
@@ -516,11 +521,11 @@ std::optional<JumpSavings> run_jump_forward(const std::shared_ptr<const Compiled
         next = tokens[it->second];
       } else {
         auto rest = encoder.try_encode_continuation(std::string_view(text).substr(pos));
-        if (!std::holds_alternative<std::vector<uint32_t>>(rest) || std::get<std::vector<uint32_t>>(rest).empty()) {
+        if (!rest.ok() || (*rest).empty()) {
           left = true;
           break;
         }
-        next = std::get<std::vector<uint32_t>>(rest)[0];
+        next = (*rest)[0];
       }
       if (m.advance(next) != AdvanceResult::Ongoing) {
         left = true;  // the document leaves the language (bench reports it)
@@ -720,11 +725,12 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
                                         const std::shared_ptr<const Vocabulary>& vocab, const Documents& docs,
                                         const BenchArgs& args) {
   const bool compare_jit = args.tier == "jit";
-  std::string text;
-  if (auto error = read_grammar_file(grammar_path.string(), text)) {
-    print_error(*error);
+  auto read = read_grammar_file(grammar_path.string());
+  if (!read) {
+    print_error(read.error().message);
     return std::nullopt;
   }
+  const std::string& text = *read;
   SuiteRow row;
   row.format = format;
   row.spelling = grammar_path.stem().string();
@@ -789,11 +795,11 @@ int bench_suite(const BenchArgs& args) {
   std::vector<std::shared_ptr<const Vocabulary>> vocabs;
   for (const std::string& path : args.vocabs.empty() ? std::vector<std::string>{""} : args.vocabs) {
     VocabularyResult vocab = path.empty() ? Vocabulary::bundled() : Vocabulary::load(path);
-    if (auto* e = std::get_if<VocabularyError>(&vocab)) {
+    if (auto* e = vocab.if_error()) {
       print_error(e->message);
       return 3;
     }
-    vocabs.push_back(std::get<std::shared_ptr<const Vocabulary>>(vocab));
+    vocabs.push_back(*vocab);
     print_warnings(*vocabs.back());
     vocabs.back()->trie();
   }
@@ -947,7 +953,7 @@ int run_compile(const CompileArgs& args) {
   if (!loaded) return 3;
   SharedObjectTimings t;
   auto saved = save_shared_object(*loaded->compiled, args.output, &t);
-  if (auto* e = std::get_if<CompileError>(&saved)) {
+  if (auto* e = saved.if_error()) {
     print_error(e->message);
     return 3;
   }

@@ -142,17 +142,20 @@ std::optional<uint64_t> read_integer(Reader& r, uint32_t type, bool& negative) {
 
 VocabularyResult load_gguf(std::string_view content, std::string_view name, const VocabularyOptions& options) {
   Reader r(content, name);
-  auto error = [&](std::string message) { return VocabularyError{fmt::format("{}: {}", name, message)}; };
+  auto error = [&](std::string message) {
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: {}", name, message)};
+  };
   auto reader_error = [&](std::string otherwise) {
-    return r.error().empty() ? error(std::move(otherwise)) : VocabularyError{r.error()};
+    return r.error().empty() ? error(std::move(otherwise)) : Error{ErrorCode::InvalidInput, r.error()};
   };
   r.seek(4);  // "GGUF"
   auto version = r.scalar<uint32_t>();
   auto tensors = r.scalar<uint64_t>();
   auto kv_count = r.scalar<uint64_t>();
-  if (!version || !tensors || !kv_count) return VocabularyError{r.error()};
+  if (!version || !tensors || !kv_count) return Error{ErrorCode::InvalidInput, r.error()};
   if (*version < 2 || *version > 3)
-    return VocabularyError{fmt::format("{}: GGUF version {} is not supported (cgram reads versions 2 and 3)", name, *version)};
+    return Error{ErrorCode::Unsupported,
+                 fmt::format("{}: GGUF version {} is not supported (cgram reads versions 2 and 3)", name, *version)};
   // Tensors are never read (their descriptions follow the metadata), so
   // their count is not trusted for anything. Each metadata entry takes at
   // least a key length, a type and one byte of value.
@@ -160,7 +163,7 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
     return error(fmt::format("the file claims {} metadata entries; the limit is {}", *kv_count, options.max_gguf_entries));
   if (*kv_count > r.remaining() / 13) {
     r.fail<bool>(fmt::format("truncated: {} metadata entries claimed, but {} bytes are left", *kv_count, r.remaining()));
-    return VocabularyError{r.error()};
+    return Error{ErrorCode::InvalidInput, r.error()};
   }
   std::string model;
   std::string pre;
@@ -173,20 +176,20 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
   for (uint64_t i = 0; i < *kv_count; ++i) {
     auto key = r.string();
     auto type = key ? r.scalar<uint32_t>() : std::nullopt;
-    if (!key || !type) return VocabularyError{r.error()};
+    if (!key || !type) return Error{ErrorCode::InvalidInput, r.error()};
     // A key given twice would, for the token list, silently double the
     // vocabulary: the format says keys are unique, so any repeat is refused.
     if (!keys.insert(*key).second) return error(fmt::format("GGUF key '{}' appears twice", printable(*key)));
     const bool tokenizer_key = key->starts_with("tokenizer.ggml.");
-    auto expect_type = [&](uint32_t want) -> std::optional<VocabularyError> {
+    auto expect_type = [&](uint32_t want) -> std::optional<Error> {
       if (*type == want) return std::nullopt;
       return error(fmt::format("{} has type {}; expected {}", *key, type_name(*type), type_name(want)));
     };
     // An array of `want`, its count checked against the bytes left and `limit`.
-    auto array_of = [&](uint32_t want, size_t limit, uint64_t& count) -> std::optional<VocabularyError> {
+    auto array_of = [&](uint32_t want, size_t limit, uint64_t& count) -> std::optional<Error> {
       if (auto e = expect_type(kArray)) return e;
       uint32_t element;
-      if (!r.array_header(element, count)) return VocabularyError{r.error()};
+      if (!r.array_header(element, count)) return Error{ErrorCode::InvalidInput, r.error()};
       if (element != want)
         return error(fmt::format("{} is an array of {}; expected an array of {}", *key, type_name(element), type_name(want)));
       if (count > limit) return error(fmt::format("{} has {} entries; the limit is {}", *key, count, limit));
@@ -194,13 +197,13 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
     };
     // Strings longer than `max_length` are refused before they are copied.
     auto string_array = [&](std::vector<std::string_view>& out, size_t limit,
-                            size_t max_length) -> std::optional<VocabularyError> {
+                            size_t max_length) -> std::optional<Error> {
       uint64_t count;
       if (auto e = array_of(kString, limit, count)) return e;
       out.reserve(count);
       for (uint64_t k = 0; k < count; ++k) {
         auto s = r.string();
-        if (!s) return VocabularyError{r.error()};
+        if (!s) return Error{ErrorCode::InvalidInput, r.error()};
         if (s->size() > max_length)
           return error(fmt::format("entry {} of {} is {} bytes long; the limit is {}", k, *key, s->size(), max_length));
         out.push_back(*s);
@@ -214,7 +217,7 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
     if (tokenizer_key && (*key == "tokenizer.ggml.model" || *key == "tokenizer.ggml.pre")) {
       if (auto e = expect_type(kString)) return *e;
       auto s = r.string();
-      if (!s) return VocabularyError{r.error()};
+      if (!s) return Error{ErrorCode::InvalidInput, r.error()};
       (*key == "tokenizer.ggml.model" ? model : pre) = std::string(*s);
     } else if (*key == "tokenizer.ggml.tokens") {
       if (auto e = string_array(tokens, options.max_tokens, max_text)) return *e;
@@ -239,7 +242,7 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
       bool negative = false;
       auto id = read_integer(r, *type, negative);
       if (!id && negative) return error(fmt::format("{} is negative", *key));
-      if (!id && !r.error().empty()) return VocabularyError{r.error()};
+      if (!id && !r.error().empty()) return Error{ErrorCode::InvalidInput, r.error()};
       if (!id) return error(fmt::format("{} has type {}; expected an integer", *key, type_name(*type)));
       // Ids are 32-bit: a larger value must not wrap around onto a real token.
       if (*id >= options.max_tokens || *id > UINT32_MAX)
@@ -250,14 +253,19 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
     }
   }
   if (tokens.empty())
-    return VocabularyError{fmt::format("{}: GGUF file has no tokenizer.ggml.tokens (not a vocabulary?)", name)};
+    return Error{ErrorCode::InvalidInput,
+                 fmt::format("{}: GGUF file has no tokenizer.ggml.tokens (not a vocabulary?)", name)};
   if (!types.empty() && types.size() != tokens.size())
-    return VocabularyError{fmt::format("{}: inconsistent ids: {} tokens but {} token types", name, tokens.size(), types.size())};
+    return Error{ErrorCode::InvalidInput,
+                 fmt::format("{}: inconsistent ids: {} tokens but {} token types", name, tokens.size(), types.size())};
   if (!scores.empty() && scores.size() != tokens.size())
-    return VocabularyError{fmt::format("{}: inconsistent ids: {} tokens but {} scores", name, tokens.size(), scores.size())};
+    return Error{ErrorCode::InvalidInput,
+                 fmt::format("{}: inconsistent ids: {} tokens but {} scores", name, tokens.size(), scores.size())};
   bool byte_level = model == "gpt2";
   if (!byte_level && model != "llama")
-    return VocabularyError{fmt::format("{}: tokenizer model '{}' is not supported (cgram reads 'gpt2' and 'llama')", name, model)};
+    return Error{
+        ErrorCode::Unsupported,
+        fmt::format("{}: tokenizer model '{}' is not supported (cgram reads 'gpt2' and 'llama')", name, model)};
 
   Vocabulary::Builder builder;
   builder.name = std::string(name);
@@ -276,7 +284,8 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
     } else if (byte_level) {
       auto decoded = byte_level_decode(tokens[id]);
       if (!decoded)
-        return VocabularyError{fmt::format("{}: token {} has a character outside the byte-level alphabet", name, id)};
+        return Error{ErrorCode::InvalidInput,
+                     fmt::format("{}: token {} has a character outside the byte-level alphabet", name, id)};
       bytes = std::move(*decoded);
     } else {
       bytes = sentencepiece_piece_bytes(tokens[id], type == kByte);

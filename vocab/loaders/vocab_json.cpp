@@ -79,15 +79,16 @@ std::optional<std::string> eos_from_config(const std::string& config) {
 
 }  // namespace
 
-std::variant<std::vector<uint32_t>, std::string> eos_ids_from_generation_config(const std::string& config) {
+Result<std::vector<uint32_t>> eos_ids_from_generation_config(const std::string& config) {
   simdjson::ondemand::parser parser;
   simdjson::padded_string padded(config);
   simdjson::ondemand::document doc;
-  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS) return std::string("not a JSON document");
+  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS)
+    return Error{ErrorCode::InvalidInput, "not a JSON document"};
   simdjson::ondemand::value eos;
   auto found = doc.find_field_unordered("eos_token_id").get(eos);
   if (found == simdjson::NO_SUCH_FIELD) return std::vector<uint32_t>{};
-  if (found != simdjson::SUCCESS) return std::string("not a JSON object");
+  if (found != simdjson::SUCCESS) return Error{ErrorCode::InvalidInput, "not a JSON object"};
   std::vector<uint32_t> ids;
   auto take = [&](simdjson::ondemand::value v) -> bool {
     uint64_t id = 0;
@@ -99,11 +100,12 @@ std::variant<std::vector<uint32_t>, std::string> eos_ids_from_generation_config(
   if (eos.get_array().get(list) == simdjson::SUCCESS) {
     for (auto item : list) {
       simdjson::ondemand::value v;
-      if (item.get(v) != simdjson::SUCCESS || !take(v)) return std::string("eos_token_id holds something other than token ids");
+      if (item.get(v) != simdjson::SUCCESS || !take(v))
+        return Error{ErrorCode::InvalidInput, "eos_token_id holds something other than token ids"};
     }
     return ids;
   }
-  if (!take(eos)) return std::string("eos_token_id is neither a token id nor a list of them");
+  if (!take(eos)) return Error{ErrorCode::InvalidInput, "eos_token_id is neither a token id nor a list of them"};
   return ids;
 }
 
@@ -120,16 +122,18 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
   simdjson::dom::parser parser;
   element doc;
   if (auto error = parser.parse(content.data(), content.size()).get(doc))
-    return VocabularyError{fmt::format("{}: not valid JSON ({})", name, simdjson::error_message(error))};
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: not valid JSON ({})", name, simdjson::error_message(error))};
   element model;
   if (doc["model"].get(model) != simdjson::SUCCESS)
-    return VocabularyError{fmt::format("{}: not a Hugging Face tokenizer.json (no \"model\" object)", name)};
+    return Error{ErrorCode::InvalidInput,
+                 fmt::format("{}: not a Hugging Face tokenizer.json (no \"model\" object)", name)};
   std::string_view type;
   if (model["type"].get(type) != simdjson::SUCCESS || type != "BPE")
-    return VocabularyError{fmt::format("{}: unsupported tokenizer model type '{}' (cgram loads BPE models)", name, type)};
+    return Error{ErrorCode::Unsupported,
+                 fmt::format("{}: unsupported tokenizer model type '{}' (cgram loads BPE models)", name, type)};
   simdjson::dom::object vocab;
   if (model["vocab"].get(vocab) != simdjson::SUCCESS)
-    return VocabularyError{fmt::format("{}: \"model.vocab\" is missing or not an object", name)};
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: \"model.vocab\" is missing or not an object", name)};
 
   element pre, decoder;
   const bool has_pre = doc["pre_tokenizer"].get(pre) == simdjson::SUCCESS;
@@ -144,13 +148,15 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
   for (auto field : vocab) {
     uint64_t id;
     if (field.value.get(id) != simdjson::SUCCESS)
-      return VocabularyError{fmt::format("{}: the id of token '{}' is not a non-negative integer", name, field.key)};
+      return Error{ErrorCode::InvalidInput,
+                   fmt::format("{}: the id of token '{}' is not a non-negative integer", name, field.key)};
     std::string bytes;
     if (byte_level) {
       auto decoded = byte_level_decode(field.key);
       if (!decoded)
-        return VocabularyError{fmt::format("{}: token '{}' (id {}) has a character outside the byte-level alphabet",
-                                           name, field.key, id)};
+        return Error{
+            ErrorCode::InvalidInput,
+            fmt::format("{}: token '{}' (id {}) has a character outside the byte-level alphabet", name, field.key, id)};
       bytes = std::move(*decoded);
     } else {
       bytes = sentencepiece_piece_bytes(field.key, byte_fallback);
@@ -165,7 +171,8 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
       std::string_view text;
       bool special = false;
       if (token["id"].get(id) != simdjson::SUCCESS || token["content"].get(text) != simdjson::SUCCESS)
-        return VocabularyError{fmt::format("{}: an entry of \"added_tokens\" lacks \"id\" or \"content\"", name)};
+        return Error{ErrorCode::InvalidInput,
+                     fmt::format("{}: an entry of \"added_tokens\" lacks \"id\" or \"content\"", name)};
       special = bool_field(token, "special", special);
       // Added tokens hold their text as is (not through the byte-level table).
       if (auto error = builder.set(id, std::string(text), special, options)) return *error;
@@ -175,7 +182,8 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
   simdjson::dom::array merges;
   if (model["merges"].get(merges) == simdjson::SUCCESS) {
     if (merges.size() > options.max_merges)
-      return VocabularyError{fmt::format("{}: {} merges; the limit is {}", name, merges.size(), options.max_merges)};
+      return Error{ErrorCode::Limit,
+                   fmt::format("{}: {} merges; the limit is {}", name, merges.size(), options.max_merges)};
     uint32_t rank = 0;
     for (element m : merges) {
       std::string_view pair;
@@ -185,10 +193,11 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
       } else if (m.get(parts) == simdjson::SUCCESS && parts.size() == 2) {
         std::string_view a, b;
         if (parts.at(0).get(a) || parts.at(1).get(b))
-          return VocabularyError{fmt::format("{}: a merge is not a pair of strings", name)};
+          return Error{ErrorCode::InvalidInput, fmt::format("{}: a merge is not a pair of strings", name)};
         builder.encoder.merge_rank.emplace(fmt::format("{} {}", a, b), rank++);
       } else {
-        return VocabularyError{fmt::format("{}: merge {} is neither \"a b\" nor [\"a\", \"b\"]", name, rank)};
+        return Error{ErrorCode::InvalidInput,
+                     fmt::format("{}: merge {} is neither \"a b\" nor [\"a\", \"b\"]", name, rank)};
       }
     }
   }
@@ -215,9 +224,10 @@ VocabularyResult load_token_list_json(std::string_view content, std::string_view
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto error = parser.parse(content.data(), content.size()).get(doc))
-    return VocabularyError{fmt::format("{}: not valid JSON ({})", name, simdjson::error_message(error))};
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: not valid JSON ({})", name, simdjson::error_message(error))};
   simdjson::dom::array list;
-  if (doc.get(list) != simdjson::SUCCESS) return VocabularyError{fmt::format("{}: a token list must be a JSON array", name)};
+  if (doc.get(list) != simdjson::SUCCESS)
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: a token list must be a JSON array", name)};
   Vocabulary::Builder builder;
   builder.name = std::string(name);
   uint32_t id = 0;
@@ -231,11 +241,13 @@ VocabularyResult load_token_list_json(std::string_view content, std::string_view
       bytes = std::string(text);
     } else if (item["hex"].get(text) == simdjson::SUCCESS) {
       if (text.size() % 2 != 0 || !std::all_of(text.begin(), text.end(), [](char c) { return isxdigit(static_cast<unsigned char>(c)); }))
-        return VocabularyError{fmt::format("{}: token {}: \"hex\" must be an even number of hex digits", name, id)};
+        return Error{ErrorCode::InvalidInput,
+                     fmt::format("{}: token {}: \"hex\" must be an even number of hex digits", name, id)};
       for (size_t i = 0; i < text.size(); i += 2)
         bytes += static_cast<char>(std::stoi(std::string(text.substr(i, 2)), nullptr, 16));
     } else {
-      return VocabularyError{fmt::format("{}: token {} is neither a string nor an object with \"text\" or \"hex\"", name, id)};
+      return Error{ErrorCode::InvalidInput,
+                   fmt::format("{}: token {} is neither a string nor an object with \"text\" or \"hex\"", name, id)};
     }
     special = bool_field(item, "special", special);
     eos = bool_field(item, "eos", eos);

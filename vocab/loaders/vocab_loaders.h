@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 
+#include "error.h"
 #include "vocabulary.h"
 
 namespace cgram {
@@ -28,7 +29,7 @@ struct Vocabulary::Builder {
 
   // Records id → bytes; a second definition of the same id with other bytes
   // is an error, as are an id, a token or a total past the options' limits.
-  std::optional<VocabularyError> set(uint64_t id, std::string bytes, bool special, const VocabularyOptions& o);
+  std::optional<Error> set(uint64_t id, std::string bytes, bool special, const VocabularyOptions& o);
   // One more than the highest id defined.
   size_t id_count() const { return slot.size(); }
   const Entry* find(uint32_t id) const {
@@ -44,7 +45,7 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
 // The end-of-sequence ids a Hugging Face generation_config.json names
 // ("eos_token_id": a number or a list; none when it has no such field), or
 // what is wrong with it.
-std::variant<std::vector<uint32_t>, std::string> eos_ids_from_generation_config(const std::string& config);
+Result<std::vector<uint32_t>> eos_ids_from_generation_config(const std::string& config);
 VocabularyResult load_tiktoken(std::string_view content, std::string_view name, const VocabularyOptions& options);
 VocabularyResult load_gguf(std::string_view content, std::string_view name, const VocabularyOptions& options);
 VocabularyResult load_token_list_json(std::string_view content, std::string_view name,

@@ -78,8 +78,9 @@ VocabularyResult load_tiktoken(std::string_view content, std::string_view name, 
     // Checked before decoding: a line of a gigabyte must not become a
     // gigabyte-long token first (4 base64 characters hold 3 bytes).
     if (space != std::string_view::npos && space / 4 * 3 > options.max_token_bytes && space / 4 * 3 - options.max_token_bytes > 2)
-      return VocabularyError{fmt::format("{}:{}: the token is about {} bytes long; the limit is {} bytes per token",
-                                         name, line_number, space / 4 * 3, options.max_token_bytes)};
+      return Error{ErrorCode::Limit,
+                   fmt::format("{}:{}: the token is about {} bytes long; the limit is {} bytes per token", name,
+                               line_number, space / 4 * 3, options.max_token_bytes)};
     auto bytes = space == std::string_view::npos ? std::nullopt : base64_decode(line.substr(0, space));
     uint64_t rank = 0;
     bool rank_ok = space != std::string_view::npos && space + 1 < line.size();
@@ -88,16 +89,17 @@ VocabularyResult load_tiktoken(std::string_view content, std::string_view name, 
       rank = rank * 10 + (line[i] - '0');
     }
     if (!bytes || !rank_ok)
-      return VocabularyError{fmt::format("{}:{}: not a tiktoken line (expected \"base64 rank\"), and not any other "
-                                         "vocabulary format cgram knows",
-                                         name, line_number)};
+      return Error{ErrorCode::InvalidInput,
+                   fmt::format("{}:{}: not a tiktoken line (expected \"base64 rank\"), and not any other "
+                               "vocabulary format cgram knows",
+                               name, line_number)};
     if (auto error = builder.set(rank, std::move(*bytes), false, options)) return *error;
     ++ranks;
   }
-  if (ranks == 0) return VocabularyError{fmt::format("{}: no tokens", name)};
+  if (ranks == 0) return Error{ErrorCode::InvalidInput, fmt::format("{}: no tokens", name)};
   if (ranks != builder.id_count())
-    return VocabularyError{fmt::format("{}: inconsistent ids: {} ranks but the highest is {}", name, ranks,
-                                       builder.id_count() - 1)};
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: inconsistent ids: {} ranks but the highest is {}", name,
+                                                      ranks, builder.id_count() - 1)};
   for (const auto& entry : builder.entries) builder.encoder.merge_rank.emplace(entry.bytes, entry.id);
   if (const KnownEncoding* known = known_encoding(ranks)) {
     builder.encoder.pretokenizer = known->pattern;

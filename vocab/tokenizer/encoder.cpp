@@ -211,11 +211,11 @@ struct Encoder::State {
   // One encoding call: the tokens so far, and the first error.
   struct Run {
     std::vector<uint32_t> out;
-    std::optional<VocabularyError> error;
+    std::optional<Error> error;
     bool dummy_prefix = false;  // a SentencePiece dummy-prefix space was added
     std::string key;            // scratch for merge lookups
     bool fail(std::string message) {
-      if (!error) error = VocabularyError{std::move(message)};
+      if (!error) error = Error{ErrorCode::InvalidInput, std::move(message)};
       return false;
     }
   };
@@ -490,26 +490,26 @@ struct Encoder::State {
 Encoder::Encoder(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Encoder::~Encoder() = default;
 
-std::variant<std::unique_ptr<Encoder>, VocabularyError> Encoder::create(std::shared_ptr<const Vocabulary> vocab,
-                                                                        const EncoderOptions& options) {
+Result<std::unique_ptr<Encoder>> Encoder::create(std::shared_ptr<const Vocabulary> vocab,
+                                                 const EncoderOptions& options) {
   auto state = std::make_unique<State>();
   state->vocab = vocab;
   state->options = options;
   if (vocab->kind() == TokenizerKind::List)
-    return VocabularyError{fmt::format("{}: a plain token list has no encoder", vocab->name())};
+    return Error{ErrorCode::InvalidInput, fmt::format("{}: a plain token list has no encoder", vocab->name())};
   if (vocab->kind() != TokenizerKind::SentencePiece) {
     auto patterns = patterns_for(vocab->encoder_data().pretokenizer);
     if (!patterns)
-      return VocabularyError{fmt::format("{}: pre-tokenizer '{}' is not supported", vocab->name(),
-                                         vocab->encoder_data().pretokenizer)};
+      return Error{ErrorCode::Unsupported, fmt::format("{}: pre-tokenizer '{}' is not supported", vocab->name(),
+                                                       vocab->encoder_data().pretokenizer)};
     for (const std::string& source : *patterns) {
       UErrorCode status = U_ZERO_ERROR;
       UParseError parse_error;
       std::unique_ptr<icu::RegexPattern> pattern(icu::RegexPattern::compile(
           icu::UnicodeString::fromUTF8(source), 0, parse_error, status));
       if (U_FAILURE(status))
-        return VocabularyError{fmt::format("{}: the pre-tokenizer regex does not compile ({})", vocab->name(),
-                                           u_errorName(status))};
+        return Error{ErrorCode::InvalidInput, fmt::format("{}: the pre-tokenizer regex does not compile ({})",
+                                                          vocab->name(), u_errorName(status))};
       state->patterns.push_back(std::move(pattern));
     }
     state->piece_rule = patterns->size() == 1 && !looks_outside_match((*patterns)[0]) ? PieceRule::OneRegex
@@ -547,13 +547,13 @@ EncodeResult Encoder::try_encode_continuation(std::string_view text) const { ret
 
 std::vector<uint32_t> Encoder::encode(std::string_view text) const {
   auto result = encode_impl(text, true);
-  auto* tokens = std::get_if<std::vector<uint32_t>>(&result);
+  auto* tokens = result.if_value();
   return tokens ? std::move(*tokens) : std::vector<uint32_t>{};
 }
 
 std::vector<uint32_t> Encoder::encode_continuation(std::string_view text) const {
   auto result = encode_impl(text, false);
-  auto* tokens = std::get_if<std::vector<uint32_t>>(&result);
+  auto* tokens = result.if_value();
   return tokens ? std::move(*tokens) : std::vector<uint32_t>{};
 }
 
@@ -585,8 +585,8 @@ EncodeResult Encoder::encode_impl(std::string_view text, bool dummy_prefix) cons
   if (ok) ok = s.encode_span(text.substr(gap), gap, first, run);
   if (!ok) return *run.error;
   if (auto wrong = s.check(run.out, text, run.dummy_prefix))
-    return VocabularyError{fmt::format("{}: internal error: the encoder's tokens do not spell the text: {}",
-                                       s.vocab->name(), *wrong)};
+    return Error{ErrorCode::Internal, fmt::format("{}: internal error: the encoder's tokens do not spell the text: {}",
+                                                  s.vocab->name(), *wrong)};
   return std::move(run.out);
 }
 

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "error.h"
 #include "vocabulary.h"
 
 namespace cgram {
@@ -38,12 +39,12 @@ struct EncoderOptions {
   int32_t regex_stack_bytes_per_char = 64;
 };
 
-using EncodeResult = std::variant<std::vector<uint32_t>, VocabularyError>;
+using EncodeResult = Result<std::vector<uint32_t>>;
 
 class Encoder {
  public:
-  static std::variant<std::unique_ptr<Encoder>, VocabularyError> create(std::shared_ptr<const Vocabulary> vocab,
-                                                                        const EncoderOptions& options = {});
+  static Result<std::unique_ptr<Encoder>> create(std::shared_ptr<const Vocabulary> vocab,
+                                                 const EncoderOptions& options = {});
   ~Encoder();
   Encoder(const Encoder&) = delete;
   Encoder& operator=(const Encoder&) = delete;

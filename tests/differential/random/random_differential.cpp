@@ -409,7 +409,7 @@ std::shared_ptr<const Vocabulary> make_byte_vocabulary() {
                tokens.end());
   tokens.push_back("</s>");
   const auto eos = static_cast<uint32_t>(tokens.size() - 1);
-  return std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::from_tokens(std::move(tokens), {eos}, {eos}));
+  return (*(Vocabulary::from_tokens(std::move(tokens), {eos}, {eos})));
 }
 
 std::string Disagreement::reproducer() const {
@@ -441,7 +441,7 @@ MatcherOptions Differential::matcher_options() const {
 }
 
 Differential::Differential(DifferentialOptions options) : options_(options), bytes_(make_byte_vocabulary()) {
-  if (options_.bundled) bundled_ = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  if (options_.bundled) bundled_ = (*(Vocabulary::bundled()));
 }
 
 GrammarReport Differential::check(uint64_t seed) {
@@ -481,10 +481,10 @@ GrammarReport Differential::check(uint64_t seed) {
         auto p = parse(source);
         if (!p) return false;
         auto compiled = CompiledGrammar::compile(p->grammar, vocab);
-        if (!std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(compiled)) return false;
+        if (!compiled.ok()) return false;
         const std::vector<uint32_t> ids = ids_of(*vocab, tokens);
         std::vector<size_t> at = mask_positions(d.mask_at, ids.size(), mask);
-        TokenRun run = run_tokens(std::get<std::shared_ptr<const CompiledGrammar>>(compiled), *p, ids, at, matcher_options());
+        TokenRun run = run_tokens(*compiled, *p, ids, at, matcher_options());
         if (what) *what = run.answer.what;
         return !run.answer.refused && !run.answer.agree;
       };
@@ -549,11 +549,11 @@ GrammarReport Differential::check_source(const std::string& source, uint64_t see
   auto run_vocabulary = [&](const std::shared_ptr<const Vocabulary>& vocab, const char* name, size_t masks_per_text,
                             bool first_only) {
     auto compiled = CompiledGrammar::compile(p.grammar, vocab);
-    if (auto* e = std::get_if<CompileError>(&compiled)) {
+    if (auto* e = compiled.if_error()) {
       report.disagreements.push_back({"compile", source, e->message, {}, {}, name, {}});
       return;
     }
-    const auto& cg = std::get<std::shared_ptr<const CompiledGrammar>>(compiled);
+    const auto& cg = *compiled;
     auto record = [&](const TokenRun& run, const std::vector<uint32_t>& ids, const std::vector<size_t>& mask_at) {
       report.token_checks += run.token_checks;
       report.mask_checks += run.mask_checks;
@@ -673,7 +673,7 @@ bool Differential::replay(const std::string& reproducer, std::string& out) {
     tokens.push_back(*t);
   }
   auto compiled = CompiledGrammar::compile(p->grammar, vocab);
-  if (auto* e = std::get_if<CompileError>(&compiled)) {
+  if (auto* e = compiled.if_error()) {
     out = "compile error: " + e->message;
     return false;
   }
@@ -689,8 +689,7 @@ bool Differential::replay(const std::string& reproducer, std::string& out) {
     for (size_t m; list >> m;) mask_at.push_back(m);
   }
   if (mask_at.empty() && *kind == "mask") mask_at.push_back(ids.size());
-  TokenRun run = run_tokens(std::get<std::shared_ptr<const CompiledGrammar>>(compiled), *p, ids, mask_at,
-                            matcher_options());
+  TokenRun run = run_tokens(*compiled, *p, ids, mask_at, matcher_options());
   out = run.answer.refused ? "refused: " + run.answer.what
         : run.answer.agree ? fmt::format("{} tokens, the masks and every token agree", ids.size())
                            : run.answer.what;

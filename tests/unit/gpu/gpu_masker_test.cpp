@@ -20,19 +20,18 @@ namespace {
 
 std::shared_ptr<const CompiledGrammar> compile(const std::string& source) {
   auto result = CompiledGrammar::compile(test::grammar(source), test::bundled_vocabulary());
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
-  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  REQUIRE(result.ok());
+  return (*result);
 }
 
 std::unique_ptr<jit::GpuMasker> host_masker(const std::shared_ptr<const CompiledGrammar>& g,
                                             const jit::GpuMaskerOptions& options = {}) {
   auto backend = jit::host_kernel_backend(jit::gpu_kernel_shape(*g));
-  INFO((std::holds_alternative<jit::GpuError>(backend) ? std::get<jit::GpuError>(backend).message : ""));
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(backend));
-  auto masker =
-      jit::GpuMasker::create(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(backend)), options);
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::GpuMasker>>(masker));
-  return std::move(std::get<std::unique_ptr<jit::GpuMasker>>(masker));
+  INFO((!backend.ok() ? backend.error().message : ""));
+  REQUIRE(backend.ok());
+  auto masker = jit::GpuMasker::create(g, std::move(*backend), options);
+  REQUIRE(masker.ok());
+  return std::move(*masker);
 }
 
 // The CUDA backend when this machine has a GPU (CGRAM_CUDA_LIBRARY names
@@ -43,28 +42,28 @@ std::unique_ptr<jit::KernelBackend> real_gpu(const CompiledGrammar& g) {
   jit::CudaBackendOptions options;
   if (const char* library = std::getenv("CGRAM_CUDA_LIBRARY")) options.library = library;
   auto driver = gpu::Driver::load(options.library);
-  if (auto* error = std::get_if<gpu::GpuError>(&driver)) {
+  if (auto* error = driver.if_error()) {
     WARN("no GPU here (" << error->message << "): the device comparisons are skipped (scripts/gpu.sh runs them)");
     return nullptr;
   }
-  auto devices = std::get<gpu::DriverPtr>(driver)->devices();
-  if (std::holds_alternative<gpu::GpuError>(devices) || std::get<0>(devices).empty()) {
+  auto devices = (*driver)->devices();
+  if (!devices.ok() || (*devices).empty()) {
     WARN("the CUDA driver sees no device: the device comparisons are skipped");
     return nullptr;
   }
   auto backend = jit::cuda_kernel_backend(jit::gpu_kernel_shape(g), options);
-  INFO((std::holds_alternative<jit::GpuError>(backend) ? std::get<jit::GpuError>(backend).message : ""));
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(backend));
-  return std::move(std::get<std::unique_ptr<jit::KernelBackend>>(backend));
+  INFO((!backend.ok() ? backend.error().message : ""));
+  REQUIRE(backend.ok());
+  return std::move(*backend);
 }
 
 std::unique_ptr<jit::KernelMemory> allocate(jit::GpuMasker& masker, size_t bytes) {
   auto memory = masker.allocate(bytes);
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelMemory>>(memory));
-  return std::move(std::get<std::unique_ptr<jit::KernelMemory>>(memory));
+  REQUIRE(memory.ok());
+  return std::move(*memory);
 }
 
-void require_ok(const std::optional<jit::GpuError>& error) {
+void require_ok(const std::optional<cgram::Error>& error) {
   INFO((error ? error->message : ""));
   REQUIRE(!error);
 }
@@ -261,12 +260,12 @@ TEST_CASE("gpu masker: the CUDA backend without a driver or a device is an error
   jit::CudaBackendOptions options;
   options.library = "libcuda-not-here.so.1";
   auto missing = jit::cuda_kernel_backend({}, options);
-  REQUIRE(std::holds_alternative<jit::GpuError>(missing));
-  CHECK_THAT(std::get<jit::GpuError>(missing).message, Catch::Contains("cannot load the CUDA driver"));
+  REQUIRE(!missing.ok());
+  CHECK_THAT(missing.error().message, Catch::Contains("cannot load the CUDA driver"));
   options.library = CGRAM_FAKE_CUDA_NO_DEVICE;
   auto no_device = jit::cuda_kernel_backend({}, options);
-  REQUIRE(std::holds_alternative<jit::GpuError>(no_device));
-  CHECK_THAT(std::get<jit::GpuError>(no_device).message, Catch::Contains("cuInit"));
+  REQUIRE(!no_device.ok());
+  CHECK_THAT(no_device.error().message, Catch::Contains("cuInit"));
 }
 
 TEST_CASE("gpu masker: the PTX architecture follows the device, capped at what LLVM knows", "[gpu]") {
@@ -285,8 +284,8 @@ TEST_CASE("gpu masker on this machine's GPU, when it has one: the same compariso
     auto backend = real_gpu(*g);
     if (!backend) return;
     auto created = jit::GpuMasker::create(g, std::move(backend));
-    REQUIRE(std::holds_alternative<std::unique_ptr<jit::GpuMasker>>(created));
-    jit::GpuMasker& masker = *std::get<std::unique_ptr<jit::GpuMasker>>(created);
+    REQUIRE(created.ok());
+    jit::GpuMasker& masker = *(*created);
     const Totals t = walk_and_compare(g, masker, 11, 16, 24);
     CHECK(t.rows == 16 * 24);
   }
@@ -295,23 +294,23 @@ TEST_CASE("gpu masker on this machine's GPU, when it has one: the same compariso
 TEST_CASE("gpu masker: refused without a grammar, a backend, or with kernels for another width", "[gpu]") {
   auto g = compile(test::read_example("json.cgram"));
   auto other_width = jit::host_kernel_backend({static_cast<unsigned>(g->mask_words() + 1)});
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(other_width));
-  auto refused = jit::GpuMasker::create(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(other_width)));
-  REQUIRE(std::holds_alternative<jit::GpuError>(refused));
-  CHECK_THAT(std::get<jit::GpuError>(refused).message, Catch::Contains("the kernels were made for token sets of"));
+  REQUIRE(other_width.ok());
+  auto refused = jit::GpuMasker::create(g, std::move(*other_width));
+  REQUIRE(!refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("the kernels were made for token sets of"));
   auto generic = jit::host_kernel_backend();
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(generic));
-  auto no_grammar = jit::GpuMasker::create(nullptr, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(generic)));
-  REQUIRE(std::holds_alternative<jit::GpuError>(no_grammar));
-  CHECK(std::get<jit::GpuError>(no_grammar).message == "a GPU masker needs a compiled grammar");
+  REQUIRE(generic.ok());
+  auto no_grammar = jit::GpuMasker::create(nullptr, std::move(*generic));
+  REQUIRE(!no_grammar.ok());
+  CHECK(no_grammar.error().message == "a GPU masker needs a compiled grammar");
   auto no_backend = jit::GpuMasker::create(g, nullptr);
-  REQUIRE(std::holds_alternative<jit::GpuError>(no_backend));
-  CHECK(std::get<jit::GpuError>(no_backend).message == "a GPU masker needs a kernel backend");
+  REQUIRE(!no_backend.ok());
+  CHECK(no_backend.error().message == "a GPU masker needs a kernel backend");
   // A generic backend serves any grammar: the masks are the same.
   auto any_width = jit::host_kernel_backend();
-  auto masker = jit::GpuMasker::create(g, std::move(std::get<std::unique_ptr<jit::KernelBackend>>(any_width)));
-  REQUIRE(std::holds_alternative<std::unique_ptr<jit::GpuMasker>>(masker));
-  walk_and_compare(g, *std::get<std::unique_ptr<jit::GpuMasker>>(masker), 5, 2, 6);
+  auto masker = jit::GpuMasker::create(g, std::move(*any_width));
+  REQUIRE(masker.ok());
+  walk_and_compare(g, *(*masker), 5, 2, 6);
 }
 
 TEST_CASE("gpu masker: a matcher a limit stops mid-mask gets a clear row, whatever sets it had given", "[gpu]") {

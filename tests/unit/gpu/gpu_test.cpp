@@ -25,9 +25,9 @@ using namespace cgram;
 namespace {
 
 template <typename T>
-const gpu::GpuError& error_of(const T& result) {
-  REQUIRE(std::holds_alternative<gpu::GpuError>(result));
-  return std::get<gpu::GpuError>(result);
+const cgram::Error& error_of(const T& result) {
+  REQUIRE(!result.ok());
+  return result.error();
 }
 
 // The host build of the kernels (the JIT), through the backend that runs
@@ -35,8 +35,8 @@ const gpu::GpuError& error_of(const T& result) {
 jit::KernelBackend& host_kernels() {
   static std::unique_ptr<jit::KernelBackend> backend = [] {
     auto made = jit::host_kernel_backend();
-    REQUIRE(std::holds_alternative<std::unique_ptr<jit::KernelBackend>>(made));
-    return std::move(std::get<std::unique_ptr<jit::KernelBackend>>(made));
+    REQUIRE(made.ok());
+    return std::move(*made);
   }();
   return *backend;
 }
@@ -44,7 +44,7 @@ jit::KernelBackend& host_kernels() {
 // A host pointer as the kernels' address (0 for null).
 uint64_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
-void require_ok(const std::optional<jit::GpuError>& error) {
+void require_ok(const std::optional<cgram::Error>& error) {
   INFO((error ? error->message : ""));
   REQUIRE(!error);
 }
@@ -72,12 +72,12 @@ TEST_CASE("gpu driver: a missing library is an error that says so", "[gpu]") {
 
 TEST_CASE("gpu driver: the machine's own libcuda, or a clear error", "[gpu]") {
   auto result = gpu::Driver::load();
-  if (auto* error = std::get_if<gpu::GpuError>(&result)) {
+  if (auto* error = result.if_error()) {
     // No driver here (the CI machines have none), or no device.
     CHECK((error->message.find("libcuda.so.1") != std::string::npos || error->message.find("cuInit") != std::string::npos));
   } else {
-    auto devices = std::get<gpu::DriverPtr>(result)->devices();
-    CHECK(std::holds_alternative<std::vector<gpu::Driver::Device>>(devices));
+    auto devices = (*result)->devices();
+    CHECK(devices.ok());
   }
 }
 
@@ -96,8 +96,8 @@ TEST_CASE("gpu kernels: PTX for sm_80 and sm_90, checked by ptxas", "[gpu]") {
       auto module = codegen::build_gpu_kernels(context, codegen::GpuTarget::Nvptx, shape);
       REQUIRE(module);
       auto ptx = codegen::emit_ptx(*module, arch);
-      REQUIRE(std::holds_alternative<std::string>(ptx));
-      const std::string& text = std::get<std::string>(ptx);
+      REQUIRE(ptx.ok());
+      const std::string& text = *ptx;
       CHECK_THAT(text, Catch::Contains(std::string(".target ") + arch));
       for (const char* kernel : {"cgram_apply_f32", "cgram_apply_f16", "cgram_apply_bf16", "cgram_fill", "cgram_set_bits"})
         CHECK_THAT(text, Catch::Contains(std::string(".entry ") + kernel + "("));
@@ -124,8 +124,8 @@ TEST_CASE("gpu kernels: an unknown architecture is an error", "[gpu]") {
   auto module = codegen::build_gpu_kernels(context, codegen::GpuTarget::Nvptx);
   REQUIRE(module);
   auto ptx = codegen::emit_ptx(*module, "sm_1");
-  REQUIRE(std::holds_alternative<codegen::PtxError>(ptx));
-  CHECK_THAT(std::get<codegen::PtxError>(ptx).message, Catch::Contains("'sm_1' is not a GPU architecture"));
+  REQUIRE(!ptx.ok());
+  CHECK_THAT(ptx.error().message, Catch::Contains("'sm_1' is not a GPU architecture"));
 }
 
 TEST_CASE("gpu kernels on the host: apply equals the CPU kernel, every dtype", "[gpu]") {

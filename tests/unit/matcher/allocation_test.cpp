@@ -60,15 +60,14 @@ bool run(Matcher& m, const std::vector<uint32_t>& tokens, std::vector<uint32_t>&
 }  // namespace
 
 TEST_CASE("no allocation on the per-token path once warm", "[matcher][allocation]") {
-  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
-  auto encoder = std::move(std::get<std::unique_ptr<Encoder>>(Encoder::create(vocab)));
+  auto vocab = (*(Vocabulary::bundled()));
+  auto encoder = std::move((*(Encoder::create(vocab))));
   for (const auto& [name, doc] : std::vector<std::pair<std::string, std::string>>{
            {"json.cgram", R"({"name": "cgram", "tags": ["exact", "fast"], "n": -1.5e3, "ok": [true, null]})"},
            {"c_subset.cgram", "int f(int a) { if (a > 1) return a * f(a - 1); else return 1; }"},
            {"csv.cgram", "a,b,\"c,\"\"d\"\"\"\r\n1,2,3\r\n"},
            {"reply.cgram", "<think>hmm</think>\nSure, here.\n\nbye now"}}) {
-    auto compiled = std::get<std::shared_ptr<const CompiledGrammar>>(
-        CompiledGrammar::compile(grammar(read_example(name)), vocab));
+    auto compiled = (*CompiledGrammar::compile(grammar(read_example(name)), vocab));
     std::vector<uint32_t> tokens = encoder->encode_continuation(doc);
     Matcher m(compiled);
     std::vector<uint32_t> mask(m.mask_words());

@@ -27,15 +27,15 @@ std::shared_ptr<const CompiledGrammar> compile_canonical(const std::string& sour
   CompileOptions options;
   options.canonical = true;
   auto result = CompiledGrammar::compile(test::grammar(source), std::move(vocab), options);
-  INFO((std::holds_alternative<CompileError>(result) ? std::get<CompileError>(result).message : ""));
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
-  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  INFO((!result.ok() ? result.error().message : ""));
+  REQUIRE(result.ok());
+  return (*result);
 }
 
 const Encoder& encoder_of(const CompiledGrammar& g) {
   auto enc = g.encoder();
-  REQUIRE(std::holds_alternative<const Encoder*>(enc));
-  return *std::get<const Encoder*>(enc);
+  REQUIRE(enc.ok());
+  return *(*enc);
 }
 
 struct WalkCounts {
@@ -45,8 +45,8 @@ struct WalkCounts {
 std::shared_ptr<const CompiledGrammar> compile_plain(const std::string& source,
                                                      std::shared_ptr<const Vocabulary> vocab = test::bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(test::grammar(source), std::move(vocab));
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
-  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  REQUIRE(result.ok());
+  return (*result);
 }
 
 // The canonical matcher's full mask: within the plain one, and equal to
@@ -233,20 +233,20 @@ TEST_CASE("canonical mode: a non-canonical spelling is refused, the canonical on
 }
 
 TEST_CASE("canonical mode: refused for a plain token list; kept by AOT objects", "[canonical]") {
-  auto list = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::from_tokens({"a", "b", "</s>"}, {2}));
+  auto list = (*(Vocabulary::from_tokens({"a", "b", "</s>"}, {2})));
   CompileOptions options;
   options.canonical = true;
   auto refused = CompiledGrammar::compile(test::grammar("start ::= 'ab' ;"), list, options);
-  REQUIRE(std::holds_alternative<CompileError>(refused));
-  CHECK_THAT(std::get<CompileError>(refused).message, Catch::Contains("canonical mode needs a merge-based vocabulary"));
+  REQUIRE(!refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("canonical mode needs a merge-based vocabulary"));
 
   auto g = compile_canonical(test::read_example("json.cgram"));
   const std::string path = (std::filesystem::temp_directory_path() / "cgram_canonical_test.so").string();
-  REQUIRE(std::holds_alternative<std::monostate>(save_shared_object(*g, path)));
+  REQUIRE(save_shared_object(*g, path).ok());
   auto loaded = load_shared_object(path, test::bundled_vocabulary());
   std::filesystem::remove(path);
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(loaded));
-  auto aot = std::get<std::shared_ptr<const CompiledGrammar>>(loaded);
+  REQUIRE(loaded.ok());
+  auto aot = *loaded;
   CHECK(aot->is_canonical());
   Matcher a(g), b(aot);
   const std::vector<uint32_t> tokens = encoder_of(*g).encode_continuation(R"({"a": [1, 2]})");
@@ -260,7 +260,7 @@ TEST_CASE("canonical mode: refused for a plain token list; kept by AOT objects",
 TEST_CASE("canonical mode with Llama 3: sound walks and complete documents", "[canonical][long]") {
   if (!test::shared_vocab("llama3-tokenizer.json")) return test::skip_without_shared("llama3-tokenizer.json");
   const std::string path = *test::shared_vocab("llama3-tokenizer.json");
-  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path));
+  auto vocab = (*(Vocabulary::load(path)));
   {
     auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
     fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), *vocab, 16), 5);
@@ -287,7 +287,7 @@ TEST_CASE("canonical mode's fast path with tiktoken and SentencePiece merges", "
     INFO(name);
     if (!test::shared_vocab(name)) return test::skip_without_shared(name);
     const std::string path = *test::shared_vocab(name);
-    auto vocab = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::load(path));
+    auto vocab = (*(Vocabulary::load(path)));
     auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
     fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), *vocab, 8), 7);
     size_t tokens = 0;
@@ -310,12 +310,11 @@ TEST_CASE("canonical: the encoder and the pairs are built once per vocabulary, s
   REQUIRE(a->canonical_pairs());
   CHECK(a->canonical_pairs() == b->canonical_pairs());
   // A grammar compiled without canonical mode shares the context, not the filter.
-  auto plain = std::get<std::shared_ptr<const CompiledGrammar>>(
-      CompiledGrammar::compile(test::grammar("start ::= 'y' ;"), test::bundled_vocabulary()));
+  auto plain = (*CompiledGrammar::compile(test::grammar("start ::= 'y' ;"), test::bundled_vocabulary()));
   CHECK(&plain->vocabulary_context() == &a->vocabulary_context());
   CHECK(plain->canonical_pairs() == nullptr);
   // Another vocabulary (even with the same tokens) has a context of its own.
-  auto copy = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled());
+  auto copy = (*(Vocabulary::bundled()));
   auto other = compile_canonical("start ::= #'[a-z]+' ;", copy);
   CHECK(&other->vocabulary_context() != &a->vocabulary_context());
 }

@@ -33,8 +33,8 @@ std::shared_ptr<const Grammar> schema_grammar(const std::string& path, JsonWhite
 std::shared_ptr<const CompiledGrammar> compile(const std::shared_ptr<const Grammar>& g,
                                                std::shared_ptr<const Vocabulary> vocab = test::bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(g, std::move(vocab));
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
-  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  REQUIRE(result.ok());
+  return (*result);
 }
 
 // The longest common prefix of every continuation of `text`, by the oracle
@@ -73,8 +73,8 @@ void check_walks(const std::shared_ptr<const CompiledGrammar>& compiled, const s
   const auto reference = test::oracle_grammar(*g);
   const Vocabulary& vocab = compiled->vocabulary();
   auto enc = compiled->encoder();
-  REQUIRE(std::holds_alternative<const Encoder*>(enc));
-  const Encoder& encoder = *std::get<const Encoder*>(enc);
+  REQUIRE(enc.ok());
+  const Encoder& encoder = *(*enc);
   std::mt19937_64 rng(seed);
   for (size_t w = 0; w < walks; ++w) {
     Matcher m(compiled);
@@ -101,8 +101,8 @@ void check_walks(const std::shared_ptr<const CompiledGrammar>& compiled, const s
       }
 
       auto jumped = m.jump_forward(48);
-      REQUIRE(std::holds_alternative<Matcher::JumpForward>(jumped));
-      const Matcher::JumpForward& jump = std::get<Matcher::JumpForward>(jumped);
+      REQUIRE(jumped.ok());
+      const Matcher::JumpForward& jump = *jumped;
       REQUIRE(m.tokens_accepted() == accepted.size());  // asking moved nothing
       if (!jump.tokens.empty()) {
         ++counts.jumps;
@@ -189,14 +189,14 @@ TEST_CASE("forced text: a fixed record, through any tokenization; nothing where 
   CHECK(m.forced_text(3) == R"({"n)");
   // The record's fixed tail after its free field.
   const Vocabulary& vocab = compiled->vocabulary();
-  auto encoder = std::get<const Encoder*>(compiled->encoder());
+  auto encoder = (*compiled->encoder());
   for (uint32_t t : encoder->encode_continuation(R"({"name": "ada)")) REQUIRE(m.advance(t) == AdvanceResult::Ongoing);
   CHECK(m.forced_text().empty());  // more letters, or the quote
   REQUIRE(m.advance(encoder->encode_continuation("\"").at(0)) == AdvanceResult::Ongoing);
   CHECK(m.forced_text() == R"(, "kind": "record"})");
   // The whole rest is forced and nothing may follow it: every token of its
   // encoding is appended, the last one included.
-  auto jump = std::get<Matcher::JumpForward>(m.jump_forward());
+  auto jump = (*m.jump_forward());
   std::string spelled;
   for (uint32_t t : jump.tokens) spelled += vocab.bytes(t);
   const std::string taken = jump.rollback ? std::string(vocab.bytes(encoder->encode_continuation("\"").at(0))) : "";
@@ -205,13 +205,13 @@ TEST_CASE("forced text: a fixed record, through any tokenization; nothing where 
   for (uint32_t t : jump.tokens) REQUIRE(m.advance(t) == AdvanceResult::Ongoing);
   CHECK(m.can_end());
   CHECK(m.forced_text().empty());
-  CHECK(std::get<Matcher::JumpForward>(m.jump_forward()).tokens.empty());
+  CHECK((*m.jump_forward()).tokens.empty());
 }
 
 TEST_CASE("forced text: the rest of a keyword; any! forces nothing", "[jump-forward]") {
   auto compiled = compile(test::grammar(test::read_example("json.cgram")));
   Matcher m(compiled);
-  auto encoder = std::get<const Encoder*>(compiled->encoder());
+  auto encoder = (*compiled->encoder());
   for (uint32_t t : encoder->encode_continuation("[tr")) REQUIRE(m.advance(t) == AdvanceResult::Ongoing);
   CHECK(m.forced_text() == "ue");
   Matcher any(compile(test::grammar("start ::= 'x' any! 'y' ;")));
@@ -220,7 +220,7 @@ TEST_CASE("forced text: the rest of a keyword; any! forces nothing", "[jump-forw
   // A grammar of one sentence is forced whole, and ends there.
   Matcher one(compile(test::grammar("start ::= 'hello world' ;")));
   CHECK(one.forced_text() == "hello world");
-  auto jump = std::get<Matcher::JumpForward>(one.jump_forward());
+  auto jump = (*one.jump_forward());
   CHECK(jump.rollback == 0);
   CHECK(jump.tokens == encoder->encode_continuation("hello world"));
 }

@@ -23,14 +23,14 @@ namespace {
 std::shared_ptr<const CompiledGrammar> compile(std::string_view source,
                                                std::shared_ptr<const Vocabulary> vocab = bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(grammar(source), std::move(vocab));
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
-  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  REQUIRE(result.ok());
+  return (*result);
 }
 
 std::vector<uint32_t> encode(std::string_view text, const std::shared_ptr<const Vocabulary>& vocab = bundled_vocabulary()) {
   auto created = Encoder::create(vocab);
-  REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
-  return std::get<std::unique_ptr<Encoder>>(created)->encode_continuation(std::string(text));
+  REQUIRE(created.ok());
+  return (*created)->encode_continuation(std::string(text));
 }
 
 std::vector<uint32_t> mask_of(Matcher& m) {
@@ -144,7 +144,7 @@ TEST_CASE("a batch fill over (matcher, row) pairs: any rows, any grammars, check
   const Bitmask view{bitmask, row_words};
   ThreadPool pool(2);
   const std::vector<MatcherRow> pairs = {{&a, 4}, {&b, 0}, {&c, 2}};
-  REQUIRE_FALSE(fill_bitmask(pairs, view, pool));
+  REQUIRE(fill_bitmask(pairs, view, pool).ok());
   for (const auto& [matcher, row] : pairs) {
     std::vector<uint32_t> expected = mask_of(*matcher);
     expected.resize(row_words, 0u);
@@ -156,9 +156,9 @@ TEST_CASE("a batch fill over (matcher, row) pairs: any rows, any grammars, check
   // Every misuse is refused before anything is written.
   std::fill(bitmask.begin(), bitmask.end(), 0x55555555u);
   auto refused = [&](std::vector<MatcherRow> bad, const Bitmask& where, const std::string& message) {
-    std::optional<std::string> error = fill_bitmask(bad, where, pool);
-    REQUIRE(error);
-    CHECK(*error == message);
+    Result<void> filled = fill_bitmask(bad, where, pool);
+    REQUIRE_FALSE(filled.ok());
+    CHECK(filled.error().message == message);
     CHECK(std::all_of(bitmask.begin(), bitmask.end(), [](uint32_t w) { return w == 0x55555555u; }));
   };
   refused({{&a, 0}, {&b, 0}}, view, "row 0 is given twice");
@@ -172,7 +172,7 @@ TEST_CASE("a batch fill over (matcher, row) pairs: any rows, any grammars, check
   const Bitmask ragged{std::span<uint32_t>(bitmask).first(row_words + 1), row_words};
   refused({{&a, 0}}, ragged, fmt::format("the bitmask has {} words, not a whole number of rows of {}", row_words + 1,
                                          row_words));
-  CHECK_FALSE(fill_bitmask({}, view, pool));
+  CHECK(fill_bitmask({}, view, pool).ok());
 }
 
 TEST_CASE("all-allowed rows: any! and free text fill the whole vocabulary at once", "[serving][differential]") {
@@ -271,7 +271,7 @@ TEST_CASE("several end-of-sequence ids: each one ends the text", "[serving][voca
   for (uint32_t id = 0; id < bundled_vocabulary()->size() && extra.size() < 2; ++id)
     if (bundled_vocabulary()->is_special(id) && !bundled_vocabulary()->is_eos(id)) extra.push_back(id);
   REQUIRE(extra.size() == 2);
-  auto more = std::get<std::shared_ptr<const Vocabulary>>(bundled_vocabulary()->with_eos_ids(extra));
+  auto more = (*(bundled_vocabulary()->with_eos_ids(extra)));
   CHECK(more->eos_ids().size() == found.size() + 2);
   for (uint32_t id : extra) CHECK(more->is_eos(id));
   CHECK(more->fingerprint() != bundled_vocabulary()->fingerprint());
@@ -288,15 +288,15 @@ TEST_CASE("several end-of-sequence ids: each one ends the text", "[serving][voca
   }
   // A text token made end of sequence is no longer text.
   const uint32_t word = *bundled_vocabulary()->find("hello");
-  auto odd = std::get<std::shared_ptr<const Vocabulary>>(bundled_vocabulary()->with_eos_ids(std::vector<uint32_t>{word}));
+  auto odd = (*(bundled_vocabulary()->with_eos_ids(std::vector<uint32_t>{word})));
   CHECK(odd->is_special(word));
   CHECK(odd->find("hello") != word);
-  CHECK(std::get<VocabularyError>(bundled_vocabulary()->with_eos_ids(std::vector<uint32_t>{4000000})).message ==
+  CHECK((bundled_vocabulary()->with_eos_ids(std::vector<uint32_t>{4000000})).error().message ==
         fmt::format("{}: end-of-sequence id 4000000 is not in the vocabulary ({} ids)", bundled_vocabulary()->name(),
                     bundled_vocabulary()->size()));
   VocabularyOptions options;
   options.extra_eos_ids = extra;
-  auto loaded = std::get<std::shared_ptr<const Vocabulary>>(Vocabulary::bundled(options));
+  auto loaded = (*(Vocabulary::bundled(options)));
   CHECK(loaded->eos_ids() == more->eos_ids());
 }
 
@@ -314,8 +314,8 @@ TEST_CASE("a tokenizer.json's generation_config.json adds its end-of-sequence id
   write("tokenizer_config.json", R"({"eos_token": "<|end|>"})");
   auto eos_of = [&](const VocabularyOptions& options = {}) {
     VocabularyResult result = Vocabulary::load(tokenizer, options);
-    if (auto* e = std::get_if<VocabularyError>(&result)) FAIL(e->message);
-    return std::get<std::shared_ptr<const Vocabulary>>(result)->eos_ids();
+    if (auto* e = result.if_error()) FAIL(e->message);
+    return (*result)->eos_ids();
   };
   CHECK(eos_of() == std::vector<uint32_t>{3});
   write("generation_config.json", R"({"bos_token_id": 0, "eos_token_id": [4, 5], "temperature": 0.6})");
@@ -327,11 +327,11 @@ TEST_CASE("a tokenizer.json's generation_config.json adds its end-of-sequence id
   CHECK(eos_of(override_ids) == std::vector<uint32_t>{5});
   write("generation_config.json", R"({"eos_token_id": "<|eot|>"})");
   VocabularyResult bad = Vocabulary::load(tokenizer);
-  REQUIRE(std::holds_alternative<VocabularyError>(bad));
-  CHECK(std::get<VocabularyError>(bad).message ==
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().message ==
         (dir / "generation_config.json").string() + ": eos_token_id is neither a token id nor a list of them");
   write("generation_config.json", R"({"eos_token_id": [4, 99]})");
-  CHECK(std::get<VocabularyError>(Vocabulary::load(tokenizer)).message ==
+  CHECK((Vocabulary::load(tokenizer)).error().message ==
         tokenizer + ": end-of-sequence id 99 is not in the vocabulary (6 ids)");
   std::filesystem::remove_all(dir);
 }
@@ -340,8 +340,8 @@ TEST_CASE("max_rollback_tokens in canonical mode: the pair rule still sees the t
   CompileOptions options;
   options.canonical = true;
   auto result = CompiledGrammar::compile(grammar(read_example("tool_calls.cgram")), bundled_vocabulary(), options);
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
-  auto g = std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  REQUIRE(result.ok());
+  auto g = *result;
   const std::vector<uint32_t> doc = encode(tool_call_text(8));
   REQUIRE(doc.size() > 300);
   MatcherOptions bounded_options;

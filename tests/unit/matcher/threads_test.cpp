@@ -23,8 +23,8 @@ namespace {
 // A vocabulary of its own (nothing built yet: no trie, no fingerprint).
 std::shared_ptr<const Vocabulary> fresh_vocabulary() {
   auto loaded = Vocabulary::bundled();
-  REQUIRE(std::holds_alternative<std::shared_ptr<const Vocabulary>>(loaded));
-  return std::get<std::shared_ptr<const Vocabulary>>(loaded);
+  REQUIRE(loaded.ok());
+  return (*loaded);
 }
 
 std::shared_ptr<const CompiledGrammar> compile_for(const std::shared_ptr<const Grammar>& g,
@@ -32,8 +32,8 @@ std::shared_ptr<const CompiledGrammar> compile_for(const std::shared_ptr<const G
   CompileOptions options;
   options.eager_index = eager;
   auto result = CompiledGrammar::compile(g, vocab, options);
-  REQUIRE(std::holds_alternative<std::shared_ptr<const CompiledGrammar>>(result));
-  return std::get<std::shared_ptr<const CompiledGrammar>>(result);
+  REQUIRE(result.ok());
+  return (*result);
 }
 
 // Prefixes of documents of two grammars, reaching many lexer states.
@@ -56,8 +56,8 @@ std::vector<Case> reference_cases(const std::shared_ptr<const Grammar>& g) {
   auto vocab = fresh_vocabulary();
   auto eager = compile_for(g, vocab, true);
   auto created = Encoder::create(vocab);
-  REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
-  const Encoder& encoder = *std::get<std::unique_ptr<Encoder>>(created);
+  REQUIRE(created.ok());
+  const Encoder& encoder = *(*created);
   std::vector<Case> cases;
   for (const std::string& text : json_prefixes()) {
     Case c;
@@ -90,7 +90,7 @@ TEST_CASE("threads: one vocabulary compiled for by many threads at once (trie an
       start.arrive_and_wait();
       if (t % 2) fingerprints[t] = vocab->fingerprint();
       auto result = CompiledGrammar::compile(g, vocab);
-      if (auto* c = std::get_if<std::shared_ptr<const CompiledGrammar>>(&result)) compiled[t] = *c;
+      if (auto* c = result.if_value()) compiled[t] = *c;
       if (t % 2 == 0) fingerprints[t] = vocab->fingerprint();
     });
   for (auto& t : threads) t.join();

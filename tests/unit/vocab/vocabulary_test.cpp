@@ -20,14 +20,14 @@ const std::string kData = std::string(CGRAM_SOURCE_DIR) + "/tests/data/";
 
 std::shared_ptr<const Vocabulary> load(const std::string& path) {
   VocabularyResult result = Vocabulary::load(path);
-  if (auto* e = std::get_if<VocabularyError>(&result)) FAIL(e->message);
-  return std::get<std::shared_ptr<const Vocabulary>>(result);
+  if (auto* e = result.if_error()) FAIL(e->message);
+  return (*result);
 }
 
 std::string load_error(std::string_view content, std::string_view name = "test") {
   VocabularyResult result = Vocabulary::from_memory(content, name);
-  REQUIRE(std::holds_alternative<VocabularyError>(result));
-  return std::get<VocabularyError>(result).message;
+  REQUIRE(!result.ok());
+  return result.error().message;
 }
 
 bool shared_available() { return std::filesystem::exists(kShared + "llama3-tokenizer.json"); }
@@ -43,8 +43,8 @@ std::string read(const std::string& path) {
 // and one line of expected ids per text.
 size_t check_vectors(const Vocabulary& vocab, const std::string& inp, const std::string& out) {
   auto created = Encoder::create(std::shared_ptr<const Vocabulary>(&vocab, [](const Vocabulary*) {}));
-  REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
-  const Encoder& encoder = *std::get<std::unique_ptr<Encoder>>(created);
+  REQUIRE(created.ok());
+  const Encoder& encoder = *(*created);
   std::string texts = read(inp);
   std::istringstream expected(read(out));
   const std::string separator = "\n__ggml_vocab_test__\n";
@@ -70,8 +70,8 @@ size_t check_vectors(const Vocabulary& vocab, const std::string& inp, const std:
 
 TEST_CASE("the bundled vocabulary loads and encodes like its tokenizer", "[vocab]") {
   VocabularyResult result = Vocabulary::bundled();
-  REQUIRE(std::holds_alternative<std::shared_ptr<const Vocabulary>>(result));
-  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(result);
+  REQUIRE(result.ok());
+  auto vocab = *result;
   CHECK(vocab->size() == 32064);
   CHECK(vocab->kind() == TokenizerKind::SentencePiece);
   CHECK(vocab->eos_ids() == std::vector<uint32_t>{32000});
@@ -158,9 +158,9 @@ TEST_CASE("encoding then decoding gives the text back", "[vocab][shared][encoder
   for (std::string file : {"llama3-tokenizer.json", "gemma-tokenizer.json", "cl100k_base.tiktoken", "o200k_base.tiktoken"}) {
     auto vocab = load(kShared + file);
     auto created = Encoder::create(vocab);
-    REQUIRE(std::holds_alternative<std::unique_ptr<Encoder>>(created));
+    REQUIRE(created.ok());
     std::string decoded;
-    for (uint32_t id : std::get<std::unique_ptr<Encoder>>(created)->encode(texts)) {
+    for (uint32_t id : (*created)->encode(texts)) {
       CHECK_FALSE(vocab->is_special(id));
       decoded += vocab->bytes(id);
     }
@@ -170,7 +170,7 @@ TEST_CASE("encoding then decoding gives the text back", "[vocab][shared][encoder
 }
 
 TEST_CASE("bad vocabulary files give precise errors", "[vocab]") {
-  CHECK(std::get<VocabularyError>(Vocabulary::load("/nonexistent/tokenizer.json")).message ==
+  CHECK((Vocabulary::load("/nonexistent/tokenizer.json")).error().message ==
         "cannot read vocabulary '/nonexistent/tokenizer.json': No such file or directory");
   CHECK(load_error("") == "test: the file is empty");
   CHECK(load_error("hello world\n") ==
@@ -201,18 +201,17 @@ TEST_CASE("bad vocabulary files give precise errors", "[vocab]") {
 
 TEST_CASE("plain token lists and the caller's end-of-sequence ids", "[vocab]") {
   auto result = Vocabulary::from_memory(R"(["a", "bc", {"hex": "e282"}, {"text": "<eos>", "eos": true}])", "list");
-  REQUIRE(std::holds_alternative<std::shared_ptr<const Vocabulary>>(result));
-  auto vocab = std::get<std::shared_ptr<const Vocabulary>>(result);
+  REQUIRE(result.ok());
+  auto vocab = *result;
   CHECK(vocab->size() == 4);
   CHECK(vocab->bytes(2) == "\xE2\x82");
   CHECK(vocab->eos_ids() == std::vector<uint32_t>{3});
   CHECK(vocab->is_special(3));
   VocabularyOptions options;
   options.eos_ids = std::vector<uint32_t>{1};
-  auto overridden = std::get<std::shared_ptr<const Vocabulary>>(
-      Vocabulary::from_memory(R"(["a", "bc", "d"])", "list", options));
+  auto overridden = (*Vocabulary::from_memory(R"(["a", "bc", "d"])", "list", options));
   CHECK(overridden->eos_ids() == std::vector<uint32_t>{1});
   options.eos_ids = std::vector<uint32_t>{7};
-  CHECK(std::get<VocabularyError>(Vocabulary::from_memory(R"(["a"])", "list", options)).message ==
+  CHECK((Vocabulary::from_memory(R"(["a"])", "list", options)).error().message ==
         "list: end-of-sequence id 7 is not in the vocabulary (1 ids)");
 }
