@@ -265,14 +265,14 @@ CompileResult CompiledGrammar::compile(std::shared_ptr<const Grammar> grammar, s
     // Built once per vocabulary and kept in its context for every grammar.
     auto encoder = VocabularyContext::of(vocab)->encoder();
     if (auto* error = encoder.if_error())
-      return Error{ErrorCode::InvalidInput, "canonical mode needs the vocabulary's encoder: " + error->message};
+      return error->in("canonical mode needs the vocabulary's encoder");
   }
   MemoryBudget budget(options.max_memory_bytes);
   MemoryBudgetScope scope(budget);
   try {
     budget.charge(grammar->memory_bytes(), "parsing the grammar");
     auto compiled = std::make_shared<const CompiledGrammar>(Building{}, std::move(grammar), std::move(vocab), options);
-    if (!compiled->build_error_.empty()) return Error{ErrorCode::InvalidInput, compiled->build_error_};
+    if (!compiled->build_error_.empty()) return Error{ErrorCode::Limit, compiled->build_error_};
     return compiled;
   } catch (const MemoryLimitReached& limit) {
     return Error{ErrorCode::Limit, limit.message("CompileOptions::max_memory_bytes")};

@@ -110,9 +110,9 @@ class HostBackend final : public KernelBackend {
     try {
       return std::unique_ptr<KernelMemory>(std::make_unique<HostMemory>(bytes));
     } catch (const std::bad_alloc&) {
-      return Error{ErrorCode::Backend, fmt::format("out of host memory for {} bytes", bytes)};
+      return Error{ErrorCode::OutOfMemory, fmt::format("out of host memory for {} bytes", bytes)};
     } catch (const std::length_error&) {
-      return Error{ErrorCode::Backend, fmt::format("out of host memory for {} bytes", bytes)};
+      return Error{ErrorCode::OutOfMemory, fmt::format("out of host memory for {} bytes", bytes)};
     }
   }
   std::optional<Error> fill(const FillLaunch& l) override {
@@ -285,7 +285,7 @@ Result<std::unique_ptr<KernelBackend>> host_kernel_backend(codegen::GpuKernelSha
   if (auto* error = created.if_error()) return Error{ErrorCode::Backend, error->message};
   auto session = std::move(*created);
   auto module = codegen::build_gpu_kernels(session->context(), codegen::GpuTarget::Host, shape);
-  if (!module) return Error{ErrorCode::Backend, "the GPU kernels' IR does not verify"};
+  if (!module) return Error{ErrorCode::Internal, "the GPU kernels' IR does not verify"};
   if (auto added = session->add(std::move(module)); auto* error = added.if_error())
     return Error{ErrorCode::Backend, error->message};
   auto backend = std::make_unique<HostBackend>(std::move(session), shape.set_words);
@@ -325,7 +325,7 @@ Result<std::unique_ptr<KernelBackend>> cuda_kernel_backend(codegen::GpuKernelSha
   if (auto error = take(gpu::Stream::create(*context), stream)) return *error;
   llvm::LLVMContext llvm_context;
   auto module = codegen::build_gpu_kernels(llvm_context, codegen::GpuTarget::Nvptx, shape);
-  if (!module) return Error{ErrorCode::Backend, "the GPU kernels' IR does not verify"};
+  if (!module) return Error{ErrorCode::Internal, "the GPU kernels' IR does not verify"};
   auto ptx = codegen::emit_ptx(*module, arch);
   if (auto* error = ptx.if_error()) return Error{ErrorCode::Backend, error->message};
   std::unique_ptr<gpu::Module> loaded_module;

@@ -558,7 +558,7 @@ Result<std::string> ecma_pattern_to_regex(std::string_view pattern) {
     const char c = pattern[i];
     Branch& b = branches.back();
     if (c == '\\') {
-      if (i + 1 >= pattern.size()) return Error{ErrorCode::Unsupported, "the pattern ends with a lone backslash"};
+      if (i + 1 >= pattern.size()) return Error{ErrorCode::InvalidInput, "the pattern ends with a lone backslash"};
       const char e = pattern[++i];
       if (e == 's') b.body += in_class ? kEcmaSpace : fmt::format("[{}]", kEcmaSpace);
       else if (e == 'S' && !in_class) b.body += fmt::format("[^{}]", kEcmaSpace);

@@ -53,10 +53,10 @@ Result<std::string> emit_object(const CompiledGrammar& grammar, const std::strin
   const std::string triple = llvm::sys::getDefaultTargetTriple();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) return Error{ErrorCode::InvalidInput, "no LLVM target for " + triple + ": " + error};
+  if (!target) return Error{ErrorCode::Backend, "no LLVM target for " + triple + ": " + error};
   std::unique_ptr<llvm::TargetMachine> machine(
       target->createTargetMachine(triple, "generic", "", llvm::TargetOptions(), llvm::Reloc::PIC_));
-  if (!machine) return Error{ErrorCode::InvalidInput, "cannot create a target machine for " + triple};
+  if (!machine) return Error{ErrorCode::Backend, "cannot create a target machine for " + triple};
   llvm::LLVMContext context;
   auto module = codegen::build_matcher_module(context, grammar.lexical(), grammar.table(),
                                               grammar.index().follower_first_bytes(),
@@ -70,7 +70,7 @@ Result<std::string> emit_object(const CompiledGrammar& grammar, const std::strin
   llvm::raw_svector_ostream stream(buffer);
   llvm::legacy::PassManager passes;
   if (machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return Error{ErrorCode::InvalidInput, "LLVM cannot emit an object file for " + triple};
+    return Error{ErrorCode::Backend, "LLVM cannot emit an object file for " + triple};
   passes.run(*module);
   return std::string(buffer.data(), buffer.size());
 }
@@ -173,7 +173,7 @@ CompileResult load_shared_object(const std::string& path, std::shared_ptr<const 
       return Error{ErrorCode::InvalidInput, fmt::format("'{}' is not a complete cgram object: no cgram trailer at its "
                                                         "end (truncated, or not made by cgram compile)",
                                                         path)};
-    return Error{ErrorCode::Unsupported, fmt::format("'{}' is not a cgram object (make one with cgram compile)", path)};
+    return Error{ErrorCode::InvalidInput, fmt::format("'{}' is not a cgram object (make one with cgram compile)", path)};
   }
   std::memcpy(&trailer, file.data() + file.size() - sizeof(trailer), sizeof(trailer));
   if (trailer.abi_version != kAbiVersion || trailer.trailer_size != sizeof(trailer))

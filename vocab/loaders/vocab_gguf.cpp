@@ -142,8 +142,8 @@ std::optional<uint64_t> read_integer(Reader& r, uint32_t type, bool& negative) {
 
 VocabularyResult load_gguf(std::string_view content, std::string_view name, const VocabularyOptions& options) {
   Reader r(content, name);
-  auto error = [&](std::string message) {
-    return Error{ErrorCode::InvalidInput, fmt::format("{}: {}", name, message)};
+  auto error = [&](std::string message, ErrorCode code = ErrorCode::InvalidInput) {
+    return Error{code, fmt::format("{}: {}", name, message)};
   };
   auto reader_error = [&](std::string otherwise) {
     return r.error().empty() ? error(std::move(otherwise)) : Error{ErrorCode::InvalidInput, r.error()};
@@ -160,7 +160,8 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
   // their count is not trusted for anything. Each metadata entry takes at
   // least a key length, a type and one byte of value.
   if (*kv_count > options.max_gguf_entries)
-    return error(fmt::format("the file claims {} metadata entries; the limit is {}", *kv_count, options.max_gguf_entries));
+    return error(fmt::format("the file claims {} metadata entries; the limit is {}", *kv_count, options.max_gguf_entries),
+                 ErrorCode::Limit);
   if (*kv_count > r.remaining() / 13) {
     r.fail<bool>(fmt::format("truncated: {} metadata entries claimed, but {} bytes are left", *kv_count, r.remaining()));
     return Error{ErrorCode::InvalidInput, r.error()};
@@ -192,7 +193,7 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
       if (!r.array_header(element, count)) return Error{ErrorCode::InvalidInput, r.error()};
       if (element != want)
         return error(fmt::format("{} is an array of {}; expected an array of {}", *key, type_name(element), type_name(want)));
-      if (count > limit) return error(fmt::format("{} has {} entries; the limit is {}", *key, count, limit));
+      if (count > limit) return error(fmt::format("{} has {} entries; the limit is {}", *key, count, limit), ErrorCode::Limit);
       return std::nullopt;
     };
     // Strings longer than `max_length` are refused before they are copied.
@@ -205,7 +206,8 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
         auto s = r.string();
         if (!s) return Error{ErrorCode::InvalidInput, r.error()};
         if (s->size() > max_length)
-          return error(fmt::format("entry {} of {} is {} bytes long; the limit is {}", k, *key, s->size(), max_length));
+          return error(fmt::format("entry {} of {} is {} bytes long; the limit is {}", k, *key, s->size(), max_length),
+                       ErrorCode::Limit);
         out.push_back(*s);
       }
       return std::nullopt;

@@ -214,8 +214,8 @@ struct Encoder::State {
     std::optional<Error> error;
     bool dummy_prefix = false;  // a SentencePiece dummy-prefix space was added
     std::string key;            // scratch for merge lookups
-    bool fail(std::string message) {
-      if (!error) error = Error{ErrorCode::InvalidInput, std::move(message)};
+    bool fail(std::string message, ErrorCode code = ErrorCode::InvalidInput) {
+      if (!error) error = Error{code, std::move(message)};
       return false;
     }
   };
@@ -313,8 +313,10 @@ struct Encoder::State {
             std::string utf8;
             offset += pieces[j].toUTF8String(utf8).size();
           }
+          const bool bounded = status == U_REGEX_TIME_OUT || status == U_REGEX_STACK_OVERFLOW;
           return run.fail(fmt::format("{}: the pre-tokenizer regex failed on the text at offset {}: {}",
-                                      vocab->name(), offset, regex_failure(status)));
+                                      vocab->name(), offset, regex_failure(status)),
+                          bounded ? ErrorCode::Limit : ErrorCode::Internal);
         }
         if (last < piece.length()) next.push_back(icu::UnicodeString(piece, last));
       }
@@ -496,7 +498,7 @@ Result<std::unique_ptr<Encoder>> Encoder::create(std::shared_ptr<const Vocabular
   state->vocab = vocab;
   state->options = options;
   if (vocab->kind() == TokenizerKind::List)
-    return Error{ErrorCode::InvalidInput, fmt::format("{}: a plain token list has no encoder", vocab->name())};
+    return Error{ErrorCode::Unsupported, fmt::format("{}: a plain token list has no encoder", vocab->name())};
   if (vocab->kind() != TokenizerKind::SentencePiece) {
     auto patterns = patterns_for(vocab->encoder_data().pretokenizer);
     if (!patterns)

@@ -169,4 +169,5 @@ TEST_CASE("pipeline: a pass that fails stops the ones after it, with its message
   auto result = CompiledGrammar::compile(test::grammar(kParens), tiny_vocabulary(), options);
   REQUIRE_FALSE(result.ok());
   CHECK_THAT(result.error().message, Catch::Contains("LR automaton needs more than 1 states"));
+  CHECK(result.error().code == ErrorCode::Limit);
 }
