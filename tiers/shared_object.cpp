@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 
 #include <chrono>
@@ -115,7 +116,12 @@ Result<void> save_shared_object(const CompiledGrammar& grammar, const std::strin
   if (auto* error = object.if_error()) return *error;
   t.codegen_ms = ms_since(t0);
   auto t1 = Clock::now();
-  const std::string object_path = path + ".o.tmp", linked_path = path + ".tmp";
+  // Temporary names unique to this process and call: two saves to the same
+  // path (two threads, two processes) must not remove each other's files;
+  // the final rename makes the last one win whole.
+  static std::atomic<unsigned> save_counter{0};
+  const std::string unique = fmt::format("{}.{}.{}", path, ::getpid(), save_counter.fetch_add(1));
+  const std::string object_path = unique + ".o.tmp", linked_path = unique + ".tmp";
   {
     std::ofstream out(object_path, std::ios::binary);
     out << *object;

@@ -576,6 +576,28 @@ TEST_CASE("AOT: a relative path loads that file, and a recompiled object replace
   compare_tiers(first_grammar, (*first), {}, 9, 8);
 }
 
+TEST_CASE("AOT: saves to one path at once never remove each other's files, and the last one loads whole", "[aot]") {
+  // ctest runs test programs side by side; a server may save from threads.
+  const std::string path = temp_path("contended.so");
+  auto grammar = compile("start ::= 'yes' | 'no' ;", test::bundled_vocabulary(), true);
+  std::vector<std::string> errors(4);
+  {
+    std::vector<std::thread> savers;
+    for (size_t i = 0; i < errors.size(); ++i)
+      savers.emplace_back([&, i] {
+        auto saved = save_shared_object(*grammar, path);
+        if (!saved.ok()) errors[i] = saved.error().message;
+      });
+    for (auto& t : savers) t.join();
+  }
+  for (const auto& e : errors) CHECK(e == "");
+  auto loaded = load_shared_object(path, test::bundled_vocabulary());
+  REQUIRE(loaded.ok());
+  compare_tiers(grammar, *loaded, {}, 3, 4);
+  for (const auto& entry : fs::directory_iterator(fs::path(path).parent_path()))
+    CHECK(entry.path().extension() != ".tmp");  // nothing left behind
+}
+
 namespace {
 std::string load_error(const ir::LexicalGrammar& g) {
   ir::BinaryWriter out;
