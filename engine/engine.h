@@ -28,6 +28,7 @@
 #include "key_set.h"
 #include "mask_words.h"
 #include "scratch.h"
+#include "stack_memo.h"
 #include "token_set_sink.h"
 
 namespace cgram {
@@ -143,6 +144,8 @@ class Engine {
   // and the heads' nodes are renumbered. Bounds memory over long texts.
   void compact(std::span<Head> heads, std::span<Mark* const> marks);
   size_t stack_elements() const { return nodes_.size() + edges_.size(); }
+  // Entries of the memo of shiftable sets by stack states (stack_memo.h).
+  size_t remembered_stacks() const { return shiftable_memo_.entries(); }
 
  private:
   struct Node {
@@ -241,6 +244,10 @@ class Engine {
   // can end in its current state (walks use them where it ends further on).
   void heads_after_lexeme(const Head& head, std::vector<Head>& out);
   const std::vector<uint32_t>& shiftable(uint32_t node);
+  // shiftable(node) from the memo: its set's index, or -1.
+  int32_t remembered_shiftable(uint32_t node) const;
+  // The reductions read the parents of an older node: how deep that is.
+  void probe_parents_read(uint32_t node);
   // Whether `terminal` can be shifted from `node` after reductions (cached per node).
   bool is_shiftable(uint32_t node, uint32_t terminal);
 
@@ -411,6 +418,19 @@ class Engine {
   std::vector<ExceptMaskEntry> except_mask_cache_;
   uint64_t except_mask_clock_ = 0;
   std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
+  // Shiftable sets by the stack states they read (stack_memo.h), and the
+  // probe that finds how deep that is while a set is worked out.
+  StackMemo shiftable_memo_{kShiftableMemoEntries};
+  static constexpr size_t kShiftableMemoEntries = size_t{1} << 12;
+  struct DepthProbe {
+    bool active = false;
+    bool linear = true;  // one parent per node down to `depth`
+    uint32_t base = 0;   // nodes before this index are older than the probe
+    uint32_t depth = 0;  // the deepest level read: 0 the node, 1 its parent, ...
+  } probe_;
+  static constexpr uint32_t kNoParent = UINT32_MAX;
+  std::vector<uint32_t> probe_chain_;  // the probed node, its parent, ... (kNoParent below the bottom)
+  std::vector<uint32_t> probe_states_;
   std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
   std::deque<std::bitset<256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals
   std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;

@@ -233,11 +233,13 @@ void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> 
           path_next_.clear();
           const uint32_t epoch = next_visit_epoch();
           size_t walked = 0;
-          for (uint32_t node : path_ends_)
+          for (uint32_t node : path_ends_) {
+            if (probe_.active && node < probe_.base) probe_parents_read(node);
             for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next, ++walked) {
               const uint32_t parent = edges_[e].parent;
               if (visited_[parent] != epoch) visited_[parent] = epoch, path_next_.push_back(parent);
             }
+          }
           charge(walked);
           path_ends_.swap(path_next_);
         }
@@ -312,13 +314,22 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
 
 // The terminals that can really be shifted from this node after the
 // reductions its stacks allow (the table's row can promise more: LALR
-// lookaheads are merged).
+// lookaheads are merged). Remembered per node, and across nodes by the
+// states the reductions read (stack_memo.h): the fresh nodes a mask makes
+// after a lexeme stand on the same stacks mask after mask.
 const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
   if (shiftable_index_[node] >= 0) return shiftable_sets_[shiftable_index_[node]];
+  if (const int32_t known = remembered_shiftable(node); known >= 0) {
+    shiftable_index_[node] = known;
+    return shiftable_sets_[known];
+  }
+  probe_ = {true, true, static_cast<uint32_t>(nodes_.size()), 0};
+  probe_chain_.assign(1, node);
   std::vector<uint32_t>& result = shiftable_scratch_;
   result.clear();
   for (uint32_t t : table_.terminals_with_actions(nodes_[node].state))
     if (is_shiftable(node, t)) result.push_back(t);
+  probe_.active = false;
   auto it = shiftable_ids_.find(result);
   bool inserted = false;
   if (it == shiftable_ids_.end()) {
@@ -332,7 +343,40 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
     shiftable_sets_.push_back(result);
   }
   shiftable_index_[node] = static_cast<int32_t>(it->second);
+  if (probe_.linear && exhausted_.empty()) {
+    probe_states_.clear();
+    for (uint32_t level = 0; level <= probe_.depth; ++level)
+      probe_states_.push_back(probe_chain_[level] == kNoParent ? StackMemo::kBottom : nodes_[probe_chain_[level]].state);
+    shiftable_memo_.insert(probe_states_, it->second);
+  }
   return shiftable_sets_[it->second];
+}
+
+int32_t Engine::remembered_shiftable(uint32_t node) const {
+  uint32_t entry = shiftable_memo_.child(StackMemo::kRoot, nodes_[node].state);
+  for (uint32_t x = node; entry != StackMemo::kNone;) {
+    if (const uint32_t set = shiftable_memo_.answer(entry); set != StackMemo::kNone) return static_cast<int32_t>(set);
+    if (x == kNoParent || nodes_[x].degree > 1) return -1;  // only linear stacks are remembered
+    x = nodes_[x].degree == 0 ? kNoParent : edges_[nodes_[x].first_edge].parent;
+    entry = shiftable_memo_.child(entry, x == kNoParent ? StackMemo::kBottom : nodes_[x].state);
+  }
+  return -1;
+}
+
+void Engine::probe_parents_read(uint32_t node) {
+  // Older nodes are met only down the probed node's chain while it is
+  // linear: the reductions reach them through it, or through fresh nodes
+  // standing on nodes they reached that way.
+  const auto at = std::find(probe_chain_.rbegin(), probe_chain_.rend(), node);
+  if (at == probe_chain_.rend()) {
+    probe_.linear = false;
+    return;
+  }
+  const uint32_t level = static_cast<uint32_t>(probe_chain_.rend() - at - 1);
+  probe_.depth = std::max(probe_.depth, level + 1);
+  const Node& n = nodes_[node];
+  if (n.degree > 1) probe_.linear = false;
+  if (level + 1 == probe_chain_.size()) probe_chain_.push_back(n.degree == 0 ? kNoParent : edges_[n.first_edge].parent);
 }
 
 bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
@@ -341,7 +385,17 @@ bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
   auto pos = std::lower_bound(active.begin(), active.end(), terminal);
   if (pos == active.end() || *pos != terminal) return false;
   uint8_t& status = status_[nodes_[node].status + (pos - active.begin())];
-  if (status != 0) return status == 1;
+  // A probe must see every read, so it works each answer out again.
+  if (status != 0 && !probe_.active) return status == 1;
+  if (!probe_.active) {
+    if (shiftable_index_[node] < 0) shiftable_index_[node] = remembered_shiftable(node);
+    if (shiftable_index_[node] >= 0) {
+      const auto& set = shiftable_sets_[shiftable_index_[node]];
+      const bool can = std::binary_search(set.begin(), set.end(), terminal);
+      status = can ? 1 : 2;
+      return can;
+    }
+  }
   const bool can = with_lookups([&](const auto& look) {
     if (look.reductions(state, terminal).empty()) return look.lr_shift(state, terminal) != ir::LrTable::kNone;
     Mark m = mark();

@@ -188,6 +188,30 @@ TEST_CASE("engine: the dangling else, where plain GLR loses a reduction", "[engi
   CHECK(d.engine.can_end(d.after({"i", "ix", "ex", "ex"})));
 }
 
+TEST_CASE("engine: shiftable sets remembered by the states below the top, never mixed up", "[engine-unit]") {
+  // After "ac" and "bc" the top state is the same (x ::= 'c' •); which
+  // terminal may follow depends on the state below it. Tokens that cross
+  // the lexeme's end ask for the fresh node's set, mask after mask.
+  Driver d("start ::= 'a' x 'd' | 'b' x 'e' ; x ::= 'c' | '(' x ')' ;",
+           {"a", "b", "c", "d", "e", "cd", "ce", "(", ")", "c)", "c))", "c)d", "c)e"});
+  // Ids:     0    1    2    3    4    5     6     7    8    9     10     11     12
+  auto round = [&] {
+    d.expect_mask(d.after({}), {0, 1});
+    d.expect_mask(d.after({"a"}), {2, 5, 7});
+    d.expect_mask(d.after({"b"}), {2, 6, 7});
+    d.expect_mask(d.after({"a", "("}), {2, 7, 9, 11});
+    d.expect_mask(d.after({"b", "("}), {2, 7, 9, 12});
+    d.expect_mask(d.after({"a", "(", "("}), {2, 7, 9, 10});
+    d.expect_mask(d.after({"a", "c"}), {3});
+    d.expect_mask(d.after({"b", "c"}), {4});
+  };
+  round();
+  const size_t remembered = d.engine.remembered_stacks();
+  CHECK(remembered > 0);
+  round();  // the same stacks again: answered from the memo, which does not grow
+  CHECK(d.engine.remembered_stacks() == remembered);
+}
+
 TEST_CASE("engine: except! text, ended by its first occurrence", "[engine-unit]") {
   Driver d("start ::= except!('ab') 'ab' ;", {"a", "b", "ab", "x", "xa", "bx", "abx"});
   d.expect_mask(d.after({}), {0, 1, 2, 3, 4, 5});
