@@ -322,8 +322,13 @@ class Engine {
   // `heads` (which stand at the depth of `root`).
   void walk(uint32_t root, const std::vector<Head>& heads, std::span<uint32_t> words);
   // The same over the trie nodes [first, end), whose parent is at `parent_depth`.
+  // `joining`: heads that join the walk at nodes inside the range (sorted
+  // by node; their heads in deferred_heads_), read there as well.
+  struct DeferredWalk {
+    uint32_t node, first, count;  // heads: deferred_heads_[first, first + count)
+  };
   void walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, const std::vector<Head>& heads,
-                  std::span<uint32_t> words);
+                  std::span<uint32_t> words, std::span<const DeferredWalk> joining = {});
   // Tokens that cross out of a lexeme at the crossing nodes: the rest of each
   // token is walked from `after` (the heads once the lexeme has ended), but
   // only below children whose byte can start a lexeme there.
@@ -332,6 +337,15 @@ class Engine {
   // one next lexeme are OR'ed by the terminals the parser can shift, and
   // only those that cross a second lexeme end are walked.
   void cross_precomputed(const StateIndex& index, const std::vector<Head>& after, std::span<uint32_t> words);
+  // The same for one level of the index's crossings (CrossInto), and the
+  // levels below it: per next terminal the parser can shift, one OR.
+  void cross_into(std::span<const CrossInto> into_list, const std::vector<Head>& after, std::span<uint32_t> words);
+  // A walk below trie node `node` from `heads`, made by cross_precomputed
+  // once every reading has brought its heads.
+  void defer_walk(uint32_t node, const std::vector<Head>& heads);
+  std::vector<DeferredWalk> deferred_walks_;
+  std::vector<Head> deferred_heads_;
+  ScratchPool<DeferredWalk> walk_scratch_;
   // The mask of a head in except! text with no token limit and nothing
   // pending, from the index: inside tokens as a bitset, and only the
   // crossings walked. False when the head needs the whole walk.

@@ -67,8 +67,8 @@ void Engine::walk(uint32_t root, const std::vector<Head>& heads, std::span<uint3
 }
 
 void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, const std::vector<Head>& heads,
-                        std::span<uint32_t> words) {
-  if (lexer_walk_applies(heads)) return lexer_walk(first, end, parent_depth, heads[0], words);
+                        std::span<uint32_t> words, std::span<const DeferredWalk> joining) {
+  if (joining.empty() && lexer_walk_applies(heads)) return lexer_walk(first, end, parent_depth, heads[0], words);
   const VocabTrie& trie = g_.trie();
   // Walks nest (a lexer walk falls back to a walk below a lexeme's end):
   // each nesting level gets its own rows of scratch.
@@ -103,16 +103,26 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
     truncate(ends_marks_[base + d - 1]);
     step_byte_after(levels_[base + d - 1], level_ends_[base + d - 1], trie.byte(node), trie.depth(node) == 1,
                     levels_[base + d]);
+    // Readings that reach this node another way join here (cross_precomputed).
+    while (!joining.empty() && joining.front().node < node) joining = joining.subspan(1);
+    if (!joining.empty() && joining.front().node == node) {
+      const DeferredWalk& j = joining.front();
+      levels_[base + d].insert(levels_[base + d].end(), deferred_heads_.begin() + j.first,
+                               deferred_heads_.begin() + j.first + j.count);
+      normalize(levels_[base + d]);
+      joining = joining.subspan(1);
+    }
+    const bool joined_below = !joining.empty() && joining.front().node < trie.subtree_end(node);
     trie_parent_[base + d] = node;
     level_ends_of_[base + d] = UINT32_MAX;
     level_marks_[base + d] = mark();
-    if (levels_[base + d].empty()) {
+    if (levels_[base + d].empty() && !joined_below) {
       node = trie.subtree_end(node);
       continue;
     }
-    if (!trie.tokens(node).empty() && viable(levels_[base + d]))
+    if (!trie.tokens(node).empty() && !levels_[base + d].empty() && viable(levels_[base + d]))
       for (uint32_t id : trie.tokens(node)) words[id / 32] |= 1u << (id % 32);
-    if (lexer_walk_applies(levels_[base + d])) {
+    if (!joined_below && lexer_walk_applies(levels_[base + d])) {
       // One plain lexeme left: the rest of this subtree takes the fast road.
       const Head single = levels_[base + d][0];  // a copy: the rows may move below
       lexer_walk(node + 1, trie.subtree_end(node), trie.depth(node), single, words);
@@ -249,12 +259,57 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
   for (const Head& a : after)
     for (uint32_t t : shiftable(a.node))
       if (lex_.terminals[t].kind == ir::LexTerminal::Kind::Except) return walk_crossings(index, after, words);
+  // The walks below the deepest level classified are gathered first and
+  // made together: readings that the index keeps apart (a space read as one
+  // whitespace terminal or another, a word as a keyword or a name) meet
+  // again at their trie node, and a node below another one's joins that
+  // walk where it reaches it, as the exact road would have them.
+  const size_t base = deferred_walks_.size(), heads_base = deferred_heads_.size();
+  cross_into(index.into, after, words);
+  std::sort(deferred_walks_.begin() + static_cast<std::ptrdiff_t>(base), deferred_walks_.end(),
+            [](const DeferredWalk& a, const DeferredWalk& b) { return a.node < b.node; });
+  // One entry per node, its heads merged (appended past the gathered ones).
+  ScratchPool<DeferredWalk>::Lease merged(walk_scratch_);
+  ScratchPool<Head>::Lease heads(head_scratch_);
+  for (size_t i = base; i < deferred_walks_.size();) {
+    const uint32_t x = deferred_walks_[i].node;
+    heads->clear();
+    for (; i < deferred_walks_.size() && deferred_walks_[i].node == x; ++i) {
+      const DeferredWalk w = deferred_walks_[i];
+      heads->insert(heads->end(), deferred_heads_.begin() + w.first, deferred_heads_.begin() + w.first + w.count);
+    }
+    normalize(*heads);
+    merged->push_back({x, static_cast<uint32_t>(deferred_heads_.size()), static_cast<uint32_t>(heads->size())});
+    deferred_heads_.insert(deferred_heads_.end(), heads->begin(), heads->end());
+  }
+  const VocabTrie& trie = g_.trie();
+  for (size_t i = 0; i < merged->size();) {
+    const DeferredWalk top = (*merged)[i];
+    const uint32_t end = trie.subtree_end(top.node);
+    size_t j = i + 1;
+    while (j < merged->size() && (*merged)[j].node < end) ++j;
+    heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
+    walk_range(top.node + 1, end, trie.depth(top.node), *heads, words,
+               std::span<const DeferredWalk>(merged->data() + i + 1, j - i - 1));
+    i = j;
+  }
+  deferred_heads_.resize(heads_base);
+  deferred_walks_.resize(base);
+}
+
+void Engine::defer_walk(uint32_t node, const std::vector<Head>& heads) {
+  deferred_walks_.push_back({node, static_cast<uint32_t>(deferred_heads_.size()), static_cast<uint32_t>(heads.size())});
+  deferred_heads_.insert(deferred_heads_.end(), heads.begin(), heads.end());
+}
+
+void Engine::cross_into(std::span<const CrossInto> into_list, const std::vector<Head>& after,
+                        std::span<uint32_t> words) {
   const VocabTrie& trie = g_.trie();
   ScratchPool<uint32_t>::Lease nodes(node_scratch_);
   ScratchPool<Head>::Lease ended(head_scratch_);
   ScratchPool<Head>::Lease one(head_scratch_);
   ScratchPool<Head>::Lease next(head_scratch_);
-  for (const CrossInto& into : index.into) {
+  for (const CrossInto& into : into_list) {
     nodes->clear();
     for (const Head& a : after) {
       const auto& can = shiftable(a.node);
@@ -264,8 +319,20 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
     // Tokens whose rest stays inside the next lexeme: one OR.
     if (!into.words.empty()) or_set(words, into.words);
     for (uint32_t id : into.ids) words[id / 32] |= 1u << (id % 32);
-    // Tokens that also cross the end of that lexeme: walked from there, once
-    // per (state where it ends, byte that starts the one after).
+    if (!into.next.empty()) {
+      // Tokens that cross the end of that lexeme as well: the same one
+      // level down, from the stacks once it has ended (the same wherever in
+      // the token it ends).
+      ended->clear();
+      for (uint32_t n : *nodes) {
+        heads_after_lexeme(Head{n, into.terminal, 0, 0, 1}, *one);
+        ended->insert(ended->end(), one->begin(), one->end());
+      }
+      normalize(*ended);
+      cross_into(into.next, *ended, words);
+    }
+    // Past the depth the index classifies: walked from there, once per
+    // (state where it ends, byte that starts the one after).
     for (size_t i = 0; i < into.second.size();) {
       const uint32_t state = into.second[i].state;
       const uint8_t byte = trie.byte(into.second[i].node);
@@ -284,7 +351,7 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
           const uint32_t x = into.second[k].node;
           if (ending_here_viable)
             for (uint32_t id : trie.tokens(x)) words[id / 32] |= 1u << (id % 32);
-          if (trie.subtree_end(x) > x + 1) walk_range(x + 1, trie.subtree_end(x), trie.depth(x), *next, words);
+          if (trie.subtree_end(x) > x + 1) defer_walk(x, *next);
         }
       }
       i = j;

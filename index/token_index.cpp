@@ -1,6 +1,7 @@
 #include "token_index.h"
 
 #include <algorithm>
+#include <functional>
 #include <tuple>
 
 #include "memory_budget.h"
@@ -9,11 +10,15 @@ namespace cgram {
 namespace {
 // What one entry holds (its vectors' capacities), for memory_bytes and the
 // compile's memory budget.
-size_t entry_bytes(const StateIndex& ix) {
-  size_t bytes = sizeof(StateIndex) + (ix.inside.capacity() + 2 * ix.cross_nodes.capacity() + 257) * 4;
-  for (const CrossInto& c : ix.into)
-    bytes += sizeof(c) + (c.ids.capacity() + c.words.capacity() + 2 * c.second.capacity()) * 4;
+size_t into_bytes(std::span<const CrossInto> into) {
+  size_t bytes = 0;
+  for (const CrossInto& c : into)
+    bytes += sizeof(c) + (c.ids.capacity() + c.words.capacity() + 2 * c.second.capacity()) * 4 + into_bytes(c.next);
   return bytes;
+}
+
+size_t entry_bytes(const StateIndex& ix) {
+  return sizeof(StateIndex) + (ix.inside.capacity() + 2 * ix.cross_nodes.capacity() + 257) * 4 + into_bytes(ix.into);
 }
 }  // namespace
 
@@ -29,6 +34,9 @@ TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie,
         for (int b = 0; b < 256; ++b) bytes[b] = bytes[b] || t.dfa.next(t.dfa.start(), static_cast<uint8_t>(b)) != ir::Dfa::kDead;
     }
     after_first_.push_back(bytes);
+    byte_followers_.push_back(std::all_of(next.begin(), next.end(), [&](uint32_t u) {
+      return lexical.terminals[u].kind == ir::LexTerminal::Kind::Bytes;
+    }));
   }
   for (const ir::LexTerminal& t : lexical.terminals) {
     offset_.push_back(slot_count_);
@@ -77,19 +85,23 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
     out->cross_states.push_back(c.state);
   }
   out->inside.shrink_to_fit();
-  if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) build_into(*out, terminal);
+  if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) {
+    std::vector<uint8_t> seen(words_ * 32, 0);
+    out->into = crossings_into(out->cross_nodes, terminal, 1, seen);
+  }
   charge_memory(entry_bytes(*out));  // eager builds count against the compile's budget
   return out;
 }
 
-void TokenIndex::build_into(StateIndex& index, uint32_t terminal) const {
-  std::vector<uint8_t> seen(words_ * 32, 0);
+std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> starts, uint32_t terminal, int level,
+                                                   std::vector<uint8_t>& seen) const {
+  std::vector<CrossInto> out;
   for (uint32_t u : followers_[terminal]) {
     const ir::LexTerminal& next = lexical_.terminals[u];
     if (next.kind != ir::LexTerminal::Kind::Bytes) continue;  // the matcher walks those
     CrossInto into;
     into.terminal = u;
-    for (uint32_t node : index.cross_nodes) into_subtree(node, u, into, seen);
+    for (uint32_t node : starts) into_subtree(node, u, into, seen);
     if (into.ids.empty() && into.second.empty()) continue;
     std::sort(into.ids.begin(), into.ids.end());
     into.ids.erase(std::unique(into.ids.begin(), into.ids.end()), into.ids.end());
@@ -100,15 +112,25 @@ void TokenIndex::build_into(StateIndex& index, uint32_t terminal) const {
       into.ids.clear();
       into.ids.shrink_to_fit();
     }
+    if (!into.second.empty() && level < CrossInto::kMaxCrossings && byte_followers_[u]) {
+      // Where U ends does not matter to the parser: the places where the
+      // lexeme after it starts are all the next level needs.
+      std::vector<uint32_t> after_u;
+      for (const CrossInto::Second& x : into.second) after_u.push_back(x.node);
+      std::sort(after_u.begin(), after_u.end());
+      after_u.erase(std::unique(after_u.begin(), after_u.end()), after_u.end());
+      into.second.clear();
+      into.second.shrink_to_fit();
+      into.next = crossings_into(after_u, u, level + 1, seen);
+    }
     std::sort(into.second.begin(), into.second.end(), [&](const CrossInto::Second& a, const CrossInto::Second& b) {
       return std::pair(a.state, trie_.byte(a.node)) < std::pair(b.state, trie_.byte(b.node));
     });
-    index.into.push_back(std::move(into));
+    out.push_back(std::move(into));
   }
+  return out;
 }
 
-// The tokens below crossing node `node` (whose byte starts a lexeme of u)
-// that stay inside u, and the places where u may end with more bytes after.
 void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::vector<uint8_t>& seen) const {
   const ir::Dfa& dfa = lexical_.terminals[u].dfa;
   const uint32_t base = trie_.depth(node) - 1;
@@ -185,18 +207,23 @@ size_t TokenIndex::memory_bytes() const {
 }
 
 namespace {
+void save_into(ir::BinaryWriter& out, std::span<const CrossInto> into) {
+  out.put<uint64_t>(into.size());
+  for (const CrossInto& c : into) {
+    out.put<uint32_t>(c.terminal);
+    out.put_vector(c.ids);
+    out.put_vector(c.words);
+    out.put_vector(c.second);
+    save_into(out, c.next);
+  }
+}
+
 void save_state_index(ir::BinaryWriter& out, const StateIndex& ix) {
   out.put_vector(ix.inside);
   out.put_vector(ix.cross_begin);
   out.put_vector(ix.cross_nodes);
   out.put_vector(ix.cross_states);
-  out.put<uint64_t>(ix.into.size());
-  for (const CrossInto& c : ix.into) {
-    out.put<uint32_t>(c.terminal);
-    out.put_vector(c.ids);
-    out.put_vector(c.words);
-    out.put_vector(c.second);
-  }
+  save_into(out, ix.into);
 }
 
 // Mask words: the right count, and no bit past the last token.
@@ -233,6 +260,37 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
   auto index = std::make_unique<TokenIndex>(lexical, trie, mask_words, std::move(followers));
   if (in.get<uint64_t>() != index->slot_count_) return bad("the token index does not match the lexer states");
   auto valid_node = [&](uint32_t node) { return node != 0 && node < trie.size(); };
+  // Nested crossings, as deep as they are built (no deeper: a crafted file
+  // must not recurse without end).
+  std::function<std::vector<CrossInto>(ir::BinaryReader&, int)> load_into = [&](ir::BinaryReader& in, int level) {
+    std::vector<CrossInto> into;
+    const uint64_t count = in.get_count(36);
+    for (uint64_t i = 0; i < count && in.ok(); ++i) {
+      CrossInto c;
+      c.terminal = in.get<uint32_t>();
+      c.ids = in.get_vector<uint32_t>();
+      c.words = in.get_vector<uint32_t>();
+      c.second = in.get_vector<CrossInto::Second>();
+      if (level < CrossInto::kMaxCrossings) c.next = load_into(in, level + 1);
+      else if (in.get_count(36) != 0) in.fail("token index crossings nested too deep");
+      into.push_back(std::move(c));
+    }
+    return into;
+  };
+  std::function<const char*(const std::vector<CrossInto>&)> check_into = [&](const std::vector<CrossInto>& into) -> const char* {
+    for (const CrossInto& c : into) {
+      if (c.terminal >= terminals || lexical.terminals[c.terminal].kind != ir::LexTerminal::Kind::Bytes)
+        return "a token index crossing into a terminal that does not exist";
+      if (!c.words.empty() && !valid_words(c.words, mask_words, vocab_size)) return "a token index set of the wrong size";
+      if (!std::all_of(c.ids.begin(), c.ids.end(), [&](uint32_t id) { return id < vocab_size; }))
+        return "a token index holds a token id past the vocabulary";
+      const size_t next_states = lexical.terminals[c.terminal].dfa.size();
+      for (const CrossInto::Second& x : c.second)
+        if (x.state >= next_states || !valid_node(x.node)) return "a token index crossing out of range";
+      if (const char* why = check_into(c.next)) return why;
+    }
+    return nullptr;
+  };
   for (uint32_t t = 0; t < terminals; ++t) {
     const size_t states = lexical.terminals[t].dfa.size();
     for (size_t q = 0; q < states; ++q) {
@@ -241,15 +299,7 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
       ix->cross_begin = in.get_vector<uint32_t>();
       ix->cross_nodes = in.get_vector<uint32_t>();
       ix->cross_states = in.get_vector<uint32_t>();
-      const uint64_t into_count = in.get_count(28);
-      for (uint64_t i = 0; i < into_count && in.ok(); ++i) {
-        CrossInto c;
-        c.terminal = in.get<uint32_t>();
-        c.ids = in.get_vector<uint32_t>();
-        c.words = in.get_vector<uint32_t>();
-        c.second = in.get_vector<CrossInto::Second>();
-        ix->into.push_back(std::move(c));
-      }
+      ix->into = load_into(in, 1);
       if (!in.ok()) return nullptr;
       if (!valid_words(ix->inside, mask_words, vocab_size)) return bad("a token index entry of the wrong size");
       if (ix->cross_begin.size() != 257 || ix->cross_begin[0] != 0 ||
@@ -259,17 +309,7 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
       if (!std::all_of(ix->cross_nodes.begin(), ix->cross_nodes.end(), valid_node) ||
           !std::all_of(ix->cross_states.begin(), ix->cross_states.end(), [&](uint32_t s) { return s < states; }))
         return bad("a token index crossing out of range");
-      for (const CrossInto& c : ix->into) {
-        if (c.terminal >= terminals || lexical.terminals[c.terminal].kind != ir::LexTerminal::Kind::Bytes)
-          return bad("a token index crossing into a terminal that does not exist");
-        if (!c.words.empty() && !valid_words(c.words, mask_words, vocab_size))
-          return bad("a token index set of the wrong size");
-        if (!std::all_of(c.ids.begin(), c.ids.end(), [&](uint32_t id) { return id < vocab_size; }))
-          return bad("a token index holds a token id past the vocabulary");
-        const size_t next_states = lexical.terminals[c.terminal].dfa.size();
-        for (const CrossInto::Second& x : c.second)
-          if (x.state >= next_states || !valid_node(x.node)) return bad("a token index crossing out of range");
-      }
+      if (const char* why = check_into(ix->into)) return bad(why);
       Slot& slot = index->slots_[index->offset_[t] + q];
       std::call_once(slot.once, [&] { slot.value = std::move(ix); });
     }

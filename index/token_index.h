@@ -47,17 +47,26 @@ namespace cgram {
 // precomputed (for whole-vocabulary entries): the parser state after the
 // lexeme ends is the same wherever in the token it ends, so at run time the
 // tokens whose rest stays inside U are allowed exactly when U can be
-// shifted then — one OR. Only tokens that cross a second lexeme end are
-// walked, from the recorded places where U may end.
+// shifted then — one OR.
+//
+// Tokens that cross U's end too are classified the same way, one level
+// down (`next`: by the terminal after U), and so on for up to
+// kMaxCrossings lexeme ends: a token such as ");\n" is then one OR under
+// the parse check of its terminal sequence, made once per sequence and not
+// once per token. Past that depth, or where U may be followed by a lexeme
+// whose tokens depend on more than their bytes (except!, any!), they are
+// walked from the recorded places where U may end (`second`).
 struct CrossInto {
+  static constexpr int kMaxCrossings = 3;
   uint32_t terminal = 0;
   std::vector<uint32_t> ids;    // the tokens whose rest stays inside U, when they are few
   std::vector<uint32_t> words;  // the same as mask words, when they are many
+  std::vector<CrossInto> next;  // the tokens that cross U's end as well, by the terminal after U
   struct Second {
     uint32_t state;  // U's DFA state, accepting, before `node`'s byte
     uint32_t node;   // the trie node whose byte starts the lexeme after U
   };
-  std::vector<Second> second;  // sorted by (state, byte)
+  std::vector<Second> second;  // sorted by (state, byte); empty where `next` classifies them
 };
 
 struct StateIndex {
@@ -110,7 +119,11 @@ class TokenIndex {
     std::unique_ptr<StateIndex> value;
   };
   std::unique_ptr<StateIndex> build(uint32_t root, uint32_t terminal, uint32_t state) const;
-  void build_into(StateIndex& index, uint32_t terminal) const;
+  // The tokens below `starts` (trie nodes whose byte starts the lexeme
+  // after one of `terminal`), by that next lexeme's terminal; `level`
+  // lexeme ends are crossed already.
+  std::vector<CrossInto> crossings_into(std::span<const uint32_t> starts, uint32_t terminal, int level,
+                                        std::vector<uint8_t>& seen) const;
   void into_subtree(uint32_t node, uint32_t terminal, CrossInto& into, std::vector<uint8_t>& seen) const;
 
   const ir::LexicalGrammar& lexical_;
@@ -118,6 +131,7 @@ class TokenIndex {
   size_t words_;
   std::vector<std::vector<uint32_t>> followers_;
   std::vector<std::bitset<256>> after_first_;  // per terminal: bytes that can start a follower
+  std::vector<uint8_t> byte_followers_;        // per terminal: every follower is a byte terminal
   std::vector<size_t> offset_;  // first slot of each terminal
   std::unique_ptr<Slot[]> slots_;
   size_t slot_count_ = 0;

@@ -29,16 +29,18 @@ using Ids = std::set<uint32_t>;
 // Ids:       0    1     2     3    4      5    6     7     8     9     10   11 (end of sequence)
 const std::vector<std::string> kTokens = {"1", "12", "1)", ")", "1))", "a", "(1", "))", "1a", "1(", "(", "<eos>"};
 
-std::shared_ptr<const Vocabulary> vocabulary() {
-  auto v = Vocabulary::from_tokens(kTokens, {11});
+// The tokens, the last one the end of sequence.
+std::shared_ptr<const Vocabulary> vocabulary(const std::vector<std::string>& tokens) {
+  auto v = Vocabulary::from_tokens(tokens, {static_cast<uint32_t>(tokens.size() - 1)});
   REQUIRE(v.ok());
   return *v;
 }
 
 struct Fixture {
+  explicit Fixture(const std::vector<std::string>& tokens = kTokens) : vocab(vocabulary(tokens)) {}
   std::shared_ptr<const Grammar> g = grammar("start ::= '(' start ')' | num ; num ::= #'[0-9]+' ;");
   ir::LexicalGrammar lex = ir::lower_lexical(g->ir());
-  std::shared_ptr<const Vocabulary> vocab = vocabulary();
+  std::shared_ptr<const Vocabulary> vocab;
   const VocabTrie& trie = vocab->trie();
   size_t words = (vocab->size() + 31) / 32;
   uint32_t open = terminal("'('"), close = terminal("')'"), num = terminal("num");
@@ -99,22 +101,27 @@ std::vector<std::tuple<uint8_t, uint32_t, uint32_t>> crossings(const StateIndex&
   return out;
 }
 
+void expect_same_into(const std::vector<CrossInto>& a, const std::vector<CrossInto>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].terminal == b[i].terminal);
+    CHECK(a[i].ids == b[i].ids);
+    CHECK(a[i].words == b[i].words);
+    REQUIRE(a[i].second.size() == b[i].second.size());
+    for (size_t k = 0; k < a[i].second.size(); ++k) {
+      CHECK(a[i].second[k].state == b[i].second[k].state);
+      CHECK(a[i].second[k].node == b[i].second[k].node);
+    }
+    expect_same_into(a[i].next, b[i].next);
+  }
+}
+
 void expect_same_entry(const StateIndex& a, const StateIndex& b) {
   CHECK(a.inside == b.inside);
   CHECK(a.cross_begin == b.cross_begin);
   CHECK(a.cross_nodes == b.cross_nodes);
   CHECK(a.cross_states == b.cross_states);
-  REQUIRE(a.into.size() == b.into.size());
-  for (size_t i = 0; i < a.into.size(); ++i) {
-    CHECK(a.into[i].terminal == b.into[i].terminal);
-    CHECK(a.into[i].ids == b.into[i].ids);
-    CHECK(a.into[i].words == b.into[i].words);
-    REQUIRE(a.into[i].second.size() == b.into[i].second.size());
-    for (size_t k = 0; k < a.into[i].second.size(); ++k) {
-      CHECK(a.into[i].second[k].state == b.into[i].second[k].state);
-      CHECK(a.into[i].second[k].node == b.into[i].second[k].node);
-    }
-  }
+  expect_same_into(a.into, b.into);
 }
 
 }  // namespace
@@ -141,14 +148,47 @@ TEST_CASE("token index: inside a number, and the crossings out of it", "[index-u
     CHECK(std::vector<uint32_t>(ix.crossing(')').begin(), ix.crossing(')').end()) == std::vector<uint32_t>{f.node("1)")});
     CHECK(ix.crossing('x').empty());
     // Into ')' (the only follower of num): "1)" stays inside it; "1))"
-    // ends it again, at the second ')', which is recorded to be walked.
+    // ends it again, and the level below holds it, inside the second ')'.
     REQUIRE(ix.into.size() == 1);
     const CrossInto& into = ix.into[0];
     CHECK(into.terminal == f.close);
     CHECK(into_ids(into) == Ids{2});
-    REQUIRE(into.second.size() == 1);
-    CHECK(into.second[0].state == f.after(f.close, ")"));
-    CHECK(into.second[0].node == f.node("1))"));
+    CHECK(into.second.empty());
+    REQUIRE(into.next.size() == 1);
+    CHECK(into.next[0].terminal == f.close);
+    CHECK(into_ids(into.next[0]) == Ids{4});
+    CHECK(into.next[0].next.empty());
+    CHECK(into.next[0].second.empty());
+  }
+}
+
+TEST_CASE("token index: crossings classified kMaxCrossings lexeme ends deep, then recorded to be walked",
+          "[index-unit]") {
+  // "1", "1)", "1))", ... : a number then ever more closing brackets.
+  std::vector<std::string> tokens;
+  for (int closes = 0; closes <= CrossInto::kMaxCrossings + 2; ++closes) tokens.push_back("1" + std::string(closes, ')'));
+  tokens.push_back("<eos>");
+  Fixture f(tokens);
+  TokenIndex index = f.index();
+  const StateIndex& ix = index.get(f.num, f.after(f.num, "1"));
+  REQUIRE(ix.into.size() == 1);
+  const CrossInto* level = &ix.into[0];
+  for (int depth = 1;; ++depth) {
+    INFO("lexeme ends crossed: " << depth);
+    CHECK(level->terminal == f.close);
+    CHECK(into_ids(*level) == Ids{static_cast<uint32_t>(depth)});  // the token with `depth` brackets
+    if (depth == CrossInto::kMaxCrossings) {
+      // The deepest level: the tokens that cross once more are walked from
+      // where the next ')' starts.
+      CHECK(level->next.empty());
+      REQUIRE(level->second.size() == 1);
+      CHECK(level->second[0].state == f.after(f.close, ")"));
+      CHECK(level->second[0].node == f.node(tokens[depth + 1]));
+      break;
+    }
+    CHECK(level->second.empty());
+    REQUIRE(level->next.size() == 1);
+    level = &level->next[0];
   }
 }
 
