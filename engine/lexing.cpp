@@ -79,10 +79,16 @@ bool Engine::can_continue_into_token(const Head& h) const {
 
 void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uint8_t byte, std::vector<Head>& out,
                            uint32_t no_restart) {
-  auto after = advance_pending(pending, byte);
+  auto after = pending == 0 ? std::optional<uint32_t>(0) : advance_pending(pending, byte);
   if (!after) return;
+  // Once the node's shiftable set is known, only its terminals are tried.
+  if (shiftable_index_[node] < 0) shiftable_index_[node] = remembered_shiftable(node);
+  const bool known = shiftable_index_[node] >= 0;
+  if (known && in_char == ir::utf8::kBoundary && !shiftable_first_bytes_[shiftable_index_[node]][byte]) return;
+  const std::vector<uint32_t>& candidates =
+      known ? shiftable_sets_[shiftable_index_[node]] : table_.terminals_with_actions(nodes_[node].state);
   with_lookups([&](const auto& look) {
-    for (uint32_t t : table_.terminals_with_actions(nodes_[node].state)) {
+    for (uint32_t t : candidates) {
       const ir::LexTerminal& term = lex_.terminals[t];
       if (term.kind == ir::LexTerminal::Kind::AnyToken || t == no_restart) continue;
       uint32_t from = term.dfa.start();
@@ -93,7 +99,7 @@ void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uin
       } else if (!first_bytes_[t][byte]) {
         continue;
       }
-      if (!is_shiftable(node, t)) continue;
+      if (!known && !is_shiftable(node, t)) continue;
       uint32_t q = look.dfa_next(t, from, byte);
       if (q != ir::Dfa::kDead) out.push_back({node, t, q, *after, 1});
     }
@@ -184,6 +190,7 @@ void Engine::keep_viable(std::vector<Head>& heads) {
 }
 
 void Engine::normalize(std::vector<Head>& heads) {
+  if (heads.size() < 2) return;
   std::sort(heads.begin(), heads.end());
   heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
 }
@@ -226,9 +233,13 @@ void Engine::step_byte_after(const std::vector<Head>& in, const std::vector<Betw
     for (const Head& h : in) {
       if (h.terminal == Head::kBetween || (first_of_token && !can_continue_into_token(h))) continue;
       const uint32_t q = look.dfa_next(h.terminal, h.state, byte);
-      if (q != ir::Dfa::kDead)
-        if (auto p = advance_pending(h.pending, byte))
-          out.push_back({h.node, h.terminal, q, *p, h.lexeme_tokens + (first_of_token ? 1u : 0u)});
+      if (q == ir::Dfa::kDead) continue;
+      const uint32_t tokens = h.lexeme_tokens + (first_of_token ? 1u : 0u);
+      if (h.pending == 0) {  // the common case, without the call
+        out.push_back({h.node, h.terminal, q, 0, tokens});
+      } else if (auto p = advance_pending(h.pending, byte)) {
+        out.push_back({h.node, h.terminal, q, *p, tokens});
+      }
     }
   });
   for (const Between& b : between)
