@@ -343,6 +343,10 @@ class Engine {
   // A walk below trie node `node` from `heads`, made by cross_precomputed
   // once every reading has brought its heads.
   void defer_walk(uint32_t node, const std::vector<Head>& heads);
+  // Makes the walks deferred since (base, heads_base): once per trie node,
+  // with the heads of every reading that brought one there, and a node
+  // below another one's joining that walk.
+  void walk_deferred(size_t base, size_t heads_base, std::span<uint32_t> words);
   std::vector<DeferredWalk> deferred_walks_;
   std::vector<Head> deferred_heads_;
   ScratchPool<DeferredWalk> walk_scratch_;

@@ -266,6 +266,10 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
   // walk where it reaches it, as the exact road would have them.
   const size_t base = deferred_walks_.size(), heads_base = deferred_heads_.size();
   cross_into(index.into, after, words);
+  walk_deferred(base, heads_base, words);
+}
+
+void Engine::walk_deferred(size_t base, size_t heads_base, std::span<uint32_t> words) {
   std::sort(deferred_walks_.begin() + static_cast<std::ptrdiff_t>(base), deferred_walks_.end(),
             [](const DeferredWalk& a, const DeferredWalk& b) { return a.node < b.node; });
   // One entry per node, its heads merged (appended past the gathered ones).
@@ -377,17 +381,31 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
       std::erase(*allowed, no_restart);
       shiftable_here = &*allowed;
     }
-    const std::vector<uint32_t>& terminals = *shiftable_here;
-    // An except! lexeme leaves pending occurrences that depend on where it
-    // ends: such heads take the exact walk.
-    bool has_except = std::any_of(terminals.begin(), terminals.end(), [&](uint32_t t) {
-      return lex_.terminals[t].kind == ir::LexTerminal::Kind::Except;
-    });
-    if (has_except) {
-      heads->assign(1, Head{v, Head::kBetween, 0, 0, 0, no_restart});
-      walk(0, *heads, words);
-      continue;
+    const std::vector<uint32_t>* terminals_here = shiftable_here;
+    // except! text may start here. A token that starts it is read as from a
+    // head inside its lexeme at the start, no byte of it read yet: that is
+    // what except_from_index answers (its mask kept per node, as free text
+    // goes on for many tokens). Where it cannot answer (a token limit), or
+    // the text could end empty, the exact walk takes this node.
+    const auto is_except = [&](uint32_t t) { return lex_.terminals[t].kind == ir::LexTerminal::Kind::Except; };
+    if (std::any_of(terminals_here->begin(), terminals_here->end(), is_except)) {
+      bool answered = true;
+      for (uint32_t t : *terminals_here)
+        if (is_except(t)) {
+          const uint32_t start = lex_.terminals[t].dfa.start();
+          answered = !dfa_accepting(t, start) && except_from_index(Head{v, t, start, 0, 0, no_restart}, words);
+          if (!answered || exhausted()) break;
+        }
+      if (!answered) {
+        heads->assign(1, Head{v, Head::kBetween, 0, 0, 0, no_restart});
+        walk(0, *heads, words);
+        continue;
+      }
+      if (allowed->data() != terminals_here->data()) allowed->assign(terminals_here->begin(), terminals_here->end());
+      std::erase_if(*allowed, is_except);
+      terminals_here = &*allowed;
     }
+    const std::vector<uint32_t>& terminals = *terminals_here;
     or_set(words, index.inside_from_start(terminals));
     for (uint32_t t : terminals) {
       const ir::LexTerminal& term = lex_.terminals[t];
@@ -436,6 +454,10 @@ void Engine::add_except_endings(const Head& h, const StateIndex& ix, std::span<u
   if (ix.crosses()) {
     ScratchPool<Head>::Lease next(head_scratch_);
     const VocabTrie& trie = g_.trie();
+    // Walks gathered and made once per trie node, as in cross_precomputed:
+    // text that may end before any '-' of "----" reaches each later '-'
+    // both ways.
+    const size_t base = deferred_walks_.size(), heads_base = deferred_heads_.size();
     for (int b = 0; b < 256; ++b) {
       if (!can_follow(h.terminal, static_cast<uint8_t>(b))) continue;  // no lexeme that may come next starts with it
       const uint32_t begin = ix.cross_begin[b], end = ix.cross_begin[b + 1];
@@ -451,12 +473,13 @@ void Engine::add_except_endings(const Head& h, const StateIndex& ix, std::span<u
             const uint32_t x = ix.cross_nodes[k];
             if (ending_here_viable)
               for (uint32_t id : trie.tokens(x)) words[id / 32] |= 1u << (id % 32);
-            if (trie.subtree_end(x) > x + 1) walk_range(x + 1, trie.subtree_end(x), trie.depth(x), *next, words);
+            if (trie.subtree_end(x) > x + 1) defer_walk(x, *next);
           }
         }
         i = j;
       }
     }
+    walk_deferred(base, heads_base, words);
   }
 }
 
@@ -467,17 +490,21 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
       e.used = ++except_mask_clock_;
       return e.words;
     }
+  // Tokens that stay inside the text: its DFA is trimmed and nothing limits
+  // its tokens, so each of them can go on to a complete sentence. Made apart
+  // from the cache: the endings may start other except! text, whose mask
+  // goes through here too.
+  ScratchPool<uint32_t>::Lease words(node_scratch_);  // swapped with the slot's: no allocation once warm
+  words->assign(ix.inside.begin(), ix.inside.end());
+  words->resize(n_words, 0u);
+  add_except_endings(h, ix, *words);
   // Replace the entry used least recently (entries are few: one per DFA state met on this node).
   if (except_mask_cache_.size() < kExceptMaskEntries) except_mask_cache_.emplace_back();
   ExceptMaskEntry& slot = *std::min_element(except_mask_cache_.begin(), except_mask_cache_.end(),
                                               [](const auto& a, const auto& b) { return a.used < b.used; });
-  slot.node = UINT32_MAX;  // not valid until filled without hitting a limit
+  slot.node = UINT32_MAX;  // not valid unless filled without hitting a limit
   slot.used = ++except_mask_clock_;
-  // Tokens that stay inside the text: its DFA is trimmed and nothing limits
-  // its tokens, so each of them can go on to a complete sentence.
-  slot.words.assign(ix.inside.begin(), ix.inside.end());
-  slot.words.resize(n_words, 0u);
-  add_except_endings(h, ix, slot.words);
+  slot.words.swap(*words);
   if (!exhausted()) {
     slot.node = h.node;
     slot.serial = nodes_[h.node].serial;
