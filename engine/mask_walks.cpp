@@ -35,8 +35,13 @@
 //     the token T ends (ending T on a node gives the same nodes wherever it
 //     happens), so for each next terminal U that can be shifted there, the
 //     tokens whose rest stays inside U are one precomputed OR (CrossInto);
-//     only tokens that also cross U's end are walked, from the recorded
-//     places where U may end;
+//     tokens that also cross U's end are classified the same way by the
+//     terminal after U, up to CrossInto::kMaxCrossings ends, so that each
+//     terminal sequence costs one parse check (cross_into). Past that depth
+//     they are walked from the recorded places where the last lexeme may
+//     end; those walks are gathered and made once per trie node, with the
+//     heads of every reading that got there, and a node below another's
+//     joins the walk above it (walk_deferred);
 //  3. start after T has ended before the token (q accepting): the token is
 //     read between lexemes, from the nodes after T (mask_between): the
 //     terminals shiftable there after reductions, their inside-from-start
@@ -45,7 +50,12 @@
 // did not record: except! occurrences pending, an except! lexeme (what it
 // leaves pending depends on where it ends), a character begun by any!. Those
 // heads take the exact road (except_from_index serves the common except!
-// case from the index with its crossings walked).
+// case from the index with its crossings walked, for a head inside the
+// text and for text that may start between lexemes alike).
+//
+// The parser's answers that masks ask again and again (which terminals a
+// fresh stack node can shift) are remembered by the stack states they read
+// (engine/stack_memo.h): the same context costs a lookup the next time.
 //
 // any! allows every text token whose UTF-8 leaves a state the rest can
 // finish: per-state sets made once per grammar, or the whole list when

@@ -24,8 +24,11 @@
 // follows each next terminal U's DFA below it: the tokens whose rest stays
 // inside U (CrossInto) are allowed exactly when U can be shifted after T,
 // which the engine knows from the stack (engine/mask_walks.cpp). A token
-// that crosses a second end is left to the engine's walk from the recorded
-// place. Nothing in an entry is a guess: each bit is a fact about the
+// that crosses U's end too is classified again by the terminal after U,
+// and so on up to CrossInto::kMaxCrossings ends; past that it is left to
+// the engine's walk from the recorded place. A level does not depend on
+// where in the token the lexeme before it ended: the parser state after a
+// lexeme is the same wherever it ends. Nothing in an entry is a guess: each bit is a fact about the
 // token's bytes and T's and U's automata, and the engine supplies what the
 // stack decides.
 #include <bitset>
