@@ -18,9 +18,10 @@
 // Only linear stacks are kept (one parent per node down to the depth read):
 // with several parents the answer would depend on the graph's shape, which
 // the path does not say. The bottom of the stack is the state kBottom.
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 namespace cgram {
@@ -35,33 +36,53 @@ class StackMemo {
 
   // The entry below `parent` (kRoot: the top) for `state`, or kNone.
   uint32_t child(uint32_t parent, uint32_t state) const {
-    auto it = children_.find(key(parent, state));
-    return it == children_.end() ? kNone : it->second;
+    if (slots_.empty()) return kNone;
+    const uint64_t k = key(parent, state);
+    for (size_t i = slot_of(k);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].entry == kNone) return kNone;
+      if (slots_[i].key == k) return slots_[i].entry;
+    }
   }
   // The answer kept at an entry, or kNone when the answer lies deeper.
   uint32_t answer(uint32_t entry) const { return answers_[entry]; }
 
   // Keeps `value` under the path `states` (top first). Past the bound on
   // entries the memo starts again empty: it is a cache, never a source.
+  // The table is allocated once, at the first insert, and never again:
+  // masks insert on the per-token path.
   void insert(std::span<const uint32_t> states, uint32_t value) {
+    if (slots_.empty()) {
+      slots_.assign(std::bit_ceil(2 * max_entries_), Slot{});
+      answers_.reserve(max_entries_);
+    }
     if (answers_.size() + states.size() > max_entries_) clear();
     uint32_t parent = kRoot;
     for (uint32_t state : states) {
-      auto [it, added] = children_.try_emplace(key(parent, state), static_cast<uint32_t>(answers_.size()));
-      if (added) answers_.push_back(kNone);
-      parent = it->second;
+      const uint64_t k = key(parent, state);
+      size_t i = slot_of(k);
+      while (slots_[i].entry != kNone && slots_[i].key != k) i = (i + 1) & (slots_.size() - 1);
+      if (slots_[i].entry == kNone) {
+        slots_[i] = {k, static_cast<uint32_t>(answers_.size())};
+        answers_.push_back(kNone);
+      }
+      parent = slots_[i].entry;
     }
     answers_[parent] = value;
   }
   void clear() {
-    children_.clear();
+    std::fill(slots_.begin(), slots_.end(), Slot{});
     answers_.clear();
   }
   size_t entries() const { return answers_.size(); }
 
  private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t entry = kNone;  // kNone: empty
+  };
   static uint64_t key(uint32_t parent, uint32_t state) { return uint64_t{parent} << 32 | state; }
-  std::unordered_map<uint64_t, uint32_t> children_;
+  size_t slot_of(uint64_t k) const { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & (slots_.size() - 1); }
+  std::vector<Slot> slots_;  // open addressing, at most half full
   std::vector<uint32_t> answers_;
   size_t max_entries_;
 };
