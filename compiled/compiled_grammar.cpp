@@ -21,7 +21,9 @@ constexpr uint64_t kTablesChecksumSeed = 0x7AB1E5;  // "tables"
 }
 
 CompiledGrammar::CompiledGrammar(Loading, std::shared_ptr<const Vocabulary> vocab)
-    : vocab_(std::move(vocab)), context_(VocabularyContext::of(vocab_)) {}
+    : vocab_(std::move(vocab)),
+      context_(VocabularyContext::of(vocab_)),
+      mask_memo_((vocab_->size() + 31) / 32, kDefaultMaskMemoBytes) {}
 
 CompiledGrammar::~CompiledGrammar() = default;
 
@@ -66,7 +68,8 @@ CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> gramma
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
       context_(VocabularyContext::of(vocab_)),
-      canonical_(options.canonical) {
+      canonical_(options.canonical),
+      mask_memo_((vocab_->size() + 31) / 32, options.mask_memo_bytes) {
   source_name_ = grammar_->file().name();
   // The grammar's identity: its text and the start rule it was lowered for.
   const ir::GrammarIR& ir = grammar_->ir();

@@ -16,6 +16,7 @@
 #include "kernels.h"
 #include "lexical.h"
 #include "lr.h"
+#include "mask_memo.h"
 #include "pipeline.h"
 #include "token_index.h"
 #include "vocab_trie.h"
@@ -44,6 +45,9 @@ struct CompileOptions {
   // tables, an eager token index. Past it, an Error (code Limit) says which stage
   // reached it.
   size_t max_memory_bytes = kDefaultCompileMemoryBytes;
+  // The memory the matchers' remembered masks may take, shared by all of
+  // them (mask_memo.h); 0: every mask is worked out anew.
+  size_t mask_memo_bytes = kDefaultMaskMemoBytes;
   bool operator==(const CompileOptions&) const = default;
 };
 
@@ -77,6 +81,9 @@ class CompiledGrammar {
   const VocabTrie& trie() const { return vocab_->trie(); }
   const TokenIndex& index() const { return *index_; }
   size_t mask_words() const { return (vocab_->size() + 31) / 32; }
+  // Masks remembered by the stack states they read, for every matcher of
+  // this grammar (mask_memo.h): a cache, safe from many threads.
+  MaskMemo& mask_memo() const { return mask_memo_; }
   const CompileTimings& timings() const { return timings_; }
   // What a pass made, readable: its part of the compiled grammar
   // (`cgram check --dump PASS`). For a grammar loaded from saved tables,
@@ -186,6 +193,7 @@ class CompiledGrammar {
   bool canonical_ = false;
   mutable std::once_flag representatives_once_;
   mutable std::vector<uint8_t> representatives_;
+  mutable MaskMemo mask_memo_;
 };
 
 }  // namespace cgram

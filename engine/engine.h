@@ -245,7 +245,7 @@ class Engine {
   void heads_after_lexeme(const Head& head, std::vector<Head>& out);
   const std::vector<uint32_t>& shiftable(uint32_t node);
   // shiftable(node) from the memo: its set's index, or -1.
-  int32_t remembered_shiftable(uint32_t node) const;
+  int32_t remembered_shiftable(uint32_t node);
   // The reductions read the parents of an older node: how deep that is.
   void probe_parents_read(uint32_t node);
   // Whether `terminal` can be shifted from `node` after reductions (cached per node).
@@ -497,6 +497,54 @@ class Engine {
   int crossing_depth_ = 0;
   std::deque<std::vector<uint32_t>> lexer_states_;  // stable rows: walks nest
   std::deque<std::array<std::vector<Head>, 256>> lexer_next_;
+
+  // The grammar's memo of masks (compiled/mask_memo.h). A mask it does not
+  // hold is worked out while its reads of the older stack nodes are
+  // recorded: how far below the heads they go (remembered_masks.cpp).
+  // Answers kept per node from earlier calls (shiftable sets, shiftability,
+  // lexeme ends) hide their reads, so while recording an older node's answer
+  // is worked out again once (`verified`), and its reads are seen.
+  struct MaskRecording {
+    bool active = false;
+    bool valid = false;  // every read was of a node the key can describe
+    uint32_t base = 0;   // nodes below this index are older than the mask
+    uint32_t depth = 0;  // levels read: the key describes levels 0..depth
+    uint32_t epoch = 0;  // of this mask's lookup and recording
+  };
+  struct MemoMark {
+    uint32_t epoch = 0;     // the mask whose stack walk reached the node
+    uint32_t index = 0;     // its place in that walk (memo_nodes_)
+    uint32_t level = 0;     // its level there: the fewest edges from a head
+    uint32_t verified = 0;  // the recording its shiftable set was worked out in
+  };
+  static constexpr uint32_t kMemoMaxDepth = 48;    // levels of stack a kept mask may read
+  static constexpr uint32_t kMemoMaxNodes = 1024;  // stack nodes its key may describe
+  static constexpr uint32_t kMemoMaxHeads = 16;
+  bool memo_applies(const std::vector<Head>& heads) const;
+  // fill_text_tokens through the memo: true when it answered.
+  bool remembered_mask(const std::vector<Head>& heads, std::span<uint32_t> words);
+  void record_mask(const std::vector<Head>& heads, std::span<uint32_t> words);
+  // The stack walk the key describes, one level further (false: at a bound).
+  bool extend_memo_walk();
+  void compute_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words);
+  void note_read(uint32_t node) {
+    if (recording_.active && node < recording_.base) note_older_read(node);
+  }
+  void note_older_read(uint32_t node);
+  // Whether an answer kept on `node` by an earlier call may be used now.
+  bool kept_answer_usable(uint32_t node) const {
+    return !recording_.active || node >= recording_.base || memo_marks_[node].verified == recording_.epoch;
+  }
+  void mark_verified(uint32_t node) {
+    if (recording_.active && node < recording_.base) memo_marks_[node].verified = recording_.epoch;
+  }
+  MaskRecording recording_;
+  std::vector<MemoMark> memo_marks_;  // per older node
+  std::vector<uint32_t> memo_nodes_;  // the walk: the heads' nodes, then level by level
+  std::vector<uint32_t> memo_level_ends_;  // per level: where it ends in memo_nodes_
+  std::vector<uint32_t> memo_path_;        // the key, as far as the walk has gone
+  std::vector<uint32_t> memo_path_ends_;   // per level: the key's length once it is described
+  std::vector<uint32_t> memo_words_;
 };
 
 }  // namespace cgram

@@ -82,7 +82,11 @@ void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uin
   auto after = pending == 0 ? std::optional<uint32_t>(0) : advance_pending(pending, byte);
   if (!after) return;
   // Once the node's shiftable set is known, only its terminals are tried.
-  if (shiftable_index_[node] < 0) shiftable_index_[node] = remembered_shiftable(node);
+  if (!kept_answer_usable(node)) {
+    shiftable(node);  // a recorded mask sees its reads
+  } else if (shiftable_index_[node] < 0) {
+    shiftable_index_[node] = remembered_shiftable(node);
+  }
   const bool known = shiftable_index_[node] >= 0;
   if (known && in_char == ir::utf8::kBoundary && !shiftable_first_bytes_[shiftable_index_[node]][byte]) return;
   const std::vector<uint32_t>& candidates =

@@ -498,6 +498,8 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
     if (e.node == h.node && e.serial == nodes_[h.node].serial && e.terminal == h.terminal && e.state == h.state &&
         e.words.size() == n_words) {
       e.used = ++except_mask_clock_;
+      // Its reads were made by an earlier call: a mask recorded now cannot say how deep.
+      if (recording_.active && h.node < recording_.base) recording_.valid = false;
       return e.words;
     }
   // Tokens that stay inside the text: its DFA is trimmed and nothing limits
@@ -526,11 +528,19 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink) {
   refresh_tier();
+  if (!sink && memo_applies(heads)) {
+    if (!remembered_mask(heads, words)) record_mask(heads, words);
+    return;
+  }
   sink_ = sink;
   struct ClearSink {
     TokenSetSink*& sink;
     ~ClearSink() { sink = nullptr; }
   } clear_sink{sink_};
+  compute_text_tokens(heads, words);
+}
+
+void Engine::compute_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {
   const Vocabulary& vocab = g_.vocabulary();
   const Mark start = mark();
   ScratchPool<Head>::Lease after(head_scratch_);

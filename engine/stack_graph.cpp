@@ -235,6 +235,7 @@ void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> 
           size_t walked = 0;
           for (uint32_t node : path_ends_) {
             if (probe_.active && node < probe_.base) probe_parents_read(node);
+            note_read(node);
             for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next, ++walked) {
               const uint32_t parent = edges_[e].parent;
               if (visited_[parent] != epoch) visited_[parent] = epoch, path_next_.push_back(parent);
@@ -271,7 +272,10 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
     if (end_cache_.empty()) end_cache_.resize(kEndCacheSize);
     cached = &end_cache_[(uint64_t(nodes_[v].serial) * 0x9E3779B1u ^ terminal * 0x85EBCA77u) % kEndCacheSize];
     if (cached->node == v && cached->serial == nodes_[v].serial && cached->terminal == terminal) {
-      bool valid = true;
+      // While a mask is recorded, an older node's entry counts only if this
+      // mask made it (its results are newer than the mask): its reads were seen.
+      bool valid = !recording_.active || v >= recording_.base ||
+                   (cached->count > 0 && cached->results[0] >= recording_.base);
       for (uint32_t i = 0; i < cached->count && valid; ++i)
         valid = cached->results[i] < nodes_.size() && nodes_[cached->results[i]].serial == cached->serials[i];
       if (valid) {
@@ -318,9 +322,10 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
 // states the reductions read (stack_memo.h): the fresh nodes a mask makes
 // after a lexeme stand on the same stacks mask after mask.
 const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
-  if (shiftable_index_[node] >= 0) return shiftable_sets_[shiftable_index_[node]];
+  if (shiftable_index_[node] >= 0 && kept_answer_usable(node)) return shiftable_sets_[shiftable_index_[node]];
   if (const int32_t known = remembered_shiftable(node); known >= 0) {
     shiftable_index_[node] = known;
+    mark_verified(node);
     return shiftable_sets_[known];
   }
   probe_ = {true, true, static_cast<uint32_t>(nodes_.size()), 0};
@@ -343,6 +348,7 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
     shiftable_sets_.push_back(result);
   }
   shiftable_index_[node] = static_cast<int32_t>(it->second);
+  mark_verified(node);
   if (probe_.linear && exhausted_.empty()) {
     probe_states_.clear();
     for (uint32_t level = 0; level <= probe_.depth; ++level)
@@ -352,11 +358,12 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
   return shiftable_sets_[it->second];
 }
 
-int32_t Engine::remembered_shiftable(uint32_t node) const {
+int32_t Engine::remembered_shiftable(uint32_t node) {
   uint32_t entry = shiftable_memo_.child(StackMemo::kRoot, nodes_[node].state);
   for (uint32_t x = node; entry != StackMemo::kNone;) {
     if (const uint32_t set = shiftable_memo_.answer(entry); set != StackMemo::kNone) return static_cast<int32_t>(set);
     if (x == kNoParent || nodes_[x].degree > 1) return -1;  // only linear stacks are remembered
+    note_read(x);
     x = nodes_[x].degree == 0 ? kNoParent : edges_[nodes_[x].first_edge].parent;
     entry = shiftable_memo_.child(entry, x == kNoParent ? StackMemo::kBottom : nodes_[x].state);
   }
@@ -384,15 +391,20 @@ bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
   const auto& active = table_.terminals_with_actions(state);
   auto pos = std::lower_bound(active.begin(), active.end(), terminal);
   if (pos == active.end() || *pos != terminal) return false;
-  uint8_t& status = status_[nodes_[node].status + (pos - active.begin())];
-  // A probe must see every read, so it works each answer out again.
-  if (status != 0 && !probe_.active) return status == 1;
+  const size_t status_at = nodes_[node].status + static_cast<size_t>(pos - active.begin());
+  // A probe must see every read, so it works each answer out again; so does
+  // a recorded mask, for an answer an earlier call kept on an older node.
+  if (status_[status_at] != 0 && !probe_.active && kept_answer_usable(node)) return status_[status_at] == 1;
   if (!probe_.active) {
-    if (shiftable_index_[node] < 0) shiftable_index_[node] = remembered_shiftable(node);
+    if (!kept_answer_usable(node)) {
+      shiftable(node);  // worked out again, its reads seen
+    } else if (shiftable_index_[node] < 0) {
+      shiftable_index_[node] = remembered_shiftable(node);
+    }
     if (shiftable_index_[node] >= 0) {
       const auto& set = shiftable_sets_[shiftable_index_[node]];
       const bool can = std::binary_search(set.begin(), set.end(), terminal);
-      status = can ? 1 : 2;
+      status_[status_at] = can ? 1 : 2;
       return can;
     }
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "json_schema.h"
+#include "mask_memo.h"
 #include "memory_budget.h"
 #include "text_match.h"
 
@@ -85,6 +86,7 @@ struct VocabArgs : GrammarInput {
   std::string vocab;
   bool json = false;
   bool eager_index = false;  // build the whole token index at compile time
+  size_t mask_memo_bytes = kDefaultMaskMemoBytes;  // CompileOptions::mask_memo_bytes
   bool canonical = false;    // canonical tokenization (CompileOptions::canonical)
   // "table", or "jit": compile the kernels with the JIT before running. A
   // FILE ending in .so is an AOT object made by `cgram compile` (tier "aot").
@@ -130,6 +132,11 @@ struct BenchArgs : VocabArgs {
   size_t rows = 64;
   size_t logits_width = 0;  // 0: the vocabulary's size
   size_t runs = 200;
+  // The grammar's memo of masks (compiled/mask_memo.h): "document" empties
+  // it before each document (each is measured as the first text a fresh
+  // grammar sees), "shared" keeps it across the documents as a server keeps
+  // it across requests, "off" works every mask out.
+  std::string mask_memo = "document";
 };
 int run_bench(const BenchArgs& args);
 

@@ -194,6 +194,12 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "jit"}))
       ->capture_default_str();
   bench_cmd->add_flag("--json", bench.json, "Print the result as JSON");
+  bench_cmd
+      ->add_option("--mask-memo", bench.mask_memo,
+                   "The grammar's remembered masks: 'document' starts each document with none (as a fresh "
+                   "grammar), 'shared' keeps them across documents (as a server across requests), 'off'")
+      ->check(CLI::IsMember({"document", "shared", "off"}))
+      ->capture_default_str();
   bench_cmd->add_option("--suite", bench.suite,
                         "A benchmark suite folder (FORMAT/*.cgram, FORMAT/docs/): one table of format × spelling × "
                         "vocabulary, eager index, with the first mask timed on the lazy index");

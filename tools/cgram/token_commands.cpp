@@ -90,6 +90,7 @@ std::optional<Loaded> load(const VocabArgs& args) {
   request.compile.eager_index = args.eager_index;
   request.compile.canonical = args.canonical;
   request.compile.max_memory_bytes = args.max_memory_mib << 20;
+  request.compile.mask_memo_bytes = args.mask_memo_bytes;
   request.tier = args.tier == "jit" ? Tier::Jit : Tier::Table;
   CompileOutcome compiled = Compiler().compile(request, out.vocab);
   out.parse_ms = compiled.times.parse_ms;
@@ -399,10 +400,13 @@ bool is_open_mask(std::span<const uint32_t> words, size_t vocab_size) {
 }
 
 // One matcher per document: every mask and every advance timed.
-Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, const Documents& docs) {
+Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, const Documents& docs,
+                        const BenchArgs& args) {
   Latencies out;
   std::vector<uint32_t> words(compiled->mask_words());
+  if (args.mask_memo == "shared") compiled->mask_memo().forget();  // not warmed by a warm-up run
   for (const auto& [path, tokens] : docs) {
+    if (args.mask_memo == "document") compiled->mask_memo().forget();
     Matcher matcher(compiled);
     ++out.documents;
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -627,7 +631,7 @@ int bench_file(const BenchArgs& args) {
       docs.emplace_back(fmt::format("{} line {}", args.tokens_file, i + 1), std::move((*sequences)[i]));
   }
   if (args.gpu) return bench_gpu(args, loaded->compiled, docs);
-  const Latencies run = run_documents(loaded->compiled, docs);
+  const Latencies run = run_documents(loaded->compiled, docs, args);
   const std::vector<double>& mask_us = run.mask_us;
   const std::vector<double>& advance_us = run.advance_us;
   const auto is_allowed_us = run_is_allowed(loaded->compiled, docs);
@@ -742,6 +746,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   request.parse = grammar_options(grammar_path.string(), "start");
   request.compile.canonical = args.canonical;
   request.compile.max_memory_bytes = args.max_memory_mib << 20;
+  request.compile.mask_memo_bytes = args.mask_memo_bytes;
   Compiler compiler;
   auto arrived = Clock::now();
   CompileOutcome lazy = compiler.compile(request, vocab);
@@ -767,8 +772,8 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   }
   const std::shared_ptr<const CompiledGrammar>& compiled = eager.grammar;
   row.memory_mb = compiled->memory_bytes() / 1e6;
-  if (compare_jit) run_documents(compiled, docs);  // warm-up
-  Latencies run = run_documents(compiled, docs);
+  if (compare_jit) run_documents(compiled, docs, args);  // warm-up
+  Latencies run = run_documents(compiled, docs, args);
   row.steps = run.mask_us.size();
   row.left_language = run.left_language;
   row.mask_us = std::move(run.mask_us);
@@ -786,8 +791,8 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
       return std::nullopt;
     }
     row.jit_ms = jitted.times.jit_ms();
-    run_documents(jitted.grammar, docs);  // warm-up
-    row.jit_mask_us = run_documents(jitted.grammar, docs).mask_us;
+    run_documents(jitted.grammar, docs, args);  // warm-up
+    row.jit_mask_us = run_documents(jitted.grammar, docs, args).mask_us;
   }
   return row;
 }
@@ -949,7 +954,11 @@ int bench_suite(const BenchArgs& args) {
 
 }  // namespace
 
-int run_bench(const BenchArgs& args) { return args.suite.empty() ? bench_file(args) : bench_suite(args); }
+int run_bench(const BenchArgs& bench_args) {
+  BenchArgs args = bench_args;
+  if (args.mask_memo == "off") args.mask_memo_bytes = 0;
+  return args.suite.empty() ? bench_file(args) : bench_suite(args);
+}
 
 int run_compile(const CompileArgs& args) {
   if (is_shared_object(args.file)) {

@@ -30,7 +30,7 @@ namespace {
 
 struct Totals {
   size_t grammars = 0, parsed = 0, verdicts = 0, tokens = 0, masks = 0, pairs = 0, queries = 0, refusals = 0,
-         disagreements = 0;
+         disagreements = 0, memo_hits = 0, memo_lookups = 0;
   double slowest_ms = 0;
   std::string slowest;
   std::map<std::string, size_t> refusals_by_shape, grammars_by_shape;
@@ -50,6 +50,8 @@ struct Totals {
     pairs += r.mask_pairs;
     queries += r.queries;
     refusals += r.refusals;
+    memo_hits += r.memo_hits;
+    memo_lookups += r.memo_lookups;
     refusals_by_shape[r.shape] += r.refusals;
     disagreements += r.disagreements.size();
     if (r.slowest_ms > slowest_ms) slowest_ms = r.slowest_ms, slowest = fmt::format("seed {}: {}", r.seed, r.slowest);
@@ -183,6 +185,8 @@ int main(int argc, char** argv) {
   for (const auto& [shape, n] : totals.grammars_by_shape)
     if (totals.refusals_by_shape[shape])
       fmt::print("    refusals on {} grammars: {}\n", shape, totals.refusals_by_shape[shape]);
+  fmt::print("  masks answered from the grammar's memo: {} of {} that asked it\n", totals.memo_hits,
+             totals.memo_lookups);
   fmt::print("  slowest answer: {:.1f} ms ({})\n", totals.slowest_ms, totals.slowest);
   for (const std::string& f : totals.parse_failures) fmt::print("  a grammar that did not parse: {}\n", f);
   fmt::print("  disagreements: {}\n", totals.disagreements);

@@ -602,6 +602,11 @@ GrammarReport Differential::check_source(const std::string& source, uint64_t see
         record(run, taken, every);
       }
     }
+    // How many of the masks compared came from the grammar's memo (a kept
+    // mask is checked like any other: this says the checks reached it).
+    const MaskMemo::Stats memo = cg->mask_memo().stats();
+    report.memo_hits += memo.hits;
+    report.memo_lookups += memo.hits + memo.misses;
   };
   run_vocabulary(bytes_, "bytes", options_.masks, false);
   if (bundled_) run_vocabulary(bundled_, "bundled", options_.bundled_masks, true);

@@ -62,6 +62,8 @@ struct GrammarReport {
   size_t mask_pairs = 0;      // (mask, token) pairs in them
   size_t queries = 0;         // engine answers asked for (verdicts, tokens, masks)
   size_t refusals = 0;        // of which the engine refused (a work limit)
+  size_t memo_hits = 0;       // masks the grammar's memo answered (compiled/mask_memo.h)
+  size_t memo_lookups = 0;    // masks that asked it
   double slowest_ms = 0;      // the engine's slowest answer
   std::string slowest;        // which one it was
   std::vector<std::string> slow;     // answers over DifferentialOptions::slow_ms, described

@@ -1,0 +1,102 @@
+#pragma once
+// Masks remembered by what they read, shared by every matcher of a compiled
+// grammar.
+//
+// A mask depends on the readings of the text: per head, the lexeme in
+// progress and the parse stack under it. It reads the stack only as deep as
+// its reductions pop, and code grammars come back to the same tops of stack
+// again and again (after each statement's `;`, inside each call's argument
+// list), in one text and across the texts a server constrains with one
+// grammar. So a mask is kept under a path: the heads' lexical part, then
+// the LR states of every head's stack, level by level from the top, as deep
+// as the mask's work read (engine/mask_walks.cpp records the depth). A
+// lookup follows the current stacks down the same trie until it meets a
+// kept mask (a hit) or a state the trie does not have (a miss). Two texts
+// that agree on every state the work read get the same mask, since the work
+// reads nothing else; so an answer never lies on the way to another, and
+// the first met is the one.
+//
+// Bounded: past its budget of bytes the memo empties and starts again (it
+// is a cache, never a source). Safe from many threads: lookups share a
+// lock, inserts take it alone. The trie is an open-addressing table
+// (parent entry, symbol) -> entry that grows with it.
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <vector>
+
+namespace cgram {
+
+// The default budget (CompileOptions::mask_memo_bytes, docs/LIMITS.md):
+// about 480 masks of a 128k-token vocabulary.
+inline constexpr size_t kDefaultMaskMemoBytes = size_t{8} << 20;
+
+class MaskMemo {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr uint32_t kRoot = UINT32_MAX;  // the parent of a path's first symbol
+
+  // budget_bytes: the masks and the trie together; 0 turns the memo off.
+  MaskMemo(size_t mask_words, size_t budget_bytes);
+  MaskMemo(const MaskMemo&) = delete;
+  MaskMemo& operator=(const MaskMemo&) = delete;
+
+  bool enabled() const { return max_masks_ > 0; }
+
+  // A lookup, under the shared lock for as long as it lives.
+  class Reader {
+   public:
+    explicit Reader(const MaskMemo& memo) : memo_(memo), lock_(memo.mutex_) {}
+    // The entry below `parent` (kRoot: a path's start) for `symbol`, or kNone.
+    uint32_t child(uint32_t parent, uint32_t symbol) const { return memo_.child(parent, symbol); }
+    // The mask kept at an entry; empty where the answer lies deeper.
+    std::span<const uint32_t> mask(uint32_t entry) const { return memo_.mask(entry); }
+
+   private:
+    const MaskMemo& memo_;
+    std::shared_lock<std::shared_mutex> lock_;
+  };
+  Reader read() const { return Reader(*this); }
+
+  // Keeps `mask` under `path`. A path of another length than the memo holds
+  // for its prefix is the caller's error (the first answer met would win).
+  void insert(std::span<const uint32_t> path, std::span<const uint32_t> mask);
+
+  // Empties the memo (a benchmark that wants each text cold).
+  void forget();
+
+  struct Stats {
+    uint64_t hits = 0, misses = 0, masks = 0, restarts = 0;
+  };
+  Stats stats() const;
+  void count_lookup(bool hit) const { (hit ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t entry = kNone;  // kNone: empty
+  };
+  static uint64_t key(uint32_t parent, uint32_t symbol) { return uint64_t{parent} << 32 | symbol; }
+  size_t slot_of(uint64_t k) const {
+    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & (slots_.size() - 1);
+  }
+  uint32_t child(uint32_t parent, uint32_t symbol) const;
+  std::span<const uint32_t> mask(uint32_t entry) const;
+  void grow_for(size_t entries);
+  void clear();
+
+  size_t mask_words_;
+  size_t max_masks_ = 0;    // masks kept before the memo starts again
+  size_t max_entries_ = 0;  // trie entries, likewise
+  mutable std::shared_mutex mutex_;
+  std::vector<Slot> slots_;        // at most half full
+  std::vector<uint32_t> answers_;  // per entry: its mask's number, or kNone
+  std::vector<uint32_t> masks_;    // mask_words_ per mask, in the order kept
+  size_t mask_count_ = 0;
+  uint64_t restarts_ = 0;
+  mutable std::atomic<uint64_t> hits_{0}, misses_{0};
+};
+
+}  // namespace cgram

@@ -1,0 +1,140 @@
+// Masks served from the grammar's memo (compiled/mask_memo.h), and the
+// recording that lets a mask be kept there.
+//
+// The key. A mask is the union over heads of what each head allows, and a
+// head's part depends on its lexical state (terminal, DFA state, what its
+// except! lexeme has touched) and on its stack: the states of the nodes
+// under it, as deep as the reductions pop. The key is therefore the heads'
+// lexical parts, then their stacks' states level by level, top first, down
+// to the deepest level the mask's work read. Only answers that depend on
+// nothing else are kept: no pending except! occurrences (their ids are this
+// engine's own), no any! (its sets read the stack another way), no GPU sink,
+// and stacks that are linear as deep as they are read (with several
+// parents, the states of one path do not say what the others hold).
+//
+// The recording. Every read of a node older than the mask goes through the
+// reductions' path walk or the shiftable memo's walk down a stack
+// (note_read): it says the node's parents were read, so the key needs the
+// level below it. Answers kept on older nodes by earlier calls were made
+// with reads this mask does not see: while recording, such an answer is
+// worked out again (once per mask), so that its reads are seen. A read of
+// a node on no head's stack, or of the parents of a node with several,
+// makes the mask one that is not kept.
+#include <algorithm>
+
+#include "engine.h"
+#include "mask_words.h"
+
+namespace cgram {
+
+bool Engine::memo_applies(const std::vector<Head>& heads) const {
+  if (!g_.mask_memo().enabled() || any_terminal_ || !exhausted_.empty() || heads.empty() ||
+      heads.size() > kMemoMaxHeads)
+    return false;
+  return std::all_of(heads.begin(), heads.end(), [](const Head& h) { return h.pending == 0; });
+}
+
+namespace {
+uint32_t key_lexeme_tokens(const ir::LexicalGrammar& lex, const Head& h) {
+  // Only an except!(S, n) lexeme's count changes what may follow.
+  if (h.terminal == Head::kBetween) return 0;
+  const ir::LexTerminal& t = lex.terminals[h.terminal];
+  return t.kind == ir::LexTerminal::Kind::Except && lex.excepts[t.except_index].max_tokens ? h.lexeme_tokens : 0;
+}
+}  // namespace
+
+bool Engine::remembered_mask(const std::vector<Head>& heads, std::span<uint32_t> words) {
+  ++recording_.epoch;  // a new walk: every mark of an earlier mask is stale
+  if (memo_marks_.size() < nodes_.size()) memo_marks_.resize(nodes_.size());
+  memo_nodes_.clear();
+  memo_level_ends_.clear();
+  memo_path_.clear();
+  memo_path_ends_.clear();
+  // The heads' lexical parts, each with its node's place on level 0.
+  memo_path_.push_back(static_cast<uint32_t>(heads.size()));
+  for (const Head& h : heads) {
+    MemoMark& m = memo_marks_[h.node];
+    if (m.epoch != recording_.epoch) {
+      m = {recording_.epoch, static_cast<uint32_t>(memo_nodes_.size()), 0, m.verified};
+      memo_nodes_.push_back(h.node);
+    }
+    memo_path_.insert(memo_path_.end(), {h.terminal, h.state, key_lexeme_tokens(lex_, h), h.no_restart, m.index});
+  }
+  memo_level_ends_.push_back(static_cast<uint32_t>(memo_nodes_.size()));
+  for (uint32_t x : memo_nodes_) memo_path_.push_back(nodes_[x].state);
+  memo_path_ends_.push_back(static_cast<uint32_t>(memo_path_.size()));
+  const MaskMemo& memo = g_.mask_memo();
+  const MaskMemo::Reader reader = memo.read();
+  uint32_t entry = MaskMemo::kRoot;
+  size_t at = 0;
+  for (uint32_t level = 0;; ++level) {
+    for (; at < memo_path_ends_[level]; ++at)
+      if ((entry = reader.child(entry, memo_path_[at])) == MaskMemo::kNone) {
+        memo.count_lookup(false);
+        return false;
+      }
+    if (const std::span<const uint32_t> mask = reader.mask(entry); !mask.empty()) {
+      or_words(words, mask);
+      memo.count_lookup(true);
+      return true;
+    }
+    if (!extend_memo_walk()) {
+      memo.count_lookup(false);
+      return false;
+    }
+  }
+}
+
+bool Engine::extend_memo_walk() {
+  const size_t level = memo_level_ends_.size() - 1;
+  if (memo_path_ends_.size() != memo_level_ends_.size() || level >= kMemoMaxDepth) return false;
+  const uint32_t begin = level == 0 ? 0 : memo_level_ends_[level - 1], end = memo_level_ends_[level];
+  for (uint32_t i = begin; i < end; ++i) {
+    const uint32_t x = memo_nodes_[i];
+    memo_path_.push_back(nodes_[x].degree);
+    for (uint32_t e = nodes_[x].first_edge; e != kNoEdge; e = edges_[e].next) {
+      MemoMark& m = memo_marks_[edges_[e].parent];
+      if (m.epoch != recording_.epoch) {
+        // A level left half described is never used: its end is not recorded.
+        if (memo_nodes_.size() == kMemoMaxNodes) return false;
+        m = {recording_.epoch, static_cast<uint32_t>(memo_nodes_.size()), static_cast<uint32_t>(level + 1), m.verified};
+        memo_nodes_.push_back(edges_[e].parent);
+      }
+      memo_path_.push_back(m.index);
+    }
+  }
+  memo_level_ends_.push_back(static_cast<uint32_t>(memo_nodes_.size()));
+  for (uint32_t i = end; i < memo_nodes_.size(); ++i) memo_path_.push_back(nodes_[memo_nodes_[i]].state);
+  memo_path_ends_.push_back(static_cast<uint32_t>(memo_path_.size()));
+  return true;
+}
+
+void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> words) {
+  // remembered_mask left the stack walk of this mask in memo_nodes_ and memo_marks_.
+  recording_.active = true;
+  recording_.valid = true;
+  recording_.base = static_cast<uint32_t>(nodes_.size());
+  recording_.depth = 0;
+  memo_words_.assign(words.size(), 0u);
+  compute_text_tokens(heads, memo_words_);
+  recording_.active = false;
+  or_words(words, memo_words_);
+  if (!recording_.valid || !exhausted_.empty()) return;
+  while (memo_path_ends_.size() <= recording_.depth)
+    if (!extend_memo_walk()) return;
+  g_.mask_memo().insert(std::span<const uint32_t>(memo_path_.data(), memo_path_ends_[recording_.depth]), memo_words_);
+}
+
+void Engine::note_older_read(uint32_t node) {
+  // The node's parents were read: the key must describe its level's edges.
+  const MemoMark& m = memo_marks_[node];
+  while (m.epoch != recording_.epoch)
+    if (!extend_memo_walk()) {
+      recording_.valid = false;
+      return;
+    }
+  recording_.depth = std::max(recording_.depth, m.level + 1);
+  if (recording_.depth > kMemoMaxDepth) recording_.valid = false;
+}
+
+}  // namespace cgram
