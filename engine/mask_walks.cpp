@@ -56,6 +56,10 @@
 // The parser's answers that masks ask again and again (which terminals a
 // fresh stack node can shift) are remembered by the stack states they read
 // (engine/stack_memo.h): the same context costs a lookup the next time.
+// Whole masks are remembered the same way, per compiled grammar, by the
+// heads' lexical states and the stack graph they read
+// (engine/remembered_masks.cpp): a context met before, in this text or in
+// another matcher's, costs one lookup and one OR.
 //
 // any! allows every text token whose UTF-8 leaves a state the rest can
 // finish: per-state sets made once per grammar, or the whole list when

@@ -391,6 +391,8 @@ struct Latencies {
   // thousands of tokens: those that allow 99 % of the vocabulary or more
   // (inside a JSON string, about 97 % is allowed with Llama 3).
   std::vector<double> open_mask_us;
+  // Masks the grammar's memo answered, of those that asked it (--mask-memo).
+  uint64_t memo_hits = 0, memo_lookups = 0;
 };
 
 bool is_open_mask(std::span<const uint32_t> words, size_t vocab_size) {
@@ -405,6 +407,7 @@ Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, 
   Latencies out;
   std::vector<uint32_t> words(compiled->mask_words());
   if (args.mask_memo == "shared") compiled->mask_memo().forget();  // not warmed by a warm-up run
+  const MaskMemo::Stats memo_before = compiled->mask_memo().stats();
   for (const auto& [path, tokens] : docs) {
     if (args.mask_memo == "document") compiled->mask_memo().forget();
     Matcher matcher(compiled);
@@ -431,6 +434,9 @@ Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, 
       out.advance_us.push_back(ms_since(t1) * 1000);
     }
   }
+  const MaskMemo::Stats memo_after = compiled->mask_memo().stats();
+  out.memo_hits = memo_after.hits - memo_before.hits;
+  out.memo_lookups = memo_after.hits + memo_after.misses - memo_before.hits - memo_before.misses;
   return out;
 }
 
@@ -651,6 +657,7 @@ int bench_file(const BenchArgs& args) {
               {"advance_us", {{"p50", percentile(advance_us, 50)}, {"p99", percentile(advance_us, 99)},
                               {"max", percentile(advance_us, 100)}}},
               {"is_allowed_us", percentiles(*is_allowed_us)},
+              {"mask_memo", {{"mode", args.mask_memo}, {"hits", run.memo_hits}, {"lookups", run.memo_lookups}}},
               {"compile_ms", {{"parse", loaded->parse_ms}, {"lower", t.lower_ms}, {"index", t.index_ms},
                               {"total", loaded->parse_ms + loaded->compile_ms}}},
               {"tier", loaded->compiled->tier()},
@@ -673,7 +680,8 @@ int bench_file(const BenchArgs& args) {
   }
   std::cout << fmt::format(
       "{} with {} ({} ids, {}): {} documents, {} steps\n"
-      "mask     p50 {:.1f} µs  p90 {:.1f} µs  p99 {:.1f} µs  max {:.1f} µs\n"
+      "mask     p50 {:.1f} µs  p90 {:.1f} µs  p99 {:.1f} µs  max {:.1f} µs  ({} of {} from the grammar's memo, "
+      "--mask-memo {})\n"
       "advance  p50 {:.1f} µs  p99 {:.1f} µs  max {:.1f} µs\n"
       "is_allowed (the document's token, no mask built)  p50 {:.2f} µs  p99 {:.2f} µs\n"
       "compile  parse {:.2f} ms  lower {:.2f} ms  index {:.2f} ms ({})\n"
@@ -681,7 +689,7 @@ int bench_file(const BenchArgs& args) {
       "memory of the compiled grammar: {:.2f} MB (and the vocabulary trie, shared by all grammars: {:.2f} MB)\n",
       args.file, loaded->vocab->name(), loaded->vocab->size(), tokenizer_kind_name(loaded->vocab->kind()),
       run.documents, mask_us.size(), percentile(mask_us, 50), percentile(mask_us, 90), percentile(mask_us, 99),
-      percentile(mask_us, 100), percentile(advance_us, 50), percentile(advance_us, 99), percentile(advance_us, 100),
+      percentile(mask_us, 100), run.memo_hits, run.memo_lookups, args.mask_memo, percentile(advance_us, 50), percentile(advance_us, 99), percentile(advance_us, 100),
       percentile(*is_allowed_us, 50), percentile(*is_allowed_us, 99),
       loaded->parse_ms, t.lower_ms, t.index_ms,
       args.eager_index ? "eager: every entry built" : "lazy: entries are built by the masks", first_mask_ms,
@@ -721,6 +729,7 @@ struct SuiteRow {
   std::vector<double> jit_mask_us;
   double jit_ms = 0;
   std::vector<double> is_allowed_us;  // opportunistic masking: the document's token checked, no mask
+  uint64_t memo_hits = 0, memo_lookups = 0;  // the table tier's run
   std::optional<JumpSavings> jumps;   // --jump-forward
   std::optional<Speculation> speculation;  // --speculate
 };
@@ -778,6 +787,8 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   row.left_language = run.left_language;
   row.mask_us = std::move(run.mask_us);
   row.open_mask_us = std::move(run.open_mask_us);
+  row.memo_hits = run.memo_hits;
+  row.memo_lookups = run.memo_lookups;
   auto is_allowed_us = run_is_allowed(compiled, docs);
   if (!is_allowed_us) return std::nullopt;
   row.is_allowed_us = std::move(*is_allowed_us);
@@ -861,7 +872,8 @@ int bench_suite(const BenchArgs& args) {
                   {"mask_us", percentiles(r.mask_us)}, {"open_steps", r.open_mask_us.size()},
                   {"open_mask_us", percentiles(r.open_mask_us)}, {"first_mask_ms", r.first_mask_ms},
                   {"compile_ms", r.compile_ms}, {"memory_mb", r.memory_mb},
-                  {"is_allowed_us", percentiles(r.is_allowed_us)}};
+                  {"is_allowed_us", percentiles(r.is_allowed_us)},
+                  {"mask_memo", {{"mode", args.mask_memo}, {"hits", r.memo_hits}, {"lookups", r.memo_lookups}}}};
       if (r.jumps)
         row["jump_forward"] = {{"document_tokens", r.jumps->tokens}, {"model_steps", r.jumps->model_steps},
                                {"saved", r.jumps->saved()}, {"jumps", r.jumps->jumps}, {"healed", r.jumps->healed}};
@@ -890,14 +902,16 @@ int bench_suite(const BenchArgs& args) {
     }
     return status;
   }
-  std::cout << "| format | spelling | vocabulary | steps | mask p50 | p90 | p99 | max | first mask (lazy) | "
-               "eager compile | memory |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::cout << "| format | spelling | vocabulary | steps | mask p50 | p90 | p99 | max | from memo | first mask (lazy) | "
+               "eager compile | memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const SuiteRow& r : rows)
-    std::cout << fmt::format("| {} | {} | {} | {}{} | {:.1f} µs | {:.1f} µs | {:.1f} µs | {:.1f} µs | {:.2f} ms | "
-                             "{:.1f} ms | {:.2f} MB |\n",
+    std::cout << fmt::format("| {} | {} | {} | {}{} | {:.1f} µs | {:.1f} µs | {:.1f} µs | {:.1f} µs | {:.0f} % | "
+                             "{:.2f} ms | {:.1f} ms | {:.2f} MB |\n",
                              r.format, r.spelling, r.vocabulary, r.steps, r.left_language ? " (left)" : "",
                              percentile(r.mask_us, 50), percentile(r.mask_us, 90), percentile(r.mask_us, 99),
-                             percentile(r.mask_us, 100), r.first_mask_ms, r.compile_ms, r.memory_mb);
+                             percentile(r.mask_us, 100),
+                             r.memo_lookups ? 100.0 * double(r.memo_hits) / double(r.memo_lookups) : 0.0,
+                             r.first_mask_ms, r.compile_ms, r.memory_mb);
   if (std::any_of(rows.begin(), rows.end(), [](const SuiteRow& r) { return !r.open_mask_us.empty(); })) {
     std::cout << "\nFree text: the steps whose mask allows 99 % of the vocabulary or more (except!, any!)\n\n"
                  "| format | spelling | vocabulary | free-text steps | of all | p50 | p90 | p99 |\n"
