@@ -2,21 +2,41 @@
 
 #include <algorithm>
 
+#include "mask_words.h"
+
 namespace cgram {
 
 namespace {
-// A path is a few dozen symbols; each mask's path shares most of them with
-// others. The trie gets this many entries per mask kept.
-constexpr size_t kEntriesPerMask = 32;
 constexpr size_t kSlotBytes = 16;
+// The trie's share of the budget: one entry (its answer, and two slots) per
+// this many bytes. Paths are a few dozen symbols, mostly shared.
+constexpr size_t kBytesPerEntry = 256;
+// A mask with at most this share of non-zero words is kept as (index, word)
+// pairs: smaller, and faster to OR.
+constexpr size_t kSparseDivisor = 4;
+// Blocks of 16 words with a fixed count, which the compiler vectorizes at
+// -O2 (a plain loop over the words runs at a word a cycle: a microsecond
+// per mask of Llama 3).
+uint32_t count_nonzero(std::span<const uint32_t> words) {
+  uint32_t n = 0;
+  size_t w = 0;
+  for (; w + 16 <= words.size(); w += 16) {
+    uint32_t block = 0;
+    for (size_t j = 0; j < 16; ++j) block += words[w + j] != 0 ? 1u : 0u;
+    n += block;
+  }
+  for (; w < words.size(); ++w) n += words[w] != 0 ? 1u : 0u;
+  return n;
+}
 }  // namespace
 
-MaskMemo::MaskMemo(size_t mask_words, size_t budget_bytes) : mask_words_(std::max<size_t>(mask_words, 1)) {
-  // Per mask: its words, and its share of the trie (entries, their
-  // answers, and twice as many slots).
-  const size_t per_mask = mask_words_ * 4 + kEntriesPerMask * (4 + 2 * kSlotBytes);
-  max_masks_ = budget_bytes / per_mask;
-  max_entries_ = max_masks_ * kEntriesPerMask;
+MaskMemo::MaskMemo(size_t mask_words, size_t budget_bytes)
+    : mask_words_(std::max<size_t>(mask_words, 1)), chunk_words_(std::max<size_t>(mask_words_ * 2, 1 << 14)) {
+  if (budget_bytes < mask_words_ * 4 + kBytesPerEntry) return;  // too small to keep one mask: off
+  max_entries_ = budget_bytes / kBytesPerEntry;
+  const size_t trie_bytes = max_entries_ * (4 + 2 * kSlotBytes);
+  max_words_ = budget_bytes > trie_bytes ? (budget_bytes - trie_bytes) / 4 : 0;
+  if (max_words_ < mask_words_) max_entries_ = max_words_ = 0;
 }
 
 uint32_t MaskMemo::child(uint32_t parent, uint32_t symbol) const {
@@ -28,10 +48,17 @@ uint32_t MaskMemo::child(uint32_t parent, uint32_t symbol) const {
   }
 }
 
-std::span<const uint32_t> MaskMemo::mask(uint32_t entry) const {
+bool MaskMemo::or_into(uint32_t entry, std::span<uint32_t> words) const {
   const uint32_t m = answers_[entry];
-  if (m == kNone) return {};
-  return {masks_.data() + size_t{m} * mask_words_, mask_words_};
+  if (m == kNone) return false;
+  const Kept& kept = kept_[m];
+  const uint32_t* at = chunks_[kept.chunk].get() + kept.offset;
+  if (!kept.sparse) {
+    or_words(words, std::span<const uint32_t>(at, mask_words_));
+    return true;
+  }
+  for (uint32_t i = 0; i < kept.size; i += 2) words[at[i]] |= at[i + 1];
+  return true;
 }
 
 void MaskMemo::grow_for(size_t entries) {
@@ -53,14 +80,40 @@ void MaskMemo::grow_for(size_t entries) {
 void MaskMemo::clear() {
   std::fill(slots_.begin(), slots_.end(), Slot{});
   answers_.clear();
-  mask_count_ = 0;
+  kept_.clear();
+  words_used_ = 0;
+  chunk_at_ = 0;
+  chunk_fill_ = 0;
   ++restarts_;
+}
+
+void MaskMemo::forget() {
+  std::unique_lock lock(mutex_);
+  clear();
+}
+
+uint32_t* MaskMemo::room_for(size_t words, Kept& kept) {
+  // Chunks are never moved, and are kept when the memo starts again: a
+  // warm memo allocates nothing. A chunk is not cleared when made (each
+  // mask is written whole before it is read), so its pages are first
+  // touched by the masks that fill them, not all at once.
+  if (chunk_at_ < chunks_.size() && chunk_fill_ + words + 2 > chunk_words_) ++chunk_at_, chunk_fill_ = 0;
+  if (chunk_at_ == chunks_.size()) chunks_.push_back(std::make_unique_for_overwrite<uint32_t[]>(chunk_words_));
+  kept.chunk = static_cast<uint32_t>(chunk_at_);
+  kept.offset = static_cast<uint32_t>(chunk_fill_);
+  kept.size = static_cast<uint32_t>(words);
+  chunk_fill_ += words;
+  words_used_ += words;
+  return chunks_[chunk_at_].get() + kept.offset;
 }
 
 void MaskMemo::insert(std::span<const uint32_t> path, std::span<const uint32_t> mask) {
   if (!enabled() || path.empty() || path.size() > max_entries_ || mask.size() != mask_words_) return;
+  const uint32_t nonzero = count_nonzero(mask);
+  const bool sparse = nonzero <= mask_words_ / kSparseDivisor;
+  const size_t words = sparse ? 2 * nonzero : mask_words_;
   std::unique_lock lock(mutex_);
-  if (mask_count_ == max_masks_ || answers_.size() + path.size() > max_entries_) clear();
+  if (words_used_ + words > max_words_ || answers_.size() + path.size() > max_entries_) clear();
   grow_for(answers_.size() + path.size());
   uint32_t parent = kRoot;
   for (uint32_t symbol : path) {
@@ -74,20 +127,30 @@ void MaskMemo::insert(std::span<const uint32_t> path, std::span<const uint32_t> 
     parent = slots_[i].entry;
   }
   if (answers_[parent] != kNone) return;  // another thread kept it first
-  answers_[parent] = static_cast<uint32_t>(mask_count_);
-  masks_.resize((mask_count_ + 1) * mask_words_);
-  std::copy(mask.begin(), mask.end(), masks_.begin() + static_cast<std::ptrdiff_t>(mask_count_ * mask_words_));
-  ++mask_count_;
-}
-
-void MaskMemo::forget() {
-  std::unique_lock lock(mutex_);
-  clear();
+  Kept kept;
+  kept.sparse = sparse;
+  uint32_t* out = room_for(words, kept);
+  if (sparse) {
+    // No branch per word (whether a word is zero is not predictable): each
+    // word is written, and the place moves on past the non-zero ones; the
+    // pair after the last lands in the two words of slack room_for leaves.
+    size_t at = 0;
+    for (uint32_t w = 0; w < mask_words_; ++w) {
+      out[at] = w;
+      out[at + 1] = mask[w];
+      at += mask[w] != 0 ? 2 : 0;
+    }
+  } else {
+    std::copy(mask.begin(), mask.end(), out);
+  }
+  answers_[parent] = static_cast<uint32_t>(kept_.size());
+  kept_.push_back(kept);
 }
 
 MaskMemo::Stats MaskMemo::stats() const {
   std::shared_lock lock(mutex_);
-  return {hits_.load(std::memory_order_relaxed), misses_.load(std::memory_order_relaxed), mask_count_, restarts_};
+  return {hits_.load(std::memory_order_relaxed), misses_.load(std::memory_order_relaxed), kept_.size(), restarts_,
+          words_used_ * 4};
 }
 
 }  // namespace cgram

@@ -22,6 +22,7 @@
 // (parent entry, symbol) -> entry that grows with it.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <span>
@@ -43,7 +44,7 @@ class MaskMemo {
   MaskMemo(const MaskMemo&) = delete;
   MaskMemo& operator=(const MaskMemo&) = delete;
 
-  bool enabled() const { return max_masks_ > 0; }
+  bool enabled() const { return max_words_ > 0; }
 
   // A lookup, under the shared lock for as long as it lives.
   class Reader {
@@ -51,8 +52,9 @@ class MaskMemo {
     explicit Reader(const MaskMemo& memo) : memo_(memo), lock_(memo.mutex_) {}
     // The entry below `parent` (kRoot: a path's start) for `symbol`, or kNone.
     uint32_t child(uint32_t parent, uint32_t symbol) const { return memo_.child(parent, symbol); }
-    // The mask kept at an entry; empty where the answer lies deeper.
-    std::span<const uint32_t> mask(uint32_t entry) const { return memo_.mask(entry); }
+    // ORs the mask kept at an entry into `words`; false where the answer
+    // lies deeper.
+    bool or_into(uint32_t entry, std::span<uint32_t> words) const { return memo_.or_into(entry, words); }
 
    private:
     const MaskMemo& memo_;
@@ -69,6 +71,7 @@ class MaskMemo {
 
   struct Stats {
     uint64_t hits = 0, misses = 0, masks = 0, restarts = 0;
+    uint64_t mask_bytes = 0;  // what the masks kept take
   };
   Stats stats() const;
   void count_lookup(bool hit) const { (hit ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed); }
@@ -82,19 +85,28 @@ class MaskMemo {
   size_t slot_of(uint64_t k) const {
     return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & (slots_.size() - 1);
   }
+  // Where a mask is: dense (mask_words_ words) or sparse ((index, word)
+  // pairs, `size` words in all).
+  struct Kept {
+    uint32_t chunk = 0, offset = 0, size = 0;
+    bool sparse = false;
+  };
   uint32_t child(uint32_t parent, uint32_t symbol) const;
-  std::span<const uint32_t> mask(uint32_t entry) const;
+  bool or_into(uint32_t entry, std::span<uint32_t> words) const;
   void grow_for(size_t entries);
   void clear();
+  uint32_t* room_for(size_t words, Kept& kept);
 
   size_t mask_words_;
-  size_t max_masks_ = 0;    // masks kept before the memo starts again
+  size_t chunk_words_;
+  size_t max_words_ = 0;    // words of masks kept before the memo starts again
   size_t max_entries_ = 0;  // trie entries, likewise
   mutable std::shared_mutex mutex_;
   std::vector<Slot> slots_;        // at most half full
-  std::vector<uint32_t> answers_;  // per entry: its mask's number, or kNone
-  std::vector<uint32_t> masks_;    // mask_words_ per mask, in the order kept
-  size_t mask_count_ = 0;
+  std::vector<uint32_t> answers_;  // per entry: its mask's number in kept_, or kNone
+  std::vector<Kept> kept_;
+  std::vector<std::unique_ptr<uint32_t[]>> chunks_;  // chunk_words_ each; filled in order
+  size_t chunk_at_ = 0, chunk_fill_ = 0, words_used_ = 0;
   uint64_t restarts_ = 0;
   mutable std::atomic<uint64_t> hits_{0}, misses_{0};
 };

@@ -77,6 +77,11 @@ struct EngineLimits {
   // budget per byte themselves, as cgram match does).
   size_t max_work_per_byte = size_t{1} << 15;
   size_t sequence_work_slack = size_t{1} << 24;
+  // Masks that take less work than this (on average, in this engine) are
+  // made, not looked up in the grammar's memo of masks, and not kept there:
+  // for them the lookup and the copy cost more than the work
+  // (engine/remembered_masks.cpp). 0: every mask that can be is looked up and kept.
+  size_t mask_memo_min_work = 16;
 };
 
 class Engine {
@@ -108,7 +113,10 @@ class Engine {
   bool can_end(const std::vector<Head>& heads);
   // Sets the bit of every text token some head survives (not end of sequence).
   // With a sink, the precomputed sets it takes are left out of `words`.
-  void fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink = nullptr);
+  // `words_are_zero`: the caller cleared `words` (the mask is then written
+  // in place, with no scratch copy).
+  void fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink = nullptr,
+                        bool words_are_zero = false);
 
   // The bytes every continuation of the text read by `heads` must start
   // with, at most `limit` of them: the longest common prefix of the rests
@@ -520,10 +528,16 @@ class Engine {
   static constexpr uint32_t kMemoMaxDepth = 48;    // levels of stack a kept mask may read
   static constexpr uint32_t kMemoMaxNodes = 1024;  // stack nodes its key may describe
   static constexpr uint32_t kMemoMaxHeads = 16;
+  // In a key, a level that is one node standing on one new parent: the
+  // parent's state with this bit (states are far fewer than 2^31; the
+  // other levels start with a count of parents, far fewer too).
+  static constexpr uint32_t kMemoLinearLevel = 0x80000000u;
+  int64_t mask_work_average_ = 0;  // of the masks made, a running average
+  void note_mask_work(size_t work);
   bool memo_applies(const std::vector<Head>& heads) const;
   // fill_text_tokens through the memo: true when it answered.
   bool remembered_mask(const std::vector<Head>& heads, std::span<uint32_t> words);
-  void record_mask(const std::vector<Head>& heads, std::span<uint32_t> words);
+  void record_mask(const std::vector<Head>& heads, std::span<uint32_t> words, bool words_are_zero);
   // The stack walk the key describes, one level further (false: at a bound).
   bool extend_memo_walk();
   void compute_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words);

@@ -530,10 +530,11 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
   return slot.words;
 }
 
-void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink) {
+void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink,
+                              bool words_are_zero) {
   refresh_tier();
   if (!sink && memo_applies(heads)) {
-    if (!remembered_mask(heads, words)) record_mask(heads, words);
+    if (!remembered_mask(heads, words)) record_mask(heads, words, words_are_zero);
     return;
   }
   sink_ = sink;
@@ -542,6 +543,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
     ~ClearSink() { sink = nullptr; }
   } clear_sink{sink_};
   compute_text_tokens(heads, words);
+  if (!sink) note_mask_work(work_done_);
 }
 
 void Engine::compute_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {

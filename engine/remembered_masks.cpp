@@ -20,6 +20,14 @@
 // worked out again (once per mask), so that its reads are seen. A read of
 // a node on no head's stack, or of the parents of a node with several,
 // makes the mask one that is not kept.
+//
+// Worth it. A lookup and the OR of a whole mask cost about half a
+// microsecond, and recording adds copies; a grammar whose masks come from a
+// few index sets (chess, CSV, JSON values) is faster without. The engine
+// keeps a running average of the work its masks take (stack nodes, edges,
+// reduction paths: EngineLimits' units) and asks the memo only while it is
+// at least EngineLimits::mask_memo_min_work, and keeps only masks that
+// took that much.
 #include <algorithm>
 
 #include "engine.h"
@@ -28,8 +36,8 @@
 namespace cgram {
 
 bool Engine::memo_applies(const std::vector<Head>& heads) const {
-  if (!g_.mask_memo().enabled() || any_terminal_ || !exhausted_.empty() || heads.empty() ||
-      heads.size() > kMemoMaxHeads)
+  if (!g_.mask_memo().enabled() || mask_work_average_ < static_cast<int64_t>(limits_.mask_memo_min_work) || any_terminal_ || !exhausted_.empty() ||
+      heads.empty() || heads.size() > kMemoMaxHeads)
     return false;
   return std::all_of(heads.begin(), heads.end(), [](const Head& h) { return h.pending == 0; });
 }
@@ -73,8 +81,7 @@ bool Engine::remembered_mask(const std::vector<Head>& heads, std::span<uint32_t>
         memo.count_lookup(false);
         return false;
       }
-    if (const std::span<const uint32_t> mask = reader.mask(entry); !mask.empty()) {
-      or_words(words, mask);
+    if (reader.or_into(entry, words)) {
       memo.count_lookup(true);
       return true;
     }
@@ -89,18 +96,36 @@ bool Engine::extend_memo_walk() {
   const size_t level = memo_level_ends_.size() - 1;
   if (memo_path_ends_.size() != memo_level_ends_.size() || level >= kMemoMaxDepth) return false;
   const uint32_t begin = level == 0 ? 0 : memo_level_ends_[level - 1], end = memo_level_ends_[level];
+  const auto discover = [&](uint32_t node) -> const MemoMark* {
+    MemoMark& m = memo_marks_[node];
+    if (m.epoch != recording_.epoch) {
+      if (memo_nodes_.size() == kMemoMaxNodes) return nullptr;
+      m = {recording_.epoch, static_cast<uint32_t>(memo_nodes_.size()), static_cast<uint32_t>(level + 1), m.verified};
+      memo_nodes_.push_back(node);
+    }
+    return &m;
+  };
+  // The common level: one node with one parent not met before, written as
+  // one symbol (its state, marked): a linear stack costs a symbol a level.
+  if (end - begin == 1 && nodes_[memo_nodes_[begin]].degree == 1) {
+    const uint32_t parent = edges_[nodes_[memo_nodes_[begin]].first_edge].parent;
+    if (memo_marks_[parent].epoch != recording_.epoch) {
+      if (!discover(parent)) return false;
+      memo_path_.push_back(kMemoLinearLevel | nodes_[parent].state);
+      memo_level_ends_.push_back(static_cast<uint32_t>(memo_nodes_.size()));
+      memo_path_ends_.push_back(static_cast<uint32_t>(memo_path_.size()));
+      return true;
+    }
+  }
+  // Any other: per node its number of parents and their places in the walk,
+  // then the states of the nodes met for the first time.
   for (uint32_t i = begin; i < end; ++i) {
     const uint32_t x = memo_nodes_[i];
     memo_path_.push_back(nodes_[x].degree);
     for (uint32_t e = nodes_[x].first_edge; e != kNoEdge; e = edges_[e].next) {
-      MemoMark& m = memo_marks_[edges_[e].parent];
-      if (m.epoch != recording_.epoch) {
-        // A level left half described is never used: its end is not recorded.
-        if (memo_nodes_.size() == kMemoMaxNodes) return false;
-        m = {recording_.epoch, static_cast<uint32_t>(memo_nodes_.size()), static_cast<uint32_t>(level + 1), m.verified};
-        memo_nodes_.push_back(edges_[e].parent);
-      }
-      memo_path_.push_back(m.index);
+      const MemoMark* m = discover(edges_[e].parent);
+      if (!m) return false;  // a level left half described is never used: its end is not recorded
+      memo_path_.push_back(m->index);
     }
   }
   memo_level_ends_.push_back(static_cast<uint32_t>(memo_nodes_.size()));
@@ -109,20 +134,31 @@ bool Engine::extend_memo_walk() {
   return true;
 }
 
-void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> words) {
+void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> words, bool words_are_zero) {
   // remembered_mask left the stack walk of this mask in memo_nodes_ and memo_marks_.
   recording_.active = true;
   recording_.valid = true;
   recording_.base = static_cast<uint32_t>(nodes_.size());
   recording_.depth = 0;
-  memo_words_.assign(words.size(), 0u);
-  compute_text_tokens(heads, memo_words_);
+  // The mask alone, to be kept: in place when the caller cleared `words`.
+  std::span<uint32_t> mask = words;
+  if (!words_are_zero) {
+    memo_words_.assign(words.size(), 0u);
+    mask = memo_words_;
+  }
+  compute_text_tokens(heads, mask);
   recording_.active = false;
-  or_words(words, memo_words_);
-  if (!recording_.valid || !exhausted_.empty()) return;
+  if (!words_are_zero) or_words(words, mask);
+  note_mask_work(work_done_);
+  if (!recording_.valid || !exhausted_.empty() || work_done_ < limits_.mask_memo_min_work) return;
   while (memo_path_ends_.size() <= recording_.depth)
     if (!extend_memo_walk()) return;
-  g_.mask_memo().insert(std::span<const uint32_t>(memo_path_.data(), memo_path_ends_[recording_.depth]), memo_words_);
+  g_.mask_memo().insert(std::span<const uint32_t>(memo_path_.data(), memo_path_ends_[recording_.depth]), mask);
+}
+
+void Engine::note_mask_work(size_t work) {
+  const auto w = static_cast<int64_t>(std::min<size_t>(work, 1u << 20));
+  mask_work_average_ += (w - mask_work_average_) / 8;
 }
 
 void Engine::note_older_read(uint32_t node) {

@@ -170,7 +170,7 @@ bool Matcher::fill_mask(std::span<uint32_t> words, TokenSetSink* sink) {
   if (has_error()) return false;
   if (finished_) return true;
   const Engine::Mark before = engine_->mark();
-  engine_->fill_text_tokens(current_, words.first(n), canonical_ ? nullptr : sink);
+  engine_->fill_text_tokens(current_, words.first(n), canonical_ ? nullptr : sink, /*words_are_zero=*/true);
   if (stopped(before)) {
     std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
     return false;
@@ -185,7 +185,7 @@ bool Matcher::fill_mask(std::span<uint32_t> words, TokenSetSink* sink) {
       step.dead_end = none && !ends ? 1 : 0;
       if (step.dead_end) {  // yield to the grammar: its own mask again
         std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
-        engine_->fill_text_tokens(current_, words.first(n), nullptr);
+        engine_->fill_text_tokens(current_, words.first(n), nullptr, /*words_are_zero=*/true);
         if (stopped(before)) {
           std::fill(words.begin(), words.begin() + static_cast<ptrdiff_t>(n), 0u);
           return false;

@@ -437,6 +437,9 @@ std::string Disagreement::reproducer() const {
 MatcherOptions Differential::matcher_options() const {
   MatcherOptions o;
   if (options_.max_work_per_call) o.limits.max_work_per_call = options_.max_work_per_call;
+  // Every mask that can be kept in the grammar's memo is, however cheap:
+  // the masks it gives back are compared like the others.
+  o.limits.mask_memo_min_work = 0;
   return o;
 }
 

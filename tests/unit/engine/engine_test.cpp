@@ -37,8 +37,15 @@ struct Driver {
   std::shared_ptr<const CompiledGrammar> compiled;
   Engine engine;
 
-  Driver(std::string_view source, std::vector<std::string> tokens, const EngineLimits& limits = {})
+  Driver(std::string_view source, std::vector<std::string> tokens, const EngineLimits& limits = every_mask_kept())
       : compiled(compile(source, std::move(tokens))), engine(*compiled, limits) {}
+  // These masks take little work: kept in the memo all the same, so that
+  // its answers are checked too.
+  static EngineLimits every_mask_kept() {
+    EngineLimits limits;
+    limits.mask_memo_min_work = 0;
+    return limits;
+  }
 
   const Vocabulary& vocab() const { return compiled->vocabulary(); }
   std::vector<Head> feed(const std::vector<Head>& heads, std::string_view bytes) {
@@ -235,7 +242,7 @@ TEST_CASE("engine: masks remembered by the stack states they read, never mixed u
   CHECK(second.hits > first.hits);
   CHECK(second.masks == first.masks);
   // Another engine of the same grammar finds them too.
-  Engine other(*d.compiled);
+  Engine other(*d.compiled, Driver::every_mask_kept());
   std::vector<Head> heads = other.initial_heads();
   for (const char* t : {"(", "(", "(1"}) {
     std::vector<Head> next;
@@ -280,7 +287,7 @@ TEST_CASE("engine: with no memo every mask is worked out, and the same", "[engin
   REQUIRE(off.ok());
   auto on = CompiledGrammar::compile(grammar(kBrackets), *vocab);
   REQUIRE(on.ok());
-  Engine a(**off), b(**on);
+  Engine a(**off, Driver::every_mask_kept()), b(**on, Driver::every_mask_kept());
   for (int round = 0; round < 2; ++round) {
     std::vector<Head> ha = a.initial_heads(), hb = b.initial_heads();
     for (const char* t : {"(", "(", "(1", "1)", ")"}) {
