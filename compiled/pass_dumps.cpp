@@ -75,7 +75,7 @@ std::string dump_token_index(const ir::LexicalGrammar& lexical, const TokenIndex
     out += fmt::format("{}: {} states\n", terminal.name, terminal.dfa.size());
     for (uint32_t q = 0; q < terminal.dfa.size(); ++q) {
       const StateIndex& entry = index.get(t, q);
-      out += fmt::format("  state {}: {} tokens inside, {} crossing\n", q, count_bits(entry.inside),
+      out += fmt::format("  state {}: {} tokens inside, {} crossing\n", q, entry.inside.count(),
                          entry.cross_nodes.size());
     }
   }

@@ -404,6 +404,11 @@ class Engine {
     if (sink_ && sink_->take(set)) return;
     or_words(words, set);
   }
+  // A sink takes whole-vocabulary sets only: a few ids reach the mask itself.
+  void or_set(std::span<uint32_t> words, const TokenSet& set) {
+    if (set.dense()) return or_set(words, set.words());
+    set.or_into(words);
+  }
   void exhaust(std::string why) {
     if (exhausted_.empty()) exhausted_ = std::move(why);
   }

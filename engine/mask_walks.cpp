@@ -335,8 +335,7 @@ void Engine::cross_into(std::span<const CrossInto> into_list, const std::vector<
     }
     if (nodes->empty()) continue;
     // Tokens whose rest stays inside the next lexeme: one OR.
-    if (!into.words.empty()) or_set(words, into.words);
-    for (uint32_t id : into.ids) words[id / 32] |= 1u << (id % 32);
+    or_set(words, into.tokens);
     if (!into.next.empty()) {
       // Tokens that cross the end of that lexeme as well: the same one
       // level down, from the stacks once it has ended (the same wherever in
@@ -511,8 +510,8 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
   // from the cache: the endings may start other except! text, whose mask
   // goes through here too.
   ScratchPool<uint32_t>::Lease words(node_scratch_);  // swapped with the slot's: no allocation once warm
-  words->assign(ix.inside.begin(), ix.inside.end());
-  words->resize(n_words, 0u);
+  words->assign(n_words, 0u);
+  ix.inside.or_into(*words);
   add_except_endings(h, ix, *words);
   // Replace the entry used least recently (entries are few: one per DFA state met on this node).
   if (except_mask_cache_.size() < kExceptMaskEntries) except_mask_cache_.emplace_back();

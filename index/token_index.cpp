@@ -13,12 +13,12 @@ namespace {
 size_t into_bytes(std::span<const CrossInto> into) {
   size_t bytes = 0;
   for (const CrossInto& c : into)
-    bytes += sizeof(c) + (c.ids.capacity() + c.words.capacity() + 2 * c.second.capacity()) * 4 + into_bytes(c.next);
+    bytes += sizeof(c) + c.tokens.memory_bytes() + 2 * c.second.capacity() * 4 + into_bytes(c.next);
   return bytes;
 }
 
 size_t entry_bytes(const StateIndex& ix) {
-  return sizeof(StateIndex) + (ix.inside.capacity() + 2 * ix.cross_nodes.capacity() + 257) * 4 + into_bytes(ix.into);
+  return sizeof(StateIndex) + ix.inside.memory_bytes() + (2 * ix.cross_nodes.capacity() + 257) * 4 + into_bytes(ix.into);
 }
 }  // namespace
 
@@ -48,7 +48,7 @@ TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie,
 
 std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, uint32_t state) const {
   auto out = std::make_unique<StateIndex>();
-  out->inside.assign(words_, 0);
+  std::vector<uint32_t> inside(words_, 0u);
   const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
   const uint32_t base = trie_.depth(root);
   std::vector<uint32_t> at(trie_.max_depth() + 2);
@@ -72,7 +72,7 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
       continue;
     }
     at[d] = q;
-    for (uint32_t id : trie_.tokens(node)) out->inside[id / 32] |= 1u << (id % 32);
+    for (uint32_t id : trie_.tokens(node)) inside[id / 32] |= 1u << (id % 32);
     ++node;
   }
   std::stable_sort(crossing.begin(), crossing.end(),
@@ -84,7 +84,7 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
     out->cross_nodes.push_back(c.node);
     out->cross_states.push_back(c.state);
   }
-  out->inside.shrink_to_fit();
+  out->inside = TokenSet::from_words(std::move(inside));
   if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) {
     std::vector<uint8_t> seen(words_ * 32, 0);
     out->into = crossings_into(out->cross_nodes, terminal, 1, seen);
@@ -101,17 +101,13 @@ std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> star
     if (next.kind != ir::LexTerminal::Kind::Bytes) continue;  // the matcher walks those
     CrossInto into;
     into.terminal = u;
-    for (uint32_t node : starts) into_subtree(node, u, into, seen);
-    if (into.ids.empty() && into.second.empty()) continue;
-    std::sort(into.ids.begin(), into.ids.end());
-    into.ids.erase(std::unique(into.ids.begin(), into.ids.end()), into.ids.end());
-    for (uint32_t id : into.ids) seen[id] = 0;
-    if (into.ids.size() > words_ / 2) {  // a bitset is smaller and faster to OR
-      into.words.assign(words_, 0);
-      for (uint32_t id : into.ids) into.words[id / 32] |= 1u << (id % 32);
-      into.ids.clear();
-      into.ids.shrink_to_fit();
-    }
+    std::vector<uint32_t> ids;
+    for (uint32_t node : starts) into_subtree(node, u, into, ids, seen);
+    if (ids.empty() && into.second.empty()) continue;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (uint32_t id : ids) seen[id] = 0;
+    into.tokens = TokenSet::from_ids(std::move(ids), words_);
     if (!into.second.empty() && level < CrossInto::kMaxCrossings && byte_followers_[u]) {
       // Where U ends does not matter to the parser: the places where the
       // lexeme after it starts are all the next level needs.
@@ -131,7 +127,8 @@ std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> star
   return out;
 }
 
-void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::vector<uint8_t>& seen) const {
+void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::vector<uint32_t>& ids,
+                              std::vector<uint8_t>& seen) const {
   const ir::Dfa& dfa = lexical_.terminals[u].dfa;
   const uint32_t base = trie_.depth(node) - 1;
   std::vector<uint32_t> at(trie_.max_depth() + 2);
@@ -147,7 +144,7 @@ void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::v
     }
     at[d] = q;
     for (uint32_t id : trie_.tokens(y))
-      if (!seen[id]) seen[id] = 1, into.ids.push_back(id);
+      if (!seen[id]) seen[id] = 1, ids.push_back(id);
     ++y;
   }
 }
@@ -181,7 +178,7 @@ const std::vector<uint32_t>& TokenIndex::inside_from_start(const std::vector<uin
     const ir::LexTerminal& term = lexical_.terminals[t];
     if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
     const StateIndex& ix = get(t, term.dfa.start());
-    for (size_t w = 0; w < words_; ++w) (*bits)[w] |= ix.inside[w];
+    ix.inside.or_into(*bits);
   }
   std::lock_guard lock(union_mutex_);
   auto [it, inserted] = unions_.emplace(terminals, std::move(bits));
@@ -207,19 +204,23 @@ size_t TokenIndex::memory_bytes() const {
 }
 
 namespace {
+void save_set(ir::BinaryWriter& out, const TokenSet& set) {
+  out.put_vector(std::vector<uint32_t>(set.ids().begin(), set.ids().end()));
+  out.put_vector(std::vector<uint32_t>(set.words().begin(), set.words().end()));
+}
+
 void save_into(ir::BinaryWriter& out, std::span<const CrossInto> into) {
   out.put<uint64_t>(into.size());
   for (const CrossInto& c : into) {
     out.put<uint32_t>(c.terminal);
-    out.put_vector(c.ids);
-    out.put_vector(c.words);
+    save_set(out, c.tokens);
     out.put_vector(c.second);
     save_into(out, c.next);
   }
 }
 
 void save_state_index(ir::BinaryWriter& out, const StateIndex& ix) {
-  out.put_vector(ix.inside);
+  save_set(out, ix.inside);
   out.put_vector(ix.cross_begin);
   out.put_vector(ix.cross_nodes);
   out.put_vector(ix.cross_states);
@@ -227,10 +228,23 @@ void save_state_index(ir::BinaryWriter& out, const StateIndex& ix) {
 }
 
 // Mask words: the right count, and no bit past the last token.
-bool valid_words(const std::vector<uint32_t>& words, size_t count, size_t vocab_size) {
+bool valid_words(std::span<const uint32_t> words, size_t count, size_t vocab_size) {
   if (words.size() != count) return false;
   if (vocab_size % 32 == 0 || count == 0) return true;
   return (words.back() >> (vocab_size % 32)) == 0;
+}
+
+TokenSet load_set(ir::BinaryReader& in) {
+  std::vector<uint32_t> ids = in.get_vector<uint32_t>();
+  std::vector<uint32_t> words = in.get_vector<uint32_t>();
+  return TokenSet::from_parts(std::move(ids), std::move(words));
+}
+
+// One of the two forms, mask words of the right size, ids sorted and in the vocabulary.
+bool valid_set(const TokenSet& set, size_t mask_words, size_t vocab_size) {
+  if (set.dense()) return set.ids().empty() && valid_words(set.words(), mask_words, vocab_size);
+  return std::is_sorted(set.ids().begin(), set.ids().end()) &&
+         std::all_of(set.ids().begin(), set.ids().end(), [&](uint32_t id) { return id < vocab_size; });
 }
 }  // namespace
 
@@ -268,8 +282,7 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
     for (uint64_t i = 0; i < count && in.ok(); ++i) {
       CrossInto c;
       c.terminal = in.get<uint32_t>();
-      c.ids = in.get_vector<uint32_t>();
-      c.words = in.get_vector<uint32_t>();
+      c.tokens = load_set(in);
       c.second = in.get_vector<CrossInto::Second>();
       if (level < CrossInto::kMaxCrossings) c.next = load_into(in, level + 1);
       else if (in.get_count(36) != 0) in.fail("token index crossings nested too deep");
@@ -281,9 +294,7 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
     for (const CrossInto& c : into) {
       if (c.terminal >= terminals || lexical.terminals[c.terminal].kind != ir::LexTerminal::Kind::Bytes)
         return "a token index crossing into a terminal that does not exist";
-      if (!c.words.empty() && !valid_words(c.words, mask_words, vocab_size)) return "a token index set of the wrong size";
-      if (!std::all_of(c.ids.begin(), c.ids.end(), [&](uint32_t id) { return id < vocab_size; }))
-        return "a token index holds a token id past the vocabulary";
+      if (!valid_set(c.tokens, mask_words, vocab_size)) return "a token index set of the wrong size, or ids past the vocabulary";
       const size_t next_states = lexical.terminals[c.terminal].dfa.size();
       for (const CrossInto::Second& x : c.second)
         if (x.state >= next_states || !valid_node(x.node)) return "a token index crossing out of range";
@@ -295,13 +306,13 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
     const size_t states = lexical.terminals[t].dfa.size();
     for (size_t q = 0; q < states; ++q) {
       auto ix = std::make_unique<StateIndex>();
-      ix->inside = in.get_vector<uint32_t>();
+      ix->inside = load_set(in);
       ix->cross_begin = in.get_vector<uint32_t>();
       ix->cross_nodes = in.get_vector<uint32_t>();
       ix->cross_states = in.get_vector<uint32_t>();
       ix->into = load_into(in, 1);
       if (!in.ok()) return nullptr;
-      if (!valid_words(ix->inside, mask_words, vocab_size)) return bad("a token index entry of the wrong size");
+      if (!valid_set(ix->inside, mask_words, vocab_size)) return bad("a token index entry of the wrong size");
       if (ix->cross_begin.size() != 257 || ix->cross_begin[0] != 0 ||
           !std::is_sorted(ix->cross_begin.begin(), ix->cross_begin.end()) ||
           ix->cross_begin[256] != ix->cross_nodes.size() || ix->cross_states.size() != ix->cross_nodes.size())

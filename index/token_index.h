@@ -42,6 +42,7 @@
 
 #include "binary_io.h"
 #include "lexical.h"
+#include "token_set.h"
 #include "vocab_trie.h"
 
 namespace cgram {
@@ -62,8 +63,7 @@ namespace cgram {
 struct CrossInto {
   static constexpr int kMaxCrossings = 3;
   uint32_t terminal = 0;
-  std::vector<uint32_t> ids;    // the tokens whose rest stays inside U, when they are few
-  std::vector<uint32_t> words;  // the same as mask words, when they are many
+  TokenSet tokens;  // the tokens whose rest stays inside U
   std::vector<CrossInto> next;  // the tokens that cross U's end as well, by the terminal after U
   struct Second {
     uint32_t state;  // U's DFA state, accepting, before `node`'s byte
@@ -73,7 +73,7 @@ struct CrossInto {
 };
 
 struct StateIndex {
-  std::vector<uint32_t> inside;  // mask words
+  TokenSet inside;
   // Where the terminal may end mid-token: the trie nodes just after such an
   // end, grouped by their byte (the first byte of the next lexeme), so that
   // a byte no next lexeme can start with costs nothing at run time.
@@ -100,6 +100,7 @@ class TokenIndex {
   static constexpr uint32_t kSubtreeMin = 256;
   const StateIndex& get_subtree(uint32_t root, uint32_t terminal, uint32_t state) const;
   // Union of the inside sets of these terminals from their start states.
+  // (Mask words: it is ORed into every mask between lexemes.)
   const std::vector<uint32_t>& inside_from_start(const std::vector<uint32_t>& terminals) const;
   // Bytes that can start a lexeme right after one of `terminal`.
   const std::bitset<256>& follower_first_bytes(uint32_t terminal) const { return after_first_[terminal]; }
@@ -127,7 +128,8 @@ class TokenIndex {
   // lexeme ends are crossed already.
   std::vector<CrossInto> crossings_into(std::span<const uint32_t> starts, uint32_t terminal, int level,
                                         std::vector<uint8_t>& seen) const;
-  void into_subtree(uint32_t node, uint32_t terminal, CrossInto& into, std::vector<uint8_t>& seen) const;
+  void into_subtree(uint32_t node, uint32_t terminal, CrossInto& into, std::vector<uint32_t>& ids,
+                    std::vector<uint8_t>& seen) const;
 
   const ir::LexicalGrammar& lexical_;
   const VocabTrie& trie_;

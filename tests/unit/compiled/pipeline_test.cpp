@@ -137,7 +137,7 @@ TEST_CASE("pass token-index: entries per lexer state, tokens inside and crossing
   };
   auto inside = [&](const StateIndex& e, std::string_view token) {
     const uint32_t id = id_of(token);
-    return (e.inside[id / 32] >> (id % 32) & 1u) != 0;
+    return e.inside.contains(id);
   };
   // From the start of 'ab': "a" stays inside the lexeme; "((" and ")" do not.
   const StateIndex& at_ab = g->index().get(ab, lexical.terminals[ab].dfa.start());

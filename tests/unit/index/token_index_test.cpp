@@ -84,12 +84,14 @@ struct Fixture {
 
 Ids bits(std::span<const uint32_t> words) { return test::set_bits(words); }
 
-// The tokens of a CrossInto, whichever form it took (ids or mask words).
-Ids into_ids(const CrossInto& c) {
-  Ids out(c.ids.begin(), c.ids.end());
-  for (uint32_t id : bits(c.words)) out.insert(id);
+// The tokens of a set, whichever form it took (ids or mask words).
+Ids bits(const TokenSet& set) {
+  Ids out(set.ids().begin(), set.ids().end());
+  for (uint32_t id : bits(set.words())) out.insert(id);
   return out;
 }
+
+Ids into_ids(const CrossInto& c) { return bits(c.tokens); }
 
 // The crossings of an entry as (byte, state, node), in the entry's order.
 std::vector<std::tuple<uint8_t, uint32_t, uint32_t>> crossings(const StateIndex& ix) {
@@ -105,8 +107,7 @@ void expect_same_into(const std::vector<CrossInto>& a, const std::vector<CrossIn
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     CHECK(a[i].terminal == b[i].terminal);
-    CHECK(a[i].ids == b[i].ids);
-    CHECK(a[i].words == b[i].words);
+    CHECK(a[i].tokens == b[i].tokens);
     REQUIRE(a[i].second.size() == b[i].second.size());
     for (size_t k = 0; k < a[i].second.size(); ++k) {
       CHECK(a[i].second[k].state == b[i].second[k].state);
@@ -329,4 +330,39 @@ TEST_CASE("token index: save and load give the same entries; a smaller vocabular
   ir::BinaryReader cut(std::string_view(bytes).substr(0, bytes.size() / 2));
   CHECK_FALSE(TokenIndex::load(cut, f.lex, f.trie, f.words, f.vocab->size()));
   CHECK_FALSE(cut.error().empty());
+}
+
+TEST_CASE("token set: few tokens kept as ids, many as mask words, the same set either way", "[index-unit]") {
+  // 64 words: 2,048 ids; ids while there are at most 64 / 8 = 8 of them.
+  constexpr size_t kWords = 64;
+  std::vector<uint32_t> few(kWords, 0u), many(kWords, 0u);
+  for (uint32_t id : {3u, 40u, 2047u}) few[id / 32] |= 1u << (id % 32);
+  for (uint32_t id = 0; id < 2048; id += 100) many[id / 32] |= 1u << (id % 32);
+  const TokenSet sparse = TokenSet::from_words(few), dense = TokenSet::from_words(many);
+  CHECK_FALSE(sparse.dense());
+  CHECK(std::vector<uint32_t>(sparse.ids().begin(), sparse.ids().end()) == std::vector<uint32_t>{3, 40, 2047});
+  CHECK(dense.dense());
+  CHECK(dense.count() == 21);
+  CHECK(sparse.count() == 3);
+  CHECK(sparse.contains(40));
+  CHECK_FALSE(sparse.contains(41));
+  CHECK(dense.contains(1000));
+  CHECK_FALSE(dense.contains(1001));
+  // ORed into words already set.
+  std::vector<uint32_t> words(kWords, 0u);
+  words[0] = 1u << 5;
+  sparse.or_into(words);
+  dense.or_into(words);
+  CHECK(bits(words) == [&] {
+    Ids expected{5, 3, 40, 2047};
+    for (uint32_t id = 0; id < 2048; id += 100) expected.insert(id);
+    return expected;
+  }());
+  // From ids: the same form as from the words.
+  CHECK(TokenSet::from_ids({3, 40, 2047}, kWords) == sparse);
+  std::vector<uint32_t> every_100;
+  for (uint32_t id = 0; id < 2048; id += 100) every_100.push_back(id);
+  CHECK(TokenSet::from_ids(every_100, kWords) == dense);
+  CHECK(TokenSet::from_words(std::vector<uint32_t>(kWords, 0u)).empty());
+  CHECK(sparse.memory_bytes() < dense.memory_bytes());
 }

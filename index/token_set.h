@@ -1,0 +1,83 @@
+#pragma once
+// A set of token ids as the token index keeps it: mask words (one bit per
+// id of the vocabulary) when it is large, its sorted ids when it is small.
+//
+// Most lexer states keep few tokens inside them (half of C's keep fewer
+// than a hundred of Llama 3's 128,256), and a 16 KB bitset for each made
+// the index most of a compiled grammar's memory: llama.cpp-style JSON,
+// 3,469 entries, held 55 MB of them. A set of ids costs 4 bytes an id and
+// is ORed id by id, so it is kept only while it is small enough that the OR
+// stays under that of the words (kSparseShare of them).
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace cgram {
+
+class TokenSet {
+ public:
+  // Ids while there are at most mask_words / kSparseShare of them.
+  static constexpr size_t kSparseShare = 8;
+
+  TokenSet() = default;
+  // From mask words (mask_words of them).
+  static TokenSet from_words(std::vector<uint32_t> words) {
+    TokenSet s;
+    size_t count = 0;
+    for (uint32_t w : words) count += static_cast<size_t>(std::popcount(w));
+    if (count * kSparseShare > words.size()) {
+      s.words_ = std::move(words);
+      return s;
+    }
+    for (uint32_t w = 0; w < static_cast<uint32_t>(words.size()); ++w)
+      for (uint32_t bits = words[w]; bits; bits &= bits - 1) s.ids_.push_back(w * 32 + static_cast<uint32_t>(std::countr_zero(bits)));
+    return s;
+  }
+  // From sorted, distinct ids, for a vocabulary of mask_words words.
+  static TokenSet from_ids(std::vector<uint32_t> ids, size_t mask_words) {
+    TokenSet s;
+    if (ids.size() * kSparseShare <= mask_words) {
+      s.ids_ = std::move(ids);
+      s.ids_.shrink_to_fit();
+      return s;
+    }
+    s.words_.assign(mask_words, 0u);
+    for (uint32_t id : ids) s.words_[id / 32] |= 1u << (id % 32);
+    return s;
+  }
+  // As saved: one of the two is empty.
+  static TokenSet from_parts(std::vector<uint32_t> ids, std::vector<uint32_t> words) {
+    TokenSet s;
+    s.ids_ = std::move(ids);
+    s.words_ = std::move(words);
+    return s;
+  }
+
+  bool dense() const { return !words_.empty(); }
+  bool empty() const { return ids_.empty() && std::all_of(words_.begin(), words_.end(), [](uint32_t w) { return w == 0; }); }
+  std::span<const uint32_t> words() const { return words_; }  // dense sets
+  std::span<const uint32_t> ids() const { return ids_; }      // sparse sets
+  void or_into(std::span<uint32_t> words) const {
+    for (size_t w = 0; w < words_.size(); ++w) words[w] |= words_[w];
+    for (uint32_t id : ids_) words[id / 32] |= 1u << (id % 32);
+  }
+  bool contains(uint32_t id) const {
+    if (dense()) return id / 32 < words_.size() && (words_[id / 32] >> (id % 32) & 1);
+    return std::binary_search(ids_.begin(), ids_.end(), id);
+  }
+  size_t count() const {
+    size_t n = ids_.size();
+    for (uint32_t w : words_) n += static_cast<size_t>(std::popcount(w));
+    return n;
+  }
+  size_t memory_bytes() const { return (ids_.capacity() + words_.capacity()) * sizeof(uint32_t); }
+  bool operator==(const TokenSet&) const = default;
+
+ private:
+  std::vector<uint32_t> ids_;
+  std::vector<uint32_t> words_;
+};
+
+}  // namespace cgram
