@@ -75,8 +75,10 @@ std::string dump_token_index(const ir::LexicalGrammar& lexical, const TokenIndex
     out += fmt::format("{}: {} states\n", terminal.name, terminal.dfa.size());
     for (uint32_t q = 0; q < terminal.dfa.size(); ++q) {
       const StateIndex& entry = index.get(t, q);
-      out += fmt::format("  state {}: {} tokens inside, {} crossing\n", q, entry.inside.count(),
-                         entry.cross_nodes.size());
+      out += fmt::format("  state {}: {} tokens inside, {}\n", q, entry.inside.count(),
+                         !entry.crosses()                ? std::string("no crossing")
+                         : entry.cross_nodes.empty()     ? fmt::format("crossings by next terminal ({})", entry.into.size())
+                                                         : fmt::format("{} crossing", entry.cross_nodes.size()));
     }
   }
   out += fmt::format("{} bytes\n", index.memory_bytes());

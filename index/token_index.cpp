@@ -18,7 +18,8 @@ size_t into_bytes(std::span<const CrossInto> into) {
 }
 
 size_t entry_bytes(const StateIndex& ix) {
-  return sizeof(StateIndex) + ix.inside.memory_bytes() + (2 * ix.cross_nodes.capacity() + 257) * 4 + into_bytes(ix.into);
+  return sizeof(StateIndex) + ix.inside.memory_bytes() +
+         (ix.cross_begin.capacity() + ix.cross_nodes.capacity() + ix.cross_states.capacity()) * 4 + into_bytes(ix.into);
 }
 }  // namespace
 
@@ -85,12 +86,24 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
     out->cross_states.push_back(c.state);
   }
   out->inside = TokenSet::from_words(std::move(inside));
+  out->ends_inside = !out->cross_nodes.empty();
   if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) {
     std::vector<uint8_t> seen(words_ * 32, 0);
     out->into = crossings_into(out->cross_nodes, terminal, 1, seen);
+    // Every follower is a byte terminal: `into` holds every crossing token
+    // (those past its depth as places to walk from), and no walk reads the
+    // nodes (the engine walks them only where except! may follow).
+    if (byte_followers_[terminal]) drop_crossing_nodes(*out);
   }
   charge_memory(entry_bytes(*out));  // eager builds count against the compile's budget
   return out;
+}
+
+void TokenIndex::drop_crossing_nodes(StateIndex& ix) {
+  // Swapped out, not cleared: their memory goes with them.
+  std::vector<uint32_t>().swap(ix.cross_begin);
+  std::vector<uint32_t>().swap(ix.cross_nodes);
+  std::vector<uint32_t>().swap(ix.cross_states);
 }
 
 std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> starts, uint32_t terminal, int level,
@@ -221,6 +234,7 @@ void save_into(ir::BinaryWriter& out, std::span<const CrossInto> into) {
 
 void save_state_index(ir::BinaryWriter& out, const StateIndex& ix) {
   save_set(out, ix.inside);
+  out.put<uint8_t>(ix.ends_inside ? 1 : 0);
   out.put_vector(ix.cross_begin);
   out.put_vector(ix.cross_nodes);
   out.put_vector(ix.cross_states);
@@ -307,15 +321,23 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
     for (size_t q = 0; q < states; ++q) {
       auto ix = std::make_unique<StateIndex>();
       ix->inside = load_set(in);
+      ix->ends_inside = in.get<uint8_t>() != 0;
       ix->cross_begin = in.get_vector<uint32_t>();
       ix->cross_nodes = in.get_vector<uint32_t>();
       ix->cross_states = in.get_vector<uint32_t>();
       ix->into = load_into(in, 1);
       if (!in.ok()) return nullptr;
       if (!valid_set(ix->inside, mask_words, vocab_size)) return bad("a token index entry of the wrong size");
-      if (ix->cross_begin.size() != 257 || ix->cross_begin[0] != 0 ||
-          !std::is_sorted(ix->cross_begin.begin(), ix->cross_begin.end()) ||
-          ix->cross_begin[256] != ix->cross_nodes.size() || ix->cross_states.size() != ix->cross_nodes.size())
+      // Crossing nodes as built: grouped by byte, or none where every
+      // follower is a byte terminal (a walk would need them otherwise).
+      const bool kept = !ix->cross_nodes.empty();
+      if (kept ? ix->cross_begin.size() != 257 || ix->cross_begin[0] != 0 ||
+                     !std::is_sorted(ix->cross_begin.begin(), ix->cross_begin.end()) ||
+                     ix->cross_begin[256] != ix->cross_nodes.size() || ix->cross_states.size() != ix->cross_nodes.size() ||
+                     !ix->ends_inside
+               : !ix->cross_begin.empty() || !ix->cross_states.empty() ||
+                     (ix->ends_inside && (lexical.terminals[t].kind != ir::LexTerminal::Kind::Bytes ||
+                                          !index->byte_followers_[t])))
         return bad("a token index entry with inconsistent crossings");
       if (!std::all_of(ix->cross_nodes.begin(), ix->cross_nodes.end(), valid_node) ||
           !std::all_of(ix->cross_states.begin(), ix->cross_states.end(), [&](uint32_t s) { return s < states; }))

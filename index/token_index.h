@@ -74,15 +74,22 @@ struct CrossInto {
 
 struct StateIndex {
   TokenSet inside;
-  // Where the terminal may end mid-token: the trie nodes just after such an
-  // end, grouped by their byte (the first byte of the next lexeme), so that
-  // a byte no next lexeme can start with costs nothing at run time.
-  std::vector<uint32_t> cross_begin;  // 257 offsets into cross_nodes, by byte
+  // Whether the terminal may end mid-token somewhere below.
+  bool ends_inside = false;
+  // Where: the trie nodes just after such an end, grouped by their byte (the
+  // first byte of the next lexeme), so that a byte no next lexeme can start
+  // with costs nothing at run time. The walks read them; a whole-vocabulary
+  // entry whose terminal is followed by byte terminals only has every such
+  // token classified in `into`, and keeps none (for an identifier they are
+  // most of the trie's nodes: Python's entries held 52 MB of them).
+  std::vector<uint32_t> cross_begin;  // 257 offsets into cross_nodes, by byte (empty with cross_nodes)
   std::vector<uint32_t> cross_nodes;
   std::vector<uint32_t> cross_states;  // per crossing node: the terminal's state where it ends (sorted within a byte)
   std::vector<CrossInto> into;  // by next terminal; whole-vocabulary entries only
-  bool crosses() const { return !cross_nodes.empty(); }
+  bool crosses() const { return ends_inside; }
+  // The crossing nodes whose byte is `byte` (none where the entry keeps none).
   std::span<const uint32_t> crossing(uint8_t byte) const {
+    if (cross_nodes.empty()) return {};
     return {cross_nodes.data() + cross_begin[byte], cross_nodes.data() + cross_begin[byte + 1]};
   }
 };
@@ -123,6 +130,7 @@ class TokenIndex {
     std::unique_ptr<StateIndex> value;
   };
   std::unique_ptr<StateIndex> build(uint32_t root, uint32_t terminal, uint32_t state) const;
+  static void drop_crossing_nodes(StateIndex& ix);
   // The tokens below `starts` (trie nodes whose byte starts the lexeme
   // after one of `terminal`), by that next lexeme's terminal; `level`
   // lexeme ends are crossed already.

@@ -138,16 +138,12 @@ TEST_CASE("token index: inside a number, and the crossings out of it", "[index-u
     const StateIndex& ix = index.get(f.num, q);
     // Inside: all their bytes are digits ("1", "12").
     CHECK(bits(ix.inside) == Ids{0, 1});
-    // The number may end after "1" and a next lexeme start: before '(' of
-    // "1(", ')' of "1)", '2' of "12" and 'a' of "1a" — by byte, whatever
-    // can follow. Not at the start of a token: the engine handles that.
-    CHECK(crossings(ix) == std::vector<std::tuple<uint8_t, uint32_t, uint32_t>>{{'(', digit, f.node("1(")},
-                                                                              {')', digit, f.node("1)")},
-                                                                              {'2', digit, f.node("12")},
-                                                                              {'a', digit, f.node("1a")}});
+    // The number may end mid-token. Its only follower is a byte terminal,
+    // so every crossing token is classified below (`into`) and the entry
+    // keeps no crossing places: no walk will need them.
     CHECK(ix.crosses());
-    CHECK(std::vector<uint32_t>(ix.crossing(')').begin(), ix.crossing(')').end()) == std::vector<uint32_t>{f.node("1)")});
-    CHECK(ix.crossing('x').empty());
+    CHECK(ix.cross_nodes.empty());
+    CHECK(ix.crossing(')').empty());
     // Into ')' (the only follower of num): "1)" stays inside it; "1))"
     // ends it again, and the level below holds it, inside the second ')'.
     REQUIRE(ix.into.size() == 1);
@@ -161,6 +157,18 @@ TEST_CASE("token index: inside a number, and the crossings out of it", "[index-u
     CHECK(into.next[0].next.empty());
     CHECK(into.next[0].second.empty());
   }
+  // Where it ends, as a walk reads it (a subtree entry keeps its places):
+  // below "1", before '(' of "1(", ')' of "1)", '2' of "12" and 'a' of "1a"
+  // — by byte, whatever can follow.
+  const StateIndex& below = index.get_subtree(f.node("1"), f.num, digit);
+  CHECK(crossings(below) == std::vector<std::tuple<uint8_t, uint32_t, uint32_t>>{{'(', digit, f.node("1(")},
+                                                                               {')', digit, f.node("1)")},
+                                                                               {'2', digit, f.node("12")},
+                                                                               {'a', digit, f.node("1a")}});
+  CHECK(below.crosses());
+  CHECK(std::vector<uint32_t>(below.crossing(')').begin(), below.crossing(')').end()) ==
+        std::vector<uint32_t>{f.node("1)")});
+  CHECK(below.crossing('x').empty());
 }
 
 TEST_CASE("token index: crossings classified kMaxCrossings lexeme ends deep, then recorded to be walked",
@@ -200,7 +208,8 @@ TEST_CASE("token index: the entries of the brackets", "[index-unit]") {
   const StateIndex& open = index.get(f.open, f.dfa(f.open).start());
   CHECK(bits(open.inside) == Ids{10});
   const uint32_t opened = f.after(f.open, "(");
-  CHECK(crossings(open) == std::vector<std::tuple<uint8_t, uint32_t, uint32_t>>{{'1', opened, f.node("(1")}});
+  CHECK(open.crosses());
+  CHECK(open.cross_nodes.empty());  // classified by next terminal, below
   // Only num's DFA goes on with '1' ('(' would die): one CrossInto.
   REQUIRE(open.into.size() == 1);
   CHECK(open.into[0].terminal == f.num);
@@ -215,8 +224,8 @@ TEST_CASE("token index: the entries of the brackets", "[index-unit]") {
   // ')' from its start: ")" inside, "))" into the next ')'.
   const StateIndex& close = index.get(f.close, f.dfa(f.close).start());
   CHECK(bits(close.inside) == Ids{3});
-  CHECK(crossings(close) ==
-        std::vector<std::tuple<uint8_t, uint32_t, uint32_t>>{{')', f.after(f.close, ")"), f.node("))")}});
+  CHECK(close.crosses());
+  CHECK(close.cross_nodes.empty());
   REQUIRE(close.into.size() == 1);
   CHECK(close.into[0].terminal == f.close);
   CHECK(into_ids(close.into[0]) == Ids{7});
