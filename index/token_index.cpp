@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string_view>
 #include <tuple>
 
 #include "memory_budget.h"
@@ -13,12 +14,13 @@ namespace {
 size_t into_bytes(std::span<const CrossInto> into) {
   size_t bytes = 0;
   for (const CrossInto& c : into)
-    bytes += sizeof(c) + c.tokens.memory_bytes() + 2 * c.second.capacity() * 4 + into_bytes(c.next);
+    bytes += sizeof(c) + c.tokens.sparse_bytes() + 2 * c.second.capacity() * 4 + into_bytes(c.next);
   return bytes;
 }
 
 size_t entry_bytes(const StateIndex& ix) {
-  return sizeof(StateIndex) + ix.inside.memory_bytes() +
+  // Dense sets are counted once, where they are shared from (TokenIndex::share).
+  return sizeof(StateIndex) + ix.inside.sparse_bytes() +
          (ix.cross_begin.capacity() + ix.cross_nodes.capacity() + ix.cross_states.capacity()) * 4 + into_bytes(ix.into);
 }
 }  // namespace
@@ -95,8 +97,36 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
     // nodes (the engine walks them only where except! may follow).
     if (byte_followers_[terminal]) drop_crossing_nodes(*out);
   }
+  share_sets(*out);
   charge_memory(entry_bytes(*out));  // eager builds count against the compile's budget
   return out;
+}
+
+void TokenIndex::share(TokenSet& set) const {
+  if (!set.dense()) return;
+  const std::span<const uint32_t> words = set.words();
+  const uint64_t hash =
+      std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(words.data()), words.size_bytes()));
+  std::lock_guard lock(shared_mutex_);
+  for (auto [it, end] = shared_sets_.equal_range(hash); it != end; ++it)
+    if (std::equal(words.begin(), words.end(), it->second->begin(), it->second->end())) {
+      set.share_words(it->second);
+      return;
+    }
+  shared_sets_.emplace(hash, set.shared_words());
+  shared_bytes_ += words.size_bytes();
+  charge_memory(words.size_bytes());
+}
+
+void TokenIndex::share_sets(StateIndex& ix) const {
+  share(ix.inside);
+  std::function<void(std::vector<CrossInto>&)> share_into = [&](std::vector<CrossInto>& into) {
+    for (CrossInto& c : into) {
+      share(c.tokens);
+      share_into(c.next);
+    }
+  };
+  share_into(ix.into);
 }
 
 void TokenIndex::drop_crossing_nodes(StateIndex& ix) {
@@ -205,6 +235,10 @@ void TokenIndex::build_all() const {
 
 size_t TokenIndex::memory_bytes() const {
   size_t bytes = slot_count_ * sizeof(Slot);
+  {
+    std::lock_guard lock(shared_mutex_);
+    bytes += shared_bytes_;
+  }
   for (size_t i = 0; i < slot_count_; ++i)
     if (slots_[i].value) bytes += entry_bytes(*slots_[i].value);
   {
@@ -343,6 +377,7 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
           !std::all_of(ix->cross_states.begin(), ix->cross_states.end(), [&](uint32_t s) { return s < states; }))
         return bad("a token index crossing out of range");
       if (const char* why = check_into(ix->into)) return bad(why);
+      index->share_sets(*ix);
       Slot& slot = index->slots_[index->offset_[t] + q];
       std::call_once(slot.once, [&] { slot.value = std::move(ix); });
     }

@@ -130,6 +130,10 @@ class TokenIndex {
     std::unique_ptr<StateIndex> value;
   };
   std::unique_ptr<StateIndex> build(uint32_t root, uint32_t terminal, uint32_t state) const;
+  // Makes the entry's dense sets share their words with equal sets made
+  // before (one copy of each distinct set).
+  void share_sets(StateIndex& ix) const;
+  void share(TokenSet& set) const;
   static void drop_crossing_nodes(StateIndex& ix);
   // The tokens below `starts` (trie nodes whose byte starts the lexeme
   // after one of `terminal`), by that next lexeme's terminal; `level`
@@ -150,6 +154,10 @@ class TokenIndex {
   size_t slot_count_ = 0;
   mutable std::mutex subtree_mutex_;
   mutable std::unordered_map<uint64_t, std::unique_ptr<StateIndex>> subtrees_;
+  mutable std::mutex shared_mutex_;
+  // The distinct dense sets, by a hash of their words.
+  mutable std::unordered_multimap<uint64_t, std::shared_ptr<const std::vector<uint32_t>>> shared_sets_;
+  mutable size_t shared_bytes_ = 0;
   mutable std::mutex union_mutex_;
   mutable std::map<std::vector<uint32_t>, std::unique_ptr<std::vector<uint32_t>>> unions_;
 };

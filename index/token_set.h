@@ -7,10 +7,13 @@
 // the index most of a compiled grammar's memory: llama.cpp-style JSON,
 // 3,469 entries, held 55 MB of them. A set of ids costs 4 bytes an id and
 // is ORed id by id, so it is kept only while it is small enough that the OR
-// stays under that of the words (kSparseShare of them).
+// stays under that of the words (kSparseShare of them). Large sets repeat
+// (a counted string's states mostly keep the same tokens inside): their
+// words are shared, one copy per distinct set (TokenIndex::share).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -28,7 +31,7 @@ class TokenSet {
     size_t count = 0;
     for (uint32_t w : words) count += static_cast<size_t>(std::popcount(w));
     if (count * kSparseShare > words.size()) {
-      s.words_ = std::move(words);
+      s.words_ = std::make_shared<const std::vector<uint32_t>>(std::move(words));
       return s;
     }
     for (uint32_t w = 0; w < static_cast<uint32_t>(words.size()); ++w)
@@ -43,41 +46,55 @@ class TokenSet {
       s.ids_.shrink_to_fit();
       return s;
     }
-    s.words_.assign(mask_words, 0u);
-    for (uint32_t id : ids) s.words_[id / 32] |= 1u << (id % 32);
+    std::vector<uint32_t> words(mask_words, 0u);
+    for (uint32_t id : ids) words[id / 32] |= 1u << (id % 32);
+    s.words_ = std::make_shared<const std::vector<uint32_t>>(std::move(words));
     return s;
   }
   // As saved: one of the two is empty.
   static TokenSet from_parts(std::vector<uint32_t> ids, std::vector<uint32_t> words) {
     TokenSet s;
     s.ids_ = std::move(ids);
-    s.words_ = std::move(words);
+    if (!words.empty()) s.words_ = std::make_shared<const std::vector<uint32_t>>(std::move(words));
     return s;
   }
 
-  bool dense() const { return !words_.empty(); }
-  bool empty() const { return ids_.empty() && std::all_of(words_.begin(), words_.end(), [](uint32_t w) { return w == 0; }); }
-  std::span<const uint32_t> words() const { return words_; }  // dense sets
+  bool dense() const { return words_ != nullptr; }
+  bool empty() const {
+    return ids_.empty() && std::all_of(words().begin(), words().end(), [](uint32_t w) { return w == 0; });
+  }
+  std::span<const uint32_t> words() const {  // dense sets
+    return words_ ? std::span<const uint32_t>(*words_) : std::span<const uint32_t>();
+  }
+  // The words of a dense set, to be shared with equal sets
+  // (TokenIndex::share: one copy of each distinct set).
+  const std::shared_ptr<const std::vector<uint32_t>>& shared_words() const { return words_; }
+  void share_words(std::shared_ptr<const std::vector<uint32_t>> same) { words_ = std::move(same); }
   std::span<const uint32_t> ids() const { return ids_; }      // sparse sets
   void or_into(std::span<uint32_t> words) const {
-    for (size_t w = 0; w < words_.size(); ++w) words[w] |= words_[w];
+    const std::span<const uint32_t> own = this->words();
+    for (size_t w = 0; w < own.size(); ++w) words[w] |= own[w];
     for (uint32_t id : ids_) words[id / 32] |= 1u << (id % 32);
   }
   bool contains(uint32_t id) const {
-    if (dense()) return id / 32 < words_.size() && (words_[id / 32] >> (id % 32) & 1);
+    if (dense()) return id / 32 < words_->size() && ((*words_)[id / 32] >> (id % 32) & 1);
     return std::binary_search(ids_.begin(), ids_.end(), id);
   }
   size_t count() const {
     size_t n = ids_.size();
-    for (uint32_t w : words_) n += static_cast<size_t>(std::popcount(w));
+    for (uint32_t w : words()) n += static_cast<size_t>(std::popcount(w));
     return n;
   }
-  size_t memory_bytes() const { return (ids_.capacity() + words_.capacity()) * sizeof(uint32_t); }
-  bool operator==(const TokenSet&) const = default;
+  // The ids only: dense words are counted where they are shared from.
+  size_t sparse_bytes() const { return ids_.capacity() * sizeof(uint32_t); }
+  size_t memory_bytes() const { return sparse_bytes() + (words_ ? words_->capacity() * sizeof(uint32_t) : 0); }
+  bool operator==(const TokenSet& o) const {
+    return ids_ == o.ids_ && dense() == o.dense() && (!dense() || *words_ == *o.words_);
+  }
 
  private:
   std::vector<uint32_t> ids_;
-  std::vector<uint32_t> words_;
+  std::shared_ptr<const std::vector<uint32_t>> words_;
 };
 
 }  // namespace cgram

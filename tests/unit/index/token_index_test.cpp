@@ -375,3 +375,18 @@ TEST_CASE("token set: few tokens kept as ids, many as mask words, the same set e
   CHECK(TokenSet::from_words(std::vector<uint32_t>(kWords, 0u)).empty());
   CHECK(sparse.memory_bytes() < dense.memory_bytes());
 }
+
+TEST_CASE("token index: equal dense sets are one copy, counted once", "[index-unit]") {
+  Fixture f;
+  TokenIndex index = f.index();
+  // A vocabulary of one mask word: every set that is not empty is dense.
+  // A number keeps "1" and "12" inside from its start and after a digit.
+  const StateIndex& start = index.get(f.num, f.dfa(f.num).start());
+  const size_t after_one = index.memory_bytes();
+  const StateIndex& digit = index.get(f.num, f.after(f.num, "1"));
+  REQUIRE(start.inside.dense());
+  CHECK(start.inside == digit.inside);
+  CHECK(start.inside.shared_words() == digit.inside.shared_words());
+  // The second entry added its own parts, not a second copy of the words.
+  CHECK(index.memory_bytes() - after_one < sizeof(StateIndex) + 2000);
+}
