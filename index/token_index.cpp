@@ -89,6 +89,7 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
   }
   out->inside = TokenSet::from_words(std::move(inside));
   out->ends_inside = !out->cross_nodes.empty();
+  if (!out->ends_inside) drop_crossing_nodes(*out);  // not even the offsets by byte
   if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) {
     std::vector<uint8_t> seen(words_ * 32, 0);
     out->into = crossings_into(out->cross_nodes, terminal, 1, seen);
