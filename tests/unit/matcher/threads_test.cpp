@@ -130,6 +130,70 @@ TEST_CASE("threads: lazy index entries built by many threads at once give the ea
   CHECK(mismatches == 0);
 }
 
+TEST_CASE("threads: masks kept in the grammar's memo by many threads at once give the masks worked out alone",
+          "[threads]") {
+  // The reference: one thread, no memo. Then eight threads share one
+  // grammar whose memo is small enough to start again many times while
+  // others read it, and keep every mask (however cheap).
+  auto g = grammar(read_example("json.cgram"));
+  auto vocab = fresh_vocabulary();
+  CompileOptions no_memo;
+  no_memo.eager_index = true;
+  no_memo.mask_memo_bytes = 0;
+  auto plain = CompiledGrammar::compile(g, vocab, no_memo);
+  REQUIRE(plain.ok());
+  auto created = Encoder::create(vocab);
+  REQUIRE(created.ok());
+  std::vector<Case> cases;
+  for (const std::string& text : json_prefixes()) {
+    Case c;
+    c.tokens = (*created)->encode_continuation(text);
+    Matcher m(*plain);
+    bool ok = true;
+    for (uint32_t t : c.tokens) ok = ok && m.advance(t) == AdvanceResult::Ongoing;
+    if (!ok) continue;
+    c.mask.resize(m.mask_words());
+    m.fill_mask(c.mask);
+    cases.push_back(std::move(c));
+  }
+  REQUIRE(cases.size() > 20);
+  CompileOptions small_memo;
+  small_memo.mask_memo_bytes = 64 << 10;
+  auto shared = CompiledGrammar::compile(g, vocab, small_memo);
+  REQUIRE(shared.ok());
+  MatcherOptions keep_all;
+  keep_all.limits.mask_memo_min_work = 0;
+  constexpr int kThreads = 8;
+  std::latch start(kThreads);
+  std::atomic<size_t> mismatches{0}, rejected{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      std::vector<uint32_t> mask;
+      for (size_t k = 0; k < 3 * cases.size(); ++k) {
+        const Case& c = cases[(k * 5 + size_t(t) * 7) % cases.size()];
+        Matcher m(*shared, keep_all);
+        // Masks along the way too: each prefix of the case is a context.
+        for (uint32_t token : c.tokens) {
+          mask.assign(m.mask_words(), 0);
+          m.fill_mask(mask);
+          if (!(mask[token / 32] >> (token % 32) & 1)) ++mismatches;
+          if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
+        }
+        mask.assign(m.mask_words(), 0);
+        m.fill_mask(mask);
+        if (mask != c.mask) ++mismatches;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(rejected == 0);
+  CHECK(mismatches == 0);
+  const MaskMemo::Stats stats = (*shared)->mask_memo().stats();
+  CHECK(stats.hits > 0);
+  CHECK(stats.restarts > 0);
+}
+
 TEST_CASE("threads: the batch on a pool builds lazy entries and gives the eager masks", "[threads][batch]") {
   auto g = grammar(read_example("json.cgram"));
   const std::vector<Case> cases = reference_cases(g);
