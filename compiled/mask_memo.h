@@ -8,10 +8,10 @@
 // again and again (after each statement's `;`, inside each call's argument
 // list), in one text and across the texts a server constrains with one
 // grammar. So a mask is kept under a path: the heads' lexical part, then
-// the LR states of every head's stack, level by level from the top, as deep
-// as the mask's work read (engine/mask_walks.cpp records the depth). A
-// lookup follows the current stacks down the same trie until it meets a
-// kept mask (a hit) or a state the trie does not have (a miss). Two texts
+// the stack graph under them, level by level from the top, as deep as the
+// mask's work read (engine/remembered_masks.cpp makes the path and records
+// the depth). A lookup follows the current stacks down the same trie until
+// it meets a kept mask (a hit) or a symbol the trie does not have (a miss). Two texts
 // that agree on every state the work read get the same mask, since the work
 // reads nothing else; so an answer never lies on the way to another, and
 // the first met is the one.

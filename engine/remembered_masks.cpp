@@ -3,22 +3,28 @@
 //
 // The key. A mask is the union over heads of what each head allows, and a
 // head's part depends on its lexical state (terminal, DFA state, what its
-// except! lexeme has touched) and on its stack: the states of the nodes
-// under it, as deep as the reductions pop. The key is therefore the heads'
-// lexical parts, then their stacks' states level by level, top first, down
-// to the deepest level the mask's work read. Only answers that depend on
+// except! lexeme has touched) and on its stack: the part of the stack graph
+// under it that the reductions pop through, and nothing else. The key is
+// therefore the heads' lexical parts, then a walk of the graph from the
+// heads' nodes, level by level (a level: the nodes first met one edge below
+// the level above), down to the deepest level the mask's work read: per
+// node of a level its number of parents and their places in the walk, and
+// the states of the nodes met for the first time. A level that is one node
+// on one new parent, as on most stacks, is one symbol: the parent's state,
+// marked. Two graphs that agree on this walk as deep as the work read give
+// the same mask: the work reads states and edges, and the walk describes
+// every state and edge it could read there. Only answers that depend on
 // nothing else are kept: no pending except! occurrences (their ids are this
-// engine's own), no any! (its sets read the stack another way), no GPU sink,
-// and stacks that are linear as deep as they are read (with several
-// parents, the states of one path do not say what the others hold).
+// engine's own), no any! (its sets read the stack another way), no GPU sink.
 //
 // The recording. Every read of a node older than the mask goes through the
 // reductions' path walk or the shiftable memo's walk down a stack
 // (note_read): it says the node's parents were read, so the key needs the
-// level below it. Answers kept on older nodes by earlier calls were made
-// with reads this mask does not see: while recording, such an answer is
-// worked out again (once per mask), so that its reads are seen. A read of
-// a node on no head's stack, or of the parents of a node with several,
+// level below it (the node's first level in the walk: its parents are the
+// same wherever it is met). Answers kept on older nodes by earlier calls
+// were made with reads this mask does not see: while recording, such an
+// answer is worked out again (once per mask), so that its reads are seen. A
+// read past the walk's bounds (kMemoMaxDepth levels, kMemoMaxNodes nodes)
 // makes the mask one that is not kept.
 //
 // Worth it. A lookup and the OR of a whole mask cost about half a
@@ -36,8 +42,8 @@
 namespace cgram {
 
 bool Engine::memo_applies(const std::vector<Head>& heads) const {
-  if (!g_.mask_memo().enabled() || mask_work_average_ < static_cast<int64_t>(limits_.mask_memo_min_work) || any_terminal_ || !exhausted_.empty() ||
-      heads.empty() || heads.size() > kMemoMaxHeads)
+  if (!g_.mask_memo().enabled() || mask_work_average_ < static_cast<int64_t>(limits_.mask_memo_min_work) ||
+      any_terminal_ || !exhausted_.empty() || heads.empty() || heads.size() > kMemoMaxHeads)
     return false;
   return std::all_of(heads.begin(), heads.end(), [](const Head& h) { return h.pending == 0; });
 }
