@@ -195,7 +195,10 @@ void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::v
 
 const StateIndex& TokenIndex::get(uint32_t terminal, uint32_t state) const {
   Slot& slot = slots_[offset_[terminal] + state];
-  std::call_once(slot.once, [&] { slot.value = build(0, terminal, state); });
+  std::call_once(slot.once, [&] {
+    slot.value = build(0, terminal, state);
+    built_bytes_.fetch_add(entry_bytes(*slot.value), std::memory_order_relaxed);
+  });
   return *slot.value;
 }
 
@@ -235,13 +238,13 @@ void TokenIndex::build_all() const {
 }
 
 size_t TokenIndex::memory_bytes() const {
-  size_t bytes = slot_count_ * sizeof(Slot);
+  // The entries built so far, as they were counted when built: a slot is
+  // not read here, since another thread may be building it.
+  size_t bytes = slot_count_ * sizeof(Slot) + built_bytes_.load(std::memory_order_relaxed);
   {
     std::lock_guard lock(shared_mutex_);
     bytes += shared_bytes_;
   }
-  for (size_t i = 0; i < slot_count_; ++i)
-    if (slots_[i].value) bytes += entry_bytes(*slots_[i].value);
   {
     std::lock_guard lock(subtree_mutex_);
     for (const auto& [key, ix] : subtrees_) bytes += entry_bytes(*ix);
@@ -380,7 +383,10 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
       if (const char* why = check_into(ix->into)) return bad(why);
       index->share_sets(*ix);
       Slot& slot = index->slots_[index->offset_[t] + q];
-      std::call_once(slot.once, [&] { slot.value = std::move(ix); });
+      std::call_once(slot.once, [&] {
+        index->built_bytes_.fetch_add(entry_bytes(*ix), std::memory_order_relaxed);
+        slot.value = std::move(ix);
+      });
     }
   }
   return index;

@@ -31,6 +31,7 @@
 // lexeme is the same wherever it ends. Nothing in an entry is a guess: each bit is a fact about the
 // token's bytes and T's and U's automata, and the engine supplies what the
 // stack decides.
+#include <atomic>
 #include <bitset>
 #include <cstdint>
 #include <map>
@@ -151,6 +152,7 @@ class TokenIndex {
   std::vector<uint8_t> byte_followers_;        // per terminal: every follower is a byte terminal
   std::vector<size_t> offset_;  // first slot of each terminal
   std::unique_ptr<Slot[]> slots_;
+  mutable std::atomic<size_t> built_bytes_{0};  // of the entries in slots_
   size_t slot_count_ = 0;
   mutable std::mutex subtree_mutex_;
   mutable std::unordered_map<uint64_t, std::unique_ptr<StateIndex>> subtrees_;
