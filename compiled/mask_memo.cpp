@@ -33,23 +33,15 @@ uint32_t count_nonzero(std::span<const uint32_t> words) {
 MaskMemo::MaskMemo(size_t mask_words, size_t budget_bytes)
     : mask_words_(std::max<size_t>(mask_words, 1)), chunk_words_(std::max<size_t>(mask_words_ * 2, 1 << 14)) {
   if (budget_bytes < mask_words_ * 4 + kBytesPerEntry) return;  // too small to keep one mask: off
-  max_entries_ = budget_bytes / kBytesPerEntry;
-  const size_t trie_bytes = max_entries_ * (4 + 2 * kSlotBytes);
+  const size_t max_entries = budget_bytes / kBytesPerEntry;
+  const size_t trie_bytes = max_entries * (4 + 2 * kSlotBytes);
   max_words_ = budget_bytes > trie_bytes ? (budget_bytes - trie_bytes) / 4 : 0;
-  if (max_words_ < mask_words_) max_entries_ = max_words_ = 0;
-}
-
-uint32_t MaskMemo::child(uint32_t parent, uint32_t symbol) const {
-  if (slots_.empty()) return kNone;
-  const uint64_t k = key(parent, symbol);
-  for (size_t i = slot_of(k);; i = (i + 1) & (slots_.size() - 1)) {
-    if (slots_[i].entry == kNone) return kNone;
-    if (slots_[i].key == k) return slots_[i].entry;
-  }
+  if (max_words_ < mask_words_) max_words_ = 0;
+  else trie_ = PathTrie(max_entries, 1024);
 }
 
 bool MaskMemo::or_into(uint32_t entry, std::span<uint32_t> words) const {
-  const uint32_t m = answers_[entry];
+  const uint32_t m = trie_.answer(entry);
   if (m == kNone) return false;
   const Kept& kept = kept_[m];
   const uint32_t* at = chunks_[kept.chunk].get() + kept.offset;
@@ -61,25 +53,8 @@ bool MaskMemo::or_into(uint32_t entry, std::span<uint32_t> words) const {
   return true;
 }
 
-void MaskMemo::grow_for(size_t entries) {
-  // The table starts small (most grammars keep few masks) and doubles to
-  // stay at most half full.
-  size_t want = std::max<size_t>(slots_.size(), 1024);
-  while (want < 2 * entries) want *= 2;
-  if (want == slots_.size()) return;
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(want, Slot{});
-  for (const Slot& s : old) {
-    if (s.entry == kNone) continue;
-    size_t i = slot_of(s.key);
-    while (slots_[i].entry != kNone) i = (i + 1) & (slots_.size() - 1);
-    slots_[i] = s;
-  }
-}
-
 void MaskMemo::clear() {
-  std::fill(slots_.begin(), slots_.end(), Slot{});
-  answers_.clear();
+  trie_.clear();
   kept_.clear();
   words_used_ = 0;
   chunk_at_ = 0;
@@ -108,25 +83,15 @@ uint32_t* MaskMemo::room_for(size_t words, Kept& kept) {
 }
 
 void MaskMemo::insert(std::span<const uint32_t> path, std::span<const uint32_t> mask) {
-  if (!enabled() || path.empty() || path.size() > max_entries_ || mask.size() != mask_words_) return;
+  if (!enabled() || path.empty() || mask.size() != mask_words_) return;
   const uint32_t nonzero = count_nonzero(mask);
   const bool sparse = nonzero <= mask_words_ / kSparseDivisor;
   const size_t words = sparse ? 2 * nonzero : mask_words_;
   std::unique_lock lock(mutex_);
-  if (words_used_ + words > max_words_ || answers_.size() + path.size() > max_entries_) clear();
-  grow_for(answers_.size() + path.size());
-  uint32_t parent = kRoot;
-  for (uint32_t symbol : path) {
-    const uint64_t k = key(parent, symbol);
-    size_t i = slot_of(k);
-    while (slots_[i].entry != kNone && slots_[i].key != k) i = (i + 1) & (slots_.size() - 1);
-    if (slots_[i].entry == kNone) {
-      slots_[i] = {k, static_cast<uint32_t>(answers_.size())};
-      answers_.push_back(kNone);
-    }
-    parent = slots_[i].entry;
-  }
-  if (answers_[parent] != kNone) return;  // another thread kept it first
+  if (words_used_ + words > max_words_ || !trie_.fits(path.size())) clear();
+  if (!trie_.fits(path.size())) return;  // longer than the whole bound
+  const uint32_t entry = trie_.make_path(path);
+  if (trie_.answer(entry) != kNone) return;  // another thread kept it first
   Kept kept;
   kept.sparse = sparse;
   uint32_t* out = room_for(words, kept);
@@ -143,7 +108,7 @@ void MaskMemo::insert(std::span<const uint32_t> path, std::span<const uint32_t> 
   } else {
     std::copy(mask.begin(), mask.end(), out);
   }
-  answers_[parent] = static_cast<uint32_t>(kept_.size());
+  trie_.set_answer(entry, static_cast<uint32_t>(kept_.size()));
   kept_.push_back(kept);
 }
 

@@ -18,8 +18,8 @@
 //
 // Bounded: past its budget of bytes the memo empties and starts again (it
 // is a cache, never a source). Safe from many threads: lookups share a
-// lock, inserts take it alone. The trie is an open-addressing table
-// (parent entry, symbol) -> entry that grows with it.
+// lock, inserts take it alone. The trie is support/path_trie.h, grown as
+// masks come.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -27,6 +27,8 @@
 #include <shared_mutex>
 #include <span>
 #include <vector>
+
+#include "path_trie.h"
 
 namespace cgram {
 
@@ -36,8 +38,8 @@ inline constexpr size_t kDefaultMaskMemoBytes = size_t{8} << 20;
 
 class MaskMemo {
  public:
-  static constexpr uint32_t kNone = UINT32_MAX;
-  static constexpr uint32_t kRoot = UINT32_MAX;  // the parent of a path's first symbol
+  static constexpr uint32_t kNone = PathTrie::kNone;
+  static constexpr uint32_t kRoot = PathTrie::kRoot;  // the parent of a path's first symbol
 
   // budget_bytes: the masks and the trie together; 0 turns the memo off.
   MaskMemo(size_t mask_words, size_t budget_bytes);
@@ -51,7 +53,7 @@ class MaskMemo {
    public:
     explicit Reader(const MaskMemo& memo) : memo_(memo), lock_(memo.mutex_) {}
     // The entry below `parent` (kRoot: a path's start) for `symbol`, or kNone.
-    uint32_t child(uint32_t parent, uint32_t symbol) const { return memo_.child(parent, symbol); }
+    uint32_t child(uint32_t parent, uint32_t symbol) const { return memo_.trie_.child(parent, symbol); }
     // ORs the mask kept at an entry into `words`; false where the answer
     // lies deeper.
     bool or_into(uint32_t entry, std::span<uint32_t> words) const { return memo_.or_into(entry, words); }
@@ -77,33 +79,23 @@ class MaskMemo {
   void count_lookup(bool hit) const { (hit ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed); }
 
  private:
-  struct Slot {
-    uint64_t key = 0;
-    uint32_t entry = kNone;  // kNone: empty
-  };
-  static uint64_t key(uint32_t parent, uint32_t symbol) { return uint64_t{parent} << 32 | symbol; }
-  size_t slot_of(uint64_t k) const {
-    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & (slots_.size() - 1);
-  }
   // Where a mask is: dense (mask_words_ words) or sparse ((index, word)
   // pairs, `size` words in all).
   struct Kept {
     uint32_t chunk = 0, offset = 0, size = 0;
     bool sparse = false;
   };
-  uint32_t child(uint32_t parent, uint32_t symbol) const;
   bool or_into(uint32_t entry, std::span<uint32_t> words) const;
-  void grow_for(size_t entries);
   void clear();
   uint32_t* room_for(size_t words, Kept& kept);
 
   size_t mask_words_;
   size_t chunk_words_;
   size_t max_words_ = 0;    // words of masks kept before the memo starts again
-  size_t max_entries_ = 0;  // trie entries, likewise
   mutable std::shared_mutex mutex_;
-  std::vector<Slot> slots_;        // at most half full
-  std::vector<uint32_t> answers_;  // per entry: its mask's number in kept_, or kNone
+  // Answers: a mask's number in kept_. The table starts small (most
+  // grammars keep few masks) and grows to the budget's share.
+  PathTrie trie_{0};
   std::vector<Kept> kept_;
   std::vector<std::unique_ptr<uint32_t[]>> chunks_;  // chunk_words_ each; filled in order
   size_t chunk_at_ = 0, chunk_fill_ = 0, words_used_ = 0;

@@ -82,7 +82,8 @@ struct StateIndex {
   // with costs nothing at run time. The walks read them; a whole-vocabulary
   // entry whose terminal is followed by byte terminals only has every such
   // token classified in `into`, and keeps none (for an identifier they are
-  // most of the trie's nodes: Python's entries held 52 MB of them).
+  // most of the trie's nodes: without them Python's grammar went from 60 to
+  // 7.6 MB, docs/BENCHMARKS.md).
   std::vector<uint32_t> cross_begin;  // 257 offsets into cross_nodes, by byte (empty with cross_nodes)
   std::vector<uint32_t> cross_nodes;
   std::vector<uint32_t> cross_states;  // per crossing node: the terminal's state where it ends (sorted within a byte)

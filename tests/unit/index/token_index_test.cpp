@@ -372,7 +372,9 @@ TEST_CASE("token set: few tokens kept as ids, many as mask words, the same set e
   std::vector<uint32_t> every_100;
   for (uint32_t id = 0; id < 2048; id += 100) every_100.push_back(id);
   CHECK(TokenSet::from_ids(every_100, kWords) == dense);
-  CHECK(TokenSet::from_words(std::vector<uint32_t>(kWords, 0u)).empty());
+  const TokenSet none = TokenSet::from_words(std::vector<uint32_t>(kWords, 0u));
+  CHECK_FALSE(none.dense());
+  CHECK(none.count() == 0);
   CHECK(sparse.memory_bytes() < dense.memory_bytes());
 }
 

@@ -52,17 +52,16 @@ struct Case {
   std::vector<uint32_t> mask;  // after the tokens, from one thread and the eager index
 };
 
-std::vector<Case> reference_cases(const std::shared_ptr<const Grammar>& g) {
-  auto vocab = fresh_vocabulary();
-  auto eager = compile_for(g, vocab, true);
-  auto created = Encoder::create(vocab);
+// Each prefix that `reference` accepts, with its mask from one thread.
+std::vector<Case> reference_cases(const std::shared_ptr<const CompiledGrammar>& reference) {
+  auto created = Encoder::create(reference->vocabulary_ptr());
   REQUIRE(created.ok());
   const Encoder& encoder = *(*created);
   std::vector<Case> cases;
   for (const std::string& text : json_prefixes()) {
     Case c;
     c.tokens = encoder.encode_continuation(text);
-    Matcher m(eager);
+    Matcher m(reference);
     bool ok = true;
     for (uint32_t t : c.tokens) ok = ok && m.advance(t) == AdvanceResult::Ongoing;
     if (!ok) continue;  // a prefix cut inside a token the grammar refuses
@@ -72,6 +71,11 @@ std::vector<Case> reference_cases(const std::shared_ptr<const Grammar>& g) {
   }
   REQUIRE(cases.size() > 20);
   return cases;
+}
+
+// The same with the eager index.
+std::vector<Case> reference_cases(const std::shared_ptr<const Grammar>& g) {
+  return reference_cases(compile_for(g, fresh_vocabulary(), true));
 }
 
 }  // namespace
@@ -142,21 +146,7 @@ TEST_CASE("threads: masks kept in the grammar's memo by many threads at once giv
   no_memo.mask_memo_bytes = 0;
   auto plain = CompiledGrammar::compile(g, vocab, no_memo);
   REQUIRE(plain.ok());
-  auto created = Encoder::create(vocab);
-  REQUIRE(created.ok());
-  std::vector<Case> cases;
-  for (const std::string& text : json_prefixes()) {
-    Case c;
-    c.tokens = (*created)->encode_continuation(text);
-    Matcher m(*plain);
-    bool ok = true;
-    for (uint32_t t : c.tokens) ok = ok && m.advance(t) == AdvanceResult::Ongoing;
-    if (!ok) continue;
-    c.mask.resize(m.mask_words());
-    m.fill_mask(c.mask);
-    cases.push_back(std::move(c));
-  }
-  REQUIRE(cases.size() > 20);
+  const std::vector<Case> cases = reference_cases(*plain);
   CompileOptions small_memo;
   small_memo.mask_memo_bytes = 64 << 10;
   auto shared = CompiledGrammar::compile(g, vocab, small_memo);
