@@ -23,6 +23,8 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
       first[b] = term.kind == ir::LexTerminal::Kind::AnyToken ||
                  term.dfa.next(term.dfa.start(), static_cast<uint8_t>(b)) != ir::Dfa::kDead;
     first_bytes_.push_back(first);
+    counts_tokens_.push_back(term.kind == ir::LexTerminal::Kind::Except &&
+                             lex_.excepts[term.except_index].max_tokens.has_value());
   }
   for (uint8_t c = 0; c < ir::utf8::kStateCount; ++c)
     if (!grammar.any_tokens_ending_in(c).empty()) any_states_ |= uint8_t(1u << c);

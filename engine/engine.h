@@ -239,6 +239,7 @@ class Engine {
 
   uint32_t new_node(uint32_t state);
   bool add_edge(uint32_t node, uint32_t parent);  // false when already there
+  void push_edge(uint32_t node, uint32_t parent);  // one the node surely lacks
   // Reductions on lookahead `terminal` (or the end marker) from `tops`;
   // `result` gets the tops and every node the reductions created. `accepted`
   // is set when production 0 is reduced (only on the end marker).
@@ -356,6 +357,7 @@ class Engine {
   // below another one's joining that walk.
   void walk_deferred(size_t base, size_t heads_base, std::span<uint32_t> words);
   std::vector<DeferredWalk> deferred_walks_;
+  bool gathering_walks_ = false;  // compute_text_tokens makes the deferred walks at its end
   std::vector<Head> deferred_heads_;
   ScratchPool<DeferredWalk> walk_scratch_;
   // The mask of a head in except! text with no token limit and nothing
@@ -392,6 +394,11 @@ class Engine {
   // The pending occurrences once h's lexeme ends (an except! lexeme adds its own).
   uint32_t pending_after(const Head& h);
   static void normalize(std::vector<Head>& heads);
+  // Heads equal but for their nodes, whose nodes have one LR state, made
+  // one head on a node with all their parents (from kMergeHeadsMin heads on).
+  void merge_equal_heads(std::vector<Head>& heads);
+  static constexpr size_t kMergeHeadsMin = 4;
+  std::vector<uint32_t> merge_order_;
 
   // Counts work against the limits; sets exhausted_ once one is passed.
   void charge(size_t units) {
@@ -431,6 +438,7 @@ class Engine {
   std::optional<uint32_t> any_terminal_;
   uint8_t any_states_ = 0;  // bit c: some token leaves UTF-8 state c (the grammar's any! sets)
   std::vector<std::bitset<256>> first_bytes_;  // per terminal
+  std::vector<uint8_t> counts_tokens_;          // per terminal: except!(S, n), whose heads count their tokens
   std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;

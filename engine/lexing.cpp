@@ -238,7 +238,9 @@ void Engine::step_byte_after(const std::vector<Head>& in, const std::vector<Betw
       if (h.terminal == Head::kBetween || (first_of_token && !can_continue_into_token(h))) continue;
       const uint32_t q = look.dfa_next(h.terminal, h.state, byte);
       if (q == ir::Dfa::kDead) continue;
-      const uint32_t tokens = h.lexeme_tokens + (first_of_token ? 1u : 0u);
+      // Tokens are counted only where a limit reads them: heads of other
+      // lexemes that began in different tokens stay equal (merge_equal_heads).
+      const uint32_t tokens = h.lexeme_tokens + (first_of_token && counts_tokens_[h.terminal] ? 1u : 0u);
       if (h.pending == 0) {  // the common case, without the call
         out.push_back({h.node, h.terminal, q, 0, tokens});
       } else if (auto p = advance_pending(h.pending, byte)) {
@@ -249,6 +251,60 @@ void Engine::step_byte_after(const std::vector<Head>& in, const std::vector<Betw
   for (const Between& b : between)
     start_lexemes(b.node, b.pending, static_cast<uint8_t>(b.in_char), byte, out, b.no_restart);
   normalize(out);
+  merge_equal_heads(out);
+}
+
+void Engine::merge_equal_heads(std::vector<Head>& heads) {
+  if (heads.size() < kMergeHeadsMin || !exhausted_.empty()) return;
+  // Readings that differ only in their stacks, whose tops have one LR
+  // state, are one reading of a node with all their parents: the same set
+  // of stacks (a node stands for every path below it), lexed from then on
+  // once instead of once per stack. Free text after any number of unary
+  // operators ("- - --comment") otherwise keeps one reading per split.
+  auto& order = merge_order_;
+  order.resize(heads.size());
+  for (uint32_t i = 0; i < heads.size(); ++i) order[i] = i;
+  const auto key = [&](uint32_t i) {
+    const Head& h = heads[i];
+    return std::tie(h.terminal, h.state, h.pending, h.lexeme_tokens, h.no_restart, nodes_[h.node].state);
+  };
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  bool merged = false;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i + 1;
+    while (j < order.size() && key(order[j]) == key(order[i])) ++j;
+    if (j - i >= 2) {
+      // The new node shares the edge list of the one with the most parents
+      // (lists are only ever prepended to, and a tail is older than its
+      // node), so a reading merged again at every byte costs its new
+      // parents only, not a copy of all of them.
+      size_t widest = i;
+      for (size_t k = i + 1; k < j; ++k)
+        if (nodes_[heads[order[k]].node].degree > nodes_[heads[order[widest]].node].degree) widest = k;
+      const uint32_t tail = heads[order[widest]].node;
+      const uint32_t node = new_node(nodes_[tail].state);
+      nodes_[node].first_edge = nodes_[tail].first_edge;
+      nodes_[node].degree = nodes_[tail].degree;
+      note_read(tail);
+      const uint32_t epoch = next_visit_epoch();
+      if (nodes_[tail].degree <= kIndexDegree)  // a long list may get a parent twice: harmless, paths are sets
+        for (uint32_t e = nodes_[tail].first_edge; e != kNoEdge; e = edges_[e].next) visited_[edges_[e].parent] = epoch;
+      for (size_t k = i; k < j; ++k) {
+        Head& h = heads[order[k]];
+        if (h.node != tail) {
+          note_read(h.node);
+          for (uint32_t e = nodes_[h.node].first_edge; e != kNoEdge; e = edges_[e].next) {
+            const uint32_t parent = edges_[e].parent;
+            if (visited_[parent] != epoch) visited_[parent] = epoch, push_edge(node, parent);
+          }
+        }
+        h.node = node;
+      }
+      merged = true;
+    }
+    i = j;
+  }
+  if (merged) normalize(heads);
 }
 
 void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out) {

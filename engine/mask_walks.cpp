@@ -100,6 +100,7 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
     ends_marks_.resize(base + depth);
   }
   levels_[base] = heads;
+  merge_equal_heads(levels_[base]);  // once here, not before every child
   level_marks_[base] = mark();
   level_ends_of_[base] = UINT32_MAX;
   for (uint32_t node = first; node < end && exhausted_.empty();) {
@@ -124,6 +125,7 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
       levels_[base + d].insert(levels_[base + d].end(), deferred_heads_.begin() + j.first,
                                deferred_heads_.begin() + j.first + j.count);
       normalize(levels_[base + d]);
+      merge_equal_heads(levels_[base + d]);
       joining = joining.subspan(1);
     }
     const bool joined_below = !joining.empty() && joining.front().node < trie.subtree_end(node);
@@ -278,9 +280,12 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
   // whitespace terminal or another, a word as a keyword or a name) meet
   // again at their trie node, and a node below another one's joins that
   // walk where it reaches it, as the exact road would have them.
+  // Within a whole mask they are gathered until its end (compute_text_tokens):
+  // the heads of every reading, of every terminal that may start between
+  // lexemes, meet there ("- - -" and "-- -" reach one trie node).
   const size_t base = deferred_walks_.size(), heads_base = deferred_heads_.size();
   cross_into(index.into, after, words);
-  walk_deferred(base, heads_base, words);
+  if (!gathering_walks_) walk_deferred(base, heads_base, words);
 }
 
 void Engine::walk_deferred(size_t base, size_t heads_base, std::span<uint32_t> words) {
@@ -512,7 +517,12 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
   ScratchPool<uint32_t>::Lease words(node_scratch_);  // swapped with the slot's: no allocation once warm
   words->assign(n_words, 0u);
   ix.inside.or_into(*words);
-  add_except_endings(h, ix, *words);
+  {
+    // This mask is kept apart: its walks are made into it, not gathered.
+    const bool gathering = std::exchange(gathering_walks_, false);
+    add_except_endings(h, ix, *words);
+    gathering_walks_ = gathering;
+  }
   // Replace the entry used least recently (entries are few: one per DFA state met on this node).
   if (except_mask_cache_.size() < kExceptMaskEntries) except_mask_cache_.emplace_back();
   ExceptMaskEntry& slot = *std::min_element(except_mask_cache_.begin(), except_mask_cache_.end(),
@@ -602,6 +612,8 @@ void Engine::compute_text_tokens(const std::vector<Head>& heads, std::span<uint3
   }
   const TokenIndex& index = g_.index();
   ScratchPool<Head>::Lease single(head_scratch_);
+  const size_t walks_base = deferred_walks_.size(), walk_heads_base = deferred_heads_.size();
+  const bool gathering = std::exchange(gathering_walks_, true);
   for (const Head& h : heads) {
     if (except_from_index(h, words)) continue;
     // A pending except! occurrence, an except! lexeme, or a character begun
@@ -630,6 +642,8 @@ void Engine::compute_text_tokens(const std::vector<Head>& heads, std::span<uint3
     if (!can_continue_into_token(h)) continue;
     cross_precomputed(ix, *after, words);
   }
+  gathering_walks_ = gathering;
+  walk_deferred(walks_base, walk_heads_base, words);
   truncate(start);
 }
 

@@ -50,16 +50,23 @@ bool Engine::add_edge(uint32_t node, uint32_t parent) {
     }
     if (!edge_index_.insert(key(parent))) return false;
   }
-  charge(1);
-  edges_.push_back({parent, n.first_edge});
-  n.first_edge = static_cast<uint32_t>(edges_.size() - 1);
-  ++n.degree;
+  push_edge(node, parent);
   return true;
 }
 
+void Engine::push_edge(uint32_t node, uint32_t parent) {
+  charge(1);
+  Node& n = nodes_[node];
+  edges_.push_back({parent, n.first_edge});
+  n.first_edge = static_cast<uint32_t>(edges_.size() - 1);
+  ++n.degree;
+}
+
 // Edges are only ever added to nodes created in the same reduction or shift
-// (its scope), so the nodes before a mark never gain edges after it and a
-// truncation is just a resize.
+// (its scope), or to a node just made by merging readings (which may share an
+// older node's list as its tail: lists are only ever prepended to), so the
+// nodes before a mark never gain edges after it and a truncation is just a
+// resize.
 void Engine::truncate(Mark m) {
   sequence_allowance_ = m.allowance;  // the work already done stays spent
   nodes_.resize(m.nodes);

@@ -195,6 +195,34 @@ TEST_CASE("engine: the dangling else, where plain GLR loses a reduction", "[engi
   CHECK(d.engine.can_end(d.after({"i", "ix", "ex", "ex"})));
 }
 
+TEST_CASE("engine: readings that differ only in their stacks are lexed as one", "[engine-unit]") {
+  // Lua's shape: unary minus, and whitespace that may hold a "--" comment.
+  // After "--------a" the comment may have begun after any of the minus
+  // signs; each such reading stands on a stack with one more operator, and
+  // the stacks' tops have one LR state, so they are one reading of a node
+  // with all those parents (Engine::merge_equal_heads), not one per split.
+  Driver d("start ::= e ; e ::= '-' ws e | '(' e ')' | 'x' ; ws ::= #'( |--[^\\n]*\\n)*' ;",
+           {"-", " ", "--", "a", "x", "\n", "- -", "--a\n", " x", "-x", "----"});
+  std::vector<Head> heads = d.after({});
+  for (int i = 0; i < 12; ++i) heads = d.feed(heads, "-");
+  heads = d.feed(heads, "a");
+  CHECK(heads.size() == 1);  // eleven places where the comment may have begun
+  d.expect_mask(heads, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10});  // in the comment: anything, the newline too
+  heads = d.feed(heads, "\n");
+  d.expect_mask(heads, {0, 1, 2, 4, 6, 7, 8, 9, 10});
+  CHECK(d.engine.can_end(d.feed(heads, "x")));
+  // Compaction keeps a merged node's shared list of parents.
+  std::vector<Head> pool = heads;
+  std::vector<Engine::Mark*> no_marks;
+  const Ids before = d.mask(heads);
+  d.engine.compact(pool, no_marks);
+  CHECK(d.mask(pool) == before);
+  CHECK(d.engine.can_end(d.feed(pool, "x")));
+  CHECK_FALSE(d.engine.can_end(pool));
+  // Runs of minus signs inside tokens: the walk merges its readings too.
+  d.expect_mask(d.after({"----", "----"}), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+}
+
 TEST_CASE("engine: shiftable sets remembered by the states below the top, never mixed up", "[engine-unit]") {
   // After "ac" and "bc" the top state is the same (x ::= 'c' •); which
   // terminal may follow depends on the state below it. Tokens that cross
