@@ -154,6 +154,8 @@ class Engine {
   size_t stack_elements() const { return nodes_.size() + edges_.size(); }
   // Entries of the memo of shiftable sets by stack states (stack_memo.h).
   size_t remembered_stacks() const { return shiftable_memo_.entries(); }
+  // Entries of the memo of lexeme ends by stack states.
+  size_t remembered_ends() const { return end_memo_.entries(); }
 
  private:
   struct Node {
@@ -181,6 +183,7 @@ class Engine {
   // 1024 entries (48 KB), allocated on first use: a server holds thousands
   // of matchers.
   static constexpr size_t kEndCacheSize = 1024;
+  void remember_in_cache(EndCacheEntry& entry, uint32_t node, uint32_t terminal, const std::vector<uint32_t>& out);
 
   struct Edge {
     uint32_t parent;
@@ -461,6 +464,24 @@ class Engine {
   // probe that finds how deep that is while a set is worked out.
   StackMemo shiftable_memo_{kShiftableMemoEntries};
   static constexpr size_t kShiftableMemoEntries = size_t{1} << 12;
+  // Lexeme ends remembered the same way, under the terminal and the states
+  // the reductions read: on a linear stack a lexeme's end pops some levels
+  // and pushes a few states, whatever lies below what it read. A mask ends
+  // the same lexemes on fresh nodes of the same stacks mask after mask.
+  struct EndDelta {
+    uint32_t pops;
+    std::vector<uint32_t> pushed;  // bottom first; the last is the node after the shift
+    auto operator<=>(const EndDelta&) const = default;
+  };
+  StackMemo end_memo_{kEndMemoEntries};
+  static constexpr size_t kEndMemoEntries = size_t{1} << 13;
+  std::vector<EndDelta> end_deltas_;
+  std::map<EndDelta, uint32_t> end_delta_ids_;
+  std::vector<uint32_t> end_chain_;  // the stack walked by a lookup, top first
+  // end_lexeme of one node from the memo (false: not there).
+  bool remembered_end(uint32_t node, uint32_t terminal, std::vector<uint32_t>& out);
+  // Keeps the end just worked out from `node` (probed; nodes from `base` on are its own).
+  void remember_end(uint32_t node, uint32_t terminal, uint32_t base, const std::vector<uint32_t>& out);
   struct DepthProbe {
     bool active = false;
     bool linear = true;  // one parent per node down to `depth`

@@ -291,6 +291,17 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
       }
     }
   }
+  if (!probe_.active && tops.size() == 1 && remembered_end(tops[0], terminal, out)) {
+    if (cached) remember_in_cache(*cached, tops[0], terminal, out);
+    return;
+  }
+  // Probed (as shiftable() probes) so that the end is remembered by the states it read.
+  const bool probing = !probe_.active && tops.size() == 1;
+  const uint32_t base = static_cast<uint32_t>(nodes_.size());
+  if (probing) {
+    probe_ = {true, true, base, 0};
+    probe_chain_.assign(1, tops[0]);
+  }
   auto& shifted = shift_scope_;
   shifted.clear();
   with_lookups([&](const auto& look) {
@@ -311,16 +322,80 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
   });
   out.clear();
   for (auto [state, node] : shifted) out.push_back(node);
-  if (cached && out.size() <= cached->results.size()) {
-    cached->node = tops[0];
-    cached->serial = nodes_[tops[0]].serial;
-    cached->terminal = terminal;
-    cached->count = static_cast<uint32_t>(out.size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      cached->results[i] = out[i];
-      cached->serials[i] = nodes_[out[i]].serial;
-    }
+  if (probing) {
+    probe_.active = false;
+    if (probe_.linear && exhausted_.empty()) remember_end(tops[0], terminal, base, out);
   }
+  if (cached) remember_in_cache(*cached, tops[0], terminal, out);
+}
+
+void Engine::remember_in_cache(EndCacheEntry& entry, uint32_t node, uint32_t terminal,
+                               const std::vector<uint32_t>& out) {
+  if (out.size() > entry.results.size()) return;
+  entry.node = node;
+  entry.serial = nodes_[node].serial;
+  entry.terminal = terminal;
+  entry.count = static_cast<uint32_t>(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    entry.results[i] = out[i];
+    entry.serials[i] = nodes_[out[i]].serial;
+  }
+}
+
+bool Engine::remembered_end(uint32_t node, uint32_t terminal, std::vector<uint32_t>& out) {
+  uint32_t entry = end_memo_.child(StackMemo::kRoot, terminal);
+  if (entry == StackMemo::kNone) return false;
+  end_chain_.clear();
+  uint32_t x = node;
+  for (entry = end_memo_.child(entry, nodes_[x].state); entry != StackMemo::kNone;) {
+    end_chain_.push_back(x);
+    if (const uint32_t id = end_memo_.answer(entry); id != StackMemo::kNone) {
+      // The same pops and pushes on this stack: the levels below the
+      // deepest one popped are this stack's own.
+      const EndDelta& delta = end_deltas_[id];
+      uint32_t at = end_chain_[delta.pops];
+      for (uint32_t state : delta.pushed) {
+        const uint32_t y = new_node(state);
+        push_edge(y, at);
+        at = y;
+      }
+      out.assign(1, at);
+      return true;
+    }
+    if (x == kNoParent || nodes_[x].degree > 1) return false;  // only linear stacks are remembered
+    note_read(x);
+    x = nodes_[x].degree == 0 ? kNoParent : edges_[nodes_[x].first_edge].parent;
+    entry = end_memo_.child(entry, x == kNoParent ? StackMemo::kBottom : nodes_[x].state);
+  }
+  return false;
+}
+
+void Engine::remember_end(uint32_t node, uint32_t terminal, uint32_t base, const std::vector<uint32_t>& out) {
+  if (out.size() != 1) return;
+  // The stack after the end: fresh nodes, one parent each, down to an older
+  // node on the probed chain (the deepest level the reductions popped to).
+  EndDelta delta;
+  uint32_t x = out[0];
+  for (; x >= base; x = edges_[nodes_[x].first_edge].parent) {
+    if (nodes_[x].degree != 1) return;
+    delta.pushed.push_back(nodes_[x].state);
+  }
+  std::reverse(delta.pushed.begin(), delta.pushed.end());
+  const auto at = std::find(probe_chain_.begin(), probe_chain_.end(), x);
+  if (at == probe_chain_.end()) return;
+  delta.pops = static_cast<uint32_t>(at - probe_chain_.begin());
+  if (delta.pops > probe_.depth) return;  // its state was not read: cannot happen, but never guess
+  probe_states_.assign(1, terminal);
+  for (uint32_t level = 0; level <= probe_.depth; ++level)
+    probe_states_.push_back(probe_chain_[level] == kNoParent ? StackMemo::kBottom : nodes_[probe_chain_[level]].state);
+  if (end_deltas_.size() >= kEndMemoEntries) {  // a cache: start again
+    end_memo_.clear();
+    end_deltas_.clear();
+    end_delta_ids_.clear();
+  }
+  auto [it, inserted] = end_delta_ids_.emplace(delta, static_cast<uint32_t>(end_deltas_.size()));
+  if (inserted) end_deltas_.push_back(std::move(delta));
+  end_memo_.insert(probe_states_, it->second);
 }
 
 // The terminals that can really be shifted from this node after the

@@ -223,10 +223,13 @@ TEST_CASE("engine: readings that differ only in their stacks are lexed as one", 
   d.expect_mask(d.after({"----", "----"}), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
 }
 
-TEST_CASE("engine: shiftable sets remembered by the states below the top, never mixed up", "[engine-unit]") {
+TEST_CASE("engine: shiftable sets and lexeme ends remembered by the states below the top, never mixed up",
+          "[engine-unit]") {
   // After "ac" and "bc" the top state is the same (x ::= 'c' •); which
   // terminal may follow depends on the state below it. Tokens that cross
-  // the lexeme's end ask for the fresh node's set, mask after mask.
+  // the lexeme's end ask for the fresh node's set, mask after mask, and end
+  // the same lexemes on the same stacks: "c)d" after "a(" pops through the
+  // parenthesis to the state of 'a', which decides that 'd' may follow.
   Driver d("start ::= 'a' x 'd' | 'b' x 'e' ; x ::= 'c' | '(' x ')' ;",
            {"a", "b", "c", "d", "e", "cd", "ce", "(", ")", "c)", "c))", "c)d", "c)e"});
   // Ids:     0    1    2    3    4    5     6     7    8    9     10     11     12
@@ -241,10 +244,12 @@ TEST_CASE("engine: shiftable sets remembered by the states below the top, never 
     d.expect_mask(d.after({"b", "c"}), {4});
   };
   round();
-  const size_t remembered = d.engine.remembered_stacks();
+  const size_t remembered = d.engine.remembered_stacks(), ends = d.engine.remembered_ends();
   CHECK(remembered > 0);
-  round();  // the same stacks again: answered from the memo, which does not grow
+  CHECK(ends > 0);
+  round();  // the same stacks again: answered from the memos, which do not grow
   CHECK(d.engine.remembered_stacks() == remembered);
+  CHECK(d.engine.remembered_ends() == ends);
 }
 
 TEST_CASE("engine: masks remembered by the stack states they read, never mixed up", "[engine-unit]") {
