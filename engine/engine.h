@@ -256,6 +256,15 @@ class Engine {
   // can end in its current state (walks use them where it ends further on).
   void heads_after_lexeme(const Head& head, std::vector<Head>& out);
   const std::vector<uint32_t>& shiftable(uint32_t node);
+  // shiftable() not remembered: as the union over the parents of the first
+  // node below with several (fork_depth levels down; -1: none near enough,
+  // or too many), or worked out.
+  int32_t fork_depth(uint32_t node) const;
+  uint32_t shiftable_by_parents(uint32_t node, uint32_t fork);
+  uint32_t work_out_shiftable(uint32_t node);
+  uint32_t intern_shiftable(const std::vector<uint32_t>& set);  // the set's index in shiftable_sets_
+  static constexpr uint32_t kMaxForkDepth = 16, kMaxForkDegree = 16, kMaxSplitNesting = 3;
+  uint32_t split_nesting_ = 0;
   // shiftable(node) from the memo: its set's index, or -1.
   int32_t remembered_shiftable(uint32_t node);
   // The reductions read the parents of an older node: how deep that is.

@@ -410,6 +410,60 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
     mark_verified(node);
     return shiftable_sets_[known];
   }
+  const int32_t fork = probe_.active || split_nesting_ >= kMaxSplitNesting ? -1 : fork_depth(node);
+  const uint32_t id = fork >= 0 ? shiftable_by_parents(node, static_cast<uint32_t>(fork)) : work_out_shiftable(node);
+  shiftable_index_[node] = static_cast<int32_t>(id);
+  mark_verified(node);
+  return shiftable_sets_[id];
+}
+
+int32_t Engine::fork_depth(uint32_t node) const {
+  uint32_t x = node;
+  for (uint32_t depth = 0; depth <= kMaxForkDepth; ++depth) {
+    const uint32_t degree = nodes_[x].degree;
+    if (degree > 1) return degree <= kMaxForkDegree ? static_cast<int32_t>(depth) : -1;
+    if (degree == 0) return -1;
+    x = edges_[nodes_[x].first_edge].parent;
+  }
+  return -1;
+}
+
+uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
+  // A node stands for its stacks: a terminal can be shifted after the
+  // reductions of some stack of it iff it can on some linear stack of it.
+  // The memo keeps answers for linear stacks only, so a node whose stack
+  // forks `fork` levels down is asked once per parent of the fork: the
+  // levels above it copied onto that parent alone (made for the question
+  // and dropped again), each a stack the memo can keep.
+  ScratchPool<uint32_t>::Lease chain(node_scratch_);
+  for (uint32_t x = node, level = 0;; ++level) {
+    chain->push_back(x);
+    note_read(x);
+    if (level == fork) break;
+    x = edges_[nodes_[x].first_edge].parent;
+  }
+  ++split_nesting_;
+  ScratchPool<uint32_t>::Lease all(node_scratch_);
+  for (uint32_t e = nodes_[chain->back()].first_edge; e != kNoEdge && exhausted_.empty(); e = edges_[e].next) {
+    const Mark m = mark();
+    uint32_t top = edges_[e].parent;
+    for (size_t i = chain->size(); i-- > 0;) {
+      const uint32_t y = new_node(nodes_[(*chain)[i]].state);
+      push_edge(y, top);
+      top = y;
+    }
+    const std::vector<uint32_t>& set = shiftable(top);  // stable: the sets live in a deque
+    const size_t before = all->size();
+    all->insert(all->end(), set.begin(), set.end());
+    std::inplace_merge(all->begin(), all->begin() + static_cast<std::ptrdiff_t>(before), all->end());
+    all->erase(std::unique(all->begin(), all->end()), all->end());
+    truncate(m);
+  }
+  --split_nesting_;
+  return intern_shiftable(*all);
+}
+
+uint32_t Engine::work_out_shiftable(uint32_t node) {
   probe_ = {true, true, static_cast<uint32_t>(nodes_.size()), 0};
   probe_chain_.assign(1, node);
   std::vector<uint32_t>& result = shiftable_scratch_;
@@ -417,27 +471,25 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
   for (uint32_t t : table_.terminals_with_actions(nodes_[node].state))
     if (is_shiftable(node, t)) result.push_back(t);
   probe_.active = false;
-  auto it = shiftable_ids_.find(result);
-  bool inserted = false;
-  if (it == shiftable_ids_.end()) {
-    it = shiftable_ids_.emplace(result, static_cast<uint32_t>(shiftable_sets_.size())).first;
-    inserted = true;
-  }
-  if (inserted) {
-    std::bitset<256> bytes;
-    for (uint32_t t : result) bytes |= first_bytes_[t];
-    shiftable_first_bytes_.push_back(bytes);
-    shiftable_sets_.push_back(result);
-  }
-  shiftable_index_[node] = static_cast<int32_t>(it->second);
-  mark_verified(node);
+  const uint32_t id = intern_shiftable(result);
   if (probe_.linear && exhausted_.empty()) {
     probe_states_.clear();
     for (uint32_t level = 0; level <= probe_.depth; ++level)
       probe_states_.push_back(probe_chain_[level] == kNoParent ? StackMemo::kBottom : nodes_[probe_chain_[level]].state);
-    shiftable_memo_.insert(probe_states_, it->second);
+    shiftable_memo_.insert(probe_states_, id);
   }
-  return shiftable_sets_[it->second];
+  return id;
+}
+
+uint32_t Engine::intern_shiftable(const std::vector<uint32_t>& set) {
+  auto [it, inserted] = shiftable_ids_.emplace(set, static_cast<uint32_t>(shiftable_sets_.size()));
+  if (inserted) {
+    std::bitset<256> bytes;
+    for (uint32_t t : set) bytes |= first_bytes_[t];
+    shiftable_first_bytes_.push_back(bytes);
+    shiftable_sets_.push_back(set);
+  }
+  return it->second;
 }
 
 int32_t Engine::remembered_shiftable(uint32_t node) {
