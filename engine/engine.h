@@ -483,7 +483,7 @@ class Engine {
     auto operator<=>(const EndDelta&) const = default;
   };
   StackMemo end_memo_{kEndMemoEntries};
-  static constexpr size_t kEndMemoEntries = size_t{1} << 13;
+  static constexpr size_t kEndMemoEntries = size_t{1} << 12;
   std::vector<EndDelta> end_deltas_;
   std::map<EndDelta, uint32_t> end_delta_ids_;
   std::vector<uint32_t> end_chain_;  // the stack walked by a lookup, top first
