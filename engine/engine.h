@@ -265,6 +265,15 @@ class Engine {
   uint32_t intern_shiftable(const std::vector<uint32_t>& set);  // the set's index in shiftable_sets_
   static constexpr uint32_t kMaxForkDepth = 16, kMaxForkDegree = 16, kMaxSplitNesting = 3;
   uint32_t split_nesting_ = 0;
+  // work_out_shiftable's closures, one per way of reducing: the (state,
+  // reduction list) pairs each met, and the states of the nodes it made.
+  struct TracedClosure {
+    size_t trace_begin, trace_end, states_begin, states_end;
+  };
+  std::vector<std::pair<uint32_t, uint32_t>> closure_traces_;
+  std::vector<std::pair<uint32_t, uint32_t>>* closure_trace_ = nullptr;  // reduce_closure records there when set
+  std::vector<uint32_t> closure_states_;
+  std::vector<TracedClosure> traced_;
   // shiftable(node) from the memo: its set's index, or -1.
   int32_t remembered_shiftable(uint32_t node);
   // The reductions read the parents of an older node: how deep that is.

@@ -218,6 +218,7 @@ void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> 
     const ReductionWork item = work.back();
     work.pop_back();
     const uint32_t v = item.node;
+    if (closure_trace_) closure_trace_->emplace_back(nodes_[v].state, table_.reduction_list_id(nodes_[v].state, terminal));
     for (const ir::LrReduction& r : look.reductions(nodes_[v].state, terminal)) {
       if (r.production == 0) {
         if (accepted) *accepted = true;
@@ -468,8 +469,48 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
   probe_chain_.assign(1, node);
   std::vector<uint32_t>& result = shiftable_scratch_;
   result.clear();
-  for (uint32_t t : table_.terminals_with_actions(nodes_[node].state))
-    if (is_shiftable(node, t)) result.push_back(t);
+  // Terminals that reduce alike make the same closure: one closure per way
+  // of reducing, not per terminal. A closure reads the table only through
+  // the reduction lists of the states it meets, so a terminal whose list is
+  // the same as an earlier one's in every state that closure met would make
+  // exactly its nodes; only the shift at the end is its own.
+  closure_traces_.clear();
+  closure_states_.clear();
+  traced_.clear();
+  const auto& active = table_.terminals_with_actions(nodes_[node].state);
+  with_lookups([&](const auto& look) {
+    for (size_t i = 0; i < active.size() && exhausted_.empty(); ++i) {
+      const uint32_t t = active[i];
+      const auto shifts = [&](uint32_t state) { return look.lr_shift(state, t) != ir::LrTable::kNone; };
+      bool can;
+      if (look.reductions(nodes_[node].state, t).empty()) {
+        can = shifts(nodes_[node].state);
+      } else {
+        const auto same_closure = [&](const TracedClosure& c) {
+          return std::all_of(closure_traces_.begin() + c.trace_begin, closure_traces_.begin() + c.trace_end,
+                             [&](const auto& met) { return table_.reduction_list_id(met.first, t) == met.second; });
+        };
+        auto known = std::find_if(traced_.begin(), traced_.end(), same_closure);
+        if (known == traced_.end()) {
+          const Mark m = mark();
+          TracedClosure c{closure_traces_.size(), 0, closure_states_.size(), 0};
+          closure_trace_ = &closure_traces_;
+          reduce_closure_with(look, std::span<const uint32_t>(&node, 1), t, nullptr, closure_scratch_);
+          closure_trace_ = nullptr;
+          c.trace_end = closure_traces_.size();
+          for (uint32_t x : closure_scratch_) closure_states_.push_back(nodes_[x].state);
+          c.states_end = closure_states_.size();
+          truncate(m);
+          traced_.push_back(c);
+          known = traced_.end() - 1;
+        }
+        can = std::any_of(closure_states_.begin() + known->states_begin, closure_states_.begin() + known->states_end,
+                          shifts);
+      }
+      status_[nodes_[node].status + i] = can ? 1 : 2;
+      if (can) result.push_back(t);
+    }
+  });
   probe_.active = false;
   const uint32_t id = intern_shiftable(result);
   if (probe_.linear && exhausted_.empty()) {

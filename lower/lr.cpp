@@ -314,16 +314,21 @@ void LrTable::build_dense(size_t max_dense_cells) {
   reduce_dense_.assign(dense_reduce ? n * (terminal_count_ + 1) : 0, 0);
   reduce_lists_.assign(1, {});  // list 0: no reductions
   reduce_ids_.assign(n, {});
+  // One id per distinct list (sorted above): cells that reduce alike share
+  // it, so a parser can tell that two lookaheads act alike in a state.
+  std::map<std::vector<LrReduction>, uint32_t> list_ids;
+  list_ids.emplace(std::vector<LrReduction>{}, 0);
   for (size_t s = 0; s < n; ++s) {
     if (dense_shift)
       for (auto [t, target] : shifts_[s]) shift_dense_[s * terminal_count_ + t] = target;
     if (dense_go)
       for (auto [a, target] : gotos_[s]) go_dense_[s * nonterminal_count_ + a] = target;
     for (const auto& [t, reductions] : reduces_[s]) {
-      const auto id = static_cast<uint32_t>(reduce_lists_.size());
+      const auto [at, added] = list_ids.emplace(reductions, static_cast<uint32_t>(reduce_lists_.size()));
+      if (added) reduce_lists_.push_back(reductions);
+      const uint32_t id = at->second;
       if (dense_reduce) reduce_dense_[s * (terminal_count_ + 1) + t] = id;
       reduce_ids_[s].emplace_back(t, id);
-      reduce_lists_.push_back(reductions);
     }
   }
 }

@@ -243,6 +243,23 @@ TEST_CASE("LR: sparse rows answer exactly as the dense table", "[lr-unit]") {
   }
 }
 
+TEST_CASE("LR: cells that reduce alike share one list id, and only those", "[lr-unit]") {
+  // The engine reuses a reduction closure for every lookahead whose lists
+  // match in each state the closure met, by comparing these ids.
+  Built b = build("start ::= e ; e ::= e '+' t | e '-' t | t ; t ::= t '*' f | f ; f ::= 'n' | '(' e ')' ;");
+  const std::vector<uint32_t> terminals{b.t("'+'"), b.t("'-'"), b.t("'*'"), b.t("'n'"), b.t("'('"), b.t("')'")};
+  bool shared = false;
+  for (uint32_t s = 0; s < b.table->state_count(); ++s)
+    for (uint32_t x : terminals)
+      for (uint32_t y : terminals) {
+        const uint32_t a = b.table->reduction_list_id(s, x), c = b.table->reduction_list_id(s, y);
+        CHECK((a == c) == (b.table->reductions(s, x) == b.table->reductions(s, y)));
+        shared = shared || (x != y && a == c && a != 0);
+      }
+  CHECK(shared);  // '+' and '-' after a term reduce it alike
+  CHECK(b.table->reduction_list(0).empty());
+}
+
 TEST_CASE("LR: save and load give the same table; damaged bytes are refused", "[lr-unit]") {
   Built b = build("start ::= e ; e ::= e '+' e | 'n' | '(' e ')' ;");
   ir::BinaryWriter out;
