@@ -368,6 +368,7 @@ void cgram_compile_options_init(cgram_compile_options* options) {
   *options = cgram_compile_options{};
   options->struct_size = sizeof(cgram_compile_options);
   options->tier = CGRAM_TIER_TABLE;
+  options->mask_memo_bytes = cgram::kDefaultMaskMemoBytes;
 }
 
 cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source, size_t source_length,
@@ -401,6 +402,7 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
     request.compile.eager_index = options->eager_index;
     request.compile.canonical = options->canonical;
     request.compile.max_memory_bytes = max_memory;
+    request.compile.mask_memo_bytes = options->mask_memo_bytes;
     request.tier = options->tier == CGRAM_TIER_JIT ? cgram::Tier::Jit : cgram::Tier::Table;
     cgram::CompileOutcome compiled = cgram::Compiler().compile(request, vocab->vocab);
     if (compiled.diagnostics && diagnostics) {

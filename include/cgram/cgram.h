@@ -51,7 +51,7 @@ extern "C" {
 /* The ABI version of this header, of libcgram.so and of AOT objects. A
  * program built against this header should check that cgram_abi_version()
  * returns the same number. */
-#define CGRAM_ABI_VERSION 5
+#define CGRAM_ABI_VERSION 6
 
 /* ------------------------------------------------------------------------
  * Status codes and errors
@@ -174,9 +174,13 @@ typedef struct cgram_compile_options {
   size_t max_memory_bytes; /* the memory parsing and compiling may take; past it, CGRAM_ERROR_GRAMMAR
                               or CGRAM_ERROR_COMPILE names the stage that reached it (docs/LIMITS.md).
                               0: the default, 1 GiB */
+  size_t mask_memo_bytes;  /* the grammar's memo of masks, shared by its matchers (docs/LIMITS.md):
+                              a cache, so it changes speed, never a mask. 0 turns it off;
+                              cgram_compile_options_init sets the default, 8 MiB */
 } cgram_compile_options;
 
-/* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical, 1 GiB. */
+/* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical, 1 GiB,
+ * a memo of masks of 8 MiB. */
 void cgram_compile_options_init(cgram_compile_options* options);
 
 /* Compiles `source` (source_length bytes, need not be NUL-terminated) for

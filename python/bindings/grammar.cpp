@@ -130,7 +130,7 @@ std::shared_ptr<const Vocabulary> vocabulary_or_bundled(const std::shared_ptr<Py
 }
 
 CompiledPtr compile(const GrammarPtr& grammar, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier,
-                    bool eager_index, bool canonical, size_t max_memory_bytes) {
+                    bool eager_index, bool canonical, size_t max_memory_bytes, size_t mask_memo_bytes) {
   if (!grammar) throw py::type_error("grammar must be a cgram.Grammar");
   if (tier != "table" && tier != "jit") throw py::value_error(fmt::format("tier must be 'table' or 'jit', not '{}'", tier));
   std::shared_ptr<const Vocabulary> vocabulary = vocabulary_or_bundled(vocab);
@@ -138,6 +138,7 @@ CompiledPtr compile(const GrammarPtr& grammar, const std::shared_ptr<PyVocabular
   options.eager_index = eager_index;
   options.canonical = canonical;
   options.max_memory_bytes = max_memory_bytes;
+  options.mask_memo_bytes = mask_memo_bytes;
   CompileOutcome outcome;
   {
     py::gil_scoped_release released;
@@ -288,24 +289,26 @@ cgram.load.)doc")
 
   m.def("compile", &compile, py::arg("grammar"), py::arg("vocab") = py::none(), py::kw_only(),
         py::arg("tier") = "table", py::arg("eager_index") = false, py::arg("canonical") = false,
-        py::arg("max_memory_bytes") = kDefaultCompileMemoryBytes,
+        py::arg("max_memory_bytes") = kDefaultCompileMemoryBytes, py::arg("mask_memo_bytes") = kDefaultMaskMemoBytes,
         "Compiles a Grammar for a Vocabulary (default: the bundled one). tier='jit' compiles native "
         "kernels with LLVM first; eager_index=True builds the whole token index now rather than on "
         "first use; canonical=True allows a token only where the tokenizer itself would write it there; "
-        "max_memory_bytes bounds the memory compiling may take (the error names the stage that reached it). "
-        "The GIL is released meanwhile. Raises CompileError.");
+        "max_memory_bytes bounds the memory compiling may take (the error names the stage that reached it); "
+        "mask_memo_bytes is the budget of the grammar's memo of masks, shared by its matchers (a cache: "
+        "speed, never a mask; 0 turns it off). The GIL is released meanwhile. Raises CompileError.");
   m.def(
       "compile",
       [](py::str source, const std::shared_ptr<PyVocabulary>& vocab, const std::string& tier, bool eager_index,
-         bool canonical, size_t max_memory_bytes) {
+         bool canonical, size_t max_memory_bytes, size_t mask_memo_bytes) {
         Reading reading;
         reading.max_memory_bytes = max_memory_bytes;
         return compile(parse(py::cast<std::string>(source), reading), vocab, tier, eager_index, canonical,
-                       max_memory_bytes);
+                       max_memory_bytes, mask_memo_bytes);
       },
       py::arg("grammar"), py::arg("vocab") = py::none(), py::kw_only(), py::arg("tier") = "table",
       py::arg("eager_index") = false, py::arg("canonical") = false,
-      py::arg("max_memory_bytes") = kDefaultCompileMemoryBytes, "The same for .cgram text.");
+      py::arg("max_memory_bytes") = kDefaultCompileMemoryBytes, py::arg("mask_memo_bytes") = kDefaultMaskMemoBytes,
+      "The same for .cgram text.");
   m.def("load", &load, py::arg("path"), py::arg("vocab") = py::none(),
         "Loads an AOT shared object made for `vocab` (default: the bundled one). Raises LoadError.");
 }

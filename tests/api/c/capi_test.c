@@ -580,6 +580,43 @@ static void test_canonical(void) {
   cgram_vocab_free(list);
 }
 
+/* The grammar's memo of masks: its budget is an option, 8 MiB by default,
+ * 0 off; a cache, so every mask is the same either way. */
+static void test_mask_memo_option(void) {
+  static const char text[] = "start ::= 'a' start 'b' | 'c' ;";
+  static const uint32_t tokens[] = {A, A, A, C, B, B, B};
+  cgram_vocab* vocab = tiny_vocab();
+  cgram_compile_options options;
+  cgram_grammar* with = NULL;
+  cgram_grammar* without = NULL;
+  cgram_matcher* m1 = NULL;
+  cgram_matcher* m2 = NULL;
+  size_t i;
+  cgram_compile_options_init(&options);
+  CHECK(options.mask_memo_bytes == (size_t)8 << 20);
+  CHECK_OK(cgram_grammar_compile(vocab, text, strlen(text), &options, &with, NULL));
+  options.mask_memo_bytes = 0;
+  CHECK_OK(cgram_grammar_compile(vocab, text, strlen(text), &options, &without, NULL));
+  if (with && without) {
+    CHECK_OK(cgram_matcher_new(with, &m1));
+    CHECK_OK(cgram_matcher_new(without, &m2));
+    for (i = 0; i < sizeof tokens / sizeof tokens[0]; ++i) {
+      const uint32_t expected = tokens[i] == A || tokens[i] == C ? (BIT(A) | BIT(C) | BIT(AC)) : 0;
+      uint32_t a = mask_of(m1), b = mask_of(m2);
+      CHECK(a == b);
+      if (i < 4) CHECK((a & ~BIT(EOS)) == expected);
+      CHECK(advance(m1, tokens[i]) != CGRAM_ADVANCE_REJECTED);
+      CHECK(advance(m2, tokens[i]) != CGRAM_ADVANCE_REJECTED);
+    }
+    CHECK(mask_of(m1) == mask_of(m2));
+    cgram_matcher_free(m1);
+    cgram_matcher_free(m2);
+  }
+  cgram_grammar_free(with);
+  cgram_grammar_free(without);
+  cgram_vocab_free(vocab);
+}
+
 static void test_grammar_errors(void) {
   cgram_vocab* vocab = tiny_vocab();
   cgram_grammar* grammar = NULL;
@@ -1122,6 +1159,7 @@ int main(int argc, char** argv) {
   test_forced_text();
   test_jump_forward();
   test_canonical();
+  test_mask_memo_option();
   test_grammar_errors();
   test_aot();
   test_batch();

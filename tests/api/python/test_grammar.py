@@ -164,6 +164,17 @@ class Compiling(unittest.TestCase):
             tokens, masks = self.walk_masks(table, seed)
             self.assertEqual(self.replay_masks(jit, tokens), masks)
 
+    def test_mask_memo_budget_changes_speed_never_a_mask(self):
+        path = os.path.join(EXAMPLES, "c_subset.cgram")
+        default = compiled(path)
+        for budget in (0, 64 << 10):
+            other = compiled(path, mask_memo_bytes=budget)
+            for seed in range(2):
+                tokens, masks = self.walk_masks(default, seed)
+                self.assertEqual(self.replay_masks(other, tokens), masks)
+        with self.assertRaises(TypeError):
+            cgram.compile("start ::= 'a' ;", mask_memo_bytes=-1)
+
     def test_aot_save_and_load(self):
         path = os.path.join(EXAMPLES, "record.cgram")
         table = compiled(path)
