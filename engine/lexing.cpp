@@ -273,7 +273,13 @@ void Engine::merge_equal_heads(std::vector<Head>& heads) {
   for (size_t i = 0; i < order.size();) {
     size_t j = i + 1;
     while (j < order.size() && key(order[j]) == key(order[i])) ++j;
-    if (j - i >= 2) {
+    // A node with no parent is the bottom of its stack: a merged node with
+    // parents would lose that empty stack (only the start state has none,
+    // and no shift or goto leads there, but never rely on it).
+    const bool has_bottom = std::any_of(order.begin() + static_cast<std::ptrdiff_t>(i),
+                                        order.begin() + static_cast<std::ptrdiff_t>(j),
+                                        [&](uint32_t k) { return nodes_[heads[k].node].degree == 0; });
+    if (j - i >= 2 && !has_bottom) {
       // The new node shares the edge list of the one with the most parents
       // (lists are only ever prepended to, and a tail is older than its
       // node), so a reading merged again at every byte costs its new
