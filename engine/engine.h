@@ -498,8 +498,9 @@ class Engine {
   std::vector<uint32_t> end_chain_;  // the stack walked by a lookup, top first
   // end_lexeme of one node from the memo (false: not there).
   bool remembered_end(uint32_t node, uint32_t terminal, std::vector<uint32_t>& out);
-  // Keeps the end just worked out from `node` (probed; nodes from `base` on are its own).
-  void remember_end(uint32_t node, uint32_t terminal, uint32_t base, const std::vector<uint32_t>& out);
+  // Keeps the end just worked out from the probed node (nodes from `base` on are its own).
+  void remember_end(uint32_t terminal, uint32_t base, const std::vector<uint32_t>& out);
+  EndDelta end_delta_scratch_;
   struct DepthProbe {
     bool active = false;
     bool linear = true;  // one parent per node down to `depth`

@@ -325,7 +325,7 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
   for (auto [state, node] : shifted) out.push_back(node);
   if (probing) {
     probe_.active = false;
-    if (probe_.linear && exhausted_.empty()) remember_end(tops[0], terminal, base, out);
+    if (probe_.linear && exhausted_.empty()) remember_end(terminal, base, out);
   }
   if (cached) remember_in_cache(*cached, tops[0], terminal, out);
 }
@@ -371,11 +371,13 @@ bool Engine::remembered_end(uint32_t node, uint32_t terminal, std::vector<uint32
   return false;
 }
 
-void Engine::remember_end(uint32_t node, uint32_t terminal, uint32_t base, const std::vector<uint32_t>& out) {
+void Engine::remember_end(uint32_t terminal, uint32_t base, const std::vector<uint32_t>& out) {
   if (out.size() != 1) return;
   // The stack after the end: fresh nodes, one parent each, down to an older
   // node on the probed chain (the deepest level the reductions popped to).
-  EndDelta delta;
+  // Made in a scratch delta: a copy is kept only when it is new.
+  EndDelta& delta = end_delta_scratch_;
+  delta.pushed.clear();
   uint32_t x = out[0];
   for (; x >= base; x = edges_[nodes_[x].first_edge].parent) {
     if (nodes_[x].degree != 1) return;
@@ -394,8 +396,11 @@ void Engine::remember_end(uint32_t node, uint32_t terminal, uint32_t base, const
     end_deltas_.clear();
     end_delta_ids_.clear();
   }
-  auto [it, inserted] = end_delta_ids_.emplace(delta, static_cast<uint32_t>(end_deltas_.size()));
-  if (inserted) end_deltas_.push_back(std::move(delta));
+  auto it = end_delta_ids_.find(delta);
+  if (it == end_delta_ids_.end()) {
+    it = end_delta_ids_.emplace(delta, static_cast<uint32_t>(end_deltas_.size())).first;
+    end_deltas_.push_back(delta);
+  }
   end_memo_.insert(probe_states_, it->second);
 }
 

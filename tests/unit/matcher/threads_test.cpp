@@ -78,6 +78,19 @@ std::vector<Case> reference_cases(const std::shared_ptr<const Grammar>& g) {
   return reference_cases(compile_for(g, fresh_vocabulary(), true));
 }
 
+// Runs body(t) for t in [0, count) on as many threads, started together.
+template <class Body>
+void on_threads_together(int count, Body body) {
+  std::latch start(count);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < count; ++t)
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      body(t);
+    });
+  for (auto& t : threads) t.join();
+}
+
 }  // namespace
 
 TEST_CASE("threads: one vocabulary compiled for by many threads at once (trie and fingerprint built once)",
@@ -85,19 +98,14 @@ TEST_CASE("threads: one vocabulary compiled for by many threads at once (trie an
   auto g = grammar(read_example("json.cgram"));
   auto vocab = fresh_vocabulary();
   constexpr int kThreads = 6;
-  std::latch start(kThreads);
   std::vector<std::shared_ptr<const CompiledGrammar>> compiled(kThreads);
   std::vector<uint64_t> fingerprints(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      if (t % 2) fingerprints[t] = vocab->fingerprint();
-      auto result = CompiledGrammar::compile(g, vocab);
-      if (auto* c = result.if_value()) compiled[t] = *c;
-      if (t % 2 == 0) fingerprints[t] = vocab->fingerprint();
-    });
-  for (auto& t : threads) t.join();
+  on_threads_together(kThreads, [&](int t) {
+    if (t % 2) fingerprints[t] = vocab->fingerprint();
+    auto result = CompiledGrammar::compile(g, vocab);
+    if (auto* c = result.if_value()) compiled[t] = *c;
+    if (t % 2 == 0) fingerprints[t] = vocab->fingerprint();
+  });
   for (int t = 0; t < kThreads; ++t) {
     REQUIRE(compiled[t]);
     CHECK(fingerprints[t] == fingerprints[0]);
@@ -110,26 +118,21 @@ TEST_CASE("threads: lazy index entries built by many threads at once give the ea
   const std::vector<Case> cases = reference_cases(g);
   auto lazy = compile_for(g, fresh_vocabulary(), false);
   constexpr int kThreads = 8;
-  std::latch start(kThreads);
   std::atomic<size_t> mismatches{0}, rejected{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      std::vector<uint32_t> mask;
-      // Every thread walks every case, from a different one: most entries
-      // are first asked for by several threads together.
-      for (size_t k = 0; k < cases.size(); ++k) {
-        const Case& c = cases[(k * 7 + size_t(t) * 3) % cases.size()];
-        Matcher m(lazy);
-        for (uint32_t token : c.tokens)
-          if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
-        mask.assign(m.mask_words(), 0);
-        m.fill_mask(mask);
-        if (mask != c.mask) ++mismatches;
-      }
-    });
-  for (auto& t : threads) t.join();
+  on_threads_together(kThreads, [&](int t) {
+    std::vector<uint32_t> mask;
+    // Every thread walks every case, from a different one: most entries
+    // are first asked for by several threads together.
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const Case& c = cases[(k * 7 + size_t(t) * 3) % cases.size()];
+      Matcher m(lazy);
+      for (uint32_t token : c.tokens)
+        if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
+      mask.assign(m.mask_words(), 0);
+      m.fill_mask(mask);
+      if (mask != c.mask) ++mismatches;
+    }
+  });
   CHECK(rejected == 0);
   CHECK(mismatches == 0);
 }
@@ -154,29 +157,24 @@ TEST_CASE("threads: masks kept in the grammar's memo by many threads at once giv
   MatcherOptions keep_all;
   keep_all.limits.mask_memo_min_work = 0;
   constexpr int kThreads = 8;
-  std::latch start(kThreads);
   std::atomic<size_t> mismatches{0}, rejected{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      std::vector<uint32_t> mask;
-      for (size_t k = 0; k < 3 * cases.size(); ++k) {
-        const Case& c = cases[(k * 5 + size_t(t) * 7) % cases.size()];
-        Matcher m(*shared, keep_all);
-        // Masks along the way too: each prefix of the case is a context.
-        for (uint32_t token : c.tokens) {
-          mask.assign(m.mask_words(), 0);
-          m.fill_mask(mask);
-          if (!(mask[token / 32] >> (token % 32) & 1)) ++mismatches;
-          if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
-        }
+  on_threads_together(kThreads, [&](int t) {
+    std::vector<uint32_t> mask;
+    for (size_t k = 0; k < 3 * cases.size(); ++k) {
+      const Case& c = cases[(k * 5 + size_t(t) * 7) % cases.size()];
+      Matcher m(*shared, keep_all);
+      // Masks along the way too: each prefix of the case is a context.
+      for (uint32_t token : c.tokens) {
         mask.assign(m.mask_words(), 0);
         m.fill_mask(mask);
-        if (mask != c.mask) ++mismatches;
+        if (!(mask[token / 32] >> (token % 32) & 1)) ++mismatches;
+        if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
       }
-    });
-  for (auto& t : threads) t.join();
+      mask.assign(m.mask_words(), 0);
+      m.fill_mask(mask);
+      if (mask != c.mask) ++mismatches;
+    }
+  });
   CHECK(rejected == 0);
   CHECK(mismatches == 0);
   const MaskMemo::Stats stats = (*shared)->mask_memo().stats();
