@@ -227,6 +227,12 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
         for (int b = e.lo; b <= e.hi; ++b) buckets[b].push_back(e.target);
     for (int b = 0; b < 256; ++b) {
       if (buckets[b].empty()) continue;
+      // A byte range of an edge gives its bytes the same targets: the
+      // closure and the lookup are made once for the run.
+      if (b > 0 && buckets[b] == buckets[b - 1]) {
+        dfa.set(d, static_cast<uint8_t>(b), dfa.next(d, static_cast<uint8_t>(b - 1)));
+        continue;
+      }
       std::vector<uint32_t> target = buckets[b];
       std::sort(target.begin(), target.end());
       target.erase(std::unique(target.begin(), target.end()), target.end());

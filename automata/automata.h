@@ -95,6 +95,8 @@ class Dfa {
   std::span<const uint32_t> row(uint32_t state) const { return {table_.data() + size_t(state) * 256, 256}; }
   // The whole table (state * 256 + byte), which large generated DFAs read.
   const uint32_t* table_data() const { return table_.data(); }
+  // Accepting flags by state (no kDead check: for loops over live states).
+  const uint8_t* accepting_data() const { return accepting_.data(); }
   // Saving and loading (table_io.cpp): load checks every target.
   void save(BinaryWriter& out) const;
   static bool load(BinaryReader& in, Dfa& dfa);

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "memory_budget.h"
+#include "walk_classes.h"
 
 namespace cgram {
 namespace {
@@ -62,27 +63,49 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
   };
   std::vector<Crossing> crossing;
   at[0] = state;
-  for (uint32_t node = root + 1; node < trie_.subtree_end(root);) {
-    const uint32_t d = trie_.depth(node) - base;
+  // The hot loop of compiling: one step per live trie node, on raw arrays
+  // (`at` holds live states only, so no kDead check before a step).
+  const VocabTrie::Arrays t = trie_.arrays();
+  const uint32_t* table = dfa.table_data();
+  const uint8_t* accepting = dfa.accepting_data();
+  uint32_t* bits = inside.data();
+  const uint32_t stop = t.end[root];
+  // The lexeme may end before a node's byte, but not before the token: at
+  // the root of the whole trie that case is the matcher's own.
+  const uint32_t first_crossing_depth = root != 0 ? 1 : 2;
+  for (uint32_t node = root + 1; node < stop;) {
+    const uint32_t d = t.depth[node] - base;
     const uint32_t before = at[d - 1];
-    // The lexeme may end before this node's byte (not before the token).
-    // (At the root of the whole trie that would be before the token: the
-    // matcher handles that case itself.)
-    if ((root != 0 || d > 1) && dfa.accepting(before)) crossing.push_back({trie_.byte(node), before, node});
-    const uint32_t q = dfa.next(before, trie_.byte(node));
+    const uint8_t byte = t.byte[node];
+    if (accepting[before] && d >= first_crossing_depth) crossing.push_back({byte, before, node});
+    const uint32_t q = table[size_t(before) * 256 + byte];
     if (q == ir::Dfa::kDead) {
-      node = trie_.subtree_end(node);
+      node = t.end[node];
       continue;
     }
     at[d] = q;
-    for (uint32_t id : trie_.tokens(node)) inside[id / 32] |= 1u << (id % 32);
+    for (uint32_t k = t.token_begin[node], e = t.token_begin[node + 1]; k < e; ++k)
+      bits[t.ids[k] / 32] |= 1u << (t.ids[k] % 32);
     ++node;
   }
-  std::stable_sort(crossing.begin(), crossing.end(),
-                   [](const Crossing& a, const Crossing& b) { return std::tie(a.byte, a.state) < std::tie(b.byte, b.state); });
+  // Grouped by byte (a counting sort keeps the trie's order within a
+  // byte), then by state within each byte, where a walk met several.
   out->cross_begin.assign(257, 0);
   for (const Crossing& c : crossing) ++out->cross_begin[c.byte + 1];
   for (int b = 0; b < 256; ++b) out->cross_begin[b + 1] += out->cross_begin[b];
+  {
+    std::vector<Crossing> by_byte(crossing.size());
+    std::vector<uint32_t> fill(out->cross_begin.begin(), out->cross_begin.end() - 1);
+    for (const Crossing& c : crossing) by_byte[fill[c.byte]++] = c;
+    crossing.swap(by_byte);
+  }
+  auto by_state = [](const Crossing& a, const Crossing& b) { return a.state < b.state; };
+  for (int b = 0; b < 256; ++b) {
+    const auto first = crossing.begin() + out->cross_begin[b], last = crossing.begin() + out->cross_begin[b + 1];
+    if (!std::is_sorted(first, last, by_state)) std::stable_sort(first, last, by_state);
+  }
+  out->cross_nodes.reserve(crossing.size());
+  out->cross_states.reserve(crossing.size());
   for (const Crossing& c : crossing) {
     out->cross_nodes.push_back(c.node);
     out->cross_states.push_back(c.state);
@@ -91,8 +114,8 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
   out->ends_inside = !out->cross_nodes.empty();
   if (!out->ends_inside) drop_crossing_nodes(*out);  // not even the offsets by byte
   if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) {
-    std::vector<uint8_t> seen(words_ * 32, 0);
-    out->into = crossings_into(out->cross_nodes, terminal, 1, seen);
+    IntoScratch scratch{std::vector<uint8_t>(words_ * 32, 0), std::vector<uint32_t>(trie_.max_depth() + 2)};
+    out->into = crossings_into(out->cross_nodes, terminal, 1, scratch);
     // Every follower is a byte terminal: `into` holds every crossing token
     // (those past its depth as places to walk from), and no walk reads the
     // nodes (the engine walks them only where except! may follow).
@@ -138,7 +161,7 @@ void TokenIndex::drop_crossing_nodes(StateIndex& ix) {
 }
 
 std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> starts, uint32_t terminal, int level,
-                                                   std::vector<uint8_t>& seen) const {
+                                                   IntoScratch& scratch) const {
   std::vector<CrossInto> out;
   for (uint32_t u : followers_[terminal]) {
     const ir::LexTerminal& next = lexical_.terminals[u];
@@ -146,11 +169,13 @@ std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> star
     CrossInto into;
     into.terminal = u;
     std::vector<uint32_t> ids;
-    for (uint32_t node : starts) into_subtree(node, u, into, ids, seen);
+    const ir::Dfa& dfa = next.dfa;
+    for (uint32_t node : starts)
+      if (dfa.next(dfa.start(), trie_.byte(node)) != ir::Dfa::kDead) into_subtree(node, u, into, ids, scratch);
     if (ids.empty() && into.second.empty()) continue;
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    for (uint32_t id : ids) seen[id] = 0;
+    for (uint32_t id : ids) scratch.seen[id] = 0;
     into.tokens = TokenSet::from_ids(std::move(ids), words_);
     if (!into.second.empty() && level < CrossInto::kMaxCrossings && byte_followers_[u]) {
       // Where U ends does not matter to the parser: the places where the
@@ -161,7 +186,7 @@ std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> star
       after_u.erase(std::unique(after_u.begin(), after_u.end()), after_u.end());
       into.second.clear();
       into.second.shrink_to_fit();
-      into.next = crossings_into(after_u, u, level + 1, seen);
+      into.next = crossings_into(after_u, u, level + 1, scratch);
     }
     std::sort(into.second.begin(), into.second.end(), [&](const CrossInto::Second& a, const CrossInto::Second& b) {
       return std::pair(a.state, trie_.byte(a.node)) < std::pair(b.state, trie_.byte(b.node));
@@ -172,23 +197,28 @@ std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> star
 }
 
 void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::vector<uint32_t>& ids,
-                              std::vector<uint8_t>& seen) const {
+                              IntoScratch& scratch) const {
   const ir::Dfa& dfa = lexical_.terminals[u].dfa;
-  const uint32_t base = trie_.depth(node) - 1;
-  std::vector<uint32_t> at(trie_.max_depth() + 2);
+  const VocabTrie::Arrays t = trie_.arrays();
+  const uint32_t* table = dfa.table_data();
+  const uint8_t* accepting = dfa.accepting_data();
+  const std::bitset<256>& starts_next = after_first_[u];
+  const uint32_t base = t.depth[node] - 1;
+  std::vector<uint32_t>& at = scratch.at;
   at[0] = dfa.start();
-  for (uint32_t y = node; y < trie_.subtree_end(node);) {
-    const uint32_t d = trie_.depth(y) - base;
+  for (uint32_t y = node, stop = t.end[node]; y < stop;) {
+    const uint32_t d = t.depth[y] - base;
     const uint32_t before = at[d - 1];
-    if (y != node && dfa.accepting(before) && after_first_[u][trie_.byte(y)]) into.second.push_back({before, y});
-    const uint32_t q = dfa.next(before, trie_.byte(y));
+    const uint8_t byte = t.byte[y];
+    if (y != node && accepting[before] && starts_next[byte]) into.second.push_back({before, y});
+    const uint32_t q = table[size_t(before) * 256 + byte];
     if (q == ir::Dfa::kDead) {
-      y = trie_.subtree_end(y);
+      y = t.end[y];
       continue;
     }
     at[d] = q;
-    for (uint32_t id : trie_.tokens(y))
-      if (!seen[id]) seen[id] = 1, ids.push_back(id);
+    for (uint32_t k = t.token_begin[y], e = t.token_begin[y + 1]; k < e; ++k)
+      if (!scratch.seen[t.ids[k]]) scratch.seen[t.ids[k]] = 1, ids.push_back(t.ids[k]);
     ++y;
   }
 }
@@ -196,10 +226,19 @@ void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::v
 const StateIndex& TokenIndex::get(uint32_t terminal, uint32_t state) const {
   Slot& slot = slots_[offset_[terminal] + state];
   std::call_once(slot.once, [&] {
-    slot.value = build(0, terminal, state);
+    slot.value = own(build(0, terminal, state));
     built_bytes_.fetch_add(entry_bytes(*slot.value), std::memory_order_relaxed);
   });
   return *slot.value;
+}
+
+const StateIndex* TokenIndex::own(std::unique_ptr<StateIndex> entry) const {
+  std::lock_guard lock(owned_mutex_);
+  const size_t capacity = owned_.capacity();
+  owned_.push_back(std::move(entry));
+  const StateIndex* kept = owned_.back().get();
+  charge_memory((owned_.capacity() - capacity) * sizeof(owned_[0]));
+  return kept;
 }
 
 const StateIndex& TokenIndex::get_subtree(uint32_t root, uint32_t terminal, uint32_t state) const {
@@ -233,14 +272,25 @@ const std::vector<uint32_t>& TokenIndex::inside_from_start(const std::vector<uin
 }
 
 void TokenIndex::build_all() const {
-  for (uint32_t t = 0; t < lexical_.terminals.size(); ++t)
-    for (uint32_t q = 0; q < lexical_.terminals[t].dfa.size(); ++q) get(t, q);
+  for (uint32_t t = 0; t < lexical_.terminals.size(); ++t) {
+    const std::vector<uint32_t> first = walk_classes(lexical_.terminals[t].dfa, trie_.max_depth());
+    for (uint32_t q = 0; q < first.size(); ++q) {
+      const StateIndex& entry = get(t, first[q]);
+      if (first[q] == q) continue;
+      Slot& slot = slots_[offset_[t] + q];
+      std::call_once(slot.once, [&] { slot.value = &entry; });  // unless a lazy call built its own already
+    }
+  }
 }
 
 size_t TokenIndex::memory_bytes() const {
   // The entries built so far, as they were counted when built: a slot is
   // not read here, since another thread may be building it.
   size_t bytes = slot_count_ * sizeof(Slot) + built_bytes_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(owned_mutex_);
+    bytes += owned_.capacity() * sizeof(owned_[0]);
+  }
   {
     std::lock_guard lock(shared_mutex_);
     bytes += shared_bytes_;
@@ -305,7 +355,16 @@ void TokenIndex::save(ir::BinaryWriter& out) const {
   out.put<uint64_t>(followers_.size());
   for (const auto& f : followers_) out.put_vector(f);
   out.put<uint64_t>(slot_count_);
-  for (size_t i = 0; i < slot_count_; ++i) save_state_index(out, *slots_[i].value);
+  // Each entry once: a state that shares an earlier state's entry names it.
+  for (uint32_t t = 0; t < lexical_.terminals.size(); ++t) {
+    std::unordered_map<const StateIndex*, uint32_t> saved;
+    for (uint32_t q = 0; q < lexical_.terminals[t].dfa.size(); ++q) {
+      const StateIndex* entry = slots_[offset_[t] + q].value;
+      const auto [it, first] = saved.emplace(entry, q);
+      out.put<uint32_t>(it->second);
+      if (first) save_state_index(out, *entry);
+    }
+  }
 }
 
 std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::LexicalGrammar& lexical,
@@ -357,6 +416,14 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
   for (uint32_t t = 0; t < terminals; ++t) {
     const size_t states = lexical.terminals[t].dfa.size();
     for (size_t q = 0; q < states; ++q) {
+      Slot& slot = index->slots_[index->offset_[t] + q];
+      const uint32_t same_as = in.get<uint32_t>();
+      if (same_as > q) return bad("a token index entry shared with a later state");
+      if (same_as < q) {
+        const StateIndex* entry = index->slots_[index->offset_[t] + same_as].value;
+        std::call_once(slot.once, [&] { slot.value = entry; });
+        continue;
+      }
       auto ix = std::make_unique<StateIndex>();
       ix->inside = load_set(in);
       ix->ends_inside = in.get<uint8_t>() != 0;
@@ -382,10 +449,9 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
         return bad("a token index crossing out of range");
       if (const char* why = check_into(ix->into)) return bad(why);
       index->share_sets(*ix);
-      Slot& slot = index->slots_[index->offset_[t] + q];
       std::call_once(slot.once, [&] {
         index->built_bytes_.fetch_add(entry_bytes(*ix), std::memory_order_relaxed);
-        slot.value = std::move(ix);
+        slot.value = index->own(std::move(ix));
       });
     }
   }

@@ -116,7 +116,8 @@ class TokenIndex {
   // The terminals that may come right after a lexeme of `terminal`.
   const std::vector<uint32_t>& followers(uint32_t terminal) const { return followers_[terminal]; }
   std::span<const std::bitset<256>> follower_first_bytes() const { return after_first_; }
-  // Builds every entry now (AOT and eager JIT compilation).
+  // Builds every entry now (AOT and eager JIT compilation). States whose
+  // walks are alike (index/walk_classes.h) share one entry.
   void build_all() const;
   // Every entry as bytes (builds them first), and back. Loading checks every
   // token id, trie node and DFA state; null with a message in `in` when the
@@ -129,8 +130,10 @@ class TokenIndex {
  private:
   struct Slot {
     std::once_flag once;
-    std::unique_ptr<StateIndex> value;
+    const StateIndex* value = nullptr;  // in owned_; another state's entry where they are alike (build_all, load)
   };
+  // Keeps a built entry and returns it.
+  const StateIndex* own(std::unique_ptr<StateIndex> entry) const;
   std::unique_ptr<StateIndex> build(uint32_t root, uint32_t terminal, uint32_t state) const;
   // Makes the entry's dense sets share their words with equal sets made
   // before (one copy of each distinct set).
@@ -140,10 +143,14 @@ class TokenIndex {
   // The tokens below `starts` (trie nodes whose byte starts the lexeme
   // after one of `terminal`), by that next lexeme's terminal; `level`
   // lexeme ends are crossed already.
+  struct IntoScratch {
+    std::vector<uint8_t> seen;  // by token id: already in the set being made
+    std::vector<uint32_t> at;   // by depth: the DFA state of a walk
+  };
   std::vector<CrossInto> crossings_into(std::span<const uint32_t> starts, uint32_t terminal, int level,
-                                        std::vector<uint8_t>& seen) const;
+                                        IntoScratch& scratch) const;
   void into_subtree(uint32_t node, uint32_t terminal, CrossInto& into, std::vector<uint32_t>& ids,
-                    std::vector<uint8_t>& seen) const;
+                    IntoScratch& scratch) const;
 
   const ir::LexicalGrammar& lexical_;
   const VocabTrie& trie_;
@@ -154,6 +161,8 @@ class TokenIndex {
   std::vector<size_t> offset_;  // first slot of each terminal
   std::unique_ptr<Slot[]> slots_;
   mutable std::atomic<size_t> built_bytes_{0};  // of the entries in slots_
+  mutable std::mutex owned_mutex_;
+  mutable std::vector<std::unique_ptr<StateIndex>> owned_;  // the entries of slots_, each once
   size_t slot_count_ = 0;
   mutable std::mutex subtree_mutex_;
   mutable std::unordered_map<uint64_t, std::unique_ptr<StateIndex>> subtrees_;

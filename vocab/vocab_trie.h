@@ -25,6 +25,16 @@ class VocabTrie {
     return {ids_.data() + token_begin_[node], ids_.data() + token_begin_[node + 1]};
   }
   uint32_t max_depth() const { return max_depth_; }
+  // The arrays behind the accessors above, indexed by node, for loops over
+  // many nodes (the token index's walks): no bounds or size reloads.
+  struct Arrays {
+    const uint8_t* byte;
+    const uint32_t* depth;
+    const uint32_t* end;
+    const uint32_t* token_begin;  // a node's tokens are ids[token_begin[n] .. token_begin[n + 1])
+    const uint32_t* ids;
+  };
+  Arrays arrays() const { return {byte_.data(), depth_.data(), end_.data(), token_begin_.data(), ids_.data()}; }
   size_t memory_bytes() const {
     return byte_.capacity() + (depth_.capacity() + end_.capacity() + token_begin_.capacity() + ids_.capacity()) * 4;
   }

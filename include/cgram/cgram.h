@@ -51,7 +51,7 @@ extern "C" {
 /* The ABI version of this header, of libcgram.so and of AOT objects. A
  * program built against this header should check that cgram_abi_version()
  * returns the same number. */
-#define CGRAM_ABI_VERSION 6
+#define CGRAM_ABI_VERSION 7
 
 /* ------------------------------------------------------------------------
  * Status codes and errors

@@ -18,6 +18,7 @@
 #include "memory_budget.h"
 #include "token_index.h"
 #include "vocab_trie.h"
+#include "walk_classes.h"
 
 using namespace cgram;
 using namespace cgram::test;
@@ -391,4 +392,83 @@ TEST_CASE("token index: equal dense sets are one copy, counted once", "[index-un
   CHECK(start.inside.shared_words() == digit.inside.shared_words());
   // The second entry added its own parts, not a second copy of the words.
   CHECK(index.memory_bytes() - after_one < sizeof(StateIndex) + 2000);
+}
+
+namespace {
+// A string of at most 12 letters, for the states a counted repetition makes.
+struct CountedString {
+  // The longest token has 4 bytes.
+  std::shared_ptr<const Vocabulary> vocab = vocabulary({"\"", "a", "ab", "abc", "abcd", "\"a", "a\"", "ab\"", "<eos>"});
+  std::shared_ptr<const Grammar> g = grammar("start ::= #'\"[a-z]{0,12}\"' ;");
+  ir::LexicalGrammar lex = ir::lower_lexical(g->ir());
+  const VocabTrie& trie = vocab->trie();
+  const ir::Dfa& dfa = lex.terminals.at(0).dfa;
+  TokenIndex index() const {
+    return TokenIndex(lex, trie, (vocab->size() + 31) / 32, std::vector<std::vector<uint32_t>>(lex.terminals.size()));
+  }
+  // The state after the opening quote and `letters` letters.
+  uint32_t after(size_t letters) const { return dfa.run(dfa.start(), "\"" + std::string(letters, 'a')); }
+};
+}  // namespace
+
+TEST_CASE("walk classes: the states of a counted repetition that no token can tell apart", "[index-unit]") {
+  CountedString s;
+  REQUIRE(s.lex.terminals.size() == 1);
+  // After i letters, 13 - i more letters are the shortest text that is dead
+  // there and alive after fewer: within 4 bytes, the states of 0 to 8
+  // letters answer alike, and each later one differently.
+  const std::vector<uint32_t> four = walk_classes(s.dfa, 4);
+  for (size_t i = 0; i <= 8; ++i) CHECK(four[s.after(i)] == four[s.after(0)]);
+  for (size_t i = 9; i <= 12; ++i) {
+    INFO(i << " letters");
+    CHECK(four[s.after(i)] == s.after(i));
+    CHECK(four[s.after(i)] != four[s.after(i - 1)]);
+  }
+  // Within 13 bytes every state is told apart: as many classes as states.
+  const std::vector<uint32_t> thirteen = walk_classes(s.dfa, 13);
+  for (uint32_t q = 0; q < s.dfa.size(); ++q) CHECK(thirteen[q] == q);
+  // Accepting states are never merged (a crossing records the state itself).
+  const std::vector<uint32_t> none = walk_classes(s.dfa, 0);
+  for (uint32_t q = 0; q < s.dfa.size(); ++q) CHECK(none[q] == q);
+}
+
+TEST_CASE("token index: states alike share one entry, equal to the one each builds alone, saved once", "[index-unit]") {
+  CountedString s;
+  REQUIRE(s.trie.max_depth() == 4);
+  TokenIndex lazy = s.index();
+  TokenIndex eager = s.index();
+  eager.build_all();
+  for (uint32_t q = 0; q < s.dfa.size(); ++q) {
+    INFO("state " << q);
+    expect_same_entry(lazy.get(0, q), eager.get(0, q));
+  }
+  // 0 to 8 letters: one entry (4 more letters fit after each); after 9
+  // letters "abcd" no longer fits.
+  for (size_t i = 1; i <= 8; ++i) CHECK(&eager.get(0, s.after(i)) == &eager.get(0, s.after(0)));
+  CHECK(&eager.get(0, s.after(9)) != &eager.get(0, s.after(8)));
+  CHECK(bits(eager.get(0, s.after(9)).inside) != bits(eager.get(0, s.after(8)).inside));
+  CHECK(eager.memory_bytes() < lazy.memory_bytes());
+  // Saved once and loaded as one entry.
+  ir::BinaryWriter out;
+  eager.save(out);
+  const std::string bytes = out.take();
+  ir::BinaryReader in(bytes);
+  auto loaded = TokenIndex::load(in, s.lex, s.trie, (s.vocab->size() + 31) / 32, s.vocab->size());
+  REQUIRE(loaded);
+  CHECK(in.at_end());
+  for (uint32_t q = 0; q < s.dfa.size(); ++q) expect_same_entry(loaded->get(0, q), lazy.get(0, q));
+  CHECK(&loaded->get(0, s.after(5)) == &loaded->get(0, s.after(0)));
+  CHECK(loaded->memory_bytes() == eager.memory_bytes());
+  // An entry may only name an earlier state as the one it shares.
+  TokenIndex fresh = s.index();
+  ir::BinaryWriter forward;
+  fresh.save(forward);
+  std::string broken = forward.take();
+  // (The first state's marker follows the followers and the slot count.)
+  const size_t marker = 8 + 8 * s.lex.terminals.size() + 8;
+  REQUIRE(broken.size() > marker + 4);
+  broken[marker] = 1;
+  ir::BinaryReader bad(broken);
+  CHECK_FALSE(TokenIndex::load(bad, s.lex, s.trie, (s.vocab->size() + 31) / 32, s.vocab->size()));
+  CHECK(bad.error() == "a token index entry shared with a later state");
 }
