@@ -244,6 +244,26 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
   return dfa;
 }
 
+std::vector<uint8_t> distinct_columns(const Dfa& dfa) {
+  const size_t n = dfa.size();
+  const uint32_t* table = dfa.table_data();
+  std::vector<uint64_t> hash(256, 0);
+  for (size_t s = 0; s < n; ++s)
+    for (int b = 0; b < 256; ++b) hash[b] = hash[b] * 0x100000001b3ull + table[s * 256 + b] + 1;
+  std::vector<uint8_t> kept;
+  for (int b = 0; b < 256; ++b) {
+    bool seen = false;
+    for (uint8_t k : kept) {
+      if (hash[k] != hash[b]) continue;
+      bool same = true;
+      for (size_t s = 0; s < n && same; ++s) same = table[s * 256 + k] == table[s * 256 + b];
+      if ((seen = same)) break;
+    }
+    if (!seen) kept.push_back(static_cast<uint8_t>(b));
+  }
+  return kept;
+}
+
 Dfa minimize(const Dfa& dfa) {
   const size_t n = dfa.size();
   if (dfa.empty_language()) return Dfa{};
@@ -280,13 +300,17 @@ Dfa minimize(const Dfa& dfa) {
   std::vector<uint32_t> block_of(n, UINT32_MAX);
   for (uint32_t i = 0; i < blocks.size(); ++i)
     for (uint32_t s : blocks[i]) block_of[s] = i;
-  // Predecessors by byte, live states only: pred[offset[t*256+b] ..] = sources.
-  std::vector<uint32_t> offset(size_t(n) * 256 + 1, 0), pred;
+  // Bytes whose columns are the same in every state split alike: one of
+  // each group is enough (a character class is one group, not dozens).
+  const std::vector<uint8_t> bytes = distinct_columns(dfa);
+  const size_t width = bytes.size();
+  // Predecessors by byte group, live states only: pred[offset[t*width+i] ..] = sources.
+  std::vector<uint32_t> offset(size_t(n) * width + 1, 0), pred;
   for (uint32_t s = 0; s < n; ++s)
     if (live[s])
-      for (int b = 0; b < 256; ++b) {
-        const uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
-        if (t != Dfa::kDead && live[t]) ++offset[size_t(t) * 256 + b + 1];
+      for (size_t i = 0; i < width; ++i) {
+        const uint32_t t = dfa.next(s, bytes[i]);
+        if (t != Dfa::kDead && live[t]) ++offset[size_t(t) * width + i + 1];
       }
   for (size_t i = 1; i < offset.size(); ++i) offset[i] += offset[i - 1];
   pred.resize(offset.back());
@@ -294,9 +318,9 @@ Dfa minimize(const Dfa& dfa) {
     std::vector<uint32_t> fill(offset.begin(), offset.end() - 1);
     for (uint32_t s = 0; s < n; ++s)
       if (live[s])
-        for (int b = 0; b < 256; ++b) {
-          const uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
-          if (t != Dfa::kDead && live[t]) pred[fill[size_t(t) * 256 + b]++] = s;
+        for (size_t i = 0; i < width; ++i) {
+          const uint32_t t = dfa.next(s, bytes[i]);
+          if (t != Dfa::kDead && live[t]) pred[fill[size_t(t) * width + i]++] = s;
         }
   }
   // Dead is a block of its own that splits too: a live state going to dead
@@ -312,11 +336,11 @@ Dfa minimize(const Dfa& dfa) {
     work.pop_back();
     in_work[a] = false;
     splitter = blocks[a];  // a snapshot: blocks[a] may split below
-    for (int b = 0; b < 256; ++b) {
-      // X: the states that go into the splitter on b.
+    for (size_t b = 0; b < width; ++b) {
+      // X: the states that go into the splitter on the b-th byte group.
       touched.clear();
       for (uint32_t t : splitter)
-        for (size_t k = offset[size_t(t) * 256 + b]; k < offset[size_t(t) * 256 + b + 1]; ++k) {
+        for (size_t k = offset[size_t(t) * width + b]; k < offset[size_t(t) * width + b + 1]; ++k) {
           const uint32_t s = pred[k];
           if (hits[s]++ == 0) {
             if (count[block_of[s]]++ == 0) touched.push_back(block_of[s]);
@@ -342,7 +366,7 @@ Dfa minimize(const Dfa& dfa) {
         }
       }
       for (uint32_t t : splitter)
-        for (size_t k = offset[size_t(t) * 256 + b]; k < offset[size_t(t) * 256 + b + 1]; ++k) hits[pred[k]] = 0;
+        for (size_t k = offset[size_t(t) * width + b]; k < offset[size_t(t) * width + b + 1]; ++k) hits[pred[k]] = 0;
     }
   }
   size_t classes = blocks.size();

@@ -116,6 +116,9 @@ NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits = {
 DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits = {}, size_t* subset_elements = nullptr);
 // Removes states that cannot reach acceptance, then merges equivalent states.
 Dfa minimize(const Dfa& dfa);
+// One byte of each group whose column of the transition table is the same
+// in every state (in order): what tells states apart needs only those.
+std::vector<uint8_t> distinct_columns(const Dfa& dfa);
 // Copies `dfa` into `nfa`; returns the copy's start, and links every
 // accepting state to `accept` with an epsilon move.
 uint32_t embed_dfa(const Dfa& dfa, Nfa& nfa, uint32_t accept);

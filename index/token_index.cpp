@@ -50,25 +50,18 @@ TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie,
   slots_ = std::make_unique<Slot[]>(slot_count_);
 }
 
-std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, uint32_t state) const {
-  auto out = std::make_unique<StateIndex>();
-  std::vector<uint32_t> inside(words_, 0u);
+TokenIndex::Walk TokenIndex::walk(uint32_t root, uint32_t terminal, uint32_t state) const {
+  Walk out{std::vector<uint32_t>(words_, 0u), {}};
   const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
   const uint32_t base = trie_.depth(root);
   std::vector<uint32_t> at(trie_.max_depth() + 2);
-  struct Crossing {
-    uint8_t byte;     // the first byte of the next lexeme
-    uint32_t state;   // where the terminal ended
-    uint32_t node;    // the trie node of that byte
-  };
-  std::vector<Crossing> crossing;
   at[0] = state;
   // The hot loop of compiling: one step per live trie node, on raw arrays
   // (`at` holds live states only, so no kDead check before a step).
   const VocabTrie::Arrays t = trie_.arrays();
   const uint32_t* table = dfa.table_data();
   const uint8_t* accepting = dfa.accepting_data();
-  uint32_t* bits = inside.data();
+  uint32_t* bits = out.inside.data();
   const uint32_t stop = t.end[root];
   // The lexeme may end before a node's byte, but not before the token: at
   // the root of the whole trie that case is the matcher's own.
@@ -77,7 +70,7 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
     const uint32_t d = t.depth[node] - base;
     const uint32_t before = at[d - 1];
     const uint8_t byte = t.byte[node];
-    if (accepting[before] && d >= first_crossing_depth) crossing.push_back({byte, before, node});
+    if (accepting[before] && d >= first_crossing_depth) out.crossing.push_back({byte, before, node});
     const uint32_t q = table[size_t(before) * 256 + byte];
     if (q == ir::Dfa::kDead) {
       node = t.end[node];
@@ -88,6 +81,55 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
       bits[t.ids[k] / 32] |= 1u << (t.ids[k] % 32);
     ++node;
   }
+  return out;
+}
+
+std::vector<TokenIndex::Walk> TokenIndex::walk_together(uint32_t terminal, std::span<const uint32_t> states) const {
+  const size_t k_count = states.size();
+  std::vector<Walk> out(k_count);
+  for (Walk& w : out) w.inside.assign(words_, 0u);
+  const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
+  // By depth, the state of each walk (kDead once it died above).
+  std::vector<uint32_t> at((trie_.max_depth() + 2) * k_count);
+  std::copy(states.begin(), states.end(), at.begin());
+  const VocabTrie::Arrays t = trie_.arrays();
+  const uint32_t* table = dfa.table_data();
+  const uint8_t* accepting = dfa.accepting_data();
+  for (uint32_t node = 1; node < t.end[0];) {
+    const uint32_t d = t.depth[node];
+    const uint8_t byte = t.byte[node];
+    const uint32_t* before = &at[(d - 1) * k_count];
+    uint32_t* after = &at[d * k_count];
+    const uint32_t first_token = t.token_begin[node], last_token = t.token_begin[node + 1];
+    bool alive = false;
+    // The walks are independent: their DFA steps overlap, where one walk
+    // is a chain of dependent loads.
+    for (size_t k = 0; k < k_count; ++k) {
+      const uint32_t s = before[k];
+      if (s == ir::Dfa::kDead) {
+        after[k] = ir::Dfa::kDead;
+        continue;
+      }
+      if (accepting[s] && d >= 2) out[k].crossing.push_back({byte, s, node});
+      const uint32_t q = table[size_t(s) * 256 + byte];
+      after[k] = q;
+      if (q == ir::Dfa::kDead) continue;
+      alive = true;
+      uint32_t* bits = out[k].inside.data();
+      for (uint32_t i = first_token; i < last_token; ++i) bits[t.ids[i] / 32] |= 1u << (t.ids[i] % 32);
+    }
+    node = alive ? node + 1 : t.end[node];
+  }
+  return out;
+}
+
+std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, uint32_t state) const {
+  return finish(root, terminal, walk(root, terminal, state));
+}
+
+std::unique_ptr<StateIndex> TokenIndex::finish(uint32_t root, uint32_t terminal, Walk walked) const {
+  auto out = std::make_unique<StateIndex>();
+  std::vector<Crossing>& crossing = walked.crossing;
   // Grouped by byte (a counting sort keeps the trie's order within a
   // byte), then by state within each byte, where a walk met several.
   out->cross_begin.assign(257, 0);
@@ -110,7 +152,7 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
     out->cross_nodes.push_back(c.node);
     out->cross_states.push_back(c.state);
   }
-  out->inside = TokenSet::from_words(std::move(inside));
+  out->inside = TokenSet::from_words(std::move(walked.inside));
   out->ends_inside = !out->cross_nodes.empty();
   if (!out->ends_inside) drop_crossing_nodes(*out);  // not even the offsets by byte
   if (root == 0 && lexical_.terminals[terminal].kind == ir::LexTerminal::Kind::Bytes) {
@@ -163,6 +205,15 @@ void TokenIndex::drop_crossing_nodes(StateIndex& ix) {
 std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> starts, uint32_t terminal, int level,
                                                    IntoScratch& scratch) const {
   std::vector<CrossInto> out;
+  // The places by their byte, once: each next terminal walks only from
+  // those whose byte it can start with.
+  std::vector<uint32_t> begin(257, 0), by_byte(starts.size());
+  for (uint32_t node : starts) ++begin[trie_.byte(node) + 1];
+  for (int b = 0; b < 256; ++b) begin[b + 1] += begin[b];
+  {
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (uint32_t node : starts) by_byte[fill[trie_.byte(node)]++] = node;
+  }
   for (uint32_t u : followers_[terminal]) {
     const ir::LexTerminal& next = lexical_.terminals[u];
     if (next.kind != ir::LexTerminal::Kind::Bytes) continue;  // the matcher walks those
@@ -170,11 +221,13 @@ std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> star
     into.terminal = u;
     std::vector<uint32_t> ids;
     const ir::Dfa& dfa = next.dfa;
-    for (uint32_t node : starts)
-      if (dfa.next(dfa.start(), trie_.byte(node)) != ir::Dfa::kDead) into_subtree(node, u, into, ids, scratch);
+    for (int b = 0; b < 256; ++b)
+      if (begin[b] != begin[b + 1] && dfa.next(dfa.start(), static_cast<uint8_t>(b)) != ir::Dfa::kDead)
+        for (uint32_t i = begin[b]; i < begin[b + 1]; ++i) into_subtree(by_byte[i], u, into, ids, scratch);
     if (ids.empty() && into.second.empty()) continue;
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    // Distinct already (`seen`); in order only where they stay ids: a
+    // large set becomes mask words in any order.
+    if (ids.size() * TokenSet::kSparseShare <= words_) std::sort(ids.begin(), ids.end());
     for (uint32_t id : ids) scratch.seen[id] = 0;
     into.tokens = TokenSet::from_ids(std::move(ids), words_);
     if (!into.second.empty() && level < CrossInto::kMaxCrossings && byte_followers_[u]) {
@@ -232,6 +285,32 @@ const StateIndex& TokenIndex::get(uint32_t terminal, uint32_t state) const {
   return *slot.value;
 }
 
+void TokenIndex::build_together(uint32_t terminal, std::span<const uint32_t> first) const {
+  // States that can start on the same bytes walk mostly the same subtrees:
+  // they are walked together, kWalkTogether at a time.
+  const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
+  std::map<std::bitset<256>, std::vector<uint32_t>, BitsetLess> by_first_bytes;
+  for (uint32_t q = 0; q < first.size(); ++q) {
+    if (first[q] != q) continue;
+    std::bitset<256> bytes;
+    for (int b = 0; b < 256; ++b) bytes[b] = dfa.next(q, static_cast<uint8_t>(b)) != ir::Dfa::kDead;
+    by_first_bytes[bytes].push_back(q);
+  }
+  for (const auto& [bytes, states] : by_first_bytes)
+    for (size_t i = 0; i + 1 < states.size(); i += kWalkTogether) {
+      const std::span<const uint32_t> batch(states.data() + i, std::min(kWalkTogether, states.size() - i));
+      if (batch.size() < 2) break;  // one alone walks as get() does
+      std::vector<Walk> walks = walk_together(terminal, batch);
+      for (size_t k = 0; k < batch.size(); ++k) {
+        Slot& slot = slots_[offset_[terminal] + batch[k]];
+        std::call_once(slot.once, [&] {
+          slot.value = own(finish(0, terminal, std::move(walks[k])));
+          built_bytes_.fetch_add(entry_bytes(*slot.value), std::memory_order_relaxed);
+        });
+      }
+    }
+}
+
 const StateIndex* TokenIndex::own(std::unique_ptr<StateIndex> entry) const {
   std::lock_guard lock(owned_mutex_);
   const size_t capacity = owned_.capacity();
@@ -274,6 +353,7 @@ const std::vector<uint32_t>& TokenIndex::inside_from_start(const std::vector<uin
 void TokenIndex::build_all() const {
   for (uint32_t t = 0; t < lexical_.terminals.size(); ++t) {
     const std::vector<uint32_t> first = walk_classes(lexical_.terminals[t].dfa, trie_.max_depth());
+    build_together(t, first);
     for (uint32_t q = 0; q < first.size(); ++q) {
       const StateIndex& entry = get(t, first[q]);
       if (first[q] == q) continue;

@@ -134,7 +134,32 @@ class TokenIndex {
   };
   // Keeps a built entry and returns it.
   const StateIndex* own(std::unique_ptr<StateIndex> entry) const;
+  struct Crossing {
+    uint8_t byte;    // the first byte of the next lexeme
+    uint32_t state;  // where the terminal ended
+    uint32_t node;   // the trie node of that byte
+  };
+  // What a walk of the trie records, before it becomes an entry.
+  struct Walk {
+    std::vector<uint32_t> inside;  // mask words
+    std::vector<Crossing> crossing;  // in the trie's order
+  };
   std::unique_ptr<StateIndex> build(uint32_t root, uint32_t terminal, uint32_t state) const;
+  Walk walk(uint32_t root, uint32_t terminal, uint32_t state) const;
+  // Walks of the whole trie from several states at once (the same result as one by one).
+  std::vector<Walk> walk_together(uint32_t terminal, std::span<const uint32_t> states) const;
+  static constexpr size_t kWalkTogether = 16;
+  // The entries of the states `first` names as their own (build_all),
+  // walked together where they start on the same bytes.
+  void build_together(uint32_t terminal, std::span<const uint32_t> first) const;
+  std::unique_ptr<StateIndex> finish(uint32_t root, uint32_t terminal, Walk walked) const;
+  struct BitsetLess {
+    bool operator()(const std::bitset<256>& a, const std::bitset<256>& b) const {
+      for (int i = 255; i >= 0; --i)
+        if (a[i] != b[i]) return b[i];
+      return false;
+    }
+  };
   // Makes the entry's dense sets share their words with equal sets made
   // before (one copy of each distinct set).
   void share_sets(StateIndex& ix) const;

@@ -38,7 +38,8 @@ class TokenSet {
       for (uint32_t bits = words[w]; bits; bits &= bits - 1) s.ids_.push_back(w * 32 + static_cast<uint32_t>(std::countr_zero(bits)));
     return s;
   }
-  // From sorted, distinct ids, for a vocabulary of mask_words words.
+  // From distinct ids, for a vocabulary of mask_words words: sorted where
+  // they are few enough to be kept as ids, in any order otherwise.
   static TokenSet from_ids(std::vector<uint32_t> ids, size_t mask_words) {
     TokenSet s;
     if (ids.size() * kSparseShare <= mask_words) {

@@ -5,29 +5,6 @@
 #include <string_view>
 
 namespace cgram {
-namespace {
-// One byte of each group whose column of the transition table is the same
-// in every state: the refinement need not look at the others.
-std::vector<uint8_t> distinct_columns(const ir::Dfa& dfa) {
-  const size_t n = dfa.size();
-  const uint32_t* table = dfa.table_data();
-  std::vector<uint64_t> hash(256, 0);
-  for (size_t s = 0; s < n; ++s)
-    for (int b = 0; b < 256; ++b) hash[b] = hash[b] * 0x100000001b3ull + table[s * 256 + b] + 1;
-  std::vector<uint8_t> kept;
-  for (int b = 0; b < 256; ++b) {
-    bool seen = false;
-    for (uint8_t k : kept) {
-      if (hash[k] != hash[b]) continue;
-      bool same = true;
-      for (size_t s = 0; s < n && same; ++s) same = table[s * 256 + k] == table[s * 256 + b];
-      if ((seen = same)) break;
-    }
-    if (!seen) kept.push_back(static_cast<uint8_t>(b));
-  }
-  return kept;
-}
-}  // namespace
 
 std::vector<uint32_t> walk_classes(const ir::Dfa& dfa, uint32_t depth) {
   const size_t n = dfa.size();
@@ -35,7 +12,7 @@ std::vector<uint32_t> walk_classes(const ir::Dfa& dfa, uint32_t depth) {
   std::iota(first.begin(), first.end(), 0u);
   if (n < 2 || depth == 0) return first;
   // Successors by distinct column, read every round (dead as UINT32_MAX).
-  const std::vector<uint8_t> bytes = distinct_columns(dfa);
+  const std::vector<uint8_t> bytes = ir::distinct_columns(dfa);
   const size_t width = bytes.size();
   std::vector<uint32_t> successor(n * width);
   for (size_t s = 0; s < n; ++s)
