@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <unordered_map>
 
@@ -247,20 +248,30 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
 std::vector<uint8_t> distinct_columns(const Dfa& dfa) {
   const size_t n = dfa.size();
   const uint32_t* table = dfa.table_data();
+  // A hash of each column, then each byte's candidate: the first byte with
+  // its hash. Both passes read the table row by row (a column is strided).
   std::vector<uint64_t> hash(256, 0);
   for (size_t s = 0; s < n; ++s)
     for (int b = 0; b < 256; ++b) hash[b] = hash[b] * 0x100000001b3ull + table[s * 256 + b] + 1;
-  std::vector<uint8_t> kept;
+  std::array<uint8_t, 256> same_as;
   for (int b = 0; b < 256; ++b) {
-    bool seen = false;
-    for (uint8_t k : kept) {
-      if (hash[k] != hash[b]) continue;
-      bool same = true;
-      for (size_t s = 0; s < n && same; ++s) same = table[s * 256 + k] == table[s * 256 + b];
-      if ((seen = same)) break;
-    }
-    if (!seen) kept.push_back(static_cast<uint8_t>(b));
+    same_as[b] = static_cast<uint8_t>(b);
+    for (int k = 0; k < b; ++k)
+      if (same_as[k] == k && hash[k] == hash[b]) {
+        same_as[b] = static_cast<uint8_t>(k);
+        break;
+      }
   }
+  // Checked: a byte whose column differs from its candidate's (a hash
+  // collision) keeps a group of its own, which is never wrong.
+  std::array<bool, 256> differs{};
+  for (size_t s = 0; s < n; ++s) {
+    const uint32_t* row = table + s * 256;
+    for (int b = 0; b < 256; ++b) differs[b] = differs[b] || row[b] != row[same_as[b]];
+  }
+  std::vector<uint8_t> kept;
+  for (int b = 0; b < 256; ++b)
+    if (same_as[b] == b || differs[b]) kept.push_back(static_cast<uint8_t>(b));
   return kept;
 }
 

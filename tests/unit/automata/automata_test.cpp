@@ -24,6 +24,25 @@ TEST_CASE("literal DFAs accept exactly their strings", "[automata]") {
   CHECK_FALSE(empty.accepts_nonempty());
 }
 
+TEST_CASE("distinct columns: one byte of each group the transitions treat alike", "[automata]") {
+  // "ab", "cb" and "d": a and c lead to the same state everywhere, b and d
+  // each differ, every other byte is dead everywhere.
+  const std::vector<std::string> words{"ab", "cb", "d"};
+  const Dfa dfa = minimize(literals_dfa(words));
+  const std::vector<uint8_t> bytes = distinct_columns(dfa);
+  CHECK(bytes == std::vector<uint8_t>{0, 'a', 'b', 'd'});
+  // Each byte's column equals that of exactly one kept byte.
+  for (int b = 0; b < 256; ++b) {
+    int equal = 0;
+    for (uint8_t k : bytes) {
+      bool same = true;
+      for (uint32_t s = 0; s < dfa.size(); ++s) same = same && dfa.next(s, static_cast<uint8_t>(b)) == dfa.next(s, k);
+      equal += same;
+    }
+    CHECK(equal == 1);
+  }
+}
+
 namespace {
 
 // Naive: does `w` contain a whole occurrence of a string of S?
