@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 
 #include "utf8_ranges.h"
@@ -253,15 +254,11 @@ std::vector<uint8_t> distinct_columns(const Dfa& dfa) {
   std::vector<uint64_t> hash(256, 0);
   for (size_t s = 0; s < n; ++s)
     for (int b = 0; b < 256; ++b) hash[b] = hash[b] * 0x100000001b3ull + table[s * 256 + b] + 1;
-  std::array<uint8_t, 256> same_as;
-  for (int b = 0; b < 256; ++b) {
-    same_as[b] = static_cast<uint8_t>(b);
-    for (int k = 0; k < b; ++k)
-      if (same_as[k] == k && hash[k] == hash[b]) {
-        same_as[b] = static_cast<uint8_t>(k);
-        break;
-      }
-  }
+  std::array<uint8_t, 256> order, same_as;
+  std::iota(order.begin(), order.end(), uint8_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](uint8_t a, uint8_t b) { return hash[a] < hash[b]; });
+  for (size_t i = 0; i < 256; ++i)
+    same_as[order[i]] = i > 0 && hash[order[i]] == hash[order[i - 1]] ? same_as[order[i - 1]] : order[i];
   // Checked: a byte whose column differs from its candidate's (a hash
   // collision) keeps a group of its own, which is never wrong.
   std::array<bool, 256> differs{};
@@ -278,13 +275,24 @@ std::vector<uint8_t> distinct_columns(const Dfa& dfa) {
 Dfa minimize(const Dfa& dfa) {
   const size_t n = dfa.size();
   if (dfa.empty_language()) return Dfa{};
-  // 1. Live states: those that reach acceptance (reverse reachability).
-  std::vector<std::vector<uint32_t>> reverse(n);
+  // Bytes whose columns are the same in every state split alike: one of
+  // each group is enough (a character class is one group, not dozens).
+  const std::vector<uint8_t> bytes = distinct_columns(dfa);
+  const size_t width = bytes.size();
+  // 1. Live states: those that reach acceptance (reverse reachability over
+  // the edges of one byte per group, which reach every target).
+  std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
   for (uint32_t s = 0; s < n; ++s)
-    for (int b = 0; b < 256; ++b) {
-      uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
-      if (t != Dfa::kDead) reverse[t].push_back(s);
-    }
+    for (uint8_t b : bytes)
+      if (const uint32_t t = dfa.next(s, b); t != Dfa::kDead) ++reverse_begin[t + 1];
+  for (size_t i = 0; i < n; ++i) reverse_begin[i + 1] += reverse_begin[i];
+  reverse.resize(reverse_begin[n]);
+  {
+    std::vector<uint32_t> fill(reverse_begin.begin(), reverse_begin.end() - 1);
+    for (uint32_t s = 0; s < n; ++s)
+      for (uint8_t b : bytes)
+        if (const uint32_t t = dfa.next(s, b); t != Dfa::kDead) reverse[fill[t]++] = s;
+  }
   std::vector<uint8_t> live(n, 0);
   std::vector<uint32_t> stack;
   for (uint32_t s = 0; s < n; ++s)
@@ -292,8 +300,8 @@ Dfa minimize(const Dfa& dfa) {
   while (!stack.empty()) {
     uint32_t s = stack.back();
     stack.pop_back();
-    for (uint32_t p : reverse[s])
-      if (!live[p]) live[p] = 1, stack.push_back(p);
+    for (uint32_t i = reverse_begin[s]; i < reverse_begin[s + 1]; ++i)
+      if (const uint32_t p = reverse[i]; !live[p]) live[p] = 1, stack.push_back(p);
   }
   if (!live[dfa.start()]) return Dfa{};
   // 2. Hopcroft's partition refinement over the live states (O(256·n log n):
@@ -311,10 +319,6 @@ Dfa minimize(const Dfa& dfa) {
   std::vector<uint32_t> block_of(n, UINT32_MAX);
   for (uint32_t i = 0; i < blocks.size(); ++i)
     for (uint32_t s : blocks[i]) block_of[s] = i;
-  // Bytes whose columns are the same in every state split alike: one of
-  // each group is enough (a character class is one group, not dozens).
-  const std::vector<uint8_t> bytes = distinct_columns(dfa);
-  const size_t width = bytes.size();
   // Predecessors by byte group, live states only: pred[offset[t*width+i] ..] = sources.
   std::vector<uint32_t> offset(size_t(n) * width + 1, 0), pred;
   for (uint32_t s = 0; s < n; ++s)

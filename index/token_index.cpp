@@ -64,13 +64,16 @@ TokenIndex::Walk TokenIndex::walk(uint32_t root, uint32_t terminal, uint32_t sta
   uint32_t* bits = out.inside.data();
   const uint32_t stop = t.end[root];
   // The lexeme may end before a node's byte, but not before the token: at
-  // the root of the whole trie that case is the matcher's own.
+  // the root of the whole trie that case is the matcher's own. Only where
+  // a lexeme that may come next starts with the byte: no reader looks at
+  // the others (for free text before a tag, all but one byte).
   const uint32_t first_crossing_depth = root != 0 ? 1 : 2;
+  const std::bitset<256>& follows = after_first_[terminal];
   for (uint32_t node = root + 1; node < stop;) {
     const uint32_t d = t.depth[node] - base;
     const uint32_t before = at[d - 1];
     const uint8_t byte = t.byte[node];
-    if (accepting[before] && d >= first_crossing_depth) out.crossing.push_back({byte, before, node});
+    if (accepting[before] && d >= first_crossing_depth && follows[byte]) out.crossing.push_back({byte, before, node});
     const uint32_t q = table[size_t(before) * 256 + byte];
     if (q == ir::Dfa::kDead) {
       node = t.end[node];
@@ -95,6 +98,7 @@ std::vector<TokenIndex::Walk> TokenIndex::walk_together(uint32_t terminal, std::
   const VocabTrie::Arrays t = trie_.arrays();
   const uint32_t* table = dfa.table_data();
   const uint8_t* accepting = dfa.accepting_data();
+  const std::bitset<256>& follows = after_first_[terminal];  // as in walk()
   for (uint32_t node = 1; node < t.end[0];) {
     const uint32_t d = t.depth[node];
     const uint8_t byte = t.byte[node];
@@ -110,7 +114,7 @@ std::vector<TokenIndex::Walk> TokenIndex::walk_together(uint32_t terminal, std::
         after[k] = ir::Dfa::kDead;
         continue;
       }
-      if (accepting[s] && d >= 2) out[k].crossing.push_back({byte, s, node});
+      if (accepting[s] && d >= 2 && follows[byte]) out[k].crossing.push_back({byte, s, node});
       const uint32_t q = table[size_t(s) * 256 + byte];
       after[k] = q;
       if (q == ir::Dfa::kDead) continue;
