@@ -1,6 +1,7 @@
 #include "token_index.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <string_view>
 #include <tuple>
@@ -88,13 +89,15 @@ TokenIndex::Walk TokenIndex::walk(uint32_t root, uint32_t terminal, uint32_t sta
 }
 
 std::vector<TokenIndex::Walk> TokenIndex::walk_together(uint32_t terminal, std::span<const uint32_t> states) const {
+  static_assert(kWalkTogether <= 16, "the walks that keep a token are 16 bits");
   const size_t k_count = states.size();
   std::vector<Walk> out(k_count);
-  for (Walk& w : out) w.inside.assign(words_, 0u);
   const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
   // By depth, the state of each walk (kDead once it died above).
   std::vector<uint32_t> at((trie_.max_depth() + 2) * k_count);
   std::copy(states.begin(), states.end(), at.begin());
+  // By token: which walks keep it inside (one store per token, not one per walk).
+  std::vector<uint16_t> kept_by(words_ * 32, 0);
   const VocabTrie::Arrays t = trie_.arrays();
   const uint32_t* table = dfa.table_data();
   const uint8_t* accepting = dfa.accepting_data();
@@ -104,8 +107,7 @@ std::vector<TokenIndex::Walk> TokenIndex::walk_together(uint32_t terminal, std::
     const uint8_t byte = t.byte[node];
     const uint32_t* before = &at[(d - 1) * k_count];
     uint32_t* after = &at[d * k_count];
-    const uint32_t first_token = t.token_begin[node], last_token = t.token_begin[node + 1];
-    bool alive = false;
+    uint32_t alive = 0;
     // The walks are independent: their DFA steps overlap, where one walk
     // is a chain of dependent loads.
     for (size_t k = 0; k < k_count; ++k) {
@@ -117,13 +119,19 @@ std::vector<TokenIndex::Walk> TokenIndex::walk_together(uint32_t terminal, std::
       if (accepting[s] && d >= 2 && follows[byte]) out[k].crossing.push_back({byte, s, node});
       const uint32_t q = table[size_t(s) * 256 + byte];
       after[k] = q;
-      if (q == ir::Dfa::kDead) continue;
-      alive = true;
-      uint32_t* bits = out[k].inside.data();
-      for (uint32_t i = first_token; i < last_token; ++i) bits[t.ids[i] / 32] |= 1u << (t.ids[i] % 32);
+      alive |= uint32_t(q != ir::Dfa::kDead) << k;
     }
-    node = alive ? node + 1 : t.end[node];
+    if (alive == 0) {
+      node = t.end[node];
+      continue;
+    }
+    for (uint32_t i = t.token_begin[node]; i < t.token_begin[node + 1]; ++i) kept_by[t.ids[i]] = static_cast<uint16_t>(alive);
+    ++node;
   }
+  for (Walk& w : out) w.inside.assign(words_, 0u);
+  for (uint32_t id = 0; id < kept_by.size(); ++id)
+    for (uint32_t walks = kept_by[id]; walks != 0; walks &= walks - 1)
+      out[std::countr_zero(walks)].inside[id / 32] |= 1u << (id % 32);
   return out;
 }
 
