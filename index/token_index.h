@@ -75,11 +75,12 @@ struct CrossInto {
 
 struct StateIndex {
   TokenSet inside;
-  // Whether the terminal may end mid-token somewhere below.
+  // Whether the terminal may end mid-token somewhere below, before a byte
+  // that a lexeme which may follow it starts with (an end before any other
+  // byte leads nowhere, and is not recorded).
   bool ends_inside = false;
   // Where: the trie nodes just after such an end, grouped by their byte (the
-  // first byte of the next lexeme), so that a byte no next lexeme can start
-  // with costs nothing at run time. The walks read them; a whole-vocabulary
+  // first byte of the next lexeme). The walks read them; a whole-vocabulary
   // entry whose terminal is followed by byte terminals only has every such
   // token classified in `into`, and keeps none (for an identifier they are
   // most of the trie's nodes: without them Python's grammar went from 60 to
