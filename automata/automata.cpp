@@ -209,7 +209,12 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
   std::vector<uint32_t> initial{nfa.start};
   epsilon_closure(nfa, initial, mark);
   dfa.set_start(intern(std::move(initial)));
-  std::vector<std::vector<uint32_t>> buckets(256);
+  // The subset's edges cut the bytes into intervals that every edge covers
+  // whole or not at all: each interval's targets are found, closed and
+  // looked up once (a character class is a few intervals, not 256 bytes).
+  std::vector<Nfa::Edge> edges;
+  std::vector<uint16_t> cuts;
+  std::vector<uint32_t> raw, previous;
   for (uint32_t d = 0; d < sets.size(); ++d) {
     if (sets.size() > limits.max_dfa_states)
       return Error{ErrorCode::Limit,
@@ -223,24 +228,39 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
               "this regex is too large: building its DFA takes more than {} NFA states over all subsets (nested "
               "bounded repetitions multiply them)",
               limits.max_subset_elements)};
-    for (auto& b : buckets) b.clear();
+    edges.clear();
+    cuts.clear();
     for (uint32_t s : sets[d])
-      for (const Nfa::Edge& e : nfa.states()[s].edges)
-        for (int b = e.lo; b <= e.hi; ++b) buckets[b].push_back(e.target);
-    for (int b = 0; b < 256; ++b) {
-      if (buckets[b].empty()) continue;
-      // A byte range of an edge gives its bytes the same targets: the
-      // closure and the lookup are made once for the run.
-      if (b > 0 && buckets[b] == buckets[b - 1]) {
-        dfa.set(d, static_cast<uint8_t>(b), dfa.next(d, static_cast<uint8_t>(b - 1)));
+      for (const Nfa::Edge& e : nfa.states()[s].edges) {
+        edges.push_back(e);
+        cuts.push_back(e.lo);
+        cuts.push_back(static_cast<uint16_t>(e.hi + 1));
+      }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    bool after_previous = false;  // the interval before this one had targets, `previous`
+    uint32_t previous_id = Dfa::kDead;
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const uint16_t lo = cuts[i], hi = static_cast<uint16_t>(cuts[i + 1] - 1);
+      raw.clear();
+      for (const Nfa::Edge& e : edges)
+        if (e.lo <= lo && lo <= e.hi) raw.push_back(e.target);
+      if (raw.empty()) {
+        after_previous = false;
         continue;
       }
-      std::vector<uint32_t> target = buckets[b];
-      std::sort(target.begin(), target.end());
-      target.erase(std::unique(target.begin(), target.end()), target.end());
-      epsilon_closure(nfa, target, mark);
-      uint32_t id = intern(std::move(target));
-      dfa.set(d, static_cast<uint8_t>(b), id);
+      // Next to an interval with the same edges (cut by an edge that
+      // starts and ends elsewhere): the same state.
+      if (!after_previous || raw != previous) {
+        previous = raw;
+        std::vector<uint32_t> target = raw;
+        std::sort(target.begin(), target.end());
+        target.erase(std::unique(target.begin(), target.end()), target.end());
+        epsilon_closure(nfa, target, mark);
+        previous_id = intern(std::move(target));
+      }
+      after_previous = true;
+      for (uint32_t b = lo; b <= hi; ++b) dfa.set(d, static_cast<uint8_t>(b), previous_id);
     }
   }
   return dfa;
@@ -389,6 +409,7 @@ Dfa minimize(const Dfa& dfa) {
     for (uint32_t s : blocks[i]) cls[s] = i + 1;
   // 3. Emit, numbering classes in BFS order from the start for determinism.
   Dfa out;
+  out.reserve(classes);
   std::vector<uint32_t> new_id(classes + 1, Dfa::kDead);
   std::vector<uint32_t> representative(classes + 1, 0);
   for (uint32_t s = n; s-- > 0;)

@@ -87,6 +87,10 @@ class Dfa {
 
   // Building.
   uint32_t add_state(bool accepting);
+  void reserve(size_t states) {
+    table_.reserve(states * 256);
+    accepting_.reserve(states);
+  }
   void set(uint32_t state, uint8_t byte, uint32_t target) { table_[size_t(state) * 256 + byte] = target; }
   void set_start(uint32_t s) { start_ = s; }
   void set_accepting(uint32_t s, bool a) { accepting_[s] = a; }
