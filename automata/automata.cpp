@@ -253,7 +253,7 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
       // starts and ends elsewhere): the same state.
       if (!after_previous || raw != previous) {
         previous = raw;
-        std::vector<uint32_t> target = raw;
+        std::vector<uint32_t> target = std::move(raw);
         std::sort(target.begin(), target.end());
         target.erase(std::unique(target.begin(), target.end()), target.end());
         epsilon_closure(nfa, target, mark);
@@ -324,7 +324,7 @@ Dfa minimize(const Dfa& dfa) {
       if (const uint32_t p = reverse[i]; !live[p]) live[p] = 1, stack.push_back(p);
   }
   if (!live[dfa.start()]) return Dfa{};
-  // 2. Hopcroft's partition refinement over the live states (O(256·n log n):
+  // 2. Hopcroft's partition refinement over the live states (O(width·n log n):
   // long chains, as bounded repetitions make, need no round per state).
   // Class 0 is dead; the live classes are numbered from 1.
   std::vector<uint32_t> cls(n, 0);

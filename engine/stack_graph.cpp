@@ -459,9 +459,10 @@ uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
       top = y;
     }
     const std::vector<uint32_t>& set = shiftable(top);  // stable: the sets live in a deque
-    const size_t before = all->size();
+    // Sorted in place: std::inplace_merge would take a buffer from the heap
+    // on the mask's path.
     all->insert(all->end(), set.begin(), set.end());
-    std::inplace_merge(all->begin(), all->begin() + static_cast<std::ptrdiff_t>(before), all->end());
+    std::sort(all->begin(), all->end());
     all->erase(std::unique(all->begin(), all->end()), all->end());
     truncate(m);
   }

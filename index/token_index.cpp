@@ -20,6 +20,21 @@ size_t into_bytes(std::span<const CrossInto> into) {
   return bytes;
 }
 
+// Reorders `items` by the byte `byte_of` gives each, keeping their order
+// within a byte (a counting sort); returns where each byte's run begins
+// (257 offsets).
+template <typename T, typename ByteOf>
+std::vector<uint32_t> group_by_byte(std::vector<T>& items, ByteOf byte_of) {
+  std::vector<uint32_t> begin(257, 0);
+  for (const T& x : items) ++begin[byte_of(x) + 1];
+  for (int b = 0; b < 256; ++b) begin[b + 1] += begin[b];
+  std::vector<T> grouped(items.size());
+  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+  for (const T& x : items) grouped[fill[byte_of(x)]++] = x;
+  items.swap(grouped);
+  return begin;
+}
+
 size_t entry_bytes(const StateIndex& ix) {
   // Dense sets are counted once, where they are shared from (TokenIndex::share).
   return sizeof(StateIndex) + ix.inside.sparse_bytes() +
@@ -142,17 +157,9 @@ std::unique_ptr<StateIndex> TokenIndex::build(uint32_t root, uint32_t terminal, 
 std::unique_ptr<StateIndex> TokenIndex::finish(uint32_t root, uint32_t terminal, Walk walked) const {
   auto out = std::make_unique<StateIndex>();
   std::vector<Crossing>& crossing = walked.crossing;
-  // Grouped by byte (a counting sort keeps the trie's order within a
-  // byte), then by state within each byte, where a walk met several.
-  out->cross_begin.assign(257, 0);
-  for (const Crossing& c : crossing) ++out->cross_begin[c.byte + 1];
-  for (int b = 0; b < 256; ++b) out->cross_begin[b + 1] += out->cross_begin[b];
-  {
-    std::vector<Crossing> by_byte(crossing.size());
-    std::vector<uint32_t> fill(out->cross_begin.begin(), out->cross_begin.end() - 1);
-    for (const Crossing& c : crossing) by_byte[fill[c.byte]++] = c;
-    crossing.swap(by_byte);
-  }
+  // Grouped by byte (in the trie's order within a byte), then by state
+  // within each byte, where a walk met several.
+  out->cross_begin = group_by_byte(crossing, [](const Crossing& c) { return c.byte; });
   auto by_state = [](const Crossing& a, const Crossing& b) { return a.state < b.state; };
   for (int b = 0; b < 256; ++b) {
     const auto first = crossing.begin() + out->cross_begin[b], last = crossing.begin() + out->cross_begin[b + 1];
@@ -219,13 +226,8 @@ std::vector<CrossInto> TokenIndex::crossings_into(std::span<const uint32_t> star
   std::vector<CrossInto> out;
   // The places by their byte, once: each next terminal walks only from
   // those whose byte it can start with.
-  std::vector<uint32_t> begin(257, 0), by_byte(starts.size());
-  for (uint32_t node : starts) ++begin[trie_.byte(node) + 1];
-  for (int b = 0; b < 256; ++b) begin[b + 1] += begin[b];
-  {
-    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (uint32_t node : starts) by_byte[fill[trie_.byte(node)]++] = node;
-  }
+  std::vector<uint32_t> by_byte(starts.begin(), starts.end());
+  const std::vector<uint32_t> begin = group_by_byte(by_byte, [&](uint32_t node) { return trie_.byte(node); });
   for (uint32_t u : followers_[terminal]) {
     const ir::LexTerminal& next = lexical_.terminals[u];
     if (next.kind != ir::LexTerminal::Kind::Bytes) continue;  // the matcher walks those
