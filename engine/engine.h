@@ -100,6 +100,10 @@ class Engine {
   // The most work any public call has done so far (see
   // EngineLimits::max_work_per_call): how close a grammar comes to the limit.
   size_t peak_work() const { return std::max(peak_work_, work_done_); }
+  // Walks below a trie node (runs of one operator, past the index's
+  // classified crossings) answered from the grammar's memo, of those asked.
+  uint64_t walks_remembered() const { return walks_remembered_; }
+  uint64_t walks_looked_up() const { return walks_looked_up_; }
   // The sequence's budget (EngineLimits::max_work_per_byte): starts it
   // again (a new sequence), and grants the bytes of an accepted token.
   void start_sequence();
@@ -561,56 +565,100 @@ class Engine {
 
   // The grammar's memo of masks (compiled/mask_memo.h). A mask it does not
   // hold is worked out while its reads of the older stack nodes are
-  // recorded: how far below the heads they go (remembered_masks.cpp).
-  // Answers kept per node from earlier calls (shiftable sets, shiftability,
-  // lexeme ends) hide their reads, so while recording an older node's answer
-  // is worked out again once (`verified`), and its reads are seen.
-  struct MaskRecording {
-    bool active = false;
-    bool valid = false;  // every read was of a node the key can describe
-    uint32_t base = 0;   // nodes below this index are older than the mask
-    uint32_t depth = 0;  // levels read: the key describes levels 0..depth
-    uint32_t epoch = 0;  // of this mask's lookup and recording
-  };
+  // recorded: how far below the heads they go (remembered_masks.cpp). The
+  // same holds for the walk of one trie subtree within a mask
+  // (walk_deferred): a run of one operator ("----------") is walked byte by
+  // byte, mask after mask, from readings whose stacks differ only below
+  // what the walk reads. Answers kept per node from earlier calls
+  // (shiftable sets, shiftability, lexeme ends) hide their reads, so while
+  // recording an older node's answer is worked out again once (`verified`),
+  // and its reads are seen.
   struct MemoMark {
-    uint32_t epoch = 0;     // the mask whose stack walk reached the node
-    uint32_t index = 0;     // its place in that walk (memo_nodes_)
+    uint32_t epoch = 0;     // the lookup whose stack walk reached the node
+    uint32_t index = 0;     // its place in that walk (Recording::nodes)
     uint32_t level = 0;     // its level there: the fewest edges from a head
     uint32_t verified = 0;  // the recording its shiftable set was worked out in
+  };
+  // One answer looked up in the memo and, on a miss, recorded: its key (the
+  // lexical part, then the stack walk level by level) and its reads.
+  struct Recording {
+    bool active = false;
+    bool valid = false;  // every read was of a node the key can describe
+    uint32_t base = 0;   // nodes below this index are older than the answer
+    uint32_t depth = 0;  // levels read: the key describes levels 0..depth
+    uint32_t epoch = 0;  // of this lookup and recording
+    std::vector<MemoMark> marks;       // per older node
+    std::vector<uint32_t> nodes;       // the walk: the heads' nodes, then level by level
+    std::vector<uint32_t> level_ends;  // per level: where it ends in `nodes`
+    std::vector<uint32_t> path;        // the key, as far as the walk has gone
+    std::vector<uint32_t> path_ends;   // per level: the key's length once it is described
   };
   static constexpr uint32_t kMemoMaxDepth = 48;    // levels of stack a kept mask may read
   static constexpr uint32_t kMemoMaxNodes = 1024;  // stack nodes its key may describe
   static constexpr uint32_t kMemoMaxHeads = 16;
+  // A subtree's walk is looked up from this many trie nodes (smaller ones
+  // cost less than the lookup), with at most kWalkMemoMaxHeads readings.
+  static constexpr uint32_t kWalkMemoMinNodes = 8;
+  static constexpr uint32_t kWalkMemoMaxHeads = 64;
   // In a key, a level that is one node standing on one new parent: the
   // parent's state with this bit (states are far fewer than 2^31; the
   // other levels start with a count of parents, far fewer too).
   static constexpr uint32_t kMemoLinearLevel = 0x80000000u;
+  // The first symbol of a walk's key (a mask's is its number of heads).
+  static constexpr uint32_t kWalkKey = 0xFFFFFFFEu;
   int64_t mask_work_average_ = 0;  // of the masks made, a running average
   void note_mask_work(size_t work);
   bool memo_applies(const std::vector<Head>& heads) const;
   // fill_text_tokens through the memo: true when it answered.
   bool remembered_mask(const std::vector<Head>& heads, std::span<uint32_t> words);
   void record_mask(const std::vector<Head>& heads, std::span<uint32_t> words, bool words_are_zero);
+  // A deferred walk (`top`, and the walks joining it below) through the
+  // memo: false where it does not hold it (the key is then left in walk_rec_).
+  bool walk_memo_applies(const DeferredWalk& top, std::span<const DeferredWalk> joining) const;
+  bool remembered_walk(const DeferredWalk& top, std::span<const DeferredWalk> joining, std::span<uint32_t> words);
+  void record_walk(const DeferredWalk& top, std::span<const DeferredWalk> joining, std::span<uint32_t> words);
+  // A key: started (a new epoch), its heads' lexical parts with their
+  // nodes' places on level 0, level 0 closed with those nodes' states.
+  void start_key(Recording& r);
+  void key_heads(Recording& r, std::span<const Head> heads);
+  void close_first_level(Recording& r);
+  // Follows the key down the memo, extending the walk as it goes; the
+  // level where it met a kept answer, or -1.
+  int32_t look_up(Recording& r, std::span<uint32_t> words);
   // The stack walk the key describes, one level further (false: at a bound).
-  bool extend_memo_walk();
+  bool extend_key_walk(Recording& r);
+  // Keeps `answer` under the recorded key, if every read could be described.
+  void keep_recorded(Recording& r, std::span<const uint32_t> answer);
   void compute_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words);
   void note_read(uint32_t node) {
-    if (recording_.active && node < recording_.base) note_older_read(node);
+    if (mask_rec_.active && node < mask_rec_.base) note_older_read(mask_rec_, node);
+    if (walk_rec_.active && node < walk_rec_.base) note_older_read(walk_rec_, node);
   }
-  void note_older_read(uint32_t node);
+  void note_older_read(Recording& r, uint32_t node);
   // Whether an answer kept on `node` by an earlier call may be used now.
-  bool kept_answer_usable(uint32_t node) const {
-    return !recording_.active || node >= recording_.base || memo_marks_[node].verified == recording_.epoch;
+  static bool usable_in(const Recording& r, uint32_t node) {
+    return !r.active || node >= r.base || r.marks[node].verified == r.epoch;
   }
+  bool kept_answer_usable(uint32_t node) const { return usable_in(mask_rec_, node) && usable_in(walk_rec_, node); }
   void mark_verified(uint32_t node) {
-    if (recording_.active && node < recording_.base) memo_marks_[node].verified = recording_.epoch;
+    for (Recording* r : {&mask_rec_, &walk_rec_})
+      if (r->active && node < r->base) r->marks[node].verified = r->epoch;
   }
-  MaskRecording recording_;
-  std::vector<MemoMark> memo_marks_;  // per older node
-  std::vector<uint32_t> memo_nodes_;  // the walk: the heads' nodes, then level by level
-  std::vector<uint32_t> memo_level_ends_;  // per level: where it ends in memo_nodes_
-  std::vector<uint32_t> memo_path_;        // the key, as far as the walk has gone
-  std::vector<uint32_t> memo_path_ends_;   // per level: the key's length once it is described
+  // Whether an answer kept on `node`, whose first result is `made`, was
+  // made while every recording now active was (its reads were seen).
+  bool made_while_recording(uint32_t node, uint32_t made) const {
+    for (const Recording* r : {&mask_rec_, &walk_rec_})
+      if (r->active && node < r->base && made < r->base) return false;
+    return true;
+  }
+  // An answer kept on `node` whose reads cannot be seen again: a recording
+  // older than the node cannot be kept.
+  void note_unseen_reads(uint32_t node) {
+    for (Recording* r : {&mask_rec_, &walk_rec_})
+      if (r->active && node < r->base) r->valid = false;
+  }
+  Recording mask_rec_, walk_rec_;
+  uint64_t walks_remembered_ = 0, walks_looked_up_ = 0;
   std::vector<uint32_t> memo_words_;
 };
 

@@ -311,10 +311,16 @@ void Engine::walk_deferred(size_t base, size_t heads_base, std::span<uint32_t> w
     const uint32_t end = trie.subtree_end(top.node);
     size_t j = i + 1;
     while (j < merged->size() && (*merged)[j].node < end) ++j;
-    heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
-    walk_range(top.node + 1, end, trie.depth(top.node), *heads, words,
-               std::span<const DeferredWalk>(merged->data() + i + 1, j - i - 1));
+    const std::span<const DeferredWalk> joining(merged->data() + i + 1, j - i - 1);
     i = j;
+    if (walk_memo_applies(top, joining)) {
+      // The same walk comes back mask after mask (a run of one operator
+      // after each expression): remembered by what it reads of the stacks.
+      if (!remembered_walk(top, joining, words)) record_walk(top, joining, words);
+      continue;
+    }
+    heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
+    walk_range(top.node + 1, end, trie.depth(top.node), *heads, words, joining);
   }
   deferred_heads_.resize(heads_base);
   deferred_walks_.resize(base);
@@ -507,7 +513,7 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
         e.words.size() == n_words) {
       e.used = ++except_mask_clock_;
       // Its reads were made by an earlier call: a mask recorded now cannot say how deep.
-      if (recording_.active && h.node < recording_.base) recording_.valid = false;
+      note_unseen_reads(h.node);
       return e.words;
     }
   // Tokens that stay inside the text: its DFA is trimmed and nothing limits

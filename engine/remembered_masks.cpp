@@ -58,94 +58,110 @@ uint32_t key_lexeme_tokens(const ir::LexicalGrammar& lex, const Head& h) {
 }  // namespace
 
 bool Engine::remembered_mask(const std::vector<Head>& heads, std::span<uint32_t> words) {
-  ++recording_.epoch;  // a new walk: every mark of an earlier mask is stale
-  if (memo_marks_.size() < nodes_.size()) memo_marks_.resize(nodes_.size());
-  memo_nodes_.clear();
-  memo_level_ends_.clear();
-  memo_path_.clear();
-  memo_path_ends_.clear();
-  // The heads' lexical parts, each with its node's place on level 0.
-  memo_path_.push_back(static_cast<uint32_t>(heads.size()));
+  start_key(mask_rec_);
+  mask_rec_.path.push_back(static_cast<uint32_t>(heads.size()));
+  key_heads(mask_rec_, heads);
+  close_first_level(mask_rec_);
+  return look_up(mask_rec_, words) >= 0;
+}
+
+void Engine::start_key(Recording& r) {
+  ++r.epoch;  // a new walk: every mark of an earlier one is stale
+  if (r.marks.size() < nodes_.size()) r.marks.resize(nodes_.size());
+  r.nodes.clear();
+  r.level_ends.clear();
+  r.path.clear();
+  r.path_ends.clear();
+}
+
+void Engine::key_heads(Recording& r, std::span<const Head> heads) {
+  // Each head's lexical part, with its node's place on level 0.
   for (const Head& h : heads) {
-    MemoMark& m = memo_marks_[h.node];
-    if (m.epoch != recording_.epoch) {
-      m = {recording_.epoch, static_cast<uint32_t>(memo_nodes_.size()), 0, m.verified};
-      memo_nodes_.push_back(h.node);
+    MemoMark& m = r.marks[h.node];
+    if (m.epoch != r.epoch) {
+      m = {r.epoch, static_cast<uint32_t>(r.nodes.size()), 0, m.verified};
+      r.nodes.push_back(h.node);
     }
-    memo_path_.insert(memo_path_.end(), {h.terminal, h.state, key_lexeme_tokens(lex_, h), h.no_restart, m.index});
+    r.path.insert(r.path.end(), {h.terminal, h.state, key_lexeme_tokens(lex_, h), h.no_restart, m.index});
   }
-  memo_level_ends_.push_back(static_cast<uint32_t>(memo_nodes_.size()));
-  for (uint32_t x : memo_nodes_) memo_path_.push_back(nodes_[x].state);
-  memo_path_ends_.push_back(static_cast<uint32_t>(memo_path_.size()));
+}
+
+void Engine::close_first_level(Recording& r) {
+  r.level_ends.push_back(static_cast<uint32_t>(r.nodes.size()));
+  for (uint32_t x : r.nodes) r.path.push_back(nodes_[x].state);
+  r.path_ends.push_back(static_cast<uint32_t>(r.path.size()));
+}
+
+int32_t Engine::look_up(Recording& r, std::span<uint32_t> words) {
   const MaskMemo& memo = g_.mask_memo();
   const MaskMemo::Reader reader = memo.read();
   uint32_t entry = MaskMemo::kRoot;
   size_t at = 0;
   for (uint32_t level = 0;; ++level) {
-    for (; at < memo_path_ends_[level]; ++at)
-      if ((entry = reader.child(entry, memo_path_[at])) == MaskMemo::kNone) {
+    for (; at < r.path_ends[level]; ++at)
+      if ((entry = reader.child(entry, r.path[at])) == MaskMemo::kNone) {
         memo.count_lookup(false);
-        return false;
+        return -1;
       }
     if (reader.or_into(entry, words)) {
       memo.count_lookup(true);
-      return true;
+      return static_cast<int32_t>(level);
     }
-    if (!extend_memo_walk()) {
+    if (!extend_key_walk(r)) {
       memo.count_lookup(false);
-      return false;
+      return -1;
     }
   }
 }
 
-bool Engine::extend_memo_walk() {
-  const size_t level = memo_level_ends_.size() - 1;
-  if (memo_path_ends_.size() != memo_level_ends_.size() || level >= kMemoMaxDepth) return false;
-  const uint32_t begin = level == 0 ? 0 : memo_level_ends_[level - 1], end = memo_level_ends_[level];
+bool Engine::extend_key_walk(Recording& r) {
+  const size_t level = r.level_ends.size() - 1;
+  if (r.path_ends.size() != r.level_ends.size() || level >= kMemoMaxDepth) return false;
+  const uint32_t begin = level == 0 ? 0 : r.level_ends[level - 1], end = r.level_ends[level];
   const auto discover = [&](uint32_t node) -> const MemoMark* {
-    MemoMark& m = memo_marks_[node];
-    if (m.epoch != recording_.epoch) {
-      if (memo_nodes_.size() == kMemoMaxNodes) return nullptr;
-      m = {recording_.epoch, static_cast<uint32_t>(memo_nodes_.size()), static_cast<uint32_t>(level + 1), m.verified};
-      memo_nodes_.push_back(node);
+    MemoMark& m = r.marks[node];
+    if (m.epoch != r.epoch) {
+      if (r.nodes.size() == kMemoMaxNodes) return nullptr;
+      m = {r.epoch, static_cast<uint32_t>(r.nodes.size()), static_cast<uint32_t>(level + 1), m.verified};
+      r.nodes.push_back(node);
     }
     return &m;
   };
   // The common level: one node with one parent not met before, written as
   // one symbol (its state, marked): a linear stack costs a symbol a level.
-  if (end - begin == 1 && nodes_[memo_nodes_[begin]].degree == 1) {
-    const uint32_t parent = edges_[nodes_[memo_nodes_[begin]].first_edge].parent;
-    if (memo_marks_[parent].epoch != recording_.epoch) {
+  if (end - begin == 1 && nodes_[r.nodes[begin]].degree == 1) {
+    const uint32_t parent = edges_[nodes_[r.nodes[begin]].first_edge].parent;
+    if (r.marks[parent].epoch != r.epoch) {
       if (!discover(parent)) return false;
-      memo_path_.push_back(kMemoLinearLevel | nodes_[parent].state);
-      memo_level_ends_.push_back(static_cast<uint32_t>(memo_nodes_.size()));
-      memo_path_ends_.push_back(static_cast<uint32_t>(memo_path_.size()));
+      r.path.push_back(kMemoLinearLevel | nodes_[parent].state);
+      r.level_ends.push_back(static_cast<uint32_t>(r.nodes.size()));
+      r.path_ends.push_back(static_cast<uint32_t>(r.path.size()));
       return true;
     }
   }
   // Any other: per node its number of parents and their places in the walk,
   // then the states of the nodes met for the first time.
   for (uint32_t i = begin; i < end; ++i) {
-    const uint32_t x = memo_nodes_[i];
-    memo_path_.push_back(nodes_[x].degree);
+    const uint32_t x = r.nodes[i];
+    r.path.push_back(nodes_[x].degree);
     for (uint32_t e = nodes_[x].first_edge; e != kNoEdge; e = edges_[e].next) {
       const MemoMark* m = discover(edges_[e].parent);
       if (!m) return false;  // a level left half described is never used: its end is not recorded
-      memo_path_.push_back(m->index);
+      r.path.push_back(m->index);
     }
   }
-  memo_level_ends_.push_back(static_cast<uint32_t>(memo_nodes_.size()));
-  for (uint32_t i = end; i < memo_nodes_.size(); ++i) memo_path_.push_back(nodes_[memo_nodes_[i]].state);
-  memo_path_ends_.push_back(static_cast<uint32_t>(memo_path_.size()));
+  r.level_ends.push_back(static_cast<uint32_t>(r.nodes.size()));
+  for (uint32_t i = end; i < r.nodes.size(); ++i) r.path.push_back(nodes_[r.nodes[i]].state);
+  r.path_ends.push_back(static_cast<uint32_t>(r.path.size()));
   return true;
 }
 
 void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> words, bool words_are_zero) {
-  // remembered_mask left the stack walk of this mask in memo_nodes_ and memo_marks_.
-  recording_.active = true;
-  recording_.valid = true;
-  recording_.base = static_cast<uint32_t>(nodes_.size());
-  recording_.depth = 0;
+  // remembered_mask left the stack walk of this mask in mask_rec_.
+  mask_rec_.active = true;
+  mask_rec_.valid = true;
+  mask_rec_.base = static_cast<uint32_t>(nodes_.size());
+  mask_rec_.depth = 0;
   // The mask alone, to be kept: in place when the caller cleared `words`.
   std::span<uint32_t> mask = words;
   if (!words_are_zero) {
@@ -153,13 +169,71 @@ void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> wor
     mask = memo_words_;
   }
   compute_text_tokens(heads, mask);
-  recording_.active = false;
+  mask_rec_.active = false;
   if (!words_are_zero) or_words(words, mask);
   note_mask_work(work_done_);
-  if (!recording_.valid || !exhausted_.empty() || work_done_ < limits_.mask_memo_min_work) return;
-  while (memo_path_ends_.size() <= recording_.depth)
-    if (!extend_memo_walk()) return;
-  g_.mask_memo().insert(std::span<const uint32_t>(memo_path_.data(), memo_path_ends_[recording_.depth]), mask);
+  if (work_done_ >= limits_.mask_memo_min_work) keep_recorded(mask_rec_, mask);
+}
+
+void Engine::keep_recorded(Recording& r, std::span<const uint32_t> answer) {
+  if (!r.valid || !exhausted_.empty()) return;
+  while (r.path_ends.size() <= r.depth)
+    if (!extend_key_walk(r)) return;
+  g_.mask_memo().insert(std::span<const uint32_t>(r.path.data(), r.path_ends[r.depth]), answer);
+}
+
+bool Engine::walk_memo_applies(const DeferredWalk& top, std::span<const DeferredWalk> joining) const {
+  if (!g_.mask_memo().enabled() || walk_rec_.active || any_terminal_ || !exhausted_.empty() ||
+      g_.trie().subtree_end(top.node) - top.node < kWalkMemoMinNodes)
+    return false;
+  size_t heads = top.count;
+  for (const DeferredWalk& j : joining) heads += j.count;
+  if (heads > kWalkMemoMaxHeads) return false;
+  const auto nothing_pending = [&](const DeferredWalk& w) {
+    return std::all_of(deferred_heads_.begin() + w.first, deferred_heads_.begin() + w.first + w.count,
+                       [](const Head& h) { return h.pending == 0; });
+  };
+  return nothing_pending(top) && std::all_of(joining.begin(), joining.end(), nothing_pending);
+}
+
+bool Engine::remembered_walk(const DeferredWalk& top, std::span<const DeferredWalk> joining,
+                             std::span<uint32_t> words) {
+  // The key: the subtree, then each trie node where readings join with
+  // their heads (the top's first), then the stacks under all of them.
+  start_key(walk_rec_);
+  walk_rec_.path.insert(walk_rec_.path.end(), {kWalkKey, static_cast<uint32_t>(joining.size())});
+  for (size_t i = 0; i <= joining.size(); ++i) {
+    const DeferredWalk& w = i == 0 ? top : joining[i - 1];
+    walk_rec_.path.insert(walk_rec_.path.end(), {w.node, w.count});
+    key_heads(walk_rec_, std::span<const Head>(deferred_heads_.data() + w.first, w.count));
+  }
+  close_first_level(walk_rec_);
+  ++walks_looked_up_;
+  const int32_t level = look_up(walk_rec_, words);
+  if (level < 0) return false;
+  ++walks_remembered_;
+  // A mask recorded around this walk reads what the walk would have read:
+  // the parents of every node above the level where the answer was kept.
+  if (mask_rec_.active && level > 0)
+    for (uint32_t i = 0; i < walk_rec_.level_ends[static_cast<size_t>(level) - 1]; ++i) note_read(walk_rec_.nodes[i]);
+  return true;
+}
+
+void Engine::record_walk(const DeferredWalk& top, std::span<const DeferredWalk> joining, std::span<uint32_t> words) {
+  // remembered_walk left the key's stack walk in walk_rec_.
+  walk_rec_.active = true;
+  walk_rec_.valid = true;
+  walk_rec_.base = static_cast<uint32_t>(nodes_.size());
+  walk_rec_.depth = 0;
+  ScratchPool<uint32_t>::Lease answer(node_scratch_);
+  answer->assign(words.size(), 0u);
+  ScratchPool<Head>::Lease heads(head_scratch_);
+  heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
+  const VocabTrie& trie = g_.trie();
+  walk_range(top.node + 1, trie.subtree_end(top.node), trie.depth(top.node), *heads, *answer, joining);
+  walk_rec_.active = false;
+  or_words(words, *answer);
+  keep_recorded(walk_rec_, *answer);
 }
 
 void Engine::note_mask_work(size_t work) {
@@ -167,16 +241,16 @@ void Engine::note_mask_work(size_t work) {
   mask_work_average_ += (w - mask_work_average_) / 8;
 }
 
-void Engine::note_older_read(uint32_t node) {
+void Engine::note_older_read(Recording& r, uint32_t node) {
   // The node's parents were read: the key must describe its level's edges.
-  const MemoMark& m = memo_marks_[node];
-  while (m.epoch != recording_.epoch)
-    if (!extend_memo_walk()) {
-      recording_.valid = false;
+  const MemoMark& m = r.marks[node];
+  while (m.epoch != r.epoch)
+    if (!extend_key_walk(r)) {
+      r.valid = false;
       return;
     }
-  recording_.depth = std::max(recording_.depth, m.level + 1);
-  if (recording_.depth > kMemoMaxDepth) recording_.valid = false;
+  r.depth = std::max(r.depth, m.level + 1);
+  if (r.depth > kMemoMaxDepth) r.valid = false;
 }
 
 }  // namespace cgram

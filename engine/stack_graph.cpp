@@ -282,8 +282,7 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
     if (cached->node == v && cached->serial == nodes_[v].serial && cached->terminal == terminal) {
       // While a mask is recorded, an older node's entry counts only if this
       // mask made it (its results are newer than the mask): its reads were seen.
-      bool valid = !recording_.active || v >= recording_.base ||
-                   (cached->count > 0 && cached->results[0] >= recording_.base);
+      bool valid = made_while_recording(v, cached->count > 0 ? cached->results[0] : 0);
       for (uint32_t i = 0; i < cached->count && valid; ++i)
         valid = cached->results[i] < nodes_.size() && nodes_[cached->results[i]].serial == cached->serials[i];
       if (valid) {

@@ -499,3 +499,55 @@ TEST_CASE("engine: the stack, heads and work limits stop with their message, not
     CHECK_FALSE(off.engine.exhausted());
   }
 }
+
+namespace {
+// Runs of one operator cross more lexeme ends than the index classifies
+// (CrossInto::kMaxCrossings): "-----" after "-" is walked below "----",
+// and so is "1)))))" below "1)))". Whether a run of closing brackets may
+// follow depends on how many are open, however deep; a run of minus signs
+// reads nothing below the top.
+constexpr const char* kRuns = "start ::= '(' start ')' | '-' start | num ; num ::= #'[0-9]+' ;";
+std::vector<std::string> run_tokens() {
+  std::vector<std::string> tokens = {"1", "(", ")", "-"};
+  for (int k = 2; k <= 12; ++k) tokens.push_back(std::string(k, '-'));
+  for (int k = 1; k <= 12; ++k) tokens.push_back("1" + std::string(k, ')'));
+  for (int k = 2; k <= 12; ++k) tokens.push_back(std::string(k, ')'));
+  return tokens;
+}
+}  // namespace
+
+TEST_CASE("engine: the walks of runs are remembered by the stack they read, never mixed up", "[engine-unit]") {
+  // With whole masks kept (the walks then recorded inside a recorded mask,
+  // and found inside one) and with whole masks never kept (only walks).
+  EngineLimits walks_only;
+  walks_only.mask_memo_min_work = SIZE_MAX;
+  for (const EngineLimits& limits : {Driver::every_mask_kept(), walks_only}) {
+    Driver d(kRuns, run_tokens(), limits);
+    const auto stepped = [&](const std::vector<Head>& heads) {
+      Ids out;
+      for (uint32_t id = 0; id < d.vocab().size(); ++id)
+        if (!d.vocab().is_special(id) && !d.rejects(heads, d.vocab().bytes(id))) out.insert(id);
+      return out;
+    };
+    // (brackets open, minus signs): "(((((-1" and "(((((--1" walk the same
+    // runs of closing brackets from the same stack, but their masks differ
+    // (and so do their keys): the second finds the walk inside its own
+    // recording, which must then read as deep as that walk did, or
+    // "(((((((--1" would be answered with its mask.
+    for (auto [open, minus] : {std::pair{2, 1}, {5, 1}, {5, 2}, {7, 2}, {3, 1}, {9, 2}, {9, 1}, {12, 2}, {2, 2}}) {
+      INFO(open << " brackets open, " << minus << " minus signs");
+      std::vector<std::string> prefix(static_cast<size_t>(open), "(");
+      prefix.insert(prefix.end(), static_cast<size_t>(minus), "-");
+      std::vector<Head> heads = d.after(prefix);
+      CHECK(d.mask(heads) == stepped(heads));  // runs of minus signs
+      prefix.push_back("1");
+      heads = d.after(prefix);
+      CHECK(d.mask(heads) == stepped(heads));  // runs of closing brackets
+      prefix.push_back(")");
+      heads = d.after(prefix);
+      CHECK(d.mask(heads) == stepped(heads));
+    }
+    CHECK(d.engine.walks_looked_up() > 0);
+    CHECK(d.engine.walks_remembered() > 0);
+  }
+}
