@@ -104,6 +104,10 @@ class Engine {
   // classified crossings) answered from the grammar's memo, of those asked.
   uint64_t walks_remembered() const { return walks_remembered_; }
   uint64_t walks_looked_up() const { return walks_looked_up_; }
+  // The same for the tokens that cross lexeme ends after a stack node
+  // (mask_between: the operators after an operand).
+  uint64_t crossings_remembered() const { return crossings_remembered_; }
+  uint64_t crossings_looked_up() const { return crossings_looked_up_; }
   // The sequence's budget (EngineLimits::max_work_per_byte): starts it
   // again (a new sequence), and grants the bytes of an accepted token.
   void start_sequence();
@@ -606,6 +610,7 @@ class Engine {
   static constexpr uint32_t kMemoLinearLevel = 0x80000000u;
   // The first symbol of a walk's key (a mask's is its number of heads).
   static constexpr uint32_t kWalkKey = 0xFFFFFFFEu;
+  static constexpr uint32_t kCrossKey = 0xFFFFFFFDu;  // a cross_from's
   int64_t mask_work_average_ = 0;  // of the masks made, a running average
   void note_mask_work(size_t work);
   bool memo_applies(const std::vector<Head>& heads) const;
@@ -613,10 +618,24 @@ class Engine {
   bool remembered_mask(const std::vector<Head>& heads, std::span<uint32_t> words);
   void record_mask(const std::vector<Head>& heads, std::span<uint32_t> words, bool words_are_zero);
   // A deferred walk (`top`, and the walks joining it below) through the
-  // memo: false where it does not hold it (the key is then left in walk_rec_).
+  // memo.
   bool walk_memo_applies(const DeferredWalk& top, std::span<const DeferredWalk> joining) const;
-  bool remembered_walk(const DeferredWalk& top, std::span<const DeferredWalk> joining, std::span<uint32_t> words);
-  void record_walk(const DeferredWalk& top, std::span<const DeferredWalk> joining, std::span<uint32_t> words);
+  void walk_through_memo(const DeferredWalk& top, std::span<const DeferredWalk> joining, std::span<uint32_t> words);
+  // The tokens that start a lexeme of one of `terminals` on node `v` and
+  // cross its end (mask_between), through the memo: after an operand, the
+  // same operators may follow whichever name or number it was.
+  bool cross_memo_applies() const;
+  // The tokens that cross: per terminal its crossings from the index
+  // (cross_precomputed); `walks_here`: the walks below them are made at its
+  // end, not gathered by the mask.
+  void cross_from(uint32_t v, std::span<const uint32_t> terminals, std::span<uint32_t> words, bool walks_here);
+  void cross_from_through_memo(uint32_t v, std::span<const uint32_t> terminals, std::span<uint32_t> words);
+  // Looks the key in `r` up; on a hit, the recordings around it read what
+  // the answer read.
+  bool remembered(Recording& r, std::span<uint32_t> words);
+  void begin_recording(Recording& r);
+  // Ends `r` and keeps `answer` (already ORed where it belongs) if it may be.
+  void end_recording(Recording& r, std::span<const uint32_t> answer);
   // A key: started (a new epoch), its heads' lexical parts with their
   // nodes' places on level 0, level 0 closed with those nodes' states.
   void start_key(Recording& r);
@@ -630,35 +649,41 @@ class Engine {
   // Keeps `answer` under the recorded key, if every read could be described.
   void keep_recorded(Recording& r, std::span<const uint32_t> answer);
   void compute_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words);
+  // Recordings nest: a mask's, a crossing's within it, a walk's within that.
+  std::array<Recording*, 3> recordings() { return {&mask_rec_, &cross_rec_, &walk_rec_}; }
+  std::array<const Recording*, 3> recordings() const { return {&mask_rec_, &cross_rec_, &walk_rec_}; }
   void note_read(uint32_t node) {
-    if (mask_rec_.active && node < mask_rec_.base) note_older_read(mask_rec_, node);
-    if (walk_rec_.active && node < walk_rec_.base) note_older_read(walk_rec_, node);
+    for (Recording* r : recordings())
+      if (r->active && node < r->base) note_older_read(*r, node);
   }
   void note_older_read(Recording& r, uint32_t node);
   // Whether an answer kept on `node` by an earlier call may be used now.
   static bool usable_in(const Recording& r, uint32_t node) {
     return !r.active || node >= r.base || r.marks[node].verified == r.epoch;
   }
-  bool kept_answer_usable(uint32_t node) const { return usable_in(mask_rec_, node) && usable_in(walk_rec_, node); }
+  bool kept_answer_usable(uint32_t node) const {
+    return usable_in(mask_rec_, node) && usable_in(cross_rec_, node) && usable_in(walk_rec_, node);
+  }
   void mark_verified(uint32_t node) {
-    for (Recording* r : {&mask_rec_, &walk_rec_})
+    for (Recording* r : recordings())
       if (r->active && node < r->base) r->marks[node].verified = r->epoch;
   }
   // Whether an answer kept on `node`, whose first result is `made`, was
   // made while every recording now active was (its reads were seen).
   bool made_while_recording(uint32_t node, uint32_t made) const {
-    for (const Recording* r : {&mask_rec_, &walk_rec_})
+    for (const Recording* r : recordings())
       if (r->active && node < r->base && made < r->base) return false;
     return true;
   }
   // An answer kept on `node` whose reads cannot be seen again: a recording
   // older than the node cannot be kept.
   void note_unseen_reads(uint32_t node) {
-    for (Recording* r : {&mask_rec_, &walk_rec_})
+    for (Recording* r : recordings())
       if (r->active && node < r->base) r->valid = false;
   }
-  Recording mask_rec_, walk_rec_;
+  Recording mask_rec_, cross_rec_, walk_rec_;
   uint64_t walks_remembered_ = 0, walks_looked_up_ = 0;
+  uint64_t crossings_remembered_ = 0, crossings_looked_up_ = 0;
   std::vector<uint32_t> memo_words_;
 };
 

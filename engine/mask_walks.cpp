@@ -316,7 +316,7 @@ void Engine::walk_deferred(size_t base, size_t heads_base, std::span<uint32_t> w
     if (walk_memo_applies(top, joining)) {
       // The same walk comes back mask after mask (a run of one operator
       // after each expression): remembered by what it reads of the stacks.
-      if (!remembered_walk(top, joining, words)) record_walk(top, joining, words);
+      walk_through_memo(top, joining, words);
       continue;
     }
     heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
@@ -431,16 +431,37 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
     }
     const std::vector<uint32_t>& terminals = *terminals_here;
     or_set(words, index.inside_from_start(terminals));
-    for (uint32_t t : terminals) {
+    const bool any_crosses = std::any_of(terminals.begin(), terminals.end(), [&](uint32_t t) {
       const ir::LexTerminal& term = lex_.terminals[t];
-      if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
-      const StateIndex& ix = index.get(t, term.dfa.start());
-      if (!ix.crosses()) continue;
-      // The lexeme of t ends inside the token: the rest follows the parser.
-      heads_after_lexeme(Head{v, t, term.dfa.start(), 0, 0}, *heads);
-      cross_precomputed(ix, *heads, words);
+      return term.kind != ir::LexTerminal::Kind::AnyToken && index.get(t, term.dfa.start()).crosses();
+    });
+    if (!any_crosses) continue;
+    if (cross_memo_applies()) {
+      cross_from_through_memo(v, terminals, words);
+    } else {
+      cross_from(v, terminals, words, /*walks_here=*/false);
     }
   }
+}
+
+void Engine::cross_from(uint32_t v, std::span<const uint32_t> terminals, std::span<uint32_t> words, bool walks_here) {
+  const TokenIndex& index = g_.index();
+  ScratchPool<Head>::Lease heads(head_scratch_);
+  const size_t base = deferred_walks_.size(), heads_base = deferred_heads_.size();
+  const bool gathering = std::exchange(gathering_walks_, gathering_walks_ || walks_here);
+  for (uint32_t t : terminals) {
+    const ir::LexTerminal& term = lex_.terminals[t];
+    if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
+    const StateIndex& ix = index.get(t, term.dfa.start());
+    if (!ix.crosses()) continue;
+    // The lexeme of t ends inside the token: the rest follows the parser.
+    heads_after_lexeme(Head{v, t, term.dfa.start(), 0, 0}, *heads);
+    cross_precomputed(ix, *heads, words);
+  }
+  gathering_walks_ = gathering;
+  // Walks gathered over this node's terminals ("-" and "--" starting one
+  // run meet), made here when the answer is to be kept whole.
+  if (walks_here) walk_deferred(base, heads_base, words);
 }
 
 bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {

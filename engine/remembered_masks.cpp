@@ -158,10 +158,7 @@ bool Engine::extend_key_walk(Recording& r) {
 
 void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> words, bool words_are_zero) {
   // remembered_mask left the stack walk of this mask in mask_rec_.
-  mask_rec_.active = true;
-  mask_rec_.valid = true;
-  mask_rec_.base = static_cast<uint32_t>(nodes_.size());
-  mask_rec_.depth = 0;
+  begin_recording(mask_rec_);
   // The mask alone, to be kept: in place when the caller cleared `words`.
   std::span<uint32_t> mask = words;
   if (!words_are_zero) {
@@ -169,13 +166,32 @@ void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> wor
     mask = memo_words_;
   }
   compute_text_tokens(heads, mask);
-  mask_rec_.active = false;
   if (!words_are_zero) or_words(words, mask);
   note_mask_work(work_done_);
-  if (work_done_ >= limits_.mask_memo_min_work) keep_recorded(mask_rec_, mask);
+  if (work_done_ < limits_.mask_memo_min_work) mask_rec_.valid = false;
+  end_recording(mask_rec_, mask);
 }
 
-void Engine::keep_recorded(Recording& r, std::span<const uint32_t> answer) {
+bool Engine::remembered(Recording& r, std::span<uint32_t> words) {
+  const int32_t level = look_up(r, words);
+  if (level < 0) return false;
+  // The recordings around this answer read what it would have read: the
+  // parents of every node above the level where it was kept.
+  if (level > 0)
+    for (uint32_t i = 0; i < r.level_ends[static_cast<size_t>(level) - 1]; ++i) note_read(r.nodes[i]);
+  return true;
+}
+
+void Engine::begin_recording(Recording& r) {
+  // The key's stack walk, left in `r` by the lookup, goes on from there.
+  r.active = true;
+  r.valid = true;
+  r.base = static_cast<uint32_t>(nodes_.size());
+  r.depth = 0;
+}
+
+void Engine::end_recording(Recording& r, std::span<const uint32_t> answer) {
+  r.active = false;
   if (!r.valid || !exhausted_.empty()) return;
   while (r.path_ends.size() <= r.depth)
     if (!extend_key_walk(r)) return;
@@ -183,7 +199,7 @@ void Engine::keep_recorded(Recording& r, std::span<const uint32_t> answer) {
 }
 
 bool Engine::walk_memo_applies(const DeferredWalk& top, std::span<const DeferredWalk> joining) const {
-  if (!g_.mask_memo().enabled() || walk_rec_.active || any_terminal_ || !exhausted_.empty() ||
+  if (!g_.mask_memo().enabled() || walk_rec_.active || any_terminal_ || sink_ || !exhausted_.empty() ||
       g_.trie().subtree_end(top.node) - top.node < kWalkMemoMinNodes)
     return false;
   size_t heads = top.count;
@@ -196,8 +212,8 @@ bool Engine::walk_memo_applies(const DeferredWalk& top, std::span<const Deferred
   return nothing_pending(top) && std::all_of(joining.begin(), joining.end(), nothing_pending);
 }
 
-bool Engine::remembered_walk(const DeferredWalk& top, std::span<const DeferredWalk> joining,
-                             std::span<uint32_t> words) {
+void Engine::walk_through_memo(const DeferredWalk& top, std::span<const DeferredWalk> joining,
+                               std::span<uint32_t> words) {
   // The key: the subtree, then each trie node where readings join with
   // their heads (the top's first), then the stacks under all of them.
   start_key(walk_rec_);
@@ -209,31 +225,43 @@ bool Engine::remembered_walk(const DeferredWalk& top, std::span<const DeferredWa
   }
   close_first_level(walk_rec_);
   ++walks_looked_up_;
-  const int32_t level = look_up(walk_rec_, words);
-  if (level < 0) return false;
-  ++walks_remembered_;
-  // A mask recorded around this walk reads what the walk would have read:
-  // the parents of every node above the level where the answer was kept.
-  if (mask_rec_.active && level > 0)
-    for (uint32_t i = 0; i < walk_rec_.level_ends[static_cast<size_t>(level) - 1]; ++i) note_read(walk_rec_.nodes[i]);
-  return true;
-}
-
-void Engine::record_walk(const DeferredWalk& top, std::span<const DeferredWalk> joining, std::span<uint32_t> words) {
-  // remembered_walk left the key's stack walk in walk_rec_.
-  walk_rec_.active = true;
-  walk_rec_.valid = true;
-  walk_rec_.base = static_cast<uint32_t>(nodes_.size());
-  walk_rec_.depth = 0;
+  if (remembered(walk_rec_, words)) {
+    ++walks_remembered_;
+    return;
+  }
+  begin_recording(walk_rec_);
   ScratchPool<uint32_t>::Lease answer(node_scratch_);
   answer->assign(words.size(), 0u);
   ScratchPool<Head>::Lease heads(head_scratch_);
   heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
   const VocabTrie& trie = g_.trie();
   walk_range(top.node + 1, trie.subtree_end(top.node), trie.depth(top.node), *heads, *answer, joining);
-  walk_rec_.active = false;
   or_words(words, *answer);
-  keep_recorded(walk_rec_, *answer);
+  end_recording(walk_rec_, *answer);
+}
+
+bool Engine::cross_memo_applies() const {
+  return g_.mask_memo().enabled() && !cross_rec_.active && !walk_rec_.active && !any_terminal_ && !sink_ &&
+         exhausted_.empty();
+}
+
+void Engine::cross_from_through_memo(uint32_t v, std::span<const uint32_t> terminals, std::span<uint32_t> words) {
+  start_key(cross_rec_);
+  cross_rec_.path.insert(cross_rec_.path.end(), {kCrossKey, static_cast<uint32_t>(terminals.size())});
+  cross_rec_.path.insert(cross_rec_.path.end(), terminals.begin(), terminals.end());
+  key_heads(cross_rec_, std::span<const Head>(std::array{Head{v, Head::kBetween, 0, 0, 0}}));
+  close_first_level(cross_rec_);
+  ++crossings_looked_up_;
+  if (remembered(cross_rec_, words)) {
+    ++crossings_remembered_;
+    return;
+  }
+  begin_recording(cross_rec_);
+  ScratchPool<uint32_t>::Lease answer(node_scratch_);
+  answer->assign(words.size(), 0u);
+  cross_from(v, terminals, *answer, /*walks_here=*/true);
+  or_words(words, *answer);
+  end_recording(cross_rec_, *answer);
 }
 
 void Engine::note_mask_work(size_t work) {

@@ -516,7 +516,7 @@ std::vector<std::string> run_tokens() {
 }
 }  // namespace
 
-TEST_CASE("engine: the walks of runs are remembered by the stack they read, never mixed up", "[engine-unit]") {
+TEST_CASE("engine: the walks of runs and the crossings after an operand are remembered by the stack they read, never mixed up", "[engine-unit]") {
   // With whole masks kept (the walks then recorded inside a recorded mask,
   // and found inside one) and with whole masks never kept (only walks).
   EngineLimits walks_only;
@@ -549,5 +549,7 @@ TEST_CASE("engine: the walks of runs are remembered by the stack they read, neve
     }
     CHECK(d.engine.walks_looked_up() > 0);
     CHECK(d.engine.walks_remembered() > 0);
+    CHECK(d.engine.crossings_looked_up() > 0);
+    CHECK(d.engine.crossings_remembered() > 0);
   }
 }
