@@ -82,6 +82,14 @@ struct EngineLimits {
   // for them the lookup and the copy cost more than the work
   // (engine/remembered_masks.cpp). 0: every mask that can be is looked up and kept.
   size_t mask_memo_min_work = 16;
+  // The same for the parts of a mask kept apart, each by a running average
+  // of its own work: the tokens that cross lexeme ends after a stack node
+  // (mask_between; averaged per LR state of the node: after a JSON value
+  // about 50 units, cheaper made than looked up and recorded, after a C
+  // operand 700), and the walks below the index's classified crossings
+  // (runs of one operator: in markup and tool calls under 20 units, in C 400).
+  size_t cross_memo_min_work = 128;
+  size_t walk_memo_min_work = 64;
 };
 
 class Engine {
@@ -612,7 +620,17 @@ class Engine {
   static constexpr uint32_t kWalkKey = 0xFFFFFFFEu;
   static constexpr uint32_t kCrossKey = 0xFFFFFFFDu;  // a cross_from's
   int64_t mask_work_average_ = 0;  // of the masks made, a running average
+  // Of the crossings made after a node (cross_from), per LR state of the
+  // node: after a YAML key they are a few units, after a scalar hundreds,
+  // and one average over both would keep the cheap ones too.
+  std::vector<int64_t> cross_work_by_state_;
+  int64_t walk_work_average_ = 0;   // of the deferred walks made
+  // Per terminal, whether its lexeme can end inside a token that starts it
+  // (its start state's index entry crosses): -1 not asked yet.
+  std::vector<int8_t> start_crosses_;
+  bool start_crosses(uint32_t terminal);
   void note_mask_work(size_t work);
+  static void note_work(int64_t& average, size_t work);
   bool memo_applies(const std::vector<Head>& heads) const;
   // fill_text_tokens through the memo: true when it answered.
   bool remembered_mask(const std::vector<Head>& heads, std::span<uint32_t> words);
@@ -624,7 +642,8 @@ class Engine {
   // The tokens that start a lexeme of one of `terminals` on node `v` and
   // cross its end (mask_between), through the memo: after an operand, the
   // same operators may follow whichever name or number it was.
-  bool cross_memo_applies() const;
+  bool cross_memo_applies(uint32_t v) const;
+  void note_cross_work(uint32_t v, size_t work);
   // The tokens that cross: per terminal its crossings from the index
   // (cross_precomputed); `walks_here`: the walks below them are made at its
   // end, not gathered by the mask.
@@ -653,6 +672,7 @@ class Engine {
   std::array<Recording*, 3> recordings() { return {&mask_rec_, &cross_rec_, &walk_rec_}; }
   std::array<const Recording*, 3> recordings() const { return {&mask_rec_, &cross_rec_, &walk_rec_}; }
   void note_read(uint32_t node) {
+    if (recording_count_ == 0) return;
     for (Recording* r : recordings())
       if (r->active && node < r->base) note_older_read(*r, node);
   }
@@ -662,15 +682,18 @@ class Engine {
     return !r.active || node >= r.base || r.marks[node].verified == r.epoch;
   }
   bool kept_answer_usable(uint32_t node) const {
-    return usable_in(mask_rec_, node) && usable_in(cross_rec_, node) && usable_in(walk_rec_, node);
+    return recording_count_ == 0 ||
+           (usable_in(mask_rec_, node) && usable_in(cross_rec_, node) && usable_in(walk_rec_, node));
   }
   void mark_verified(uint32_t node) {
+    if (recording_count_ == 0) return;
     for (Recording* r : recordings())
       if (r->active && node < r->base) r->marks[node].verified = r->epoch;
   }
   // Whether an answer kept on `node`, whose first result is `made`, was
   // made while every recording now active was (its reads were seen).
   bool made_while_recording(uint32_t node, uint32_t made) const {
+    if (recording_count_ == 0) return true;
     for (const Recording* r : recordings())
       if (r->active && node < r->base && made < r->base) return false;
     return true;
@@ -682,6 +705,7 @@ class Engine {
       if (r->active && node < r->base) r->valid = false;
   }
   Recording mask_rec_, cross_rec_, walk_rec_;
+  int recording_count_ = 0;  // of those active: none, on most masks of data grammars
   uint64_t walks_remembered_ = 0, walks_looked_up_ = 0;
   uint64_t crossings_remembered_ = 0, crossings_looked_up_ = 0;
   std::vector<uint32_t> memo_words_;

@@ -320,7 +320,9 @@ void Engine::walk_deferred(size_t base, size_t heads_base, std::span<uint32_t> w
       continue;
     }
     heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
+    const size_t work_before = work_done_;
     walk_range(top.node + 1, end, trie.depth(top.node), *heads, words, joining);
+    if (end - top.node >= kWalkMemoMinNodes) note_work(walk_work_average_, work_done_ - work_before);
   }
   deferred_heads_.resize(heads_base);
   deferred_walks_.resize(base);
@@ -431,17 +433,25 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
     }
     const std::vector<uint32_t>& terminals = *terminals_here;
     or_set(words, index.inside_from_start(terminals));
-    const bool any_crosses = std::any_of(terminals.begin(), terminals.end(), [&](uint32_t t) {
-      const ir::LexTerminal& term = lex_.terminals[t];
-      return term.kind != ir::LexTerminal::Kind::AnyToken && index.get(t, term.dfa.start()).crosses();
-    });
-    if (!any_crosses) continue;
-    if (cross_memo_applies()) {
+    if (std::none_of(terminals.begin(), terminals.end(), [&](uint32_t t) { return start_crosses(t); })) continue;
+    if (cross_memo_applies(v)) {
       cross_from_through_memo(v, terminals, words);
     } else {
+      const size_t work_before = work_done_;
       cross_from(v, terminals, words, /*walks_here=*/false);
+      note_cross_work(v, work_done_ - work_before);
     }
   }
+}
+
+bool Engine::start_crosses(uint32_t t) {
+  if (start_crosses_.empty()) start_crosses_.assign(lex_.terminals.size(), -1);
+  if (start_crosses_[t] < 0) {
+    const ir::LexTerminal& term = lex_.terminals[t];
+    start_crosses_[t] =
+        term.kind != ir::LexTerminal::Kind::AnyToken && g_.index().get(t, term.dfa.start()).crosses() ? 1 : 0;
+  }
+  return start_crosses_[t] > 0;
 }
 
 void Engine::cross_from(uint32_t v, std::span<const uint32_t> terminals, std::span<uint32_t> words, bool walks_here) {
@@ -450,13 +460,11 @@ void Engine::cross_from(uint32_t v, std::span<const uint32_t> terminals, std::sp
   const size_t base = deferred_walks_.size(), heads_base = deferred_heads_.size();
   const bool gathering = std::exchange(gathering_walks_, gathering_walks_ || walks_here);
   for (uint32_t t : terminals) {
-    const ir::LexTerminal& term = lex_.terminals[t];
-    if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
-    const StateIndex& ix = index.get(t, term.dfa.start());
-    if (!ix.crosses()) continue;
+    if (!start_crosses(t)) continue;
     // The lexeme of t ends inside the token: the rest follows the parser.
-    heads_after_lexeme(Head{v, t, term.dfa.start(), 0, 0}, *heads);
-    cross_precomputed(ix, *heads, words);
+    const uint32_t start = lex_.terminals[t].dfa.start();
+    heads_after_lexeme(Head{v, t, start, 0, 0}, *heads);
+    cross_precomputed(index.get(t, start), *heads, words);
   }
   gathering_walks_ = gathering;
   // Walks gathered over this node's terminals ("-" and "--" starting one

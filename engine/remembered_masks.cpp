@@ -41,8 +41,13 @@
 
 namespace cgram {
 
+namespace {
+// An average against a limit that may be SIZE_MAX (never).
+bool at_least(int64_t average, size_t limit) { return average >= 0 && static_cast<size_t>(average) >= limit; }
+}  // namespace
+
 bool Engine::memo_applies(const std::vector<Head>& heads) const {
-  if (!g_.mask_memo().enabled() || mask_work_average_ < static_cast<int64_t>(limits_.mask_memo_min_work) ||
+  if (!g_.mask_memo().enabled() || !at_least(mask_work_average_, limits_.mask_memo_min_work) ||
       any_terminal_ || !exhausted_.empty() || heads.empty() || heads.size() > kMemoMaxHeads)
     return false;
   return std::all_of(heads.begin(), heads.end(), [](const Head& h) { return h.pending == 0; });
@@ -185,6 +190,7 @@ bool Engine::remembered(Recording& r, std::span<uint32_t> words) {
 void Engine::begin_recording(Recording& r) {
   // The key's stack walk, left in `r` by the lookup, goes on from there.
   r.active = true;
+  ++recording_count_;
   r.valid = true;
   r.base = static_cast<uint32_t>(nodes_.size());
   r.depth = 0;
@@ -192,6 +198,7 @@ void Engine::begin_recording(Recording& r) {
 
 void Engine::end_recording(Recording& r, std::span<const uint32_t> answer) {
   r.active = false;
+  --recording_count_;
   if (!r.valid || !exhausted_.empty()) return;
   while (r.path_ends.size() <= r.depth)
     if (!extend_key_walk(r)) return;
@@ -199,8 +206,8 @@ void Engine::end_recording(Recording& r, std::span<const uint32_t> answer) {
 }
 
 bool Engine::walk_memo_applies(const DeferredWalk& top, std::span<const DeferredWalk> joining) const {
-  if (!g_.mask_memo().enabled() || walk_rec_.active || any_terminal_ || sink_ || !exhausted_.empty() ||
-      g_.trie().subtree_end(top.node) - top.node < kWalkMemoMinNodes)
+  if (!g_.mask_memo().enabled() || !at_least(walk_work_average_, limits_.walk_memo_min_work) || walk_rec_.active ||
+      any_terminal_ || sink_ || !exhausted_.empty() || g_.trie().subtree_end(top.node) - top.node < kWalkMemoMinNodes)
     return false;
   size_t heads = top.count;
   for (const DeferredWalk& j : joining) heads += j.count;
@@ -235,14 +242,25 @@ void Engine::walk_through_memo(const DeferredWalk& top, std::span<const Deferred
   ScratchPool<Head>::Lease heads(head_scratch_);
   heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
   const VocabTrie& trie = g_.trie();
+  const size_t work_before = work_done_;
   walk_range(top.node + 1, trie.subtree_end(top.node), trie.depth(top.node), *heads, *answer, joining);
+  note_work(walk_work_average_, work_done_ - work_before);
   or_words(words, *answer);
   end_recording(walk_rec_, *answer);
 }
 
-bool Engine::cross_memo_applies() const {
-  return g_.mask_memo().enabled() && !cross_rec_.active && !walk_rec_.active && !any_terminal_ && !sink_ &&
-         exhausted_.empty();
+bool Engine::cross_memo_applies(uint32_t v) const {
+  const uint32_t state = nodes_[v].state;
+  return g_.mask_memo().enabled() && state < cross_work_by_state_.size() &&
+         at_least(cross_work_by_state_[state], limits_.cross_memo_min_work) && !cross_rec_.active &&
+         !walk_rec_.active && !any_terminal_ && !sink_ && exhausted_.empty();
+}
+
+void Engine::note_cross_work(uint32_t v, size_t work) {
+  if (cross_work_by_state_.empty()) cross_work_by_state_.assign(table_.state_count(), 0);
+  // Half the weight to the last: a state seen once is judged at once.
+  int64_t& average = cross_work_by_state_[nodes_[v].state];
+  average = (average + static_cast<int64_t>(std::min<size_t>(work, 1u << 20))) / 2;
 }
 
 void Engine::cross_from_through_memo(uint32_t v, std::span<const uint32_t> terminals, std::span<uint32_t> words) {
@@ -259,14 +277,18 @@ void Engine::cross_from_through_memo(uint32_t v, std::span<const uint32_t> termi
   begin_recording(cross_rec_);
   ScratchPool<uint32_t>::Lease answer(node_scratch_);
   answer->assign(words.size(), 0u);
+  const size_t work_before = work_done_;
   cross_from(v, terminals, *answer, /*walks_here=*/true);
+  note_cross_work(v, work_done_ - work_before);
   or_words(words, *answer);
   end_recording(cross_rec_, *answer);
 }
 
-void Engine::note_mask_work(size_t work) {
+void Engine::note_mask_work(size_t work) { note_work(mask_work_average_, work); }
+
+void Engine::note_work(int64_t& average, size_t work) {
   const auto w = static_cast<int64_t>(std::min<size_t>(work, 1u << 20));
-  mask_work_average_ += (w - mask_work_average_) / 8;
+  average += (w - average) / 8;
 }
 
 void Engine::note_older_read(Recording& r, uint32_t node) {

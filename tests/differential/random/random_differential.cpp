@@ -440,6 +440,8 @@ MatcherOptions Differential::matcher_options() const {
   // Every mask that can be kept in the grammar's memo is, however cheap:
   // the masks it gives back are compared like the others.
   o.limits.mask_memo_min_work = 0;
+  o.limits.cross_memo_min_work = 0;
+  o.limits.walk_memo_min_work = 0;
   return o;
 }
 

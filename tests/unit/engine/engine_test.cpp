@@ -44,6 +44,8 @@ struct Driver {
   static EngineLimits every_mask_kept() {
     EngineLimits limits;
     limits.mask_memo_min_work = 0;
+    limits.cross_memo_min_work = 0;
+    limits.walk_memo_min_work = 0;
     return limits;
   }
 
@@ -517,11 +519,15 @@ std::vector<std::string> run_tokens() {
 }  // namespace
 
 TEST_CASE("engine: the walks of runs and the crossings after an operand are remembered by the stack they read, never mixed up", "[engine-unit]") {
-  // With whole masks kept (the walks then recorded inside a recorded mask,
-  // and found inside one) and with whole masks never kept (only walks).
-  EngineLimits walks_only;
-  walks_only.mask_memo_min_work = SIZE_MAX;
-  for (const EngineLimits& limits : {Driver::every_mask_kept(), walks_only}) {
+  // With whole masks kept (the walks and crossings then recorded inside a
+  // recorded mask, and found inside one), with whole masks never kept, and
+  // with walks alone kept (gathered over the whole mask).
+  EngineLimits no_masks = Driver::every_mask_kept();
+  no_masks.mask_memo_min_work = SIZE_MAX;
+  EngineLimits walks_only = no_masks;
+  walks_only.cross_memo_min_work = SIZE_MAX;
+  for (const EngineLimits& limits : {Driver::every_mask_kept(), no_masks, walks_only}) {
+    const bool crossings_kept = limits.cross_memo_min_work == 0;
     Driver d(kRuns, run_tokens(), limits);
     const auto stepped = [&](const std::vector<Head>& heads) {
       Ids out;
@@ -549,7 +555,7 @@ TEST_CASE("engine: the walks of runs and the crossings after an operand are reme
     }
     CHECK(d.engine.walks_looked_up() > 0);
     CHECK(d.engine.walks_remembered() > 0);
-    CHECK(d.engine.crossings_looked_up() > 0);
-    CHECK(d.engine.crossings_remembered() > 0);
+    CHECK((d.engine.crossings_looked_up() > 0) == crossings_kept);
+    CHECK((d.engine.crossings_remembered() > 0) == crossings_kept);
   }
 }

@@ -156,6 +156,8 @@ TEST_CASE("threads: masks kept in the grammar's memo by many threads at once giv
   REQUIRE(shared.ok());
   MatcherOptions keep_all;
   keep_all.limits.mask_memo_min_work = 0;
+  keep_all.limits.cross_memo_min_work = 0;
+  keep_all.limits.walk_memo_min_work = 0;
   constexpr int kThreads = 8;
   std::atomic<size_t> mismatches{0}, rejected{0};
   on_threads_together(kThreads, [&](int t) {
