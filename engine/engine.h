@@ -599,6 +599,7 @@ class Engine {
     uint32_t base = 0;   // nodes below this index are older than the answer
     uint32_t depth = 0;  // levels read: the key describes levels 0..depth
     uint32_t epoch = 0;  // of this lookup and recording
+    bool used_parts = false;  // answers of its parts came from the memo (their work is not counted)
     std::vector<MemoMark> marks;       // per older node
     std::vector<uint32_t> nodes;       // the walk: the heads' nodes, then level by level
     std::vector<uint32_t> level_ends;  // per level: where it ends in `nodes`

@@ -173,7 +173,8 @@ void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> wor
   compute_text_tokens(heads, mask);
   if (!words_are_zero) or_words(words, mask);
   note_mask_work(work_done_);
-  if (work_done_ < limits_.mask_memo_min_work) mask_rec_.valid = false;
+  // Cheap masks are not kept, but one made cheap by its parts' answers is.
+  if (work_done_ < limits_.mask_memo_min_work && !mask_rec_.used_parts) mask_rec_.valid = false;
   end_recording(mask_rec_, mask);
 }
 
@@ -184,6 +185,8 @@ bool Engine::remembered(Recording& r, std::span<uint32_t> words) {
   // parents of every node above the level where it was kept.
   if (level > 0)
     for (uint32_t i = 0; i < r.level_ends[static_cast<size_t>(level) - 1]; ++i) note_read(r.nodes[i]);
+  for (Recording* outer : recordings())
+    if (outer->active) outer->used_parts = true;
   return true;
 }
 
@@ -192,6 +195,7 @@ void Engine::begin_recording(Recording& r) {
   r.active = true;
   ++recording_count_;
   r.valid = true;
+  r.used_parts = false;
   r.base = static_cast<uint32_t>(nodes_.size());
   r.depth = 0;
 }
