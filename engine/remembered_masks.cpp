@@ -71,7 +71,13 @@ bool Engine::remembered_mask(const std::vector<Head>& heads, std::span<uint32_t>
 }
 
 void Engine::start_key(Recording& r) {
-  ++r.epoch;  // a new walk: every mark of an earlier one is stale
+  // A new walk: every mark of an earlier one is stale. When the counter
+  // wraps (crossings and walks take one each, tens a mask), marks from 2^32
+  // lookups ago would look current: they are cleared instead.
+  if (++r.epoch == 0) {
+    std::fill(r.marks.begin(), r.marks.end(), MemoMark{});
+    r.epoch = 1;
+  }
   if (r.marks.size() < nodes_.size()) r.marks.resize(nodes_.size());
   r.nodes.clear();
   r.level_ends.clear();
