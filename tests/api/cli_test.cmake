@@ -286,6 +286,11 @@ expect_run(0 "masks equal the CPU's: yes; masked logits equal the CPU's: yes" be
 expect_run(64 "--logits-width 100 does not hold the vocabulary's 32064 ids" bench ${json} --docs ${WORK}/gpu_doc.json --gpu --gpu-host --logits-width 100)
 expect_run(64 "cgram bench: --rows only goes with --gpu" bench ${json} --docs ${WORK}/gpu_doc.json --rows 3)
 expect_run(64 "--gpu times one grammar over its documents, not --suite" bench --suite ${WORK} --gpu)
+# bench --slowest N: the N longest mask steps, with their document, step and text.
+expect_run(0 "the 2 slowest masks:" bench ${json} --docs ${WORK}/gpu_doc.json --slowest 2)
+expect_run(0 "gpu_doc.json step " bench ${json} --docs ${WORK}/gpu_doc.json --slowest 2)
+expect_run(0 "\"slowest\": [" bench ${json} --docs ${WORK}/gpu_doc.json --slowest 1 --json)
+expect_run(64 "--slowest times one grammar over its documents, not --suite" bench --suite ${WORK} --slowest 3)
 # --canonical: a token only where the tokenizer itself would write it there.
 expect_run(0 "" generate ${json} --canonical --seed 3 --max-tokens 60)
 expect_run(0 "tokens allowed" mask ${json} --canonical --prefix "{\"a\": ")

@@ -137,6 +137,9 @@ struct BenchArgs : VocabArgs {
   // grammar sees), "shared" keeps it across the documents as a server keeps
   // it across requests, "off" works every mask out.
   std::string mask_memo = "document";
+  // --slowest N: the N slowest mask steps, each with its document, step and
+  // the text around it (a long step is a user's stall: where is it?).
+  size_t slowest = 0;
 };
 int run_bench(const BenchArgs& args);
 

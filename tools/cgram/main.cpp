@@ -200,6 +200,8 @@ int run(int argc, char** argv) {
                    "grammar), 'shared' keeps them across documents (as a server across requests), 'off'")
       ->check(CLI::IsMember({"document", "shared", "off"}))
       ->capture_default_str();
+  bench_cmd->add_option("--slowest", bench.slowest,
+                        "Also list the N slowest mask steps: document, step, the text before and the next token");
   bench_cmd->add_option("--suite", bench.suite,
                         "A benchmark suite folder (FORMAT/*.cgram, FORMAT/docs/): one table of format × spelling × "
                         "vocabulary, eager index, with the first mask timed on the lazy index");
@@ -308,10 +310,11 @@ int run(int argc, char** argv) {
         std::cerr << "cgram bench: " << option->get_name() << " only goes with --gpu\n";
         return kExitUsage;
       }
-    if (bench.gpu && !bench.suite.empty()) {
-      std::cerr << "cgram bench: --gpu times one grammar over its documents, not --suite\n";
-      return kExitUsage;
-    }
+    for (const char* one_grammar : {"--gpu", "--slowest"})
+      if (bench_cmd->get_option(one_grammar)->count() > 0 && !bench.suite.empty()) {
+        std::cerr << "cgram bench: " << one_grammar << " times one grammar over its documents, not --suite\n";
+        return kExitUsage;
+      }
   }
   if (*bench_cmd && bench.suite.empty()) {
     if (bench.file.empty() || (bench.docs.empty() && bench.tokens_file.empty()) || bench.vocabs.size() > 1) {

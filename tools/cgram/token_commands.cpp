@@ -393,7 +393,16 @@ struct Latencies {
   std::vector<double> open_mask_us;
   // Masks the grammar's memo answered, of those that asked it (--mask-memo).
   uint64_t memo_hits = 0, memo_lookups = 0;
+  // Every mask step by where it was (--slowest): its time, document, step.
+  struct Step {
+    double us;
+    size_t document, step;
+  };
+  std::vector<Step> steps;
 };
+
+// The text shown around a step: the end of what came before, and the next token.
+constexpr size_t kSlowContextBytes = 32;
 
 bool is_open_mask(std::span<const uint32_t> words, size_t vocab_size) {
   size_t allowed = 0;
@@ -416,6 +425,7 @@ Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, 
       auto t0 = Clock::now();
       matcher.fill_mask(words);
       out.mask_us.push_back(ms_since(t0) * 1000);
+      if (args.slowest > 0) out.steps.push_back({out.mask_us.back(), out.documents - 1, i});
       if (is_open_mask(words, compiled->vocabulary().size())) out.open_mask_us.push_back(out.mask_us.back());
       if (matcher.has_error()) {
         std::cerr << fmt::format("cgram bench: {} stopped at token {}: {}; the rest is skipped\n", printable(path), i,
@@ -607,6 +617,31 @@ json speculation_json(const Speculation& s, size_t k) {
           {"tokens_per_step", s.tokens_per_step()}};
 }
 
+// The slowest steps (--slowest), longest first, with the text around each.
+struct SlowStep {
+  double us;
+  std::string document;
+  size_t step;
+  std::string before, next;  // bytes, as the vocabulary writes them
+};
+std::vector<SlowStep> slowest_steps(const Latencies& run, const Documents& docs, const Vocabulary& vocab, size_t n) {
+  std::vector<Latencies::Step> steps = run.steps;
+  n = std::min(n, steps.size());
+  std::partial_sort(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(n), steps.end(),
+                    [](const auto& a, const auto& b) { return a.us > b.us; });
+  std::vector<SlowStep> out;
+  for (size_t k = 0; k < n; ++k) {
+    const auto& [path, tokens] = docs[steps[k].document];
+    SlowStep s{steps[k].us, path, steps[k].step, {}, {}};
+    for (size_t i = steps[k].step; i > 0 && s.before.size() < kSlowContextBytes; --i)
+      s.before.insert(0, vocab.bytes(tokens[i - 1]));
+    if (s.before.size() > kSlowContextBytes) s.before.erase(0, s.before.size() - kSlowContextBytes);
+    s.next = vocab.bytes(tokens[steps[k].step]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 json percentiles(const std::vector<double>& v) {
   return {{"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)},
           {"max", percentile(v, 100)}};
@@ -674,6 +709,17 @@ int bench_file(const BenchArgs& args) {
     out["jump_forward"] = {{"document_tokens", jumps->tokens}, {"model_steps", jumps->model_steps},
                            {"saved", jumps->saved()}, {"jumps", jumps->jumps}, {"healed", jumps->healed}};
   if (speculation) out["speculation"] = speculation_json(*speculation, args.draft_tokens);
+  const std::vector<SlowStep> slowest = slowest_steps(run, docs, *loaded->vocab, args.slowest);
+  if (args.slowest > 0) {
+    out["slowest"] = json::array();
+    for (const SlowStep& s : slowest) {
+      json step = {{"mask_us", s.us}, {"step", s.step}};
+      put_bytes(step, "document", s.document);
+      put_bytes(step, "before", s.before);
+      put_bytes(step, "next", s.next);
+      out["slowest"].push_back(std::move(step));
+    }
+  }
   if (args.json) {
     std::cout << dump_json(out, 2) << "\n";
     return 0;
@@ -715,6 +761,10 @@ int bench_file(const BenchArgs& args) {
                              args.draft_tokens, speculation->train_documents, speculation->test_documents,
                              100 * speculation->acceptance(), speculation->proposed, speculation->accepted_per_step(),
                              speculation->tokens_per_step());
+  if (!slowest.empty()) std::cout << fmt::format("the {} slowest masks:\n", slowest.size());
+  for (const SlowStep& s : slowest)
+    std::cout << fmt::format("  {:8.1f} µs  {} step {}: after '{}', next '{}'\n", s.us, printable(s.document), s.step,
+                             printable(s.before), printable(s.next));
   return 0;
 }
 
