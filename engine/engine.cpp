@@ -14,7 +14,12 @@
 namespace cgram {
 
 Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
-    : g_(grammar), limits_(limits), lex_(grammar.lexical()), table_(grammar.table()) {
+    : g_(grammar),
+      limits_(limits),
+      lex_(grammar.lexical()),
+      table_(grammar.table()),
+      cross_work_by_state_(table_.state_count(), 0),
+      start_crosses_(lex_.terminals.size(), -1) {
   for (uint32_t t = 0; t < lex_.terminals.size(); ++t) {
     const ir::LexTerminal& term = lex_.terminals[t];
     if (term.kind == ir::LexTerminal::Kind::AnyToken) any_terminal_ = t;

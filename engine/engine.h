@@ -624,10 +624,11 @@ class Engine {
   // Of the crossings made after a node (cross_from), per LR state of the
   // node: after a YAML key they are a few units, after a scalar hundreds,
   // and one average over both would keep the cheap ones too.
-  std::vector<int64_t> cross_work_by_state_;
+  std::vector<int64_t> cross_work_by_state_;  // sized by the constructor
   int64_t walk_work_average_ = 0;   // of the deferred walks made
   // Per terminal, whether its lexeme can end inside a token that starts it
-  // (its start state's index entry crosses): -1 not asked yet.
+  // (its start state's index entry crosses): -1 not asked yet (the index
+  // builds its entries on first use). Sized by the constructor.
   std::vector<int8_t> start_crosses_;
   bool start_crosses(uint32_t terminal);
   void note_mask_work(size_t work);
@@ -656,6 +657,11 @@ class Engine {
   void begin_recording(Recording& r);
   // Ends `r` and keeps `answer` (already ORed where it belongs) if it may be.
   void end_recording(Recording& r, std::span<const uint32_t> answer);
+  // A part whose key `r` holds: from the memo, or made by `make` into a
+  // cleared answer that is then kept; the work it took goes to `note`.
+  template <class Make, class Note>
+  void part_through_memo(Recording& r, uint64_t& looked_up, uint64_t& found, std::span<uint32_t> words, Make make,
+                         Note note);
   // A key: started (a new epoch), its heads' lexical parts with their
   // nodes' places on level 0, level 0 closed with those nodes' states.
   void start_key(Recording& r);
@@ -666,8 +672,6 @@ class Engine {
   int32_t look_up(Recording& r, std::span<uint32_t> words);
   // The stack walk the key describes, one level further (false: at a bound).
   bool extend_key_walk(Recording& r);
-  // Keeps `answer` under the recorded key, if every read could be described.
-  void keep_recorded(Recording& r, std::span<const uint32_t> answer);
   void compute_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words);
   // Recordings nest: a mask's, a crossing's within it, a walk's within that.
   std::array<Recording*, 3> recordings() { return {&mask_rec_, &cross_rec_, &walk_rec_}; }

@@ -445,7 +445,6 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
 }
 
 bool Engine::start_crosses(uint32_t t) {
-  if (start_crosses_.empty()) start_crosses_.assign(lex_.terminals.size(), -1);
   if (start_crosses_[t] < 0) {
     const ir::LexTerminal& term = lex_.terminals[t];
     start_crosses_[t] =

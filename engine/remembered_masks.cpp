@@ -215,6 +215,24 @@ void Engine::end_recording(Recording& r, std::span<const uint32_t> answer) {
   g_.mask_memo().insert(std::span<const uint32_t>(r.path.data(), r.path_ends[r.depth]), answer);
 }
 
+template <class Make, class Note>
+void Engine::part_through_memo(Recording& r, uint64_t& looked_up, uint64_t& found, std::span<uint32_t> words,
+                               Make make, Note note) {
+  ++looked_up;
+  if (remembered(r, words)) {
+    ++found;
+    return;
+  }
+  begin_recording(r);
+  ScratchPool<uint32_t>::Lease answer(node_scratch_);
+  answer->assign(words.size(), 0u);
+  const size_t work_before = work_done_;
+  make(std::span<uint32_t>(*answer));
+  note(work_done_ - work_before);
+  or_words(words, *answer);
+  end_recording(r, *answer);
+}
+
 bool Engine::walk_memo_applies(const DeferredWalk& top, std::span<const DeferredWalk> joining) const {
   if (!g_.mask_memo().enabled() || !at_least(walk_work_average_, limits_.walk_memo_min_work) || walk_rec_.active ||
       any_terminal_ || sink_ || !exhausted_.empty() || g_.trie().subtree_end(top.node) - top.node < kWalkMemoMinNodes)
@@ -241,33 +259,24 @@ void Engine::walk_through_memo(const DeferredWalk& top, std::span<const Deferred
     key_heads(walk_rec_, std::span<const Head>(deferred_heads_.data() + w.first, w.count));
   }
   close_first_level(walk_rec_);
-  ++walks_looked_up_;
-  if (remembered(walk_rec_, words)) {
-    ++walks_remembered_;
-    return;
-  }
-  begin_recording(walk_rec_);
-  ScratchPool<uint32_t>::Lease answer(node_scratch_);
-  answer->assign(words.size(), 0u);
-  ScratchPool<Head>::Lease heads(head_scratch_);
-  heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
-  const VocabTrie& trie = g_.trie();
-  const size_t work_before = work_done_;
-  walk_range(top.node + 1, trie.subtree_end(top.node), trie.depth(top.node), *heads, *answer, joining);
-  note_work(walk_work_average_, work_done_ - work_before);
-  or_words(words, *answer);
-  end_recording(walk_rec_, *answer);
+  part_through_memo(
+      walk_rec_, walks_looked_up_, walks_remembered_, words,
+      [&](std::span<uint32_t> answer) {
+        ScratchPool<Head>::Lease heads(head_scratch_);
+        heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
+        const VocabTrie& trie = g_.trie();
+        walk_range(top.node + 1, trie.subtree_end(top.node), trie.depth(top.node), *heads, answer, joining);
+      },
+      [&](size_t work) { note_work(walk_work_average_, work); });
 }
 
 bool Engine::cross_memo_applies(uint32_t v) const {
   const uint32_t state = nodes_[v].state;
-  return g_.mask_memo().enabled() && state < cross_work_by_state_.size() &&
-         at_least(cross_work_by_state_[state], limits_.cross_memo_min_work) && !cross_rec_.active &&
-         !walk_rec_.active && !any_terminal_ && !sink_ && exhausted_.empty();
+  return g_.mask_memo().enabled() && at_least(cross_work_by_state_[state], limits_.cross_memo_min_work) &&
+         !cross_rec_.active && !walk_rec_.active && !any_terminal_ && !sink_ && exhausted_.empty();
 }
 
 void Engine::note_cross_work(uint32_t v, size_t work) {
-  if (cross_work_by_state_.empty()) cross_work_by_state_.assign(table_.state_count(), 0);
   // Half the weight to the last: a state seen once is judged at once.
   int64_t& average = cross_work_by_state_[nodes_[v].state];
   average = (average + static_cast<int64_t>(std::min<size_t>(work, 1u << 20))) / 2;
@@ -279,19 +288,10 @@ void Engine::cross_from_through_memo(uint32_t v, std::span<const uint32_t> termi
   cross_rec_.path.insert(cross_rec_.path.end(), terminals.begin(), terminals.end());
   key_heads(cross_rec_, std::span<const Head>(std::array{Head{v, Head::kBetween, 0, 0, 0}}));
   close_first_level(cross_rec_);
-  ++crossings_looked_up_;
-  if (remembered(cross_rec_, words)) {
-    ++crossings_remembered_;
-    return;
-  }
-  begin_recording(cross_rec_);
-  ScratchPool<uint32_t>::Lease answer(node_scratch_);
-  answer->assign(words.size(), 0u);
-  const size_t work_before = work_done_;
-  cross_from(v, terminals, *answer, /*walks_here=*/true);
-  note_cross_work(v, work_done_ - work_before);
-  or_words(words, *answer);
-  end_recording(cross_rec_, *answer);
+  part_through_memo(
+      cross_rec_, crossings_looked_up_, crossings_remembered_, words,
+      [&](std::span<uint32_t> answer) { cross_from(v, terminals, answer, /*walks_here=*/true); },
+      [&](size_t work) { note_cross_work(v, work); });
 }
 
 void Engine::note_mask_work(size_t work) { note_work(mask_work_average_, work); }
