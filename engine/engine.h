@@ -279,18 +279,90 @@ class Engine {
   uint32_t shiftable_by_parents(uint32_t node, uint32_t fork);
   uint32_t work_out_shiftable(uint32_t node);
   uint32_t intern_shiftable(const std::vector<uint32_t>& set);  // the set's index in shiftable_sets_
+  // What a shiftable set read, per terminal. A set reads as deep as its
+  // deepest terminal: after a Lua or C operand, a closing bracket reduces
+  // through the whole statement. A recording that only asks whether "-" can
+  // follow would be kept under every state of that statement, and met again
+  // only there. So a set worked out while recording keeps, per terminal with
+  // an action in the node's state (in terminals_with_actions order), how
+  // many levels its reductions read; the reads are noted when an answer is
+  // used (note_shift_reads: one terminal; note_set_reads: all), not when
+  // the set is made or found in the memo. kUnknownDepths: the set's reads
+  // were noted as it was made (a stack that is not linear, where levels do
+  // not say which nodes were read), and the older rule holds: an answer
+  // kept on an older node is worked out again once per recording.
+  static constexpr int32_t kUnknownDepths = -1;
+  struct ShiftReading {
+    uint32_t set;
+    int32_t depths;  // into shift_depths_, or kUnknownDepths
+    auto operator<=>(const ShiftReading&) const = default;
+  };
+  std::vector<ShiftReading> shift_readings_;  // shiftable_index_ and the memo's answers index these
+  static constexpr size_t kMaxShiftDepths = size_t{1} << 14;  // distinct depths kept
+  std::unordered_map<uint64_t, uint32_t> shift_reading_ids_;  // (set, depths + 1) → reading
+  std::deque<std::vector<uint8_t>> shift_depths_;
+  std::vector<uint8_t> deepest_of_depths_;  // per depths id: its largest
+  std::unordered_map<std::string, int32_t> shift_depth_ids_;  // the depths' bytes → id
+  uint32_t intern_reading(uint32_t set, const std::vector<uint8_t>* depths);
+  // Whether these depths may be kept (kMaxShiftDepths: past it, a set's
+  // reads are noted as it is made, as for unknown depths).
+  bool depths_fit(const std::vector<uint8_t>& depths);
+  const std::vector<uint32_t>& set_of_reading(int32_t reading) const {
+    return shiftable_sets_[shift_readings_[static_cast<size_t>(reading)].set];
+  }
+  bool depths_known(uint32_t node) const {
+    return shiftable_index_[node] >= 0 && shift_readings_[static_cast<size_t>(shiftable_index_[node])].depths >= 0;
+  }
+  // Whether the node's set may be used now: its reads can be noted, or were.
+  bool set_usable(uint32_t node) const {
+    return shiftable_index_[node] >= 0 && (depths_known(node) || kept_answer_usable(node));
+  }
+  void note_shift_reads(uint32_t node, uint32_t terminal);
+  void note_set_reads(uint32_t node);
+  // The byte's terminals (those with an action that can start with it).
+  void note_byte_reads(uint32_t node, uint8_t byte);
+  // The parents of every node less than `depth` levels below `node`.
+  void note_levels_read(uint32_t node, uint32_t depth);
+  // Levels already noted below a node while the same recordings were
+  // active (note_stamp_ changes whenever one begins or ends): noting them
+  // again changes nothing. Direct-mapped by the node's serial number.
+  struct NotedLevels {
+    uint32_t serial = 0, stamp = 0, depth = 0;
+  };
+  static constexpr size_t kNotedLevelsSize = 1024;
+  std::array<NotedLevels, kNotedLevelsSize> noted_levels_{};
+  uint32_t note_stamp_ = 1;
+  // While a set is made, its reads are held here instead of being noted.
+  bool holding_reads_ = false;
+  std::vector<uint32_t> held_reads_;
+  std::vector<uint8_t> depth_scratch_;
+  std::string depth_key_;
+  ScratchPool<uint8_t> depth_pool_;
+  std::deque<std::vector<uint8_t>> byte_depths_;  // per depths id: note_byte_reads' answers, by byte
   static constexpr uint32_t kMaxForkDepth = 16, kMaxForkDegree = 16, kMaxSplitNesting = 3;
   uint32_t split_nesting_ = 0;
+  // The chains shiftable_by_parents has copied, per nesting level: the
+  // copies are nodes [begin, begin + size), the copy of chain[size - 1] first.
+  // Reading a copy's parents is reading its original's (note_read maps
+  // them), so the recordings see how deep the answer really read, not the
+  // whole chain down to the fork (often ten levels of a C statement, which
+  // made every memo key that deep).
+  struct CopiedChain {
+    uint32_t begin = 0, size = 0;
+    const uint32_t* chain = nullptr;  // the original nodes, the asked one first
+  };
+  std::array<CopiedChain, kMaxSplitNesting> copied_{};
   // work_out_shiftable's closures, one per way of reducing: the (state,
   // reduction list) pairs each met, and the states of the nodes it made.
   struct TracedClosure {
     size_t trace_begin, trace_end, states_begin, states_end;
+    uint32_t depth;  // levels read
   };
   std::vector<std::pair<uint32_t, uint32_t>> closure_traces_;
   std::vector<std::pair<uint32_t, uint32_t>>* closure_trace_ = nullptr;  // reduce_closure records there when set
   std::vector<uint32_t> closure_states_;
   std::vector<TracedClosure> traced_;
-  // shiftable(node) from the memo: its set's index, or -1.
+  // shiftable(node) from the memo: its reading's index, or -1.
   int32_t remembered_shiftable(uint32_t node);
   // The reductions read the parents of an older node: how deep that is.
   void probe_parents_read(uint32_t node);
@@ -493,7 +565,7 @@ class Engine {
   static constexpr size_t kExceptMaskEntries = 2;
   std::vector<ExceptMaskEntry> except_mask_cache_;
   uint64_t except_mask_clock_ = 0;
-  std::vector<int32_t> shiftable_index_;  // per node: into shiftable_sets_, -1 unknown
+  std::vector<int32_t> shiftable_index_;  // per node: into shift_readings_, -1 unknown
   // Shiftable sets by the stack states they read (stack_memo.h), and the
   // probe that finds how deep that is while a set is worked out.
   StackMemo shiftable_memo_{kShiftableMemoEntries};
@@ -678,6 +750,13 @@ class Engine {
   std::array<const Recording*, 3> recordings() const { return {&mask_rec_, &cross_rec_, &walk_rec_}; }
   void note_read(uint32_t node) {
     if (recording_count_ == 0) return;
+    for (uint32_t k = split_nesting_; k-- > 0;)
+      if (const CopiedChain& c = copied_[k]; node >= c.begin && node - c.begin < c.size)
+        node = c.chain[c.size - 1 - (node - c.begin)];
+    if (holding_reads_) {
+      held_reads_.push_back(node);
+      return;
+    }
     for (Recording* r : recordings())
       if (r->active && node < r->base) note_older_read(*r, node);
   }

@@ -82,15 +82,24 @@ void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uin
   auto after = pending == 0 ? std::optional<uint32_t>(0) : advance_pending(pending, byte);
   if (!after) return;
   // Once the node's shiftable set is known, only its terminals are tried.
-  if (!kept_answer_usable(node)) {
+  if (!set_usable(node) && (shiftable_index_[node] >= 0 || !kept_answer_usable(node))) {
     shiftable(node);  // a recorded mask sees its reads
   } else if (shiftable_index_[node] < 0) {
     shiftable_index_[node] = remembered_shiftable(node);
   }
   const bool known = shiftable_index_[node] >= 0;
-  if (known && in_char == ir::utf8::kBoundary && !shiftable_first_bytes_[shiftable_index_[node]][byte]) return;
+  if (known) {
+    // What this byte's answer read: the terminals it can start.
+    if (in_char == ir::utf8::kBoundary) {
+      note_byte_reads(node, byte);
+    } else {
+      note_set_reads(node);
+    }
+    const uint32_t set = shift_readings_[static_cast<size_t>(shiftable_index_[node])].set;
+    if (in_char == ir::utf8::kBoundary && !shiftable_first_bytes_[set][byte]) return;
+  }
   const std::vector<uint32_t>& candidates =
-      known ? shiftable_sets_[shiftable_index_[node]] : table_.terminals_with_actions(nodes_[node].state);
+      known ? set_of_reading(shiftable_index_[node]) : table_.terminals_with_actions(nodes_[node].state);
   with_lookups([&](const auto& look) {
     for (uint32_t t : candidates) {
       const ir::LexTerminal& term = lex_.terminals[t];
@@ -346,6 +355,7 @@ void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view 
       for (; i < between->size() && (*between)[i].pending == pending && (*between)[i].state == in_char; ++i) {
         uint32_t n = (*between)[i].node;
         const auto& can = shiftable(n);
+        note_shift_reads(n, *any_terminal_);
         if (std::binary_search(can.begin(), can.end(), *any_terminal_) && (tops->empty() || tops->back() != n))
           tops->push_back(n);
       }

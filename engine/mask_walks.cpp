@@ -162,8 +162,14 @@ std::bitset<256> Engine::startable_bytes(const std::vector<Head>& heads) {
   std::bitset<256> can_start;
   for (const Head& h : heads) {
     if (h.pending != 0) return can_start.set();
+    if (recording_count_ > 0) {
+      // A filter before each byte is stepped, which asks exactly: the
+      // terminals with an action need no read of the stack.
+      for (uint32_t t : table_.terminals_with_actions(nodes_[h.node].state)) can_start |= first_bytes_[t];
+      continue;
+    }
     shiftable(h.node);
-    can_start |= shiftable_first_bytes_[shiftable_index_[h.node]];
+    can_start |= shiftable_first_bytes_[shift_readings_[static_cast<size_t>(shiftable_index_[h.node])].set];
   }
   return can_start;
 }
@@ -273,8 +279,9 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
   // An except! lexeme may start after this one: its pending occurrences
   // depend on the bytes, so those tokens take the walk.
   for (const Head& a : after)
-    for (uint32_t t : shiftable(a.node))
-      if (lex_.terminals[t].kind == ir::LexTerminal::Kind::Except) return walk_crossings(index, after, words);
+    for (uint32_t t : table_.terminals_with_actions(nodes_[a.node].state))
+      if (lex_.terminals[t].kind == ir::LexTerminal::Kind::Except && is_shiftable(a.node, t))
+        return walk_crossings(index, after, words);
   // The walks below the deepest level classified are gathered first and
   // made together: readings that the index keeps apart (a space read as one
   // whitespace terminal or another, a word as a keyword or a name) meet
@@ -340,6 +347,13 @@ void Engine::cross_into(std::span<const CrossInto> into_list, const std::vector<
   ScratchPool<Head>::Lease ended(head_scratch_);
   ScratchPool<Head>::Lease one(head_scratch_);
   ScratchPool<Head>::Lease next(head_scratch_);
+  // Nearly every terminal of the set is asked of every head (after an
+  // operand, the closing brackets that read deepest among them): the set's
+  // reads at once.
+  for (const Head& a : after) {
+    shiftable(a.node);
+    note_set_reads(a.node);
+  }
   for (const CrossInto& into : into_list) {
     nodes->clear();
     for (const Head& a : after) {
@@ -401,6 +415,7 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
   ScratchPool<uint32_t>::Lease allowed(node_scratch_);
   for (uint32_t v : nodes) {
     const std::vector<uint32_t>* shiftable_here = &shiftable(v);
+    note_set_reads(v);
     if (no_restart != Head::kBetween &&
         std::binary_search(shiftable_here->begin(), shiftable_here->end(), no_restart)) {
       allowed->assign(shiftable_here->begin(), shiftable_here->end());
@@ -606,6 +621,7 @@ void Engine::compute_text_tokens(const std::vector<Head>& heads, std::span<uint3
       for (; i < between->size() && (*between)[i].pending == pending && (*between)[i].state == in_char; ++i) {
         const uint32_t n = (*between)[i].node;
         const auto& can = shiftable(n);
+        note_shift_reads(n, *any_terminal_);
         if (std::binary_search(can.begin(), can.end(), *any_terminal_) && (nodes->empty() || nodes->back() != n))
           nodes->push_back(n);
       }

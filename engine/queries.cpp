@@ -17,6 +17,7 @@ bool Engine::any_may_start(const std::vector<Head>& heads) {
   heads_between_lexemes(heads, *between);
   return std::any_of(between->begin(), between->end(), [&](const Head& h) {
     const auto& can = shiftable(h.node);
+    note_shift_reads(h.node, *any_terminal_);
     return std::binary_search(can.begin(), can.end(), *any_terminal_);
   });
 }

@@ -200,6 +200,7 @@ void Engine::begin_recording(Recording& r) {
   // The key's stack walk, left in `r` by the lookup, goes on from there.
   r.active = true;
   ++recording_count_;
+  ++note_stamp_;
   r.valid = true;
   r.used_parts = false;
   r.base = static_cast<uint32_t>(nodes_.size());
@@ -209,6 +210,7 @@ void Engine::begin_recording(Recording& r) {
 void Engine::end_recording(Recording& r, std::span<const uint32_t> answer) {
   r.active = false;
   --recording_count_;
+  ++note_stamp_;
   if (!r.valid || !exhausted_.empty()) return;
   while (r.path_ends.size() <= r.depth)
     if (!extend_key_walk(r)) return;

@@ -409,17 +409,107 @@ void Engine::remember_end(uint32_t terminal, uint32_t base, const std::vector<ui
 // states the reductions read (stack_memo.h): the fresh nodes a mask makes
 // after a lexeme stand on the same stacks mask after mask.
 const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
-  if (shiftable_index_[node] >= 0 && kept_answer_usable(node)) return shiftable_sets_[shiftable_index_[node]];
+  if (set_usable(node)) return set_of_reading(shiftable_index_[node]);
   if (const int32_t known = remembered_shiftable(node); known >= 0) {
     shiftable_index_[node] = known;
     mark_verified(node);
-    return shiftable_sets_[known];
+    return set_of_reading(known);
   }
   const int32_t fork = probe_.active || split_nesting_ >= kMaxSplitNesting ? -1 : fork_depth(node);
   const uint32_t id = fork >= 0 ? shiftable_by_parents(node, static_cast<uint32_t>(fork)) : work_out_shiftable(node);
   shiftable_index_[node] = static_cast<int32_t>(id);
   mark_verified(node);
-  return shiftable_sets_[id];
+  return set_of_reading(static_cast<int32_t>(id));
+}
+
+bool Engine::depths_fit(const std::vector<uint8_t>& depths) {
+  if (shift_depths_.size() < kMaxShiftDepths) return true;
+  depth_key_.assign(depths.begin(), depths.end());
+  return shift_depth_ids_.contains(depth_key_);
+}
+
+uint32_t Engine::intern_reading(uint32_t set, const std::vector<uint8_t>* depths) {
+  // Looked up before inserted: most are met before, and a key copy allocates.
+  int32_t depths_id = kUnknownDepths;
+  if (depths) {
+    depth_key_.assign(depths->begin(), depths->end());
+    if (const auto known = shift_depth_ids_.find(depth_key_); known != shift_depth_ids_.end()) {
+      depths_id = known->second;
+    } else {
+      depths_id = static_cast<int32_t>(shift_depths_.size());
+      shift_depth_ids_.emplace(depth_key_, depths_id);
+      shift_depths_.push_back(*depths);
+      deepest_of_depths_.push_back(depths->empty() ? 0 : *std::max_element(depths->begin(), depths->end()));
+    }
+  }
+  const uint64_t key = uint64_t{set} << 32 | static_cast<uint32_t>(depths_id + 1);
+  if (const auto known = shift_reading_ids_.find(key); known != shift_reading_ids_.end()) return known->second;
+  shift_reading_ids_.emplace(key, static_cast<uint32_t>(shift_readings_.size()));
+  shift_readings_.push_back({set, depths_id});
+  return static_cast<uint32_t>(shift_readings_.size() - 1);
+}
+
+void Engine::note_levels_read(uint32_t node, uint32_t depth) {
+  if (recording_count_ == 0 || depth == 0) return;
+  NotedLevels& noted = noted_levels_[nodes_[node].serial % kNotedLevelsSize];
+  if (noted.serial == nodes_[node].serial && noted.stamp == note_stamp_ && noted.depth >= depth) return;
+  noted = {nodes_[node].serial, note_stamp_, depth};
+  // A linear stack, as most are: down the chain.
+  uint32_t x = node, l = 0;
+  for (; l < depth && nodes_[x].degree <= 1; ++l) {
+    note_read(x);
+    if (nodes_[x].degree == 0) return;
+    x = edges_[nodes_[x].first_edge].parent;
+  }
+  if (l == depth) return;
+  // From the first node with several parents, level by level.
+  depth -= l;
+  node = x;
+  ScratchPool<uint32_t>::Lease level(node_scratch_), next(node_scratch_);
+  level->assign(1, node);
+  for (uint32_t l = 0; l < depth && !level->empty(); ++l) {
+    next->clear();
+    for (uint32_t x : *level) {
+      note_read(x);
+      for (uint32_t e = nodes_[x].first_edge; e != kNoEdge; e = edges_[e].next)
+        if (std::find(next->begin(), next->end(), edges_[e].parent) == next->end()) next->push_back(edges_[e].parent);
+    }
+    std::swap(*level, *next);
+  }
+}
+
+void Engine::note_shift_reads(uint32_t node, uint32_t terminal) {
+  if (recording_count_ == 0 || !depths_known(node)) return;
+  const auto& active = table_.terminals_with_actions(nodes_[node].state);
+  const auto pos = std::lower_bound(active.begin(), active.end(), terminal);
+  if (pos == active.end() || *pos != terminal) return;  // no action: the state alone says no
+  const auto& depths = shift_depths_[static_cast<size_t>(shift_readings_[shiftable_index_[node]].depths)];
+  note_levels_read(node, depths[static_cast<size_t>(pos - active.begin())]);
+}
+
+void Engine::note_set_reads(uint32_t node) {
+  if (recording_count_ == 0 || !depths_known(node)) return;
+  note_levels_read(node, deepest_of_depths_[static_cast<size_t>(shift_readings_[shiftable_index_[node]].depths)]);
+}
+
+void Engine::note_byte_reads(uint32_t node, uint8_t byte) {
+  if (recording_count_ == 0 || !depths_known(node)) return;
+  const auto depths_id = static_cast<size_t>(shift_readings_[shiftable_index_[node]].depths);
+  // Per depths and byte, the deepest of the terminals the byte can start:
+  // made once per depths (they are interned per state).
+  if (byte_depths_.size() <= depths_id) byte_depths_.resize(depths_id + 1);
+  std::vector<uint8_t>& by_byte = byte_depths_[depths_id];
+  constexpr uint8_t kNotYet = 0xFF;  // depths stay below it (work_out_shiftable)
+  if (by_byte.empty()) by_byte.assign(256, kNotYet);
+  if (by_byte[byte] == kNotYet) {
+    const auto& active = table_.terminals_with_actions(nodes_[node].state);
+    const auto& depths = shift_depths_[depths_id];
+    uint8_t deepest = 0;
+    for (size_t i = 0; i < active.size(); ++i)
+      if (first_bytes_[active[i]][byte]) deepest = std::max(deepest, depths[i]);
+    by_byte[byte] = deepest;
+  }
+  note_levels_read(node, by_byte[byte]);
 }
 
 int32_t Engine::fork_depth(uint32_t node) const {
@@ -443,14 +533,25 @@ uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
   ScratchPool<uint32_t>::Lease chain(node_scratch_);
   for (uint32_t x = node, level = 0;; ++level) {
     chain->push_back(x);
-    note_read(x);
     if (level == fork) break;
     x = edges_[nodes_[x].first_edge].parent;
   }
+  // The chain's parents count as read where the copies' are (note_read).
+  CopiedChain& copied = copied_[split_nesting_];
+  copied = {static_cast<uint32_t>(nodes_.size()), static_cast<uint32_t>(chain->size()), chain->data()};
   ++split_nesting_;
   ScratchPool<uint32_t>::Lease all(node_scratch_);
+  // Per terminal with an action, the deepest any parent's copy read (the
+  // copies' levels are the node's); unknown if one copy's is.
+  const size_t actions = table_.terminals_with_actions(nodes_[node].state).size();
+  ScratchPool<uint8_t>::Lease depths_lease(depth_pool_);
+  std::vector<uint8_t>& depths = *depths_lease;
+  depths.assign(actions, 0);
+  bool depths_known_here = true;
+  uint32_t deepest_known = 0;
   for (uint32_t e = nodes_[chain->back()].first_edge; e != kNoEdge && exhausted_.empty(); e = edges_[e].next) {
     const Mark m = mark();
+    copied.begin = static_cast<uint32_t>(m.nodes);
     uint32_t top = edges_[e].parent;
     for (size_t i = chain->size(); i-- > 0;) {
       const uint32_t y = new_node(nodes_[(*chain)[i]].state);
@@ -458,6 +559,15 @@ uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
       top = y;
     }
     const std::vector<uint32_t>& set = shiftable(top);  // stable: the sets live in a deque
+    if (const int32_t d = shift_readings_[static_cast<size_t>(shiftable_index_[top])].depths; d >= 0) {
+      const auto& copy_depths = shift_depths_[static_cast<size_t>(d)];
+      for (size_t i = 0; i < actions; ++i) {
+        depths[i] = std::max(depths[i], copy_depths[i]);
+        deepest_known = std::max<uint32_t>(deepest_known, copy_depths[i]);
+      }
+    } else {
+      depths_known_here = false;  // its reads were noted as it was made
+    }
     // Sorted in place: std::inplace_merge would take a buffer from the heap
     // on the mask's path.
     all->insert(all->end(), set.begin(), set.end());
@@ -466,7 +576,11 @@ uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
     truncate(m);
   }
   --split_nesting_;
-  return intern_shiftable(*all);
+  if (depths_known_here && !depths_fit(depths)) depths_known_here = false;
+  // Without depths for all, the set's reads are noted now, as they are
+  // for a set whose own are unknown: those of the copies that had depths.
+  if (!depths_known_here) note_levels_read(node, deepest_known);
+  return intern_reading(intern_shiftable(*all), depths_known_here ? &depths : nullptr);
 }
 
 uint32_t Engine::work_out_shiftable(uint32_t node) {
@@ -483,6 +597,12 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
   closure_states_.clear();
   traced_.clear();
   const auto& active = table_.terminals_with_actions(nodes_[node].state);
+  // Per terminal, the levels its closure read (the probe's depth over that
+  // closure alone); the reads are held meanwhile (note_shift_reads).
+  std::vector<uint8_t>& depths = depth_scratch_;
+  depths.assign(active.size(), 0);
+  const bool was_holding = std::exchange(holding_reads_, true);
+  const size_t held_base = held_reads_.size();
   with_lookups([&](const auto& look) {
     for (size_t i = 0; i < active.size() && exhausted_.empty(); ++i) {
       const uint32_t t = active[i];
@@ -498,9 +618,12 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
         auto known = std::find_if(traced_.begin(), traced_.end(), same_closure);
         if (known == traced_.end()) {
           const Mark m = mark();
-          TracedClosure c{closure_traces_.size(), 0, closure_states_.size(), 0};
+          TracedClosure c{closure_traces_.size(), 0, closure_states_.size(), 0, 0};
           closure_trace_ = &closure_traces_;
+          const uint32_t depth_before = std::exchange(probe_.depth, 0);
           reduce_closure_with(look, std::span<const uint32_t>(&node, 1), t, nullptr, closure_scratch_);
+          c.depth = probe_.depth;
+          probe_.depth = std::max(depth_before, probe_.depth);
           closure_trace_ = nullptr;
           c.trace_end = closure_traces_.size();
           for (uint32_t x : closure_scratch_) closure_states_.push_back(nodes_[x].state);
@@ -511,13 +634,24 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
         }
         can = std::any_of(closure_states_.begin() + known->states_begin, closure_states_.begin() + known->states_end,
                           shifts);
+        depths[i] = static_cast<uint8_t>(std::min<uint32_t>(known->depth, 255));
       }
       status_[nodes_[node].status + i] = can ? 1 : 2;
       if (can) result.push_back(t);
     }
   });
   probe_.active = false;
-  const uint32_t id = intern_shiftable(result);
+  holding_reads_ = was_holding;
+  // Depths say which nodes were read only on a linear stack (then the
+  // levels are the probed chain's, and no depth reaches 255 within
+  // kMemoMaxDepth); elsewhere the reads are noted now.
+  const bool by_levels = probe_.linear && probe_.depth < 255 && depths_fit(depths);
+  if (!by_levels) {
+    const size_t held_end = held_reads_.size();
+    for (size_t i = held_base; i < held_end; ++i) note_read(held_reads_[i]);
+  }
+  held_reads_.resize(held_base);
+  const uint32_t id = intern_reading(intern_shiftable(result), by_levels ? &depths : nullptr);
   if (probe_.linear && exhausted_.empty()) {
     probe_states_.clear();
     for (uint32_t level = 0; level <= probe_.depth; ++level)
@@ -539,11 +673,17 @@ uint32_t Engine::intern_shiftable(const std::vector<uint32_t>& set) {
 }
 
 int32_t Engine::remembered_shiftable(uint32_t node) {
+  // The walk down reads as deep as the answer's key, but an answer says
+  // per terminal what it read: those reads are noted where it is used.
   uint32_t entry = shiftable_memo_.child(StackMemo::kRoot, nodes_[node].state);
-  for (uint32_t x = node; entry != StackMemo::kNone;) {
-    if (const uint32_t set = shiftable_memo_.answer(entry); set != StackMemo::kNone) return static_cast<int32_t>(set);
+  uint32_t levels = 0;
+  for (uint32_t x = node; entry != StackMemo::kNone; ++levels) {
+    if (const uint32_t reading = shiftable_memo_.answer(entry); reading != StackMemo::kNone) {
+      // One kept without depths (past kMaxShiftDepths): its key's reads.
+      if (shift_readings_[reading].depths < 0) note_levels_read(node, levels);
+      return static_cast<int32_t>(reading);
+    }
     if (x == kNoParent || nodes_[x].degree > 1) return -1;  // only linear stacks are remembered
-    note_read(x);
     x = nodes_[x].degree == 0 ? kNoParent : edges_[nodes_[x].first_edge].parent;
     entry = shiftable_memo_.child(entry, x == kNoParent ? StackMemo::kBottom : nodes_[x].state);
   }
@@ -574,16 +714,24 @@ bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
   const size_t status_at = nodes_[node].status + static_cast<size_t>(pos - active.begin());
   // A probe must see every read, so it works each answer out again; so does
   // a recorded mask, for an answer an earlier call kept on an older node.
-  if (status_[status_at] != 0 && !probe_.active && kept_answer_usable(node)) return status_[status_at] == 1;
+  if (status_[status_at] != 0 && !probe_.active && (depths_known(node) || kept_answer_usable(node))) {
+    note_shift_reads(node, terminal);
+    return status_[status_at] == 1;
+  }
   if (!probe_.active) {
-    if (!kept_answer_usable(node)) {
+    if (!set_usable(node) && shiftable_index_[node] >= 0) {
       shiftable(node);  // worked out again, its reads seen
     } else if (shiftable_index_[node] < 0) {
-      shiftable_index_[node] = remembered_shiftable(node);
+      if (!kept_answer_usable(node)) {
+        shiftable(node);
+      } else {
+        shiftable_index_[node] = remembered_shiftable(node);
+      }
     }
     if (shiftable_index_[node] >= 0) {
-      const auto& set = shiftable_sets_[shiftable_index_[node]];
+      const auto& set = set_of_reading(shiftable_index_[node]);
       const bool can = std::binary_search(set.begin(), set.end(), terminal);
+      note_shift_reads(node, terminal);
       status_[status_at] = can ? 1 : 2;
       return can;
     }
