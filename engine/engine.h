@@ -582,7 +582,14 @@ class Engine {
   StackMemo end_memo_{kEndMemoEntries};
   static constexpr size_t kEndMemoEntries = size_t{1} << 12;
   std::vector<EndDelta> end_deltas_;
-  std::map<EndDelta, uint32_t> end_delta_ids_;
+  struct EndDeltaHash {
+    size_t operator()(const EndDelta& d) const {
+      uint64_t h = d.pops * 0x9E3779B97F4A7C15ull;
+      for (uint32_t state : d.pushed) h = (h ^ state) * 0x100000001B3ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<EndDelta, uint32_t, EndDeltaHash> end_delta_ids_;  // hashed: looked up at every end kept
   std::vector<uint32_t> end_chain_;  // the stack walked by a lookup, top first
   // end_lexeme of one node from the memo (false: not there).
   bool remembered_end(uint32_t node, uint32_t terminal, std::vector<uint32_t>& out);
