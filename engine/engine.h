@@ -302,11 +302,12 @@ class Engine {
   std::unordered_map<uint64_t, uint32_t> shift_reading_ids_;  // (set, depths + 1) → reading
   std::deque<std::vector<uint8_t>> shift_depths_;
   std::vector<uint8_t> deepest_of_depths_;  // per depths id: its largest
-  std::unordered_map<std::string, int32_t> shift_depth_ids_;  // the depths' bytes → id
-  uint32_t intern_reading(uint32_t set, const std::vector<uint8_t>* depths);
+  std::unordered_map<std::string, int32_t> shift_depth_ids_;  // the state's and the depths' bytes → id
+  uint32_t intern_reading(uint32_t set, uint32_t state, const std::vector<uint8_t>* depths);
+  void make_depth_key(uint32_t state, const std::vector<uint8_t>& depths);
   // Whether these depths may be kept (kMaxShiftDepths: past it, a set's
   // reads are noted as it is made, as for unknown depths).
-  bool depths_fit(const std::vector<uint8_t>& depths);
+  bool depths_fit(uint32_t state, const std::vector<uint8_t>& depths);
   const std::vector<uint32_t>& set_of_reading(int32_t reading) const {
     return shiftable_sets_[shift_readings_[static_cast<size_t>(reading)].set];
   }

@@ -422,17 +422,24 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
   return set_of_reading(static_cast<int32_t>(id));
 }
 
-bool Engine::depths_fit(const std::vector<uint8_t>& depths) {
+void Engine::make_depth_key(uint32_t state, const std::vector<uint8_t>& depths) {
+  // The state first: depths are aligned with its terminals, and what is
+  // cached per depths id (note_byte_reads) is read through them.
+  depth_key_.assign(reinterpret_cast<const char*>(&state), sizeof state);
+  depth_key_.append(depths.begin(), depths.end());
+}
+
+bool Engine::depths_fit(uint32_t state, const std::vector<uint8_t>& depths) {
   if (shift_depths_.size() < kMaxShiftDepths) return true;
-  depth_key_.assign(depths.begin(), depths.end());
+  make_depth_key(state, depths);
   return shift_depth_ids_.contains(depth_key_);
 }
 
-uint32_t Engine::intern_reading(uint32_t set, const std::vector<uint8_t>* depths) {
+uint32_t Engine::intern_reading(uint32_t set, uint32_t state, const std::vector<uint8_t>* depths) {
   // Looked up before inserted: most are met before, and a key copy allocates.
   int32_t depths_id = kUnknownDepths;
   if (depths) {
-    depth_key_.assign(depths->begin(), depths->end());
+    make_depth_key(state, *depths);
     if (const auto known = shift_depth_ids_.find(depth_key_); known != shift_depth_ids_.end()) {
       depths_id = known->second;
     } else {
@@ -496,7 +503,8 @@ void Engine::note_byte_reads(uint32_t node, uint8_t byte) {
   if (recording_count_ == 0 || !depths_known(node)) return;
   const auto depths_id = static_cast<size_t>(shift_readings_[shiftable_index_[node]].depths);
   // Per depths and byte, the deepest of the terminals the byte can start:
-  // made once per depths (they are interned per state).
+  // made once per depths (interned with their state: the same depths of
+  // another state are of other terminals).
   if (byte_depths_.size() <= depths_id) byte_depths_.resize(depths_id + 1);
   std::vector<uint8_t>& by_byte = byte_depths_[depths_id];
   constexpr uint8_t kNotYet = 0xFF;  // depths stay below it (work_out_shiftable)
@@ -576,11 +584,11 @@ uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
     truncate(m);
   }
   --split_nesting_;
-  if (depths_known_here && !depths_fit(depths)) depths_known_here = false;
+  if (depths_known_here && !depths_fit(nodes_[node].state, depths)) depths_known_here = false;
   // Without depths for all, the set's reads are noted now, as they are
   // for a set whose own are unknown: those of the copies that had depths.
   if (!depths_known_here) note_levels_read(node, deepest_known);
-  return intern_reading(intern_shiftable(*all), depths_known_here ? &depths : nullptr);
+  return intern_reading(intern_shiftable(*all), nodes_[node].state, depths_known_here ? &depths : nullptr);
 }
 
 uint32_t Engine::work_out_shiftable(uint32_t node) {
@@ -645,13 +653,17 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
   // Depths say which nodes were read only on a linear stack (then the
   // levels are the probed chain's, and no depth reaches 255 within
   // kMemoMaxDepth); elsewhere the reads are noted now.
-  const bool by_levels = probe_.linear && probe_.depth < 255 && depths_fit(depths);
-  if (!by_levels) {
-    const size_t held_end = held_reads_.size();
-    for (size_t i = held_base; i < held_end; ++i) note_read(held_reads_[i]);
+  const bool by_levels = probe_.linear && probe_.depth < 255 && depths_fit(nodes_[node].state, depths);
+  if (!by_levels && was_holding) {
+    // Within a set being made (not done today): its maker keeps them.
+  } else {
+    if (!by_levels) {
+      const size_t held_end = held_reads_.size();
+      for (size_t i = held_base; i < held_end; ++i) note_read(held_reads_[i]);
+    }
+    held_reads_.resize(held_base);
   }
-  held_reads_.resize(held_base);
-  const uint32_t id = intern_reading(intern_shiftable(result), by_levels ? &depths : nullptr);
+  const uint32_t id = intern_reading(intern_shiftable(result), nodes_[node].state, by_levels ? &depths : nullptr);
   if (probe_.linear && exhausted_.empty()) {
     probe_states_.clear();
     for (uint32_t level = 0; level <= probe_.depth; ++level)
