@@ -462,19 +462,17 @@ void Engine::note_levels_read(uint32_t node, uint32_t depth) {
   if (noted.serial == nodes_[node].serial && noted.stamp == note_stamp_ && noted.depth >= depth) return;
   noted = {nodes_[node].serial, note_stamp_, depth};
   // A linear stack, as most are: down the chain.
-  uint32_t x = node, l = 0;
-  for (; l < depth && nodes_[x].degree <= 1; ++l) {
-    note_read(x);
-    if (nodes_[x].degree == 0) return;
-    x = edges_[nodes_[x].first_edge].parent;
+  uint32_t top = node, linear_levels = 0;
+  for (; linear_levels < depth && nodes_[top].degree <= 1; ++linear_levels) {
+    note_read(top);
+    if (nodes_[top].degree == 0) return;
+    top = edges_[nodes_[top].first_edge].parent;
   }
-  if (l == depth) return;
+  if (linear_levels == depth) return;
   // From the first node with several parents, level by level.
-  depth -= l;
-  node = x;
   ScratchPool<uint32_t>::Lease level(node_scratch_), next(node_scratch_);
-  level->assign(1, node);
-  for (uint32_t l = 0; l < depth && !level->empty(); ++l) {
+  level->assign(1, top);
+  for (uint32_t l = linear_levels; l < depth && !level->empty(); ++l) {
     next->clear();
     for (uint32_t x : *level) {
       note_read(x);
