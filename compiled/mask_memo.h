@@ -93,8 +93,10 @@ class MaskMemo {
   size_t chunk_words_;
   size_t max_words_ = 0;    // words of masks kept before the memo starts again
   mutable std::shared_mutex mutex_;
-  // Answers: a mask's number in kept_. The table starts small (most
-  // grammars keep few masks) and grows to the budget's share.
+  // Answers: a mask's number in kept_. The table is the budget's share,
+  // made at the first mask kept (its pages the system's zero pages until
+  // written: most grammars keep few masks), so that no token waits for a
+  // rehash (one cost a C mask 250 µs).
   PathTrie trie_{0};
   std::vector<Kept> kept_;
   std::vector<std::unique_ptr<uint32_t[]>> chunks_;  // chunk_words_ each; filled in order

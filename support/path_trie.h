@@ -10,11 +10,19 @@
 // kept at most half full. Bounded: a caller asks fits() and clears (a
 // memo is a cache, never a source). The table starts at `initial_slots`
 // and doubles as entries come: a memo on the per-token path gives the
-// whole bound at once, so that it allocates once.
+// whole bound at once, so that it allocates once and never stops a token
+// to rehash. A zeroed table is an empty one (a slot's entry is kept plus
+// one): it comes from calloc, so a large table's pages are the system's
+// zero pages until a slot on them is written.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace cgram {
@@ -27,14 +35,28 @@ class PathTrie {
   explicit PathTrie(size_t max_entries, size_t initial_slots = 0)
       : max_entries_(max_entries),
         initial_slots_(std::bit_ceil(std::max<size_t>(initial_slots ? initial_slots : 2 * max_entries, 2))) {}
+  PathTrie(const PathTrie& other)
+      : max_entries_(other.max_entries_),
+        initial_slots_(other.initial_slots_),
+        slots_(zeroed(other.slot_count_)),
+        slot_count_(other.slot_count_),
+        answers_(other.answers_) {
+    if (slot_count_ > 0) std::memcpy(slots_.get(), other.slots_.get(), slot_count_ * sizeof(Slot));
+  }
+  PathTrie& operator=(const PathTrie& other) {
+    if (this != &other) *this = PathTrie(other);
+    return *this;
+  }
+  PathTrie(PathTrie&&) noexcept = default;
+  PathTrie& operator=(PathTrie&&) noexcept = default;
 
   // The entry below `parent` for `symbol`, or kNone.
   uint32_t child(uint32_t parent, uint32_t symbol) const {
-    if (slots_.empty()) return kNone;
+    if (slot_count_ == 0) return kNone;
     const uint64_t k = key(parent, symbol);
-    for (size_t i = slot_of(k);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].entry == kNone) return kNone;
-      if (slots_[i].key == k) return slots_[i].entry;
+    for (size_t i = slot_of(k);; i = (i + 1) & (slot_count_ - 1)) {
+      if (slots_[i].entry_plus_one == 0) return kNone;
+      if (slots_[i].key == k) return slots_[i].entry_plus_one - 1;
     }
   }
   // The answer at an entry, or kNone.
@@ -49,51 +71,64 @@ class PathTrie {
     for (uint32_t symbol : path) {
       const uint64_t k = key(parent, symbol);
       size_t i = slot_of(k);
-      while (slots_[i].entry != kNone && slots_[i].key != k) i = (i + 1) & (slots_.size() - 1);
-      if (slots_[i].entry == kNone) {
-        slots_[i] = {k, static_cast<uint32_t>(answers_.size())};
+      while (slots_[i].entry_plus_one != 0 && slots_[i].key != k) i = (i + 1) & (slot_count_ - 1);
+      if (slots_[i].entry_plus_one == 0) {
+        slots_[i] = {k, static_cast<uint32_t>(answers_.size()) + 1};
         answers_.push_back(kNone);
       }
-      parent = slots_[i].entry;
+      parent = slots_[i].entry_plus_one - 1;
     }
     return parent;
   }
   void set_answer(uint32_t entry, uint32_t value) { answers_[entry] = value; }
 
-  // Empty again; the table keeps its size.
+  // Empty again; the table keeps its size (and its pages: a memo that
+  // starts again is as warm as it was).
   void clear() {
-    std::fill(slots_.begin(), slots_.end(), Slot{});
+    if (slot_count_ > 0) std::memset(slots_.get(), 0, slot_count_ * sizeof(Slot));
     answers_.clear();
   }
   size_t entries() const { return answers_.size(); }
 
  private:
   struct Slot {
-    uint64_t key = 0;
-    uint32_t entry = kNone;  // kNone: empty
+    uint64_t key;
+    uint32_t entry_plus_one;  // 0: empty
   };
+  struct Free {
+    void operator()(Slot* p) const { std::free(p); }
+  };
+  using Table = std::unique_ptr<Slot[], Free>;
+  static Table zeroed(size_t slots) {
+    if (slots == 0) return nullptr;
+    auto* p = static_cast<Slot*>(std::calloc(slots, sizeof(Slot)));
+    if (!p) throw std::bad_alloc();
+    return Table(p);
+  }
   static uint64_t key(uint32_t parent, uint32_t symbol) { return uint64_t{parent} << 32 | symbol; }
   size_t slot_of(uint64_t k) const {
-    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & (slots_.size() - 1);
+    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & (slot_count_ - 1);
   }
   void grow_for(size_t entries) {
-    size_t want = std::max(slots_.size(), initial_slots_);
+    size_t want = std::max(slot_count_, initial_slots_);
     while (want < 2 * entries) want *= 2;
-    if (want == slots_.size()) return;
-    if (slots_.empty()) answers_.reserve(std::min(max_entries_, want / 2));
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(want, Slot{});
-    for (const Slot& s : old) {
-      if (s.entry == kNone) continue;
+    if (want == slot_count_) return;
+    if (slot_count_ == 0) answers_.reserve(std::min(max_entries_, want / 2));
+    Table old = std::exchange(slots_, zeroed(want));
+    const size_t old_count = std::exchange(slot_count_, want);
+    for (size_t j = 0; j < old_count; ++j) {
+      const Slot& s = old[j];
+      if (s.entry_plus_one == 0) continue;
       size_t i = slot_of(s.key);
-      while (slots_[i].entry != kNone) i = (i + 1) & (slots_.size() - 1);
+      while (slots_[i].entry_plus_one != 0) i = (i + 1) & (slot_count_ - 1);
       slots_[i] = s;
     }
   }
 
   size_t max_entries_;
   size_t initial_slots_;
-  std::vector<Slot> slots_;
+  Table slots_;
+  size_t slot_count_ = 0;
   std::vector<uint32_t> answers_;
 };
 
