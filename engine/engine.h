@@ -295,7 +295,6 @@ class Engine {
   struct ShiftReading {
     uint32_t set;
     int32_t depths;  // into shift_depths_, or kUnknownDepths
-    auto operator<=>(const ShiftReading&) const = default;
   };
   std::vector<ShiftReading> shift_readings_;  // shiftable_index_ and the memo's answers index these
   static constexpr size_t kMaxShiftDepths = size_t{1} << 14;  // distinct depths kept

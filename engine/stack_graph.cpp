@@ -652,15 +652,13 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
   // levels are the probed chain's, and no depth reaches 255 within
   // kMemoMaxDepth); elsewhere the reads are noted now.
   const bool by_levels = probe_.linear && probe_.depth < 255 && depths_fit(nodes_[node].state, depths);
-  if (!by_levels && was_holding) {
-    // Within a set being made (not done today): its maker keeps them.
-  } else {
-    if (!by_levels) {
-      const size_t held_end = held_reads_.size();
-      for (size_t i = held_base; i < held_end; ++i) note_read(held_reads_[i]);
-    }
-    held_reads_.resize(held_base);
-  }
+  // Replayed reads go where reads go now (held again, past held_end, for a
+  // set made within another's making); this set's own held ones are dropped.
+  const size_t held_end = held_reads_.size();
+  if (!by_levels)
+    for (size_t i = held_base; i < held_end; ++i) note_read(held_reads_[i]);
+  held_reads_.erase(held_reads_.begin() + static_cast<std::ptrdiff_t>(held_base),
+                    held_reads_.begin() + static_cast<std::ptrdiff_t>(held_end));
   const uint32_t id = intern_reading(intern_shiftable(result), nodes_[node].state, by_levels ? &depths : nullptr);
   if (probe_.linear && exhausted_.empty()) {
     probe_states_.clear();
