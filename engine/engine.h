@@ -335,9 +335,8 @@ class Engine {
   // While a set is made, its reads are held here instead of being noted.
   bool holding_reads_ = false;
   std::vector<uint32_t> held_reads_;
-  std::vector<uint8_t> depth_scratch_;
   std::string depth_key_;
-  ScratchPool<uint8_t> depth_pool_;
+  ScratchPool<uint8_t> depth_pool_;  // per-terminal depths while a set is made (nests: splits)
   std::deque<std::vector<uint8_t>> byte_depths_;  // per depths id: note_byte_reads' answers, by byte
   static constexpr uint32_t kMaxForkDepth = 16, kMaxForkDegree = 16, kMaxSplitNesting = 3;
   uint32_t split_nesting_ = 0;
@@ -364,6 +363,10 @@ class Engine {
   std::vector<TracedClosure> traced_;
   // shiftable(node) from the memo: its reading's index, or -1.
   int32_t remembered_shiftable(uint32_t node);
+  // Makes the node's shiftable set usable under the recordings now active, if
+  // it can be had: worked out again where a recording must see its reads,
+  // else taken from the memo (shiftable_index_ stays -1 when it has none).
+  void settle_shiftable(uint32_t node);
   // The reductions read the parents of an older node: how deep that is.
   void probe_parents_read(uint32_t node);
   // Whether `terminal` can be shifted from `node` after reductions (cached per node).

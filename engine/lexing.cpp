@@ -82,11 +82,7 @@ void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uin
   auto after = pending == 0 ? std::optional<uint32_t>(0) : advance_pending(pending, byte);
   if (!after) return;
   // Once the node's shiftable set is known, only its terminals are tried.
-  if (!set_usable(node) && (shiftable_index_[node] >= 0 || !kept_answer_usable(node))) {
-    shiftable(node);  // a recorded mask sees its reads
-  } else if (shiftable_index_[node] < 0) {
-    shiftable_index_[node] = remembered_shiftable(node);
-  }
+  settle_shiftable(node);
   const bool known = shiftable_index_[node] >= 0;
   if (known) {
     // What this byte's answer read: the terminals it can start.

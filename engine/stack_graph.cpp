@@ -605,7 +605,8 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
   const auto& active = table_.terminals_with_actions(nodes_[node].state);
   // Per terminal, the levels its closure read (the probe's depth over that
   // closure alone); the reads are held meanwhile (note_shift_reads).
-  std::vector<uint8_t>& depths = depth_scratch_;
+  ScratchPool<uint8_t>::Lease depths_lease(depth_pool_);
+  std::vector<uint8_t>& depths = *depths_lease;
   depths.assign(active.size(), 0);
   const bool was_holding = std::exchange(holding_reads_, true);
   const size_t held_base = held_reads_.size();
@@ -714,6 +715,15 @@ void Engine::probe_parents_read(uint32_t node) {
   if (level + 1 == probe_chain_.size()) probe_chain_.push_back(n.degree == 0 ? kNoParent : edges_[n.first_edge].parent);
 }
 
+void Engine::settle_shiftable(uint32_t node) {
+  if (set_usable(node)) return;
+  if (shiftable_index_[node] >= 0 || !kept_answer_usable(node)) {
+    shiftable(node);  // worked out (again), its reads seen
+  } else {
+    shiftable_index_[node] = remembered_shiftable(node);
+  }
+}
+
 bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
   const uint32_t state = nodes_[node].state;
   const auto& active = table_.terminals_with_actions(state);
@@ -727,15 +737,7 @@ bool Engine::is_shiftable(uint32_t node, uint32_t terminal) {
     return status_[status_at] == 1;
   }
   if (!probe_.active) {
-    if (!set_usable(node) && shiftable_index_[node] >= 0) {
-      shiftable(node);  // worked out again, its reads seen
-    } else if (shiftable_index_[node] < 0) {
-      if (!kept_answer_usable(node)) {
-        shiftable(node);
-      } else {
-        shiftable_index_[node] = remembered_shiftable(node);
-      }
-    }
+    settle_shiftable(node);
     if (shiftable_index_[node] >= 0) {
       const auto& set = set_of_reading(shiftable_index_[node]);
       const bool can = std::binary_search(set.begin(), set.end(), terminal);

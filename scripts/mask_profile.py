@@ -8,8 +8,10 @@ replace), bitset ORs, the memo's keys and lookups, the stack graph, and lexing a
 walks. docs/BENCHMARKS.md quotes these shares to say what a faster kernel could
 win at most.
 
-  scripts/mask_profile.py GRAMMAR DOCS VOCAB [--repeat N] [--tier table|jit]
+  scripts/mask_profile.py GRAMMAR DOCS VOCAB [--repeat N] [--tier table|jit] [--top N]
   scripts/mask_profile.py --script FILE      (the output of `perf script`)
+
+--top N also lists the N functions most often innermost in those samples.
 
 The documents are repeated N times (default 6; each document starts with an empty
 memo, `--mask-memo document`) so that misses give enough samples.
@@ -76,6 +78,7 @@ def samples(lines):
 
 def shares(lines):
     counts = collections.Counter()
+    innermost = collections.Counter()
     total = 0
     for stack in samples(lines):
         if not any(MASK_ENTRY in f for f in stack):
@@ -83,7 +86,8 @@ def shares(lines):
         total += 1
         category = next((name for f in stack for name, rx in CATEGORIES if rx.search(f)), "other")
         counts[category] += 1
-    return total, counts
+        innermost[stack[0]] += 1
+    return total, counts, innermost
 
 
 def record(args):
@@ -116,6 +120,7 @@ def main():
     parser.add_argument("--tier", default="table", choices=["table", "jit"])
     parser.add_argument("--cgram", default="build/tools/cgram/cgram")
     parser.add_argument("--script", help="read this `perf script` output instead of recording")
+    parser.add_argument("--top", type=int, default=0, help="list the N functions most often innermost")
     args = parser.parse_args()
     if args.script:
         with open(args.script) as f:
@@ -124,12 +129,16 @@ def main():
         lines = record(args)
     else:
         parser.error("give GRAMMAR DOCS VOCAB, or --script FILE")
-    total, counts = shares(lines)
+    total, counts, innermost = shares(lines)
     if total == 0:
         sys.exit(f"mask_profile: no sample inside {MASK_ENTRY} (a build without symbols?)")
     print(f"{total} samples inside masks")
     for name, _ in CATEGORIES + [("other", None)]:
         print(f"  {name:22s} {100 * counts[name] / total:5.1f} %")
+    if args.top:
+        print(f"innermost functions (top {args.top})")
+        for name, count in innermost.most_common(args.top):
+            print(f"  {100 * count / total:5.1f} %  {name[:100]}")
 
 
 if __name__ == "__main__":
