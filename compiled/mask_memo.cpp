@@ -63,8 +63,21 @@ void MaskMemo::clear() {
 }
 
 void MaskMemo::forget() {
-  std::unique_lock lock(mutex_);
-  clear();
+  {
+    std::unique_lock lock(mutex_);
+    clear();
+  }
+  keep_work_averages({});
+}
+
+MaskMemo::WorkAverages MaskMemo::work_averages() const {
+  std::lock_guard lock(averages_mutex_);
+  return averages_;
+}
+
+void MaskMemo::keep_work_averages(const WorkAverages& averages) {
+  std::lock_guard lock(averages_mutex_);
+  averages_ = averages;
 }
 
 uint32_t* MaskMemo::room_for(size_t words, Kept& kept) {

@@ -68,8 +68,22 @@ class MaskMemo {
   // for its prefix is the caller's error (the first answer met would win).
   void insert(std::span<const uint32_t> path, std::span<const uint32_t> mask);
 
-  // Empties the memo (a benchmark that wants each text cold).
+  // Empties the memo, and forgets the work averages (a benchmark that wants
+  // each text cold, as for a grammar just compiled).
   void forget();
+
+  // What the matchers' work has cost on average (EngineLimits' units): a
+  // mask, a deferred walk, and the crossings after a node, per LR state.
+  // The memo is asked only where that is worth a lookup. A matcher starts
+  // from what the last ones left here, so that a request's first masks are
+  // asked too, instead of waiting for its own averages to grow (Python's
+  // first mask, 350-450 µs, was made anew for every request).
+  struct WorkAverages {
+    int64_t mask = 0, walk = 0;
+    std::vector<int64_t> cross_by_state;
+  };
+  WorkAverages work_averages() const;
+  void keep_work_averages(const WorkAverages& averages);
 
   struct Stats {
     uint64_t hits = 0, misses = 0, masks = 0, restarts = 0;
@@ -103,6 +117,8 @@ class MaskMemo {
   size_t chunk_at_ = 0, chunk_fill_ = 0, words_used_ = 0;
   uint64_t restarts_ = 0;
   mutable std::atomic<uint64_t> hits_{0}, misses_{0};
+  mutable std::mutex averages_mutex_;  // apart from mutex_: lookups never wait for it
+  WorkAverages averages_;
 };
 
 }  // namespace cgram

@@ -42,6 +42,18 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
   viable_search_depth_ = static_cast<int>(2 * longest + 1);
   pending_sets_.emplace_back();  // id 0: nothing pending
   pending_ids_[{}] = 0;
+  if (grammar.mask_memo().enabled()) {
+    MaskMemo::WorkAverages learned = grammar.mask_memo().work_averages();
+    mask_work_average_ = learned.mask;
+    walk_work_average_ = learned.walk;
+    if (learned.cross_by_state.size() == cross_work_by_state_.size())
+      cross_work_by_state_ = std::move(learned.cross_by_state);
+  }
+}
+
+Engine::~Engine() {
+  if (g_.mask_memo().enabled())
+    g_.mask_memo().keep_work_averages({mask_work_average_, walk_work_average_, cross_work_by_state_});
 }
 
 void Engine::exhaust_work() {

@@ -95,6 +95,10 @@ struct EngineLimits {
 class Engine {
  public:
   explicit Engine(const CompiledGrammar& grammar, const EngineLimits& limits = {});
+  Engine(const Engine&) = default;
+  Engine& operator=(const Engine&) = delete;
+  // Leaves its work averages to the grammar's memo, for the next matcher.
+  ~Engine();
 
   // Whether a limit stopped the last call; its results are then incomplete
   // and must not be used. Cleared by clear_exhausted().

@@ -63,6 +63,21 @@ TEST_CASE("mask memo: past its budget it starts again empty; a budget of 0 turns
   CHECK(look_up(off, {1}).empty());
 }
 
+TEST_CASE("mask memo: the work averages a matcher leaves outlive budget restarts, not forget()", "[memo-unit]") {
+  MaskMemo memo(1000, 9400);
+  CHECK(memo.work_averages().mask == 0);
+  memo.keep_work_averages({120, 70, {1, 2, 3}});
+  for (uint32_t i = 0; i < 5; ++i) memo.insert(std::vector<uint32_t>{i}, std::vector<uint32_t>(1000, i + 1));
+  REQUIRE(memo.stats().restarts > 0);  // a cache starting again keeps what the work costs
+  const MaskMemo::WorkAverages kept = memo.work_averages();
+  CHECK(kept.mask == 120);
+  CHECK(kept.walk == 70);
+  CHECK(kept.cross_by_state == std::vector<int64_t>{1, 2, 3});
+  memo.forget();  // as for a grammar just compiled
+  CHECK(memo.work_averages().mask == 0);
+  CHECK(memo.work_averages().cross_by_state.empty());
+}
+
 TEST_CASE("mask memo: a mask with few words set is kept as pairs, and ORs the same", "[memo-unit]") {
   MaskMemo memo(1000, 1 << 20);
   std::vector<uint32_t> sparse(1000, 0u), dense(1000, 0xFFFFu);

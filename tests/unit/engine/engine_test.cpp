@@ -290,6 +290,41 @@ TEST_CASE("engine: masks remembered by the stack states they read, never mixed u
   CHECK(memo.stats().hits == second.hits + 1);
 }
 
+TEST_CASE("engine: a new engine starts from the work averages the last one left, so its first mask asks the memo",
+          "[engine-unit]") {
+  // With the averages at zero (a grammar just compiled) the memo is not
+  // asked until masks prove costly; a server's next request should not
+  // learn that again, or each request's first mask is made anew.
+  EngineLimits limits;
+  limits.mask_memo_min_work = 1;
+  auto compiled = compile(kBrackets, kBracketTokens);
+  const MaskMemo& memo = compiled->mask_memo();
+  auto lookups = [&] { return memo.stats().hits + memo.stats().misses; };
+  std::vector<uint32_t> words(compiled->mask_words(), 0);
+  {
+    Engine fresh(*compiled, limits);
+    fresh.fill_text_tokens(fresh.initial_heads(), words);
+    CHECK(lookups() == 0);
+  }
+  compiled->mask_memo().keep_work_averages({500, 0, {}});
+  {
+    Engine next(*compiled, limits);
+    next.fill_text_tokens(next.initial_heads(), words);
+    CHECK(lookups() == 1);
+    std::vector<Head> heads = next.initial_heads();
+    for (const char* t : {"(", "(", "(1"}) {
+      std::vector<Head> out;
+      next.step_token(heads, t, out);
+      heads = out;
+      next.fill_text_tokens(heads, words);
+    }
+  }
+  // The one destroyed last left its own (a running average over its masks).
+  const int64_t left = memo.work_averages().mask;
+  CHECK(left < 500);  // these masks take a few units each
+  CHECK(left >= 0);
+}
+
 TEST_CASE("engine: masks of several stacks at once are remembered whole", "[engine-unit]") {
   // After "p" two stacks live (a or b); after "(p" one, after "[p" the
   // other, over stacks of the same depth. Nodes with several parents are
