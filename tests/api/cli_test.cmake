@@ -63,7 +63,12 @@ expect_run(3 "bad_ids.txt:1: '12x' is not a token id of this vocabulary" mask ${
 file(WRITE ${WORK}/big_ids.txt "4294967296\n")
 expect_run(3 "is not a token id of this vocabulary (0 to 32063)" mask ${WORK}/string.cgram --tokens ${WORK}/big_ids.txt)
 expect_run(0 "1 documents" bench ${WORK}/string.cgram --tokens ${WORK}/ids.txt)
-expect_run(64 "give --docs PATH or --tokens FILE" bench ${WORK}/string.cgram)
+expect_run(64 "give --docs PATH, --tokens FILE or --walks N" bench ${WORK}/string.cgram)
+# --walks: random walks instead of documents, timed as they are made; the
+# slowest steps name the walk and show its text.
+expect_run(0 "3 documents" bench ${EXAMPLES}/json.cgram --walks 3 --walk-tokens 40 --prefer-long)
+expect_run(0 "walk 2 (seed 5) step" bench ${EXAMPLES}/json.cgram --walks 2 --walk-tokens 40 --seed 5 --slowest 100)
+expect_run(0 "2 documents" bench ${EXAMPLES}/record.cgram --canonical --walks 2 --walk-tokens 30 --prefer-long)
 file(WRITE ${WORK}/prefix.txt "\"ab")
 expect_run(0 "after 2 prefix tokens" mask ${WORK}/string.cgram --prefix-file ${WORK}/prefix.txt)
 

@@ -140,6 +140,13 @@ struct BenchArgs : VocabArgs {
   // --slowest N: the N slowest mask steps, each with its document, step and
   // the text around it (a long step is a user's stall: where is it?).
   size_t slowest = 0;
+  // --walks N: N random walks through the grammar instead of documents,
+  // each mask timed as the walk makes it (--walk-tokens long at most,
+  // --prefer-long for the longest of several allowed tokens, --seed).
+  size_t walks = 0;
+  size_t walk_tokens = 300;
+  bool prefer_long = false;
+  uint64_t seed = 1;
 };
 int run_bench(const BenchArgs& args);
 

@@ -207,6 +207,14 @@ int run(int argc, char** argv) {
                         "vocabulary, eager index, with the first mask timed on the lazy index");
   bench_cmd->add_option("--only", bench.only, "With --suite: just this format");
   bench_cmd->add_option("--docs", bench.docs, "A text file, or a folder of them, tokenized with the vocabulary");
+  bench_cmd->add_option("--walks", bench.walks,
+                        "Random walks through the grammar instead of documents, each mask timed as the walk makes it");
+  bench_cmd->add_option("--walk-tokens", bench.walk_tokens, "With --walks: tokens per walk at most")
+      ->capture_default_str();
+  bench_cmd->add_flag("--prefer-long", bench.prefer_long,
+                      "With --walks: take the longest of 16 allowed tokens drawn at random, as a model that likes "
+                      "long tokens (whitespace runs, repeated punctuation) would");
+  bench_cmd->add_option("--seed", bench.seed, "With --walks: the random seed")->capture_default_str();
   bench_cmd->add_option("--tokens", bench.tokens_file,
                         "Documents as token ids: a file of whitespace-separated ids, one document a line");
   add_max_text_bytes(bench_cmd, bench.max_text_bytes);
@@ -317,9 +325,10 @@ int run(int argc, char** argv) {
       }
   }
   if (*bench_cmd && bench.suite.empty()) {
-    if (bench.file.empty() || (bench.docs.empty() && bench.tokens_file.empty()) || bench.vocabs.size() > 1) {
-      std::cerr << "cgram bench: expected FILE with documents (give --docs PATH or --tokens FILE) and at most one "
-                   "--vocab, or --suite DIR\n";
+    if (bench.file.empty() || (bench.docs.empty() && bench.tokens_file.empty() && bench.walks == 0) ||
+        bench.vocabs.size() > 1) {
+      std::cerr << "cgram bench: expected FILE with documents (give --docs PATH, --tokens FILE or --walks N) and at "
+                   "most one --vocab, or --suite DIR\n";
       return kExitUsage;
     }
     if (!bench.vocabs.empty()) bench.vocab = bench.vocabs[0];

@@ -410,43 +410,118 @@ bool is_open_mask(std::span<const uint32_t> words, size_t vocab_size) {
   return 100 * allowed >= 99 * vocab_size;
 }
 
+// The mask at one step, timed (and counted as free text where it allows
+// nearly everything); false when the matcher stopped on a limit.
+bool timed_mask(Matcher& matcher, std::span<uint32_t> words, const std::string& path, size_t step,
+                const BenchArgs& args, Latencies& out) {
+  const auto t0 = Clock::now();
+  matcher.fill_mask(words);
+  out.mask_us.push_back(ms_since(t0) * 1000);
+  if (args.slowest > 0) out.steps.push_back({out.mask_us.back(), out.documents - 1, step});
+  const Vocabulary& vocab = matcher.grammar().vocabulary();
+  if (is_open_mask(words, vocab.size())) out.open_mask_us.push_back(out.mask_us.back());
+  if (!matcher.has_error()) return true;
+  std::cerr << fmt::format("cgram bench: {} stopped at token {}: {}; the rest is skipped\n", printable(path), step,
+                           matcher.error());
+  ++out.left_language;
+  return false;
+}
+
+void timed_advance(Matcher& matcher, uint32_t token, Latencies& out) {
+  const auto t1 = Clock::now();
+  matcher.advance(token);
+  out.advance_us.push_back(ms_since(t1) * 1000);
+}
+
+// --mask-memo: "shared" starts the run with an empty memo (not warmed by a
+// warm-up run), "document" empties it before each text.
+struct MemoCounts {
+  const MaskMemo& memo;
+  MaskMemo::Stats before;
+  MemoCounts(const CompiledGrammar& compiled, const BenchArgs& args) : memo(compiled.mask_memo()) {
+    if (args.mask_memo == "shared") compiled.mask_memo().forget();
+    before = memo.stats();
+  }
+  void into(Latencies& out) const {
+    const MaskMemo::Stats after = memo.stats();
+    out.memo_hits = after.hits - before.hits;
+    out.memo_lookups = after.hits + after.misses - before.hits - before.misses;
+  }
+};
+
 // One matcher per document: every mask and every advance timed.
 Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, const Documents& docs,
                         const BenchArgs& args) {
   Latencies out;
   std::vector<uint32_t> words(compiled->mask_words());
-  if (args.mask_memo == "shared") compiled->mask_memo().forget();  // not warmed by a warm-up run
-  const MaskMemo::Stats memo_before = compiled->mask_memo().stats();
+  const MemoCounts memo(*compiled, args);
   for (const auto& [path, tokens] : docs) {
     if (args.mask_memo == "document") compiled->mask_memo().forget();
     Matcher matcher(compiled);
     ++out.documents;
     for (size_t i = 0; i < tokens.size(); ++i) {
-      auto t0 = Clock::now();
-      matcher.fill_mask(words);
-      out.mask_us.push_back(ms_since(t0) * 1000);
-      if (args.slowest > 0) out.steps.push_back({out.mask_us.back(), out.documents - 1, i});
-      if (is_open_mask(words, compiled->vocabulary().size())) out.open_mask_us.push_back(out.mask_us.back());
-      if (matcher.has_error()) {
-        std::cerr << fmt::format("cgram bench: {} stopped at token {}: {}; the rest is skipped\n", printable(path), i,
-                                 matcher.error());
-        ++out.left_language;
-        break;
-      }
+      if (!timed_mask(matcher, words, path, i, args, out)) break;
       if (!(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) {
         std::cerr << fmt::format("cgram bench: {} leaves the language at token {} ('{}'); the rest is skipped\n",
                                  printable(path), i, compiled->vocabulary().display(tokens[i]));
         ++out.left_language;
         break;
       }
-      auto t1 = Clock::now();
-      matcher.advance(tokens[i]);
-      out.advance_us.push_back(ms_since(t1) * 1000);
+      timed_advance(matcher, tokens[i], out);
     }
   }
-  const MaskMemo::Stats memo_after = compiled->mask_memo().stats();
-  out.memo_hits = memo_after.hits - memo_before.hits;
-  out.memo_lookups = memo_after.hits + memo_after.misses - memo_before.hits - memo_before.misses;
+  memo.into(out);
+  return out;
+}
+
+// The next token of a walk: any allowed text token, or with --prefer-long
+// the longest of kLongestOf drawn at random, as a model that likes long
+// tokens (indentation runs, repeated punctuation, CJK spaces) would write.
+constexpr size_t kLongestOf = 16;
+std::optional<uint32_t> pick_walk_token(std::span<const uint32_t> words, const Vocabulary& vocab, bool prefer_long,
+                                        std::mt19937_64& rng, std::vector<uint32_t>& allowed) {
+  allowed.clear();
+  for (size_t w = 0; w < words.size(); ++w)
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const auto id = static_cast<uint32_t>(w * 32 + static_cast<size_t>(std::countr_zero(bits)));
+      if (id < vocab.size() && !vocab.is_special(id)) allowed.push_back(id);
+    }
+  if (allowed.empty()) return std::nullopt;
+  std::uniform_int_distribution<size_t> any(0, allowed.size() - 1);
+  uint32_t best = allowed[any(rng)];
+  for (size_t k = 1; prefer_long && k < kLongestOf; ++k) {
+    const uint32_t t = allowed[any(rng)];
+    if (vocab.bytes(t).size() > vocab.bytes(best).size()) best = t;
+  }
+  return best;
+}
+
+// --walks N: random walks of up to --walk-tokens tokens, each mask timed as
+// the walk makes it. A walk meets its contexts for the first time, as a
+// model does: a replay of the same tokens would find what the first pass
+// made (canonical rows, the memo) and time the warm path. The walks are
+// returned as documents for the other measurements.
+Latencies run_walks(const std::shared_ptr<const CompiledGrammar>& compiled, const BenchArgs& args, Documents& walks) {
+  Latencies out;
+  std::vector<uint32_t> words(compiled->mask_words()), allowed;
+  const Vocabulary& vocab = compiled->vocabulary();
+  std::mt19937_64 rng(args.seed);
+  const MemoCounts memo(*compiled, args);
+  for (size_t w = 0; w < args.walks; ++w) {
+    if (args.mask_memo == "document") compiled->mask_memo().forget();
+    Matcher matcher(compiled);
+    ++out.documents;
+    walks.emplace_back(fmt::format("walk {} (seed {})", w + 1, args.seed), std::vector<uint32_t>{});
+    std::vector<uint32_t>& tokens = walks.back().second;
+    for (size_t i = 0; i < args.walk_tokens; ++i) {
+      if (!timed_mask(matcher, words, walks.back().first, i, args, out)) break;
+      const std::optional<uint32_t> next = pick_walk_token(words, vocab, args.prefer_long, rng, allowed);
+      if (!next) break;  // only the end of the text is left
+      timed_advance(matcher, *next, out);
+      tokens.push_back(*next);
+    }
+  }
+  memo.into(out);
   return out;
 }
 
@@ -672,7 +747,7 @@ int bench_file(const BenchArgs& args) {
       docs.emplace_back(fmt::format("{} line {}", args.tokens_file, i + 1), std::move((*sequences)[i]));
   }
   if (args.gpu) return bench_gpu(args, loaded->compiled, docs);
-  const Latencies run = run_documents(loaded->compiled, docs, args);
+  const Latencies run = args.walks > 0 ? run_walks(loaded->compiled, args, docs) : run_documents(loaded->compiled, docs, args);
   const std::vector<double>& mask_us = run.mask_us;
   const std::vector<double>& advance_us = run.advance_us;
   const auto is_allowed_us = run_is_allowed(loaded->compiled, docs);
