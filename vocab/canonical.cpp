@@ -415,17 +415,29 @@ CanonicalPairs::Pair CanonicalPairs::decide(Row& row, uint32_t prev, uint32_t ne
     case kSplit:
       return Pair::Never;
     case kBoundary:
-      // Two pieces whatever follows: each token is written as it is alone.
-      if (!merges_->has(prev, Merges::kPieceGives)) return Pair::Never;
-      return written_alone(next) ? Pair::Canonical : Pair::BeforeSomeText;
+      return decide_at_boundary(prev, next);
     default: {
+      // The group's first character may join `prev`'s piece; the whole
+      // token may still cut it. A first piece the regex ended before the
+      // end of the text (not open) is the same whatever follows, as for
+      // the groups: inside `prev` no encoding has `prev` (after 128 spaces,
+      // `\s+(?!\S)` leaves the last one to the word), at its end the two
+      // are pieces apart.
       const std::string_view a = vocab_->bytes(prev), b = vocab_->bytes(next);
       scratch_.assign(a).append(b);
       auto piece = finder_->first(scratch_);
+      if (piece && !piece->open && piece->length < a.size()) return Pair::Never;
+      if (piece && !piece->open && piece->length == a.size()) return decide_at_boundary(prev, next);
       if (piece && piece->length == a.size() + b.size()) return decide_one_piece(row, prev, next);
       return classify(prev, next);
     }
   }
+}
+
+// `prev` ends a piece whatever follows: each token is written as it is alone.
+CanonicalPairs::Pair CanonicalPairs::decide_at_boundary(uint32_t prev, uint32_t next) const {
+  if (!merges_->has(prev, Merges::kPieceGives)) return Pair::Never;
+  return written_alone(next) ? Pair::Canonical : Pair::BeforeSomeText;
 }
 
 CanonicalPairs::Pair CanonicalPairs::pair(uint32_t prev, uint32_t next) const {

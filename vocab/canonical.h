@@ -130,6 +130,7 @@ class CanonicalPairs {
   Pair pair_in(Row& row, uint32_t prev, uint32_t next) const;  // `row` is prev's
   Pair decide(Row& row, uint32_t prev, uint32_t next) const;    // not yet in the row
   Pair decide_one_piece(const Row& row, uint32_t prev, uint32_t next) const;
+  Pair decide_at_boundary(uint32_t prev, uint32_t next) const;  // a piece ends at `prev`'s end
   // How the piece of `left` (the previous token, or the two before) ends
   // before the group's first character; remembered in `row`.
   uint8_t piece_state(Row& row, std::string_view left, uint32_t group) const;

@@ -148,6 +148,12 @@ std::vector<uint32_t> sample_previous_tokens(const Encoder& encoder, const Vocab
                            "{\"key\": [1, 2.5e-3, \"caf\xC3\xA9\"]}", "12345678 + 0.25 =", "\t\t\n\n   x  ",
                            "'%@example.com \xE4\xBD\xA0\xE5\xA5\xBD", "...!?---:)"})
     for (uint32_t t : encoder.encode_continuation(text)) prevs.push_back(t);
+  // Runs of white space before a word: the longest tokens of a byte-level
+  // vocabulary, whose piece the pre-tokenizer ends a character early.
+  for (const std::string& text : {std::string(128, ' ') + "word", std::string(40, ' ') + "x", std::string(9, '\n') + "y",
+                                  std::string("\xE3\x80\x80\xE3\x80\x80\xE3\x80\x80z"),
+                                  std::string(" \xC2\xA0\xC2\xA0\xC2\xA0w")})
+    for (uint32_t t : encoder.encode_continuation(text)) prevs.push_back(t);
   for (size_t i = 0; i < spread; ++i) prevs.push_back(static_cast<uint32_t>((i * 7919 + 13) % vocab.size()));
   std::sort(prevs.begin(), prevs.end());
   prevs.erase(std::unique(prevs.begin(), prevs.end()), prevs.end());
