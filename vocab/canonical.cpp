@@ -1,6 +1,7 @@
 #include "canonical.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 
 #include "utf8.h"
@@ -83,6 +84,20 @@ struct CanonicalPairs::Merges {
   std::vector<uint32_t> always_candidate;  // tokens every pair of which goes to the encoder
   std::vector<uint32_t> by_bytes;          // text tokens sorted by their bytes
   std::vector<std::string> added;          // the added tokens' texts
+  std::array<bool, 256> added_first{};     // the bytes they start with
+
+  // Whether an added token's text is in `text`, or begins at its end: the
+  // encoder cuts those out before the pre-tokenizer runs.
+  bool mentions_added(std::string_view text) const {
+    if (std::none_of(text.begin(), text.end(), [&](char c) { return added_first[static_cast<uint8_t>(c)]; }))
+      return false;
+    for (const std::string& a : added) {
+      if (text.find(a) != std::string_view::npos) return true;
+      for (size_t i = text.size() > a.size() ? text.size() - a.size() : 0; i < text.size(); ++i)
+        if (std::string_view(a).starts_with(text.substr(i))) return true;
+    }
+    return false;
+  }
 
   bool has(uint32_t t, uint8_t flag) const { return flags[t] & flag; }
 };
@@ -164,7 +179,10 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
   m->group.assign(n, UINT32_MAX);
   m->always_candidate.assign(words, 0);
   for (const auto& [text, id] : vocab.encoder_data().added_tokens)
-    if (!text.empty()) m->added.push_back(text);
+    if (!text.empty()) {
+      m->added.push_back(text);
+      m->added_first[static_cast<uint8_t>(text[0])] = true;
+    }
 
   // Cut characters and added tokens are left to the encoder.
   std::unordered_map<std::string, uint32_t> groups;
@@ -231,6 +249,24 @@ bool CanonicalPairs::written_as(std::span<const uint32_t> tokens, std::string_vi
          (!after.empty() || got->size() == tokens.size());
 }
 
+namespace {
+// Whether the text's last character is white space as the pre-tokenizers'
+// `\s` means it (Unicode White_Space): `\s+(?!\S)` looks past an
+// ideographic or no-break space as past ' ' (after two U+3000 the first
+// ends a piece when a letter follows, and not at the end of the text).
+bool ends_in_white_space(std::string_view text) {
+  size_t start = text.size();
+  while (start > 0 && (static_cast<unsigned char>(text[start - 1]) & 0xC0) == 0x80) --start;
+  if (start == 0) return false;
+  size_t pos = start - 1;
+  const std::optional<uint32_t> cp = decode_utf8(text, pos);
+  if (!cp || pos != text.size()) return false;
+  const uint32_t c = *cp;
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+}  // namespace
+
 std::span<const std::string_view> CanonicalPairs::probes_after(std::span<const uint32_t> tokens) const {
   // Only what the encoder does at the end of a text can make the text after
   // a pair matter: a pre-tokenizer's look-ahead over white space, and a
@@ -249,9 +285,9 @@ std::span<const std::string_view> CanonicalPairs::probes_after(std::span<const u
     const std::string_view bytes = vocab_->bytes(tokens[i - 1]);
     for (size_t j = bytes.size(); j > 0 && size < sizeof tail; --j) tail[sizeof tail - ++size] = bytes[j - 1];
   }
-  if (ends_inside_character(std::string_view(tail + sizeof tail - size, size))) return kFinishing;
-  const char c = last.back();
-  if (c == ' ' || c == '\n' || c == '\t' || c == '\r') return kAfterSpace;
+  const std::string_view end(tail + sizeof tail - size, size);
+  if (ends_inside_character(end)) return kFinishing;
+  if (ends_in_white_space(end)) return kAfterSpace;
   return {};
 }
 
@@ -426,12 +462,69 @@ CanonicalPairs::Pair CanonicalPairs::decide(Row& row, uint32_t prev, uint32_t ne
       const std::string_view a = vocab_->bytes(prev), b = vocab_->bytes(next);
       scratch_.assign(a).append(b);
       auto piece = finder_->first(scratch_);
-      if (piece && !piece->open && piece->length < a.size()) return Pair::Never;
-      if (piece && !piece->open && piece->length == a.size()) return decide_at_boundary(prev, next);
+      const uint32_t two[] = {prev, next};
+      if (piece && !piece->open && !merges_->mentions_added(scratch_)) {
+        if (splits_a_token(two, piece->length)) return Pair::Never;
+        if (piece->length == a.size()) return decide_at_boundary(prev, next);
+      }
       if (piece && piece->length == a.size() + b.size()) return decide_one_piece(row, prev, next);
       return classify(prev, next);
     }
   }
+}
+
+// Whether a piece that ends `piece_end` bytes into the tokens' text ends
+// strictly inside one of them: a token is never cut by a piece, so no
+// encoding of that text has these tokens.
+bool CanonicalPairs::splits_a_token(std::span<const uint32_t> tokens, size_t piece_end) const {
+  size_t end = 0;
+  for (uint32_t t : tokens) {
+    const size_t start = end;
+    end += vocab_->bytes(t).size();
+    if (piece_end > start && piece_end < end) return true;
+  }
+  return false;
+}
+
+// Where the first piece of the tokens' text ends, when no text after it
+// could move that end (the regex did not reach the end of the text);
+// nullopt where the tokens are not whole characters, an added token may be
+// cut out first, or the end is open.
+std::optional<size_t> CanonicalPairs::settled_first_piece(std::span<const uint32_t> tokens) const {
+  if (!finder_ || !merges_) return std::nullopt;
+  cut_text_.clear();
+  for (uint32_t t : tokens) {
+    if (!merges_->has(t, Merges::kSafe)) return std::nullopt;
+    cut_text_.append(vocab_->bytes(t));
+  }
+  if (merges_->mentions_added(cut_text_)) return std::nullopt;
+  auto piece = finder_->first(cut_text_);
+  if (!piece || piece->open) return std::nullopt;
+  return piece->length;
+}
+
+// The encoder's answer for three tokens where their first piece settles
+// it: a piece that ends inside a token (never written so: after two runs
+// of spaces, `\s+(?!\S)` leaves the last space to what follows), or one
+// that ends with `prev`. Then the piece's encoding is `before`, `prev` or
+// not, the same for every next token (asked of the encoder once a pair),
+// and `next` starts the text after it. nullopt: ask the encoder.
+std::optional<CanonicalPairs::Pair> CanonicalPairs::triple_by_pieces(uint32_t before, uint32_t prev,
+                                                                     uint32_t next) const {
+  const uint32_t three[] = {before, prev, next};
+  const std::optional<size_t> end = settled_first_piece(three);
+  if (!end) return std::nullopt;
+  if (splits_a_token(three, *end)) return Pair::Never;
+  if (*end != vocab_->bytes(before).size() + vocab_->bytes(prev).size()) return std::nullopt;
+  const RowKey key = RowKey(before) << 32 | prev;
+  auto known = piece_pairs_.find(key);
+  if (known == piece_pairs_.end()) {
+    if (piece_pairs_.size() >= kPiecePairsKept) piece_pairs_.clear();
+    const uint32_t two[] = {before, prev};
+    known = piece_pairs_.emplace(key, written_as(two, vocab_->bytes(next))).first;
+  }
+  if (!known->second || !self_canonical(next)) return Pair::Never;
+  return written_alone(next) ? Pair::Canonical : Pair::BeforeSomeText;
 }
 
 // `prev` ends a piece whatever follows: each token is written as it is alone.
@@ -485,7 +578,8 @@ CanonicalPairs::Pair CanonicalPairs::in_context(Row& context_row, Row& row, uint
     Pair p = pair_in(row, prev, next);
     if (p == Pair::Never && self_canonical(next) && context_may_differ(context_row, row, before, prev, next)) {
       const uint32_t three[] = {before, prev, next};
-      p = written_how(three);
+      const std::optional<Pair> settled = triple_by_pieces(before, prev, next);
+      p = settled ? *settled : written_how(three);
     }
     if (p != Pair::Never) set(context_row.allowed, next);
     if (p == Pair::BeforeSomeText) set(context_row.before_text, next);
@@ -495,6 +589,8 @@ CanonicalPairs::Pair CanonicalPairs::in_context(Row& context_row, Row& row, uint
 }
 
 bool CanonicalPairs::triple_ok(uint32_t before, uint32_t prev, uint32_t next, Pair next_pair) const {
+  if (const std::optional<Pair> settled = triple_by_pieces(before, prev, next))
+    return next_pair == Pair::BeforeSomeText ? *settled != Pair::Never : *settled == Pair::Canonical;
   const uint32_t three[] = {before, prev, next};
   return next_pair == Pair::BeforeSomeText ? written_how(three) != Pair::Never : written_as(three, "");
 }

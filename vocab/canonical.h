@@ -45,6 +45,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -131,6 +132,9 @@ class CanonicalPairs {
   Pair decide(Row& row, uint32_t prev, uint32_t next) const;    // not yet in the row
   Pair decide_one_piece(const Row& row, uint32_t prev, uint32_t next) const;
   Pair decide_at_boundary(uint32_t prev, uint32_t next) const;  // a piece ends at `prev`'s end
+  bool splits_a_token(std::span<const uint32_t> tokens, size_t piece_end) const;
+  std::optional<size_t> settled_first_piece(std::span<const uint32_t> tokens) const;
+  std::optional<Pair> triple_by_pieces(uint32_t before, uint32_t prev, uint32_t next) const;
   // How the piece of `left` (the previous token, or the two before) ends
   // before the group's first character; remembered in `row`.
   uint8_t piece_state(Row& row, std::string_view left, uint32_t group) const;
@@ -165,7 +169,11 @@ class CanonicalPairs {
   std::unique_ptr<const Merges> merges_;  // null: every pair goes to the encoder
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Encoder::PieceFinder> finder_;
-  mutable std::string scratch_, context_text_;
+  mutable std::string scratch_, context_text_, cut_text_;
+  // Whether the encoder writes a piece made of two tokens as those two
+  // (triple_by_pieces), per pair; emptied past kPiecePairsKept.
+  static constexpr size_t kPiecePairsKept = 1 << 16;
+  mutable std::unordered_map<RowKey, bool> piece_pairs_;
   mutable std::vector<uint32_t> self_checked_, self_ok_, alone_checked_, alone_ok_;
   mutable std::list<RowKey> recent_;  // most recent first
   mutable std::unordered_map<RowKey, std::pair<Row, std::list<RowKey>::iterator>> rows_;

@@ -393,6 +393,9 @@ struct Latencies {
   std::vector<double> open_mask_us;
   // Masks the grammar's memo answered, of those that asked it (--mask-memo).
   uint64_t memo_hits = 0, memo_lookups = 0;
+  // Canonical mode: the steps where no canonical continuation was left and
+  // the matcher yielded to the grammar (its plain mask).
+  size_t canonical_yields = 0;
   // Every mask step by where it was (--slowest): its time, document, step.
   struct Step {
     double us;
@@ -420,6 +423,7 @@ bool timed_mask(Matcher& matcher, std::span<uint32_t> words, const std::string& 
   if (args.slowest > 0) out.steps.push_back({out.mask_us.back(), out.documents - 1, step});
   const Vocabulary& vocab = matcher.grammar().vocabulary();
   if (is_open_mask(words, vocab.size())) out.open_mask_us.push_back(out.mask_us.back());
+  if (matcher.grammar().is_canonical() && !matcher.has_error() && matcher.canonical_dead_end()) ++out.canonical_yields;
   if (!matcher.has_error()) return true;
   std::cerr << fmt::format("cgram bench: {} stopped at token {}: {}; the rest is skipped\n", printable(path), step,
                            matcher.error());
@@ -768,6 +772,7 @@ int bench_file(const BenchArgs& args) {
                               {"max", percentile(advance_us, 100)}}},
               {"is_allowed_us", percentiles(*is_allowed_us)},
               {"mask_memo", {{"mode", args.mask_memo}, {"hits", run.memo_hits}, {"lookups", run.memo_lookups}}},
+              {"canonical_yields", run.canonical_yields},
               {"compile_ms", {{"parse", loaded->parse_ms}, {"lower", t.lower_ms}, {"index", t.index_ms},
                               {"total", loaded->parse_ms + loaded->compile_ms}}},
               {"tier", loaded->compiled->tier()},
@@ -820,6 +825,10 @@ int bench_file(const BenchArgs& args) {
                              "p90 {:.1f} µs  p99 {:.1f} µs\n",
                              run.open_mask_us.size(), percentile(run.open_mask_us, 50),
                              percentile(run.open_mask_us, 90), percentile(run.open_mask_us, 99));
+  if (loaded->compiled->is_canonical())
+    std::cout << fmt::format("canonical: the matcher yielded to the grammar (no canonical continuation left) at {} of "
+                             "{} steps\n",
+                             run.canonical_yields, mask_us.size());
   std::cout << fmt::format("tier: {}", loaded->compiled->tier());
   if (loaded->jit_ms > 0)
     std::cout << fmt::format(" (JIT compile {:.1f} ms: IR {:.1f}, optimize {:.1f}, native code {:.1f})", loaded->jit_ms,

@@ -139,6 +139,19 @@ size_t accept_document(const std::shared_ptr<const CompiledGrammar>& g, const st
   return tokens.size();
 }
 
+// Runs of white space of every length before words: the longest tokens of
+// byte-level vocabularies, and the pairs and triples the pre-tokenizer's
+// look-ahead decides (`\s+(?!\S)` leaves a run's last space to the word).
+std::string white_space_runs() {
+  std::string text = "start";
+  for (size_t n : {1, 2, 3, 7, 16, 31, 32, 33, 64, 65, 100, 127, 128, 129, 200}) {
+    text += std::string(n, ' ') + "word" + std::string(n, '\n') + "line" + std::string(n % 9, '\t') + "tab";
+    for (size_t i = 0; i < n % 7; ++i) text += "\xE3\x80\x80";  // ideographic space
+    text += "cjk " + std::string(n, ' ') + "\n" + std::string(n, ' ') + "x";
+  }
+  return text + std::string(40, ' ');
+}
+
 // Previous tokens of every kind: the tokens of varied texts (words, code,
 // digits, white space runs, punctuation, accents and CJK), then tokens
 // spread over the vocabulary.
@@ -283,6 +296,7 @@ TEST_CASE("canonical mode with Llama 3: sound walks and complete documents", "[c
     auto g = compile_canonical(s.source, vocab);
     for (const std::string& doc : s.documents) tokens += accept_document(g, doc);
   }
+  tokens += accept_document(compile_canonical(R"(start ::= any!* ;)", vocab), white_space_runs());
   WARN("canonical completeness (Llama 3): " << tokens << " tokens");
 }
 
@@ -303,6 +317,7 @@ TEST_CASE("canonical mode's fast path with tiktoken and SentencePiece merges", "
       auto sg = compile_canonical(s.source, vocab);
       for (const std::string& doc : s.documents) tokens += accept_document(sg, doc);
     }
+    tokens += accept_document(g, white_space_runs());
     CHECK(tokens > 0);
   }
 }
