@@ -656,9 +656,24 @@ int CanonicalPairs::decided_pair(uint32_t prev, uint32_t next) const {
   return static_cast<int>(pair(prev, next));
 }
 
+int CanonicalPairs::reference_triple(uint32_t before, uint32_t prev, uint32_t next) const {
+  std::lock_guard lock(mutex_);
+  const uint32_t three[] = {before, prev, next};
+  if (!is_text(before) || !is_text(prev) || !is_text(next)) return static_cast<int>(Pair::Never);
+  return static_cast<int>(written_how(three));
+}
+
+int CanonicalPairs::decided_triple(uint32_t before, uint32_t prev, uint32_t next) const {
+  std::lock_guard lock(mutex_);
+  if (!is_text(before) || !is_text(prev) || !is_text(next)) return static_cast<int>(Pair::Never);
+  const std::optional<Pair> settled = triple_by_pieces(before, prev, next);
+  return settled ? static_cast<int>(*settled) : -1;
+}
+
 size_t CanonicalPairs::memory_bytes() const {
   std::lock_guard lock(mutex_);
-  size_t bytes = (self_checked_.size() * 4 + rows_.size() * words_ * 4) * sizeof(uint32_t);
+  size_t bytes = (self_checked_.size() * 4 + rows_.size() * words_ * 4) * sizeof(uint32_t) +
+                 piece_pairs_.size() * (sizeof(RowKey) + sizeof(bool) + 2 * sizeof(void*));
   if (merges_) {
     const Merges& m = *merges_;
     bytes += m.flags.size() + (m.group.size() + m.right_begin.size() + m.left_begin.size() + m.merges_begin.size() +

@@ -21,7 +21,10 @@
 //    of the pre-tokenizer's regex per group tells, through ICU's hitEnd,
 //    whether the previous token's piece ends inside it, exactly at its end,
 //    or may go on into the next token, whatever follows that character.
-//    Only in the last case is the regex run on the pair itself.
+//    Only in the last case is the regex run on the pair itself; where that
+//    run ends the first piece before the end of the text (not open), the
+//    piece settles the pair as for a group. Three tokens, where the token
+//    before matters, are settled the same way (triple_by_pieces).
 //  - Merges. Within one piece, a pair is written as itself unless a merge
 //    crosses between them. Such a merge must join a symbol on the previous
 //    token's right edge, as its merges build it, with one on the next
@@ -32,7 +35,7 @@
 //    merges are not monotone, that hold a cut character, or that meet an
 //    added token, always go to the encoder.
 // Every fast answer equals the encoder's (tests/unit/matcher/canonical_test.cpp checks
-// this pair by pair). Decisions are remembered per previous token (bitsets
+// this pair by pair, and triple by triple where pieces settle three tokens). Decisions are remembered per previous token (bitsets
 // of the tokens checked and allowed), for a bounded number of previous
 // tokens. Thread-safe.
 //
@@ -89,6 +92,10 @@ class CanonicalPairs {
   // decides it (0 Canonical, 1 before some text, 2 never).
   int reference_pair(uint32_t prev, uint32_t next) const;
   int decided_pair(uint32_t prev, uint32_t next) const;
+  // The same for three tokens read from the token before's start: the
+  // encoder's answer, and the pieces' (-1 where they do not settle it).
+  int reference_triple(uint32_t before, uint32_t prev, uint32_t next) const;
+  int decided_triple(uint32_t before, uint32_t prev, uint32_t next) const;
   bool has_fast_path() const { return merges_ != nullptr; }
 
  private:

@@ -147,7 +147,13 @@ std::string white_space_runs() {
   for (size_t n : {1, 2, 3, 7, 16, 31, 32, 33, 64, 65, 100, 127, 128, 129, 200}) {
     text += std::string(n, ' ') + "word" + std::string(n, '\n') + "line" + std::string(n % 9, '\t') + "tab";
     for (size_t i = 0; i < n % 7; ++i) text += "\xE3\x80\x80";  // ideographic space
-    text += "cjk " + std::string(n, ' ') + "\n" + std::string(n, ' ') + "x";
+    text += "cjk";
+    for (size_t i = 0; i < n % 5; ++i) text += "\xC2\xA0";      // no-break space
+    text += "nb";
+    for (size_t i = 0; i < n % 4; ++i) text += "\xE2\x80\x83";  // em space
+    text += "em";
+    for (size_t i = 0; i < n % 3; ++i) text += "\xE2\x81\x9F";  // medium mathematical space
+    text += "mm " + std::string(n, ' ') + "\n" + std::string(n, ' ') + "x";
   }
   return text + std::string(40, ' ');
 }
@@ -199,6 +205,44 @@ void fast_path_equals_encoder(const CompiledGrammar& g, std::span<const uint32_t
 }
 
 }  // namespace
+
+// Where the first piece of three tokens settles their answer (it ends
+// inside a token, or with the middle one), it is the encoder's; each
+// (before, prev) is met with many next tokens, so that what the first
+// left for the pair is used by the others. Returns the triples decided.
+size_t pieces_equal_encoder_on_triples(const CompiledGrammar& g, const std::vector<std::string>& texts,
+                                       uint32_t stride) {
+  const CanonicalPairs* pairs = g.canonical_pairs();
+  REQUIRE(pairs);
+  const Encoder& encoder = encoder_of(g);
+  const auto n = static_cast<uint32_t>(g.vocabulary().size());
+  size_t decided = 0, never = 0;
+  for (const std::string& text : texts) {
+    const std::vector<uint32_t> tokens = encoder.encode_continuation(text);
+    for (size_t i = 0; i + 1 < tokens.size(); ++i)
+      for (uint32_t next = (tokens[i] + tokens[i + 1]) % stride; next < n; next += stride) {
+        const int fast = pairs->decided_triple(tokens[i], tokens[i + 1], next);
+        if (fast < 0) continue;
+        ++decided;
+        never += fast == 2;
+        const int reference = pairs->reference_triple(tokens[i], tokens[i + 1], next);
+        if (fast != reference)
+          FAIL_CHECK("'" << g.vocabulary().display(tokens[i]) << "' '" << g.vocabulary().display(tokens[i + 1]) << "' '"
+                         << g.vocabulary().display(next) << "': pieces " << fast << ", encoder " << reference);
+      }
+  }
+  CHECK(never > 0);
+  CHECK(never < decided);  // some decided at the middle token's end, not refused
+  return decided;
+}
+
+// Texts whose token pairs share a piece, or end one: white space runs of
+// every kind before words, operators, tabs.
+std::vector<std::string> piece_texts() {
+  return {std::string(70, ' ') + "word", "x" + std::string(3, '\n') + "  y", "tab\t\t\tz",
+          "a\xE3\x80\x80\xE3\x80\x80\xE3\x80\x80" "b", "a\xC2\xA0\xC2\xA0\xC2\xA0" "b", "q\xE2\x80\x83\xE2\x80\x83r",
+          "x   = y", "'%@example.com", "  if (x == 10) {\n    return y;\n  }\n"};
+}
 
 TEST_CASE("canonical mode: the fast path decides every pair as the encoder does", "[canonical]") {
   auto g = compile_canonical(R"(start ::= any!* ;)");
@@ -283,6 +327,8 @@ TEST_CASE("canonical mode with Llama 3: sound walks and complete documents", "[c
   {
     auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
     fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), *vocab, 16), 5);
+    WARN("three tokens decided by their first piece, as the encoder does: "
+         << pieces_equal_encoder_on_triples(*g, piece_texts(), 7));
   }
   WalkCounts counts;
   for (const char* name : {"json.cgram", "record.cgram", "csv.cgram"})
@@ -310,6 +356,7 @@ TEST_CASE("canonical mode's fast path with tiktoken and SentencePiece merges", "
     auto vocab = (*(Vocabulary::load(path)));
     auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
     fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), *vocab, 8), 7);
+    if (g->vocabulary().kind() != TokenizerKind::SentencePiece) pieces_equal_encoder_on_triples(*g, piece_texts(), 11);
     size_t tokens = 0;
     for (const test::SuiteGrammar& s : test::suite_grammars()) {
       if (s.label != "json/regex" && s.label != "sql/regex") continue;
