@@ -6,6 +6,7 @@
 //    examples' and the benchmark suite's) is accepted token by token.
 // Masks, is_allowed and advance agree in canonical mode too.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "helpers.h"
 #include "matcher.h"
 #include "shared_object.h"
+#include "utf8.h"
 
 using namespace cgram;
 
@@ -242,6 +244,53 @@ std::vector<std::string> piece_texts() {
   return {std::string(70, ' ') + "word", "x" + std::string(3, '\n') + "  y", "tab\t\t\tz",
           "a\xE3\x80\x80\xE3\x80\x80\xE3\x80\x80" "b", "a\xC2\xA0\xC2\xA0\xC2\xA0" "b", "q\xE2\x80\x83\xE2\x80\x83r",
           "x   = y", "'%@example.com", "  if (x == 10) {\n    return y;\n  }\n"};
+}
+
+// A byte-level BPE vocabulary written here (GPT-2's byte alphabet and split
+// pattern): the 256 bytes, U+3000 (ideographic space) and two of them.
+std::shared_ptr<const Vocabulary> ideographic_space_vocabulary() {
+  std::vector<int> bs;
+  for (int b = '!'; b <= '~'; ++b) bs.push_back(b);
+  for (int b = 0xA1; b <= 0xAC; ++b) bs.push_back(b);
+  for (int b = 0xAE; b <= 0xFF; ++b) bs.push_back(b);
+  std::vector<uint32_t> shown(256);
+  for (int b : bs) shown[static_cast<size_t>(b)] = static_cast<uint32_t>(b);
+  uint32_t extra = 256;
+  for (int b = 0; b < 256; ++b)
+    if (std::find(bs.begin(), bs.end(), b) == bs.end()) shown[static_cast<size_t>(b)] = extra++;
+  auto text = [&](std::string_view bytes) {
+    std::string out;
+    for (char c : bytes) append_utf8(out, shown[static_cast<uint8_t>(c)]);
+    return out;
+  };
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int b = 0; b < 256; ++b) vocab[text(std::string(1, static_cast<char>(b)))] = b;
+  const std::string space = "\xE3\x80\x80";
+  vocab[text("\xE3\x80")] = 256;
+  vocab[text(space)] = 257;
+  vocab[text(space + space)] = 258;
+  const nlohmann::json merges = {text("\xE3") + " " + text("\x80"), text("\xE3\x80") + " " + text("\x80"),
+                                 text(space) + " " + text(space)};
+  const nlohmann::json tokenizer = {
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}},
+      {"pre_tokenizer", {{"type", "ByteLevel"}}},
+      {"added_tokens", {{{"id", 259}, {"content", "<eos>"}, {"special", true}}}}};
+  auto loaded = Vocabulary::from_memory(tokenizer.dump(), "ideographic-space");
+  INFO((!loaded.ok() ? loaded.error().message : ""));
+  REQUIRE(loaded.ok());
+  return *loaded;
+}
+
+TEST_CASE("canonical mode: white space after a pair is Unicode's, as pre-tokenizers read it", "[canonical]") {
+  // After a letter, two U+3000 before a word are two tokens: `\s+(?!\S)`
+  // takes the first, `\s+` the second. At the end of the text they merge,
+  // so the pair is written so only before some text, which must be tried
+  // after any white space, not only ASCII's.
+  auto g = compile_canonical(R"(start ::= any!* ;)", ideographic_space_vocabulary());
+  const std::vector<uint32_t> tokens = encoder_of(*g).encode_continuation("b\xE3\x80\x80\xE3\x80\x80" "c");
+  REQUIRE(tokens == std::vector<uint32_t>{'b', 257, 257, 'c'});
+  CHECK(accept_document(g, "b\xE3\x80\x80\xE3\x80\x80" "c") == 4);
+  CHECK(encoder_of(*g).encode_continuation("\xE3\x80\x80\xE3\x80\x80") == std::vector<uint32_t>{258});
 }
 
 TEST_CASE("canonical mode: the fast path decides every pair as the encoder does", "[canonical]") {
