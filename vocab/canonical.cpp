@@ -459,15 +459,14 @@ CanonicalPairs::Pair CanonicalPairs::decide(Row& row, uint32_t prev, uint32_t ne
       // the groups: inside `prev` no encoding has `prev` (after 128 spaces,
       // `\s+(?!\S)` leaves the last one to the word), at its end the two
       // are pieces apart.
-      const std::string_view a = vocab_->bytes(prev), b = vocab_->bytes(next);
-      scratch_.assign(a).append(b);
-      auto piece = finder_->first(scratch_);
       const uint32_t two[] = {prev, next};
-      if (piece && !piece->open && !merges_->mentions_added(scratch_)) {
+      const std::optional<Encoder::FirstPiece> piece = first_piece(two);
+      const size_t a = vocab_->bytes(prev).size();
+      if (piece && !piece->open && !merges_->mentions_added(cut_text_)) {
         if (splits_a_token(two, piece->length)) return Pair::Never;
-        if (piece->length == a.size()) return decide_at_boundary(prev, next);
+        if (piece->length == a) return decide_at_boundary(prev, next);
       }
-      if (piece && piece->length == a.size() + b.size()) return decide_one_piece(row, prev, next);
+      if (piece && piece->length == a + vocab_->bytes(next).size()) return decide_one_piece(row, prev, next);
       return classify(prev, next);
     }
   }
@@ -486,20 +485,24 @@ bool CanonicalPairs::splits_a_token(std::span<const uint32_t> tokens, size_t pie
   return false;
 }
 
-// Where the first piece of the tokens' text ends, when no text after it
-// could move that end (the regex did not reach the end of the text);
-// nullopt where the tokens are not whole characters, an added token may be
-// cut out first, or the end is open.
-std::optional<size_t> CanonicalPairs::settled_first_piece(std::span<const uint32_t> tokens) const {
+// The pre-tokenizer's first piece of the tokens' text (left in cut_text_);
+// nullopt where the tokens are not whole characters or the regex failed.
+std::optional<Encoder::FirstPiece> CanonicalPairs::first_piece(std::span<const uint32_t> tokens) const {
   if (!finder_ || !merges_) return std::nullopt;
   cut_text_.clear();
   for (uint32_t t : tokens) {
     if (!merges_->has(t, Merges::kSafe)) return std::nullopt;
     cut_text_.append(vocab_->bytes(t));
   }
-  if (merges_->mentions_added(cut_text_)) return std::nullopt;
-  auto piece = finder_->first(cut_text_);
-  if (!piece || piece->open) return std::nullopt;
+  return finder_->first(cut_text_);
+}
+
+// Where the first piece of the tokens' text ends, when no text after it
+// could move that end (the regex did not reach the end of the text);
+// nullopt where an added token may be cut out first or the end is open.
+std::optional<size_t> CanonicalPairs::settled_first_piece(std::span<const uint32_t> tokens) const {
+  const std::optional<Encoder::FirstPiece> piece = first_piece(tokens);
+  if (!piece || piece->open || merges_->mentions_added(cut_text_)) return std::nullopt;
   return piece->length;
 }
 

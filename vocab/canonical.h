@@ -34,10 +34,11 @@
 //    token into a whole token); only those go to the encoder. Tokens whose
 //    merges are not monotone, that hold a cut character, or that meet an
 //    added token, always go to the encoder.
-// Every fast answer equals the encoder's (tests/unit/matcher/canonical_test.cpp checks
-// this pair by pair, and triple by triple where pieces settle three tokens). Decisions are remembered per previous token (bitsets
-// of the tokens checked and allowed), for a bounded number of previous
-// tokens. Thread-safe.
+// Every fast answer equals the encoder's (tests/unit/matcher/canonical_test.cpp
+// checks this pair by pair, and triple by triple where pieces settle three
+// tokens). Decisions are remembered per previous token (bitsets of the
+// tokens checked and allowed), for a bounded number of previous tokens.
+// Thread-safe.
 //
 // Context on the left: a pre-tokenizer may join the previous token to the
 // one before it in one piece (Llama 3 writes ` '%@` as one punctuation
@@ -140,6 +141,7 @@ class CanonicalPairs {
   Pair decide_one_piece(const Row& row, uint32_t prev, uint32_t next) const;
   Pair decide_at_boundary(uint32_t prev, uint32_t next) const;  // a piece ends at `prev`'s end
   bool splits_a_token(std::span<const uint32_t> tokens, size_t piece_end) const;
+  std::optional<Encoder::FirstPiece> first_piece(std::span<const uint32_t> tokens) const;
   std::optional<size_t> settled_first_piece(std::span<const uint32_t> tokens) const;
   std::optional<Pair> triple_by_pieces(uint32_t before, uint32_t prev, uint32_t next) const;
   // How the piece of `left` (the previous token, or the two before) ends

@@ -69,6 +69,7 @@ expect_run(64 "give --docs PATH, --tokens FILE or --walks N" bench ${WORK}/strin
 expect_run(0 "3 documents" bench ${EXAMPLES}/json.cgram --walks 3 --walk-tokens 40 --prefer-long)
 expect_run(0 "walk 2 (seed 5) step" bench ${EXAMPLES}/json.cgram --walks 2 --walk-tokens 40 --seed 5 --slowest 100)
 expect_run(0 "2 documents" bench ${EXAMPLES}/record.cgram --canonical --walks 2 --walk-tokens 30 --prefer-long)
+expect_run(64 "--walks times one grammar over its documents, not --suite" bench --suite ${EXAMPLES}/../bench/suite --walks 2)
 file(WRITE ${WORK}/prefix.txt "\"ab")
 expect_run(0 "after 2 prefix tokens" mask ${WORK}/string.cgram --prefix-file ${WORK}/prefix.txt)
 

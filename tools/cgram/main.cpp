@@ -318,7 +318,7 @@ int run(int argc, char** argv) {
         std::cerr << "cgram bench: " << option->get_name() << " only goes with --gpu\n";
         return kExitUsage;
       }
-    for (const char* one_grammar : {"--gpu", "--slowest"})
+    for (const char* one_grammar : {"--gpu", "--slowest", "--walks"})
       if (bench_cmd->get_option(one_grammar)->count() > 0 && !bench.suite.empty()) {
         std::cerr << "cgram bench: " << one_grammar << " times one grammar over its documents, not --suite\n";
         return kExitUsage;
@@ -329,6 +329,10 @@ int run(int argc, char** argv) {
         bench.vocabs.size() > 1) {
       std::cerr << "cgram bench: expected FILE with documents (give --docs PATH, --tokens FILE or --walks N) and at "
                    "most one --vocab, or --suite DIR\n";
+      return kExitUsage;
+    }
+    if (bench.walks > 0 && bench.gpu) {
+      std::cerr << "cgram bench: --gpu stands its matchers inside documents: give --docs or --tokens, not --walks\n";
       return kExitUsage;
     }
     if (!bench.vocabs.empty()) bench.vocab = bench.vocabs[0];
