@@ -1,5 +1,7 @@
 #include "encoder.h"
 
+#include "piece_automaton.h"
+
 #include <fmt/format.h>
 #include <unicode/regex.h>
 #include <unicode/unistr.h>
@@ -203,6 +205,8 @@ struct Encoder::State {
   EncoderOptions options;
   std::vector<std::unique_ptr<icu::RegexPattern>> patterns;
   Encoder::PieceRule piece_rule = Encoder::PieceRule::WholeText;
+  // The one regex as an automaton (OneRegex only; null where it cannot model it).
+  std::shared_ptr<const PieceProgram> piece_program;
   // The token that spells each single byte, when there is one.
   std::array<std::optional<uint32_t>, 256> byte_ids;
   // User-defined tokens by their first byte, longest first.
@@ -516,6 +520,8 @@ Result<std::unique_ptr<Encoder>> Encoder::create(std::shared_ptr<const Vocabular
     }
     state->piece_rule = patterns->size() == 1 && !looks_outside_match((*patterns)[0]) ? PieceRule::OneRegex
                                                                                       : PieceRule::Other;
+    if (state->piece_rule == PieceRule::OneRegex)
+      if (auto program = PieceAutomaton::compile((*patterns)[0])) state->piece_program = std::move(*program);
   }
   // Byte fallback: SentencePiece's <0xNN> tokens when they spell the byte,
   // else any text token of that one byte.
@@ -672,15 +678,25 @@ Encoder::PieceRule Encoder::piece_rule() const { return state_->piece_rule; }
 bool Encoder::takes_whole_pieces() const { return state_->takes_whole_pieces(); }
 
 struct Encoder::PieceFinder::Impl {
+  std::unique_ptr<icu::RegexPattern> owned_pattern;  // piece_finder_for's; the matcher refers to it
   std::unique_ptr<icu::RegexMatcher> matcher;
   icu::UnicodeString text;
   EncoderOptions options;
+  std::optional<PieceAutomaton> automaton;
 };
 
 Encoder::PieceFinder::PieceFinder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Encoder::PieceFinder::~PieceFinder() = default;
 
 std::optional<Encoder::FirstPiece> Encoder::PieceFinder::first(std::string_view text) {
+  if (impl_->automaton)
+    if (auto piece = impl_->automaton->first(text)) return FirstPiece{piece->length, piece->open};
+  return icu_first(text);
+}
+
+PieceAutomaton* Encoder::PieceFinder::automaton() { return impl_->automaton ? &*impl_->automaton : nullptr; }
+
+std::optional<Encoder::FirstPiece> Encoder::PieceFinder::icu_first(std::string_view text) {
   Impl& m = *impl_;
   m.text = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
   UErrorCode status = U_ZERO_ERROR;
@@ -702,14 +718,40 @@ std::optional<Encoder::FirstPiece> Encoder::PieceFinder::first(std::string_view 
   return FirstPiece{utf8_length_of_utf16_prefix(text, end16), m.matcher->hitEnd() != 0};
 }
 
+namespace {
+std::unique_ptr<Encoder::PieceFinder> make_finder(const icu::RegexPattern& pattern, const EncoderOptions& options,
+                                                  const std::shared_ptr<const PieceProgram>& program,
+                                                  std::unique_ptr<icu::RegexPattern> owned = nullptr) {
+  auto impl = std::make_unique<Encoder::PieceFinder::Impl>();
+  impl->owned_pattern = std::move(owned);
+  UErrorCode status = U_ZERO_ERROR;
+  impl->matcher.reset(pattern.matcher(status));
+  if (U_FAILURE(status) || !impl->matcher) return nullptr;
+  impl->options = options;
+  if (program) impl->automaton.emplace(program);
+  return std::make_unique<Encoder::PieceFinder>(std::move(impl));
+}
+}  // namespace
+
 std::unique_ptr<Encoder::PieceFinder> Encoder::piece_finder() const {
   if (state_->piece_rule != PieceRule::OneRegex) return nullptr;
-  auto impl = std::make_unique<PieceFinder::Impl>();
+  return make_finder(*state_->patterns[0], state_->options, state_->piece_program);
+}
+
+Result<std::unique_ptr<Encoder::PieceFinder>> Encoder::piece_finder_for(std::string_view pattern,
+                                                                        const EncoderOptions& options) {
   UErrorCode status = U_ZERO_ERROR;
-  impl->matcher.reset(state_->patterns[0]->matcher(status));
-  if (U_FAILURE(status) || !impl->matcher) return nullptr;
-  impl->options = state_->options;
-  return std::make_unique<PieceFinder>(std::move(impl));
+  UParseError parse_error;
+  std::unique_ptr<icu::RegexPattern> compiled(icu::RegexPattern::compile(
+      icu::UnicodeString::fromUTF8(icu::StringPiece(pattern.data(), static_cast<int32_t>(pattern.size()))), 0,
+      parse_error, status));
+  if (U_FAILURE(status)) return Error{ErrorCode::InvalidInput, fmt::format("the regex does not compile ({})", u_errorName(status))};
+  std::shared_ptr<const PieceProgram> program;
+  if (auto p = PieceAutomaton::compile(pattern)) program = std::move(*p);
+  const icu::RegexPattern& compiled_ref = *compiled;
+  auto finder = make_finder(compiled_ref, options, program, std::move(compiled));
+  if (!finder) return Error{ErrorCode::Internal, "ICU made no matcher for the regex"};
+  return finder;
 }
 
 }  // namespace cgram

@@ -25,6 +25,8 @@
 
 namespace cgram {
 
+class PieceAutomaton;
+
 struct EncoderOptions {
   // ICU's limits on the pre-tokenizer regex, for each piece of text it
   // splits. Time is in ICU's units (about 10,000 matching steps, a fraction
@@ -101,13 +103,19 @@ class Encoder {
     size_t length;  // bytes
     bool open;      // more text after the text could change where it ends
   };
-  // Not thread-safe: one per thread (it holds an ICU matcher).
+  // Not thread-safe: one per thread (it holds an ICU matcher, and the
+  // piece automaton's states made so far).
   class PieceFinder {
    public:
     ~PieceFinder();
     // Where the first piece of `text` (valid UTF-8) ends; nullopt when the
-    // regex fails (its limits).
+    // regex fails (its limits). The piece automaton answers where it can
+    // (vocab/tokenizer/piece_automaton.h), ICU where it cannot.
     std::optional<FirstPiece> first(std::string_view text);
+    // ICU's answer alone: the reference the automaton's answers equal.
+    std::optional<FirstPiece> icu_first(std::string_view text);
+    // Null where the pattern is outside what the automaton models.
+    PieceAutomaton* automaton();
     struct Impl;
     explicit PieceFinder(std::unique_ptr<Impl> impl);
 
@@ -116,6 +124,9 @@ class Encoder {
   };
   // Null unless piece_rule() is OneRegex.
   std::unique_ptr<PieceFinder> piece_finder() const;
+  // A finder for any one regex (ICU syntax), for the tests.
+  static Result<std::unique_ptr<PieceFinder>> piece_finder_for(std::string_view pattern,
+                                                               const EncoderOptions& options = {});
 
   struct State;
   explicit Encoder(std::unique_ptr<State> state);
