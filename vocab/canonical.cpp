@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 
+#include "piece_automaton.h"
 #include "utf8.h"
 
 namespace cgram {
@@ -44,6 +45,8 @@ struct Before {
   bool operator()(std::string_view a, uint32_t b) const { return a < vocab.bytes(b); }
 };
 
+
+bool ends_in_white_space(std::string_view text);
 
 // How the previous token's piece ends before a first character.
 enum PieceState : uint8_t {
@@ -129,6 +132,21 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
   if (rule != Encoder::PieceRule::Other) {
     if (rule == Encoder::PieceRule::OneRegex) finder_ = encoder_.piece_finder();
     if (rule == Encoder::PieceRule::WholeText || finder_) merges_ = build_merges(*vocab_, encoder_);
+  }
+  if (merges_ && finder_ && finder_->automaton()) {
+    merges_give_words_.assign(words_, 0);
+    white_end_words_.assign(words_, 0);
+    unsafe_words_.assign(words_, 0);
+    added_byte_words_.assign(words_, 0);
+    for (uint32_t t = 0; t < vocab_->size(); ++t) {
+      if (!is_text(t)) continue;
+      const std::string_view bytes = vocab_->bytes(t);
+      if (merges_->has(t, Merges::kMergesGive)) set(merges_give_words_, t);
+      if (ends_in_white_space(bytes)) set(white_end_words_, t);
+      if (!merges_->has(t, Merges::kSafe)) set(unsafe_words_, t);
+      if (std::any_of(bytes.begin(), bytes.end(), [&](char c) { return merges_->added_first[static_cast<uint8_t>(c)]; }))
+        set(added_byte_words_, t);
+    }
   }
 }
 
@@ -362,8 +380,10 @@ CanonicalPairs::Row& CanonicalPairs::make_row(RowKey key) const {
   row.before_text.assign(words_, 0);
   const auto prev = static_cast<uint32_t>(key);
   // A previous token whose merges are not monotone bounds nothing.
-  if (key >> 32 == kStart && merges_ && merges_->has(prev, Merges::kSafe) && !bit(merges_->always_candidate, prev))
+  if (key >> 32 == kStart && merges_ && merges_->has(prev, Merges::kSafe) && !bit(merges_->always_candidate, prev)) {
     find_candidates(row, prev);
+    if (row.fast) fill_row(row, prev);
+  }
   return row;
 }
 
@@ -416,6 +436,152 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
     auto same = std::equal_range(m.by_bytes.begin(), m.by_bytes.end(), rest, Before{*vocab_});
     for (auto next = same.first; next != same.second; ++next) set(whole ? row.crossed : row.candidates, *next);
   }
+}
+
+void CanonicalPairs::know_every_token_alone() const {
+  if (every_token_alone_known_) return;
+  every_token_alone_known_ = true;
+  for (uint32_t t = 0; t < vocab_->size(); ++t)
+    if (is_text(t)) self_canonical(t);  // and written_alone
+}
+
+namespace {
+// Where the last match so far ended, seen from the end of the previous
+// token: inside it, nowhere yet, or that many bytes into the next token.
+constexpr int64_t kInsidePrevious = -1, kNoMatch = -2;
+}  // namespace
+
+const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint32_t state, bool match_inside) const {
+  auto [it, fresh] = cuts_.try_emplace(uint64_t{state} << 1 | (match_inside ? 1 : 0));
+  if (!fresh) return it->second;
+  PieceCuts& cuts = it->second;
+  cuts.boundary.assign(words_, 0);
+  cuts.one_piece.assign(words_, 0);
+  cuts.exact.assign(words_, 0);
+  PieceAutomaton& automaton = *finder_->automaton();
+  // The same decisions as decide(), read off the automaton: how the piece
+  // is cut after the next token's first character (piece_state), then
+  // after the whole token (first_piece).
+  for (uint32_t t = 0; t < vocab_->size(); ++t) {
+    if (!is_text(t) || bit(unsafe_words_, t) || bit(added_byte_words_, t)) {
+      set(cuts.exact, t);
+      continue;
+    }
+    const std::string_view bytes = vocab_->bytes(t);
+    uint32_t at = state;
+    int64_t last = match_inside ? kInsidePrevious : kNoMatch;
+    bool open = false, first_char_decided = false, unknown = false;
+    for (size_t pos = 0; pos < bytes.size();) {
+      const size_t offset = pos;
+      const uint8_t cls = automaton.class_of(*decode_utf8(bytes, pos));
+      if (cls == PieceAutomaton::kUnsafe || automaton.states() >= PieceAutomaton::kMaxStates) {
+        unknown = true;
+        break;
+      }
+      const PieceAutomaton::Step step = automaton.step(at, cls);
+      if (step.match_before) last = static_cast<int64_t>(offset);
+      at = step.next;
+      if (offset == 0) {
+        // The piece after the first character alone (piece_state's group).
+        int64_t first_last = last;
+        bool first_open = false;
+        if (at != PieceAutomaton::kDead) {
+          if (automaton.match_at_end(at)) first_last = static_cast<int64_t>(pos);
+          first_open = !automaton.settled(at);
+        }
+        if (first_last == kNoMatch) {
+          unknown = true;
+          break;
+        }
+        if (!first_open && first_last <= 0) {
+          first_char_decided = true;  // kSplit (inside) or kBoundary (at the end)
+          if (first_last == 0) set(cuts.boundary, t);
+          break;
+        }
+      }
+      if (at == PieceAutomaton::kDead) break;
+    }
+    if (unknown) {
+      set(cuts.exact, t);
+      continue;
+    }
+    if (first_char_decided) continue;
+    if (at != PieceAutomaton::kDead) {
+      if (automaton.match_at_end(at)) last = static_cast<int64_t>(bytes.size());
+      open = !automaton.settled(at);
+    }
+    if (last == kNoMatch) {
+      set(cuts.exact, t);
+    } else if (!open && last < static_cast<int64_t>(bytes.size())) {
+      // A piece that ends inside either token, or at the previous one's end.
+      if (last == 0) set(cuts.boundary, t);
+    } else if (last == static_cast<int64_t>(bytes.size())) {
+      set(cuts.one_piece, t);
+    } else {
+      set(cuts.exact, t);
+    }
+  }
+  return cuts;
+}
+
+std::optional<uint64_t> CanonicalPairs::row_class(uint32_t prev) const {
+  PieceAutomaton* automaton = finder_ ? finder_->automaton() : nullptr;
+  if (!automaton || unsafe_words_.empty() || !is_text(prev) || bit(unsafe_words_, prev) ||
+      bit(added_byte_words_, prev))
+    return std::nullopt;
+  // The automaton over the previous token, its piece starting there.
+  const std::string_view bytes = vocab_->bytes(prev);
+  uint32_t state = automaton->start();
+  bool inside = false;
+  for (size_t pos = 0; pos < bytes.size();) {
+    const size_t offset = pos;
+    const uint8_t cls = automaton->class_of(*decode_utf8(bytes, pos));
+    if (cls == PieceAutomaton::kUnsafe || automaton->states() >= PieceAutomaton::kMaxStates) return std::nullopt;
+    const PieceAutomaton::Step step = automaton->step(state, cls);
+    if (step.match_before && offset > 0) inside = true;
+    state = step.next;
+  }
+  return uint64_t{state} << 1 | (inside ? 1 : 0);
+}
+
+std::vector<uint32_t> CanonicalPairs::row_class_samples(size_t per_class, size_t* classes) const {
+  std::lock_guard lock(mutex_);
+  std::unordered_map<uint64_t, std::vector<uint32_t>> by_class;
+  for (uint32_t t = 0; t < vocab_->size(); ++t)
+    if (const auto c = row_class(t); c && merges_->has(t, Merges::kSafe) && !bit(merges_->always_candidate, t)) {
+      auto& tokens = by_class[*c];
+      if (tokens.size() < per_class) tokens.push_back(t);
+    }
+  if (classes) *classes = by_class.size();
+  std::vector<uint32_t> out;
+  for (const auto& [c, tokens] : by_class) out.insert(out.end(), tokens.begin(), tokens.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool CanonicalPairs::fill_row(Row& row, uint32_t prev) const {
+  const std::optional<uint64_t> cls = row_class(prev);
+  if (!cls) return false;
+  const auto state = static_cast<uint32_t>(*cls >> 1);
+  const bool inside = *cls & 1;
+  know_every_token_alone();
+  const PieceCuts& cuts = cuts_for(state, inside);
+  const bool piece_gives = merges_->has(prev, Merges::kPieceGives);
+  const bool merges_give = merges_->has(prev, Merges::kMergesGive);
+  for (size_t w = 0; w < words_; ++w) {
+    const uint32_t self = self_ok_[w] & text_words_[w];
+    // One piece: written as the two unless a merge crosses (never, or the
+    // encoder where text after a white-space end could cut it otherwise).
+    const uint32_t not_merged = merges_give ? row.crossed[w] | ~merges_give_words_[w] : ~0u;
+    const uint32_t one_piece_exact = cuts.one_piece[w] & (row.candidates[w] | (not_merged & white_end_words_[w]));
+    const uint32_t exact = self & (cuts.exact[w] | one_piece_exact);
+    const uint32_t boundary = piece_gives ? cuts.boundary[w] : 0;
+    const uint32_t one_piece = cuts.one_piece[w] & ~not_merged & ~row.candidates[w];
+    row.checked[w] = text_words_[w] & ~exact;
+    row.allowed[w] = self & ~exact & (boundary | one_piece);
+    row.before_text[w] = self & ~exact & boundary & ~alone_ok_[w];
+  }
+  return true;
 }
 
 uint8_t CanonicalPairs::piece_state(Row& row, std::string_view left, uint32_t group) const {

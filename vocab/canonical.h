@@ -98,6 +98,10 @@ class CanonicalPairs {
   int reference_triple(uint32_t before, uint32_t prev, uint32_t next) const;
   int decided_triple(uint32_t before, uint32_t prev, uint32_t next) const;
   bool has_fast_path() const { return merges_ != nullptr; }
+  // Up to `per_class` previous tokens of each class whose rows are made
+  // whole (fill_row: the same automaton state after them), and how many
+  // classes there are; for the tests, which check those rows entire.
+  std::vector<uint32_t> row_class_samples(size_t per_class, size_t* classes = nullptr) const;
 
  private:
   // How a pair is written: as the two tokens at the end of a text, or only
@@ -147,6 +151,23 @@ class CanonicalPairs {
   // How the piece of `left` (the previous token, or the two before) ends
   // before the group's first character; remembered in `row`.
   uint8_t piece_state(Row& row, std::string_view left, uint32_t group) const;
+  // Rows made whole with word-wide operations (pair rows on the fast path,
+  // where the piece automaton models the pre-tokenizer): the automaton's
+  // state after the previous token, and whether a match ended inside it,
+  // decide how every next token's piece is cut (PieceCuts, made once per
+  // such state); the previous token adds its merges. Only the pairs that
+  // need the encoder stay unchecked, decided one by one as before.
+  struct PieceCuts {
+    std::vector<uint32_t> boundary;   // a piece ends between the two
+    std::vector<uint32_t> one_piece;  // the two make one piece
+    std::vector<uint32_t> exact;      // decide() one by one; the rest: never written so
+  };
+  bool fill_row(Row& row, uint32_t prev) const;  // false: the row is left to decide()
+  // The automaton's state after `prev` and whether a match ended inside it
+  // (state << 1 | inside); nullopt where fill_row cannot make prev's row.
+  std::optional<uint64_t> row_class(uint32_t prev) const;
+  const PieceCuts& cuts_for(uint32_t state, bool match_inside) const;
+  void know_every_token_alone() const;
   void find_candidates(Row& row, uint32_t prev) const;
   // Whether the token before `prev` may change how `prev` and what follows
   // it are cut into pieces (it shares a piece with `prev`).
@@ -184,6 +205,12 @@ class CanonicalPairs {
   static constexpr size_t kPiecePairsKept = 1 << 16;
   mutable std::unordered_map<RowKey, bool> piece_pairs_;
   mutable std::vector<uint32_t> self_checked_, self_ok_, alone_checked_, alone_ok_;
+  mutable bool every_token_alone_known_ = false;
+  // Per token (mask words), for fill_row: merging its units gives it; it
+  // ends in white space; the fast path does not apply to it; it holds a
+  // byte an added token starts with.
+  std::vector<uint32_t> merges_give_words_, white_end_words_, unsafe_words_, added_byte_words_;
+  mutable std::unordered_map<uint64_t, PieceCuts> cuts_;  // by automaton state << 1 | match inside
   mutable std::list<RowKey> recent_;  // most recent first
   mutable std::unordered_map<RowKey, std::pair<Row, std::list<RowKey>::iterator>> rows_;
 };

@@ -418,6 +418,24 @@ TEST_CASE("canonical mode's fast path with tiktoken and SentencePiece merges", "
   }
 }
 
+TEST_CASE("canonical mode: rows made whole from the piece automaton equal the encoder, class by class",
+          "[canonical][long]") {
+  // Every previous token in one class (the same automaton state after it)
+  // shares how next tokens' pieces are cut; four of each class, against
+  // every third next token.
+  for (const char* name : {"llama3-tokenizer.json", "cl100k_base.tiktoken", "o200k_base.tiktoken"}) {
+    INFO(name);
+    if (!test::shared_vocab(name)) return test::skip_without_shared(name);
+    auto vocab = (*(Vocabulary::load(*test::shared_vocab(name))));
+    auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
+    size_t classes = 0;
+    const std::vector<uint32_t> prevs = g->canonical_pairs()->row_class_samples(4, &classes);
+    CHECK(classes > 10);
+    fast_path_equals_encoder(*g, prevs, 3);
+    WARN(name << ": " << classes << " classes of previous tokens");
+  }
+}
+
 TEST_CASE("canonical: the encoder and the pairs are built once per vocabulary, shared by its grammars",
           "[canonical]") {
   auto a = compile_canonical("start ::= #'[a-z]+' ;");
