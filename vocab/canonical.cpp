@@ -85,6 +85,14 @@ struct CanonicalPairs::Merges {
   std::vector<Edge> left;
   std::vector<Step> merges;
   std::vector<uint32_t> always_candidate;  // tokens every pair of which goes to the encoder
+  // Tokens whose merges are not monotone (a merge made after one of a
+  // higher key): their edges' keys say nothing of when, so as next tokens
+  // they are candidates wherever a merge joins any symbol on the previous
+  // token's right edge to any on theirs (untimed, by symbol); as previous
+  // tokens their rows go to the encoder (always_candidate_prev).
+  std::vector<uint32_t> loose_left_begin;
+  std::vector<Edge> loose_left;  // consumed: the edge's gone_by (most lasting first)
+  std::vector<uint32_t> always_candidate_prev;
   std::vector<uint32_t> by_bytes;          // text tokens sorted by their bytes
   std::vector<std::string> added;          // the added tokens' texts
   std::array<bool, 256> added_first{};     // the bytes they start with
@@ -196,6 +204,8 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
   m->flags.assign(n, 0);
   m->group.assign(n, UINT32_MAX);
   m->always_candidate.assign(words, 0);
+  m->always_candidate_prev.assign(words, 0);
+  std::vector<std::pair<uint32_t, M::Edge>> loose_edges;
   for (const auto& [text, id] : vocab.encoder_data().added_tokens)
     if (!text.empty()) {
       m->added.push_back(text);
@@ -227,14 +237,24 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
     if (d.piece_gives_token) flags |= M::kPieceGives;
     if (d.merges_give_token) {
       flags |= M::kMergesGive;
-      if (!d.monotone) set(m->always_candidate, t);
+      if (!d.monotone) set(m->always_candidate_prev, t);
       for (const auto& e : d.right) right_edges.push_back({t, {symbols.intern(e.work), e.made, e.consumed}});
-      for (const auto& e : d.left) left_edges.push_back({symbols.intern(e.work), {t, e.made, e.consumed}});
+      for (const auto& e : d.left) {
+        if (d.monotone)
+          left_edges.push_back({symbols.intern(e.work), {t, e.made, e.consumed}});
+        else
+          loose_edges.push_back({symbols.intern(e.work), {t, e.made, e.gone_by}});
+      }
     }
     m->flags[t] = flags;
   }
   to_csr(right_edges, n, m->right_begin, m->right);
   to_csr(left_edges, symbols.size(), m->left_begin, m->left);
+  to_csr(loose_edges, symbols.size(), m->loose_left_begin, m->loose_left);
+  for (uint32_t s = 0; s < symbols.size(); ++s)
+    std::sort(m->loose_left.begin() + m->loose_left_begin[s], m->loose_left.begin() + m->loose_left_begin[s + 1],
+              [](const M::Edge& a, const M::Edge& b) { return a.consumed > b.consumed; });
+  for (size_t w = 0; w < words; ++w) m->always_candidate_prev[w] |= m->always_candidate[w];
   for (uint32_t s = 0; s < symbols.size(); ++s)
     std::sort(m->left.begin() + m->left_begin[s], m->left.begin() + m->left_begin[s + 1],
               [](const M::Edge& a, const M::Edge& b) { return a.consumed > b.consumed; });
@@ -242,6 +262,7 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
   std::vector<uint8_t> on_right(symbols.size(), 0), on_left(symbols.size(), 0);
   for (const auto& e : right_edges) on_right[e.second.id] = 1;
   for (const auto& e : left_edges) on_left[e.first] = 1;
+  for (const auto& e : loose_edges) on_left[e.first] = 1;
   std::vector<std::pair<uint32_t, M::Step>> steps;
   encoder.for_each_merge([&](std::string_view a, std::string_view b, double key) {
     auto x = symbols.find(a);
@@ -380,7 +401,8 @@ CanonicalPairs::Row& CanonicalPairs::make_row(RowKey key) const {
   row.before_text.assign(words_, 0);
   const auto prev = static_cast<uint32_t>(key);
   // A previous token whose merges are not monotone bounds nothing.
-  if (key >> 32 == kStart && merges_ && merges_->has(prev, Merges::kSafe) && !bit(merges_->always_candidate, prev)) {
+  if (key >> 32 == kStart && merges_ && merges_->has(prev, Merges::kSafe) &&
+      !bit(merges_->always_candidate_prev, prev)) {
     find_candidates(row, prev);
     if (row.fast) fill_row(row, prev);
   }
@@ -413,6 +435,13 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
       const Merges::Step& step = m.merges[s];
       const double from = std::max(step.key, x.made);
       if (from > x.consumed) continue;
+      // Next tokens whose merges are not monotone: their edge symbol may
+      // be there from the start, and is gone before any merge of a higher
+      // key than its gone_by is made.
+      for (uint32_t l = m.loose_left_begin[step.symbol]; l < m.loose_left_begin[step.symbol + 1]; ++l) {
+        if (m.loose_left[l].consumed < from) break;
+        set(row.candidates, m.loose_left[l].id);
+      }
       for (uint32_t l = m.left_begin[step.symbol]; l < m.left_begin[step.symbol + 1]; ++l) {
         const Merges::Edge& y = m.left[l];
         if (y.consumed < from) break;  // most lasting first
@@ -548,7 +577,7 @@ std::vector<uint32_t> CanonicalPairs::row_class_samples(size_t per_class, size_t
   std::lock_guard lock(mutex_);
   std::unordered_map<uint64_t, std::vector<uint32_t>> by_class;
   for (uint32_t t = 0; t < vocab_->size(); ++t)
-    if (const auto c = row_class(t); c && merges_->has(t, Merges::kSafe) && !bit(merges_->always_candidate, t)) {
+    if (const auto c = row_class(t); c && merges_->has(t, Merges::kSafe) && !bit(merges_->always_candidate_prev, t)) {
       auto& tokens = by_class[*c];
       if (tokens.size() < per_class) tokens.push_back(t);
     }
@@ -846,9 +875,10 @@ size_t CanonicalPairs::memory_bytes() const {
   if (merges_) {
     const Merges& m = *merges_;
     bytes += m.flags.size() + (m.group.size() + m.right_begin.size() + m.left_begin.size() + m.merges_begin.size() +
-                               m.always_candidate.size() + m.by_bytes.size()) *
+                               m.always_candidate.size() + m.always_candidate_prev.size() +
+                               m.loose_left_begin.size() + m.by_bytes.size()) *
                                   sizeof(uint32_t) +
-             (m.right.size() + m.left.size()) * sizeof(Merges::Edge) + m.merges.size() * sizeof(Merges::Step);
+             (m.right.size() + m.left.size() + m.loose_left.size()) * sizeof(Merges::Edge) + m.merges.size() * sizeof(Merges::Step);
   }
   return bytes;
 }

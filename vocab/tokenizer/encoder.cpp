@@ -612,27 +612,33 @@ Encoder::Derivation Encoder::derive(uint32_t token) const {
   constexpr double kUnit = -std::numeric_limits<double>::infinity();
   constexpr double kNever = std::numeric_limits<double>::infinity();
   std::vector<double> made(n, kUnit);
+  std::vector<double> highest(n, kUnit);  // the largest key merged into each symbol
   std::vector<uint32_t> end(n);
   for (uint32_t i = 0; i < n; ++i) end[i] = i + 1;
   auto work = [&](uint32_t begin, uint32_t stop) {
     return std::string(std::string_view(units.work).substr(units.w[begin], units.w[stop] - units.w[begin]));
   };
-  d.left.push_back({work(0, 1), kUnit, kNever});
-  d.right.push_back({work(static_cast<uint32_t>(n - 1), static_cast<uint32_t>(n)), kUnit, kNever});
+  d.left.push_back({work(0, 1), kUnit, kNever, kNever});
+  d.right.push_back({work(static_cast<uint32_t>(n - 1), static_cast<uint32_t>(n)), kUnit, kNever, kNever});
   uint32_t right_edge = static_cast<uint32_t>(n - 1);
   auto symbols = merge_symbols(units.work, units.w,
                                [&](std::string_view a, std::string_view b) { return s.merge_key(a, b, scratch); },
                                [&](uint32_t l, uint32_t r, double key) {
                                  if (key < made[l] || key < made[r]) d.monotone = false;
-                                 made[l] = key;
-                                 end[l] = end[r];
                                  if (l == 0) {
                                    d.left.back().consumed = key;
-                                   d.left.push_back({work(0, end[l]), key, kNever});
+                                   d.left.back().gone_by = std::max(key, highest[r]);
                                  }
                                  if (r == right_edge) {
                                    d.right.back().consumed = key;
-                                   d.right.push_back({work(l, end[l]), key, kNever});
+                                   d.right.back().gone_by = std::max(key, highest[l]);
+                                 }
+                                 made[l] = key;
+                                 highest[l] = std::max({highest[l], highest[r], key});
+                                 end[l] = end[r];
+                                 if (l == 0) d.left.push_back({work(0, end[l]), key, kNever, kNever});
+                                 if (r == right_edge) {
+                                   d.right.push_back({work(l, end[l]), key, kNever, kNever});
                                    right_edge = l;
                                  }
                                });

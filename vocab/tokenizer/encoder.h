@@ -74,6 +74,10 @@ class Encoder {
     std::string work;
     double made;      // key of the merge that made it; -inf for a unit
     double consumed;  // key of the merge that joins it to the rest; +inf for the token itself
+    // No merge of a higher key is made while it is on the edge: the
+    // largest key of the merge that consumes it and of those that make its
+    // partner there (equal to `consumed` where merges are monotone).
+    double gone_by;
   };
   struct Derivation {
     bool merges_give_token = false;  // merging the units gives exactly the token
