@@ -404,7 +404,7 @@ CanonicalPairs::Row& CanonicalPairs::make_row(RowKey key) const {
   if (key >> 32 == kStart && merges_ && merges_->has(prev, Merges::kSafe) &&
       !bit(merges_->always_candidate_prev, prev)) {
     find_candidates(row, prev);
-    if (row.fast) fill_row(row, prev);
+    if (row.fast && whole_rows_) fill_row(row, prev);
   }
   return row;
 }
@@ -467,6 +467,13 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
   }
 }
 
+void CanonicalPairs::make_rows_whole(bool whole) {
+  std::lock_guard lock(mutex_);
+  whole_rows_ = whole;
+  rows_.clear();
+  recent_.clear();
+}
+
 void CanonicalPairs::know_every_token_alone() const {
   if (every_token_alone_known_) return;
   every_token_alone_known_ = true;
@@ -476,18 +483,32 @@ void CanonicalPairs::know_every_token_alone() const {
 
 namespace {
 // Where the last match so far ended, seen from the end of the previous
-// token: inside it, nowhere yet, or that many bytes into the next token.
-constexpr int64_t kInsidePrevious = -1, kNoMatch = -2;
+// token: nowhere yet, strictly inside the text on the left (a piece that
+// cuts a token), at the end of the token before (left text of two tokens),
+// or that many bytes into the next token.
+constexpr int64_t kNoMatch = -2, kInsidePrevious = -1, kInnerBoundary = -3;
+constexpr int64_t prior_of(uint64_t cls) {
+  return (cls & 3) == 0 ? kNoMatch : (cls & 3) == 1 ? kInsidePrevious : kInnerBoundary;
+}
 }  // namespace
 
-const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint32_t state, bool match_inside) const {
-  auto [it, fresh] = cuts_.try_emplace(uint64_t{state} << 1 | (match_inside ? 1 : 0));
+const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
+  auto [it, fresh] = cuts_.try_emplace(cls);
   if (!fresh) return it->second;
   PieceCuts& cuts = it->second;
   cuts.boundary.assign(words_, 0);
   cuts.one_piece.assign(words_, 0);
   cuts.exact.assign(words_, 0);
+  cuts.joins.assign(words_, 0);
   PieceAutomaton& automaton = *finder_->automaton();
+  const auto state = static_cast<uint32_t>(cls >> 2);
+  // Where a piece settled (no text after can move it) at `last`: between
+  // the two (boundary), at the end of the token before (the encoder
+  // decides), or cutting a token (never).
+  auto settle = [&](uint32_t t, int64_t last) {
+    if (last == 0) set(cuts.boundary, t);
+    if (last == kInnerBoundary) set(cuts.exact, t);
+  };
   // The same decisions as decide(), read off the automaton: how the piece
   // is cut after the next token's first character (piece_state), then
   // after the whole token (first_piece).
@@ -498,16 +519,16 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint32_t state, bool m
     }
     const std::string_view bytes = vocab_->bytes(t);
     uint32_t at = state;
-    int64_t last = match_inside ? kInsidePrevious : kNoMatch;
+    int64_t last = prior_of(cls);
     bool open = false, first_char_decided = false, unknown = false;
     for (size_t pos = 0; pos < bytes.size();) {
       const size_t offset = pos;
-      const uint8_t cls = automaton.class_of(*decode_utf8(bytes, pos));
-      if (cls == PieceAutomaton::kUnsafe || automaton.states() >= PieceAutomaton::kMaxStates) {
+      const uint8_t c = automaton.class_of(*decode_utf8(bytes, pos));
+      if (c == PieceAutomaton::kUnsafe || automaton.states() >= PieceAutomaton::kMaxStates) {
         unknown = true;
         break;
       }
-      const PieceAutomaton::Step step = automaton.step(at, cls);
+      const PieceAutomaton::Step step = automaton.step(at, c);
       if (step.match_before) last = static_cast<int64_t>(offset);
       at = step.next;
       if (offset == 0) {
@@ -523,10 +544,11 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint32_t state, bool m
           break;
         }
         if (!first_open && first_last <= 0) {
-          first_char_decided = true;  // kSplit (inside) or kBoundary (at the end)
-          if (first_last == 0) set(cuts.boundary, t);
+          first_char_decided = true;  // kSplit (before the end) or kBoundary (at the end)
+          settle(t, first_last);
           break;
         }
+        set(cuts.joins, t);
       }
       if (at == PieceAutomaton::kDead) break;
     }
@@ -539,48 +561,53 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint32_t state, bool m
       if (automaton.match_at_end(at)) last = static_cast<int64_t>(bytes.size());
       open = !automaton.settled(at);
     }
-    if (last == kNoMatch) {
+    if (last == kNoMatch)
       set(cuts.exact, t);
-    } else if (!open && last < static_cast<int64_t>(bytes.size())) {
-      // A piece that ends inside either token, or at the previous one's end.
-      if (last == 0) set(cuts.boundary, t);
-    } else if (last == static_cast<int64_t>(bytes.size())) {
+    else if (!open && last < static_cast<int64_t>(bytes.size()))
+      settle(t, last);
+    else if (last == static_cast<int64_t>(bytes.size()))
       set(cuts.one_piece, t);
-    } else {
+    else
       set(cuts.exact, t);
-    }
   }
   return cuts;
 }
 
-std::optional<uint64_t> CanonicalPairs::row_class(uint32_t prev) const {
+std::optional<uint64_t> CanonicalPairs::left_class(std::span<const uint32_t> tokens) const {
   PieceAutomaton* automaton = finder_ ? finder_->automaton() : nullptr;
-  if (!automaton || unsafe_words_.empty() || !is_text(prev) || bit(unsafe_words_, prev) ||
-      bit(added_byte_words_, prev))
-    return std::nullopt;
-  // The automaton over the previous token, its piece starting there.
-  const std::string_view bytes = vocab_->bytes(prev);
+  if (!automaton || unsafe_words_.empty()) return std::nullopt;
+  for (uint32_t t : tokens)
+    if (!is_text(t) || bit(unsafe_words_, t) || bit(added_byte_words_, t)) return std::nullopt;
+  // The automaton over the tokens, their piece starting with the first.
   uint32_t state = automaton->start();
-  bool inside = false;
-  for (size_t pos = 0; pos < bytes.size();) {
-    const size_t offset = pos;
-    const uint8_t cls = automaton->class_of(*decode_utf8(bytes, pos));
-    if (cls == PieceAutomaton::kUnsafe || automaton->states() >= PieceAutomaton::kMaxStates) return std::nullopt;
-    const PieceAutomaton::Step step = automaton->step(state, cls);
-    if (step.match_before && offset > 0) inside = true;
-    state = step.next;
+  int64_t last = kNoMatch;
+  size_t offset = 0;
+  for (uint32_t t : tokens) {
+    const std::string_view bytes = vocab_->bytes(t);
+    for (size_t pos = 0; pos < bytes.size();) {
+      const size_t at = offset + pos;
+      const uint8_t c = automaton->class_of(*decode_utf8(bytes, pos));
+      if (c == PieceAutomaton::kUnsafe || automaton->states() >= PieceAutomaton::kMaxStates) return std::nullopt;
+      const PieceAutomaton::Step step = automaton->step(state, c);
+      if (step.match_before && at > 0) last = static_cast<int64_t>(at);
+      state = step.next;
+    }
+    offset += bytes.size();
   }
-  return uint64_t{state} << 1 | (inside ? 1 : 0);
+  const uint64_t prior = last == kNoMatch ? 0 : tokens.size() == 2 && last == int64_t(vocab_->bytes(tokens[0]).size()) ? 2 : 1;
+  return uint64_t{state} << 2 | prior;
 }
 
 std::vector<uint32_t> CanonicalPairs::row_class_samples(size_t per_class, size_t* classes) const {
   std::lock_guard lock(mutex_);
   std::unordered_map<uint64_t, std::vector<uint32_t>> by_class;
-  for (uint32_t t = 0; t < vocab_->size(); ++t)
-    if (const auto c = row_class(t); c && merges_->has(t, Merges::kSafe) && !bit(merges_->always_candidate_prev, t)) {
+  for (uint32_t t = 0; t < vocab_->size(); ++t) {
+    const uint32_t one[] = {t};
+    if (const auto c = left_class(one); c && !bit(merges_->always_candidate_prev, t)) {
       auto& tokens = by_class[*c];
       if (tokens.size() < per_class) tokens.push_back(t);
     }
+  }
   if (classes) *classes = by_class.size();
   std::vector<uint32_t> out;
   for (const auto& [c, tokens] : by_class) out.insert(out.end(), tokens.begin(), tokens.end());
@@ -589,12 +616,12 @@ std::vector<uint32_t> CanonicalPairs::row_class_samples(size_t per_class, size_t
 }
 
 bool CanonicalPairs::fill_row(Row& row, uint32_t prev) const {
-  const std::optional<uint64_t> cls = row_class(prev);
+  const uint32_t one[] = {prev};
+  const std::optional<uint64_t> cls = left_class(one);
   if (!cls) return false;
-  const auto state = static_cast<uint32_t>(*cls >> 1);
-  const bool inside = *cls & 1;
   know_every_token_alone();
-  const PieceCuts& cuts = cuts_for(state, inside);
+  const PieceCuts& cuts = cuts_for(*cls);
+  row.cls = *cls;
   const bool piece_gives = merges_->has(prev, Merges::kPieceGives);
   const bool merges_give = merges_->has(prev, Merges::kMergesGive);
   for (size_t w = 0; w < words_; ++w) {
@@ -609,6 +636,46 @@ bool CanonicalPairs::fill_row(Row& row, uint32_t prev) const {
     row.checked[w] = text_words_[w] & ~exact;
     row.allowed[w] = self & ~exact & (boundary | one_piece);
     row.before_text[w] = self & ~exact & boundary & ~alone_ok_[w];
+  }
+  return true;
+}
+
+// The context row as in_context() decides it, word by word: a pair the
+// previous token's row allows stays allowed; one it refuses is tried with
+// the token before, where the two pieces' cuts may differ, and settled by
+// where the three's first piece ends (triple_by_pieces).
+bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t before, uint32_t prev) const {
+  if (!row.cls || !merges_->has(before, Merges::kSafe)) return false;
+  const uint32_t two[] = {before, prev};
+  const std::optional<uint64_t> cls = left_class(two);
+  if (!cls) return false;
+  const PieceCuts& mine = cuts_for(*row.cls);
+  const PieceCuts& cuts = cuts_for(*cls);
+  context.cls = *cls;
+  // Whether the encoder writes the two as themselves, the same for every
+  // next token after which their piece ends (asked once, as
+  // triple_by_pieces does).
+  std::optional<bool> written;
+  for (size_t w = 0; w < words_; ++w) {
+    const uint32_t text = text_words_[w];
+    const uint32_t refused = row.checked[w] & ~row.allowed[w] & text & self_ok_[w];
+    const uint32_t tried = refused & ~(mine.joins[w] & cuts.joins[w]);
+    const uint32_t exact = (text & ~row.checked[w]) | (tried & (cuts.exact[w] | cuts.one_piece[w]));
+    uint32_t rescued = tried & cuts.boundary[w] & ~exact;
+    if (rescued && !written) {
+      const auto next = static_cast<uint32_t>(w * 32 + std::countr_zero(rescued));
+      const RowKey key = RowKey(before) << 32 | prev;
+      auto known = piece_pairs_.find(key);
+      if (known == piece_pairs_.end()) {
+        if (piece_pairs_.size() >= kPiecePairsKept) piece_pairs_.clear();
+        known = piece_pairs_.emplace(key, written_as(two, vocab_->bytes(next))).first;
+      }
+      written = known->second;
+    }
+    if (!written.value_or(false)) rescued = 0;
+    context.checked[w] = text & ~exact;
+    context.allowed[w] = (row.allowed[w] | rescued) & ~exact;
+    context.before_text[w] = (row.before_text[w] | (rescued & ~alone_ok_[w])) & ~exact;
   }
   return true;
 }
@@ -799,7 +866,12 @@ CanonicalPairs::Rows CanonicalPairs::rows_for(uint32_t before, uint32_t prev) co
   // Looked up after `before`'s row (which may push out another); the
   // context row's lookup cannot push out `prev`'s, the most recent.
   rows.row = &row_for(RowKey(kStart) << 32 | prev);
-  if (context_matters(before, prev)) rows.context = &row_for(RowKey(before) << 32 | prev);
+  if (context_matters(before, prev)) {
+    const RowKey key = RowKey(before) << 32 | prev;
+    const bool fresh = !rows_.contains(key);
+    rows.context = &row_for(key);
+    if (fresh) fill_context_row(*rows.context, *rows.row, before, prev);
+  }
   return rows;
 }
 

@@ -98,6 +98,9 @@ class CanonicalPairs {
   int reference_triple(uint32_t before, uint32_t prev, uint32_t next) const;
   int decided_triple(uint32_t before, uint32_t prev, uint32_t next) const;
   bool has_fast_path() const { return merges_ != nullptr; }
+  // For the tests: whether rows are made whole word by word (the default)
+  // or decided token by token, the reference the whole rows equal.
+  void make_rows_whole(bool whole);
   // Up to `per_class` previous tokens of each class whose rows are made
   // whole (fill_row: the same automaton state after them), and how many
   // classes there are; for the tests, which check those rows entire.
@@ -119,6 +122,9 @@ class CanonicalPairs {
     // How the previous token's piece ends before each first character
     // (a PieceState, by first-character group).
     std::unordered_map<uint32_t, uint8_t> groups;
+    // Made whole (fill_row, fill_context_row): the piece automaton's class
+    // of the text on the left (state << 2 | where its last match ended).
+    std::optional<uint64_t> cls;
   };
   using RowKey = uint64_t;  // (token before, or kStart) << 32 | previous token
   struct Merges;            // the merge derivations (canonical.cpp)
@@ -161,12 +167,16 @@ class CanonicalPairs {
     std::vector<uint32_t> boundary;   // a piece ends between the two
     std::vector<uint32_t> one_piece;  // the two make one piece
     std::vector<uint32_t> exact;      // decide() one by one; the rest: never written so
+    std::vector<uint32_t> joins;      // its first character may join the piece on the left
   };
   bool fill_row(Row& row, uint32_t prev) const;  // false: the row is left to decide()
-  // The automaton's state after `prev` and whether a match ended inside it
-  // (state << 1 | inside); nullopt where fill_row cannot make prev's row.
-  std::optional<uint64_t> row_class(uint32_t prev) const;
-  const PieceCuts& cuts_for(uint32_t state, bool match_inside) const;
+  bool fill_context_row(Row& context, const Row& row, uint32_t before, uint32_t prev) const;
+  // The automaton's class of the tokens' text, their piece starting with
+  // the first: its state, and whether its last match ended inside (or, of
+  // two tokens, at the end of the first); nullopt where rows cannot be
+  // made whole after it.
+  std::optional<uint64_t> left_class(std::span<const uint32_t> tokens) const;
+  const PieceCuts& cuts_for(uint64_t cls) const;
   void know_every_token_alone() const;
   void find_candidates(Row& row, uint32_t prev) const;
   // Whether the token before `prev` may change how `prev` and what follows
@@ -206,11 +216,12 @@ class CanonicalPairs {
   mutable std::unordered_map<RowKey, bool> piece_pairs_;
   mutable std::vector<uint32_t> self_checked_, self_ok_, alone_checked_, alone_ok_;
   mutable bool every_token_alone_known_ = false;
+  bool whole_rows_ = true;
   // Per token (mask words), for fill_row: merging its units gives it; it
   // ends in white space; the fast path does not apply to it; it holds a
   // byte an added token starts with.
   std::vector<uint32_t> merges_give_words_, white_end_words_, unsafe_words_, added_byte_words_;
-  mutable std::unordered_map<uint64_t, PieceCuts> cuts_;  // by automaton state << 1 | match inside
+  mutable std::unordered_map<uint64_t, PieceCuts> cuts_;  // by left_class
   mutable std::list<RowKey> recent_;  // most recent first
   mutable std::unordered_map<RowKey, std::pair<Row, std::list<RowKey>::iterator>> rows_;
 };

@@ -436,6 +436,59 @@ TEST_CASE("canonical mode: rows made whole from the piece automaton equal the en
   }
 }
 
+TEST_CASE("canonical mode: rows made whole after two tokens equal the one-by-one decisions", "[canonical][long]") {
+  // The token before matters where it shares a piece with the previous one
+  // (runs of spaces, of punctuation, long words, digits, CJK): every next
+  // token's verdict after each such pair, whole rows against one by one.
+  for (const char* name : {"llama3-tokenizer.json", "cl100k_base.tiktoken", "o200k_base.tiktoken"}) {
+    INFO(name);
+    if (!test::shared_vocab(name)) return test::skip_without_shared(name);
+    auto vocab = (*(Vocabulary::load(*test::shared_vocab(name))));
+    auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
+    const Encoder& encoder = encoder_of(*g);
+    auto whole = CanonicalPairs::create(vocab, encoder);
+    auto one_by_one = CanonicalPairs::create(vocab, encoder);
+    REQUIRE(whole);
+    REQUIRE(one_by_one);
+    (*one_by_one)->make_rows_whole(false);
+    std::vector<std::string> texts = piece_texts();
+    for (const char* text : {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "((((((((((((((((((((", "12345678901234567",
+                             "!!!!!!!!!!!!!!!!!!!!!!!!!", "  \n\n\t  x", "isn't can't you're 'S 's", "'''''''s",
+                             "\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C\xE4\xBD\xA0\xE5\xA5\xBD",
+                             "    return x;\n}\n\n\n", ".....,,,,,;;;;;----", "__init__.py::TestCase"})
+      texts.emplace_back(text);
+    std::vector<std::pair<uint32_t, uint32_t>> pairs;
+    for (const std::string& text : texts) {
+      const std::vector<uint32_t> tokens = encoder.encode_continuation(text);
+      for (size_t i = 1; i < tokens.size(); ++i) pairs.emplace_back(tokens[i - 1], tokens[i]);
+    }
+    // Runs of one character, the longest tokens: two of them together.
+    std::vector<uint32_t> runs;
+    for (uint32_t t = 0; t < vocab->size(); ++t) {
+      const std::string_view bytes = vocab->bytes(t);
+      if (bytes.size() >= 2 && !vocab->is_special(t) &&
+          bytes.find_first_not_of(bytes[0]) == std::string_view::npos)
+        runs.push_back(t);
+    }
+    std::mt19937 rng(5);
+    for (size_t i = 0; i < 60 && !runs.empty(); ++i) {
+      const uint32_t a = runs[rng() % runs.size()];
+      auto same = std::find_if(runs.begin() + static_cast<long>(rng() % runs.size()), runs.end(),
+                               [&](uint32_t b) { return vocab->bytes(b)[0] == vocab->bytes(a)[0]; });
+      pairs.emplace_back(a, same != runs.end() ? *same : a);
+    }
+    const size_t words = (vocab->size() + 31) / 32;
+    for (const auto& [before, prev] : pairs) {
+      std::vector<uint32_t> a(words, ~0u), b(words, ~0u);
+      (*whole)->filter(before, prev, a);
+      (*one_by_one)->filter(before, prev, b);
+      INFO("after '" << vocab->display(before) << "', '" << vocab->display(prev) << "'");
+      CHECK(test::set_bits(a) == test::set_bits(b));
+    }
+    WARN(name << ": whole rows equal one-by-one decisions after " << pairs.size() << " pairs of tokens");
+  }
+}
+
 TEST_CASE("canonical: the encoder and the pairs are built once per vocabulary, shared by its grammars",
           "[canonical]") {
   auto a = compile_canonical("start ::= #'[a-z]+' ;");
