@@ -141,7 +141,10 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
     if (rule == Encoder::PieceRule::OneRegex) finder_ = encoder_.piece_finder();
     if (rule == Encoder::PieceRule::WholeText || finder_) merges_ = build_merges(*vocab_, encoder_);
   }
-  if (merges_ && finder_ && finder_->automaton()) {
+  // Rows are made whole where the pieces are known: the pre-tokenizer as an
+  // automaton, or none (one piece, the whole text: SentencePiece).
+  const bool whole_text = rule == Encoder::PieceRule::WholeText;
+  if (merges_ && ((finder_ && finder_->automaton()) || whole_text)) {
     merges_give_words_.assign(words_, 0);
     white_end_words_.assign(words_, 0);
     unsafe_words_.assign(words_, 0);
@@ -150,12 +153,65 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
       if (!is_text(t)) continue;
       const std::string_view bytes = vocab_->bytes(t);
       if (merges_->has(t, Merges::kMergesGive)) set(merges_give_words_, t);
-      if (ends_in_white_space(bytes)) set(white_end_words_, t);
+      if (looks_ahead_ && ends_in_white_space(bytes)) set(white_end_words_, t);
       if (!merges_->has(t, Merges::kSafe)) set(unsafe_words_, t);
       if (std::any_of(bytes.begin(), bytes.end(), [&](char c) { return merges_->added_first[static_cast<uint8_t>(c)]; }))
         set(added_byte_words_, t);
     }
+    // Everything rows are made of, once for the vocabulary: every token
+    // alone, and how next tokens' pieces are cut after every class of text
+    // one or two tokens leave on the left.
+    know_every_token_alone();
+    if (whole_text) {
+      // Every pair is within the one piece.
+      whole_text_cuts_.boundary.assign(words_, 0);
+      whole_text_cuts_.joins.assign(words_, 0);
+      whole_text_cuts_.exact = unsafe_words_;
+      whole_text_cuts_.one_piece.assign(words_, 0);
+      for (size_t w = 0; w < words_; ++w) whole_text_cuts_.one_piece[w] = text_words_[w] & ~unsafe_words_[w];
+    } else {
+      for (uint64_t cls : left_classes()) cuts_for(cls);
+    }
   }
+}
+
+// Every class left_class() gives: after each text token, and after each
+// token following a text in one of those classes.
+std::vector<uint64_t> CanonicalPairs::left_classes() const {
+  const PieceAutomaton& automaton = *finder_->automaton();
+  std::vector<uint64_t> one;
+  std::vector<uint8_t> seen(automaton.states() * 4, 0);
+  auto note = [&](std::vector<uint64_t>& into, uint64_t cls) {
+    if (!seen[cls]) into.push_back(cls);
+    seen[cls] = 1;
+  };
+  for (uint32_t t = 0; t < vocab_->size(); ++t) {
+    const uint32_t token[] = {t};
+    if (const auto cls = left_class(token)) note(one, *cls);
+  }
+  std::vector<uint64_t> all = one;
+  for (uint64_t before : one)
+    for (uint32_t t = 0; t < vocab_->size(); ++t) {
+      if (!is_text(t) || bit(unsafe_words_, t) || bit(added_byte_words_, t)) continue;
+      // left_class() of (a token of class `before`, t), from the class.
+      const std::string_view bytes = vocab_->bytes(t);
+      uint32_t state = static_cast<uint32_t>(before >> 2);
+      uint64_t prior = before & 3 ? 1 : 0;
+      bool known = true;
+      for (size_t pos = 0; pos < bytes.size();) {
+        const size_t at = pos;
+        const uint8_t c = automaton.class_of(*decode_utf8(bytes, pos));
+        if (c == PieceAutomaton::kUnsafe) {
+          known = false;
+          break;
+        }
+        const PieceAutomaton::Step step = automaton.step(state, c);
+        if (step.match_before) prior = at == 0 ? 2 : 1;
+        state = step.next;
+      }
+      if (known) note(all, uint64_t{state} << 2 | prior);
+    }
+  return all;
 }
 
 CanonicalPairs::~CanonicalPairs() = default;
@@ -500,7 +556,7 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
   cuts.one_piece.assign(words_, 0);
   cuts.exact.assign(words_, 0);
   cuts.joins.assign(words_, 0);
-  PieceAutomaton& automaton = *finder_->automaton();
+  const PieceAutomaton& automaton = *finder_->automaton();
   const auto state = static_cast<uint32_t>(cls >> 2);
   // Where a piece settled (no text after can move it) at `last`: between
   // the two (boundary), at the end of the token before (the encoder
@@ -524,7 +580,7 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
     for (size_t pos = 0; pos < bytes.size();) {
       const size_t offset = pos;
       const uint8_t c = automaton.class_of(*decode_utf8(bytes, pos));
-      if (c == PieceAutomaton::kUnsafe || automaton.states() >= PieceAutomaton::kMaxStates) {
+      if (c == PieceAutomaton::kUnsafe) {
         unknown = true;
         break;
       }
@@ -574,12 +630,12 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
 }
 
 std::optional<uint64_t> CanonicalPairs::left_class(std::span<const uint32_t> tokens) const {
-  PieceAutomaton* automaton = finder_ ? finder_->automaton() : nullptr;
+  const PieceAutomaton* automaton = finder_ ? finder_->automaton() : nullptr;
   if (!automaton || unsafe_words_.empty()) return std::nullopt;
   for (uint32_t t : tokens)
     if (!is_text(t) || bit(unsafe_words_, t) || bit(added_byte_words_, t)) return std::nullopt;
   // The automaton over the tokens, their piece starting with the first.
-  uint32_t state = automaton->start();
+  uint32_t state = PieceAutomaton::kStart;
   int64_t last = kNoMatch;
   size_t offset = 0;
   for (uint32_t t : tokens) {
@@ -587,7 +643,7 @@ std::optional<uint64_t> CanonicalPairs::left_class(std::span<const uint32_t> tok
     for (size_t pos = 0; pos < bytes.size();) {
       const size_t at = offset + pos;
       const uint8_t c = automaton->class_of(*decode_utf8(bytes, pos));
-      if (c == PieceAutomaton::kUnsafe || automaton->states() >= PieceAutomaton::kMaxStates) return std::nullopt;
+      if (c == PieceAutomaton::kUnsafe) return std::nullopt;
       const PieceAutomaton::Step step = automaton->step(state, c);
       if (step.match_before && at > 0) last = static_cast<int64_t>(at);
       state = step.next;
@@ -616,12 +672,13 @@ std::vector<uint32_t> CanonicalPairs::row_class_samples(size_t per_class, size_t
 }
 
 bool CanonicalPairs::fill_row(Row& row, uint32_t prev) const {
+  if (unsafe_words_.empty()) return false;
+  const PieceCuts* whole_text = finder_ ? nullptr : &whole_text_cuts_;
   const uint32_t one[] = {prev};
-  const std::optional<uint64_t> cls = left_class(one);
-  if (!cls) return false;
-  know_every_token_alone();
-  const PieceCuts& cuts = cuts_for(*cls);
-  row.cls = *cls;
+  const std::optional<uint64_t> cls = whole_text ? std::nullopt : left_class(one);
+  if (!cls && !whole_text) return false;
+  const PieceCuts& cuts = whole_text ? *whole_text : cuts_for(*cls);
+  row.cls = cls;
   const bool piece_gives = merges_->has(prev, Merges::kPieceGives);
   const bool merges_give = merges_->has(prev, Merges::kMergesGive);
   for (size_t w = 0; w < words_; ++w) {
@@ -940,9 +997,17 @@ int CanonicalPairs::decided_triple(uint32_t before, uint32_t prev, uint32_t next
   return settled ? static_cast<int>(*settled) : -1;
 }
 
+size_t CanonicalPairs::classes() const {
+  std::lock_guard lock(mutex_);
+  return cuts_.size();
+}
+
 size_t CanonicalPairs::memory_bytes() const {
   std::lock_guard lock(mutex_);
-  size_t bytes = (self_checked_.size() * 4 + rows_.size() * words_ * 4) * sizeof(uint32_t) +
+  size_t bytes = (self_checked_.size() * 4 + rows_.size() * words_ * 4 + cuts_.size() * words_ * 4 +
+                  (merges_give_words_.size() + white_end_words_.size() + unsafe_words_.size() +
+                   added_byte_words_.size())) *
+                     sizeof(uint32_t) +
                  piece_pairs_.size() * (sizeof(RowKey) + sizeof(bool) + 2 * sizeof(void*));
   if (merges_) {
     const Merges& m = *merges_;

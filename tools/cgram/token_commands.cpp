@@ -25,6 +25,8 @@
 #include "ngram_sampler.h"
 #include "shared_object.h"
 #include "vocab_trie.h"
+#include "canonical.h"
+#include "vocab_context.h"
 
 namespace cgram::cli {
 namespace {
@@ -41,7 +43,27 @@ struct Loaded {
   jit::KernelTimings jit_timings;
   double load_ms = 0;  // an AOT object: from its path to a compiled grammar
   Clock::time_point grammar_arrived;
+  // --canonical: the vocabulary's context, made before the grammar arrives
+  // (once per vocabulary in a server) and kept for the grammar to share.
+  std::shared_ptr<const VocabularyContext> context;
+  double canonical_ms = 0;
 };
+
+// The canonical filter of `vocab`'s context, made now (encoder, merges,
+// the piece cuts of every class); how long it took, or nullopt where the
+// vocabulary has none (the compile then says why).
+std::optional<double> prepare_canonical(const std::shared_ptr<const VocabularyContext>& context) {
+  auto start = Clock::now();
+  if (!context->canonical_pairs()) return std::nullopt;
+  return ms_since(start);
+}
+
+std::string canonical_summary(const VocabularyContext& context, double ms) {
+  auto pairs = context.canonical_pairs();
+  if (!pairs) return "";
+  return fmt::format("canonical context of the vocabulary: {} classes of piece cuts, {:.1f} MB, made in {:.0f} ms",
+                     (*pairs)->classes(), (*pairs)->memory_bytes() / 1e6, ms);
+}
 
 bool is_shared_object(const std::string& path) { return std::filesystem::path(path).extension() == ".so"; }
 
@@ -64,6 +86,10 @@ std::optional<Loaded> load(const VocabArgs& args) {
   print_warnings(*out.vocab);
   out.vocab->trie();
   out.vocab_ms = ms_since(vocab_start);
+  if (args.canonical) {
+    out.context = VocabularyContext::of(out.vocab);
+    out.canonical_ms = prepare_canonical(out.context).value_or(0);
+  }
   if (is_shared_object(args.file)) {
     auto start = Clock::now();
     out.grammar_arrived = start;
@@ -773,6 +799,7 @@ int bench_file(const BenchArgs& args) {
               {"is_allowed_us", percentiles(*is_allowed_us)},
               {"mask_memo", {{"mode", args.mask_memo}, {"hits", run.memo_hits}, {"lookups", run.memo_lookups}}},
               {"canonical_yields", run.canonical_yields},
+              {"canonical_context_ms", loaded->canonical_ms},
               {"compile_ms", {{"parse", loaded->parse_ms}, {"lower", t.lower_ms}, {"index", t.index_ms},
                               {"total", loaded->parse_ms + loaded->compile_ms}}},
               {"tier", loaded->compiled->tier()},
@@ -825,10 +852,12 @@ int bench_file(const BenchArgs& args) {
                              "p90 {:.1f} µs  p99 {:.1f} µs\n",
                              run.open_mask_us.size(), percentile(run.open_mask_us, 50),
                              percentile(run.open_mask_us, 90), percentile(run.open_mask_us, 99));
-  if (loaded->compiled->is_canonical())
+  if (loaded->compiled->is_canonical()) {
     std::cout << fmt::format("canonical: the matcher yielded to the grammar (no canonical continuation left) at {} of "
                              "{} steps\n",
                              run.canonical_yields, mask_us.size());
+    if (loaded->context) std::cout << canonical_summary(*loaded->context, loaded->canonical_ms) << "\n";
+  }
   std::cout << fmt::format("tier: {}", loaded->compiled->tier());
   if (loaded->jit_ms > 0)
     std::cout << fmt::format(" (JIT compile {:.1f} ms: IR {:.1f}, optimize {:.1f}, native code {:.1f})", loaded->jit_ms,
@@ -954,6 +983,15 @@ int bench_suite(const BenchArgs& args) {
     print_warnings(*vocabs.back());
     vocabs.back()->trie();
   }
+  // --canonical: each vocabulary's context made before its grammars arrive,
+  // as a server would have it.
+  std::vector<std::shared_ptr<const VocabularyContext>> contexts;
+  if (args.canonical)
+    for (const auto& vocab : vocabs) {
+      contexts.push_back(VocabularyContext::of(vocab));
+      const auto ms = prepare_canonical(contexts.back());
+      if (ms && !args.json) std::cerr << canonical_summary(*contexts.back(), *ms) << "\n";
+    }
   std::error_code ec;
   std::vector<std::filesystem::path> formats;
   for (const auto& e : list_folder(args.suite, ec)) {

@@ -206,7 +206,7 @@ struct Encoder::State {
   std::vector<std::unique_ptr<icu::RegexPattern>> patterns;
   Encoder::PieceRule piece_rule = Encoder::PieceRule::WholeText;
   // The one regex as an automaton (OneRegex only; null where it cannot model it).
-  std::shared_ptr<const PieceProgram> piece_program;
+  std::shared_ptr<const PieceAutomaton> piece_automaton;
   // The token that spells each single byte, when there is one.
   std::array<std::optional<uint32_t>, 256> byte_ids;
   // User-defined tokens by their first byte, longest first.
@@ -283,11 +283,32 @@ struct Encoder::State {
     return true;
   }
 
+  // The one regex's pieces as the piece automaton cuts them, one first
+  // piece after another (the pattern has no anchors or look-behind, so a
+  // match found from where the last ended is the first piece of the rest);
+  // false, with `out` as it was, where ICU must cut.
+  bool pretokenize_by_automaton(std::string_view text, size_t base,
+                                std::vector<std::pair<std::string, size_t>>& out) const {
+    if (!piece_automaton) return false;
+    const size_t kept = out.size();
+    for (size_t pos = 0; pos < text.size();) {
+      const auto piece = piece_automaton->first(text.substr(pos));
+      if (!piece) {
+        out.resize(kept);
+        return false;
+      }
+      out.emplace_back(std::string(text.substr(pos, piece->length)), base + pos);
+      pos += piece->length;
+    }
+    return true;
+  }
+
   // Splits into pieces, each with its offset: each regex in turn splits
   // every piece into its matches and the gaps between them, so the pieces
   // always cover the text, in order.
   bool pretokenize(std::string_view text, size_t base, std::vector<std::pair<std::string, size_t>>& out,
                    Run& run) const {
+    if (pretokenize_by_automaton(text, base, out)) return true;
     std::vector<icu::UnicodeString> pieces{icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), text.size()))};
     for (const auto& pattern : patterns) {
       std::vector<icu::UnicodeString> next;
@@ -521,7 +542,7 @@ Result<std::unique_ptr<Encoder>> Encoder::create(std::shared_ptr<const Vocabular
     state->piece_rule = patterns->size() == 1 && !looks_outside_match((*patterns)[0]) ? PieceRule::OneRegex
                                                                                       : PieceRule::Other;
     if (state->piece_rule == PieceRule::OneRegex)
-      if (auto program = PieceAutomaton::compile((*patterns)[0])) state->piece_program = std::move(*program);
+      if (auto automaton = PieceAutomaton::compile((*patterns)[0])) state->piece_automaton = std::move(*automaton);
   }
   // Byte fallback: SentencePiece's <0xNN> tokens when they spell the byte,
   // else any text token of that one byte.
@@ -688,7 +709,7 @@ struct Encoder::PieceFinder::Impl {
   std::unique_ptr<icu::RegexMatcher> matcher;
   icu::UnicodeString text;
   EncoderOptions options;
-  std::optional<PieceAutomaton> automaton;
+  std::shared_ptr<const PieceAutomaton> automaton;
 };
 
 Encoder::PieceFinder::PieceFinder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -700,7 +721,7 @@ std::optional<Encoder::FirstPiece> Encoder::PieceFinder::first(std::string_view 
   return icu_first(text);
 }
 
-PieceAutomaton* Encoder::PieceFinder::automaton() { return impl_->automaton ? &*impl_->automaton : nullptr; }
+const PieceAutomaton* Encoder::PieceFinder::automaton() const { return impl_->automaton.get(); }
 
 std::optional<Encoder::FirstPiece> Encoder::PieceFinder::icu_first(std::string_view text) {
   Impl& m = *impl_;
@@ -726,7 +747,7 @@ std::optional<Encoder::FirstPiece> Encoder::PieceFinder::icu_first(std::string_v
 
 namespace {
 std::unique_ptr<Encoder::PieceFinder> make_finder(const icu::RegexPattern& pattern, const EncoderOptions& options,
-                                                  const std::shared_ptr<const PieceProgram>& program,
+                                                  const std::shared_ptr<const PieceAutomaton>& automaton,
                                                   std::unique_ptr<icu::RegexPattern> owned = nullptr) {
   auto impl = std::make_unique<Encoder::PieceFinder::Impl>();
   impl->owned_pattern = std::move(owned);
@@ -734,14 +755,14 @@ std::unique_ptr<Encoder::PieceFinder> make_finder(const icu::RegexPattern& patte
   impl->matcher.reset(pattern.matcher(status));
   if (U_FAILURE(status) || !impl->matcher) return nullptr;
   impl->options = options;
-  if (program) impl->automaton.emplace(program);
+  impl->automaton = automaton;
   return std::make_unique<Encoder::PieceFinder>(std::move(impl));
 }
 }  // namespace
 
 std::unique_ptr<Encoder::PieceFinder> Encoder::piece_finder() const {
   if (state_->piece_rule != PieceRule::OneRegex) return nullptr;
-  return make_finder(*state_->patterns[0], state_->options, state_->piece_program);
+  return make_finder(*state_->patterns[0], state_->options, state_->piece_automaton);
 }
 
 Result<std::unique_ptr<Encoder::PieceFinder>> Encoder::piece_finder_for(std::string_view pattern,
@@ -752,10 +773,10 @@ Result<std::unique_ptr<Encoder::PieceFinder>> Encoder::piece_finder_for(std::str
       icu::UnicodeString::fromUTF8(icu::StringPiece(pattern.data(), static_cast<int32_t>(pattern.size()))), 0,
       parse_error, status));
   if (U_FAILURE(status)) return Error{ErrorCode::InvalidInput, fmt::format("the regex does not compile ({})", u_errorName(status))};
-  std::shared_ptr<const PieceProgram> program;
-  if (auto p = PieceAutomaton::compile(pattern)) program = std::move(*p);
+  std::shared_ptr<const PieceAutomaton> automaton;
+  if (auto a = PieceAutomaton::compile(pattern)) automaton = std::move(*a);
   const icu::RegexPattern& compiled_ref = *compiled;
-  auto finder = make_finder(compiled_ref, options, program, std::move(compiled));
+  auto finder = make_finder(compiled_ref, options, automaton, std::move(compiled));
   if (!finder) return Error{ErrorCode::Internal, "ICU made no matcher for the regex"};
   return finder;
 }

@@ -119,7 +119,7 @@ class Encoder {
     // ICU's answer alone: the reference the automaton's answers equal.
     std::optional<FirstPiece> icu_first(std::string_view text);
     // Null where the pattern is outside what the automaton models.
-    PieceAutomaton* automaton();
+    const PieceAutomaton* automaton() const;
     struct Impl;
     explicit PieceFinder(std::unique_ptr<Impl> impl);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <unordered_map>
 
 #include "utf8.h"
 
@@ -528,7 +529,63 @@ bool make_classes(std::vector<icu::UnicodeSet> sets, const icu::UnicodeSet* unsa
 
 }  // namespace
 
-Result<std::shared_ptr<const PieceProgram>> PieceAutomaton::compile(std::string_view pattern) {
+namespace {
+// The threads that wait for a character, in priority order, from `list`
+// with the character after being `next` (a class, or kEndOfText), and
+// whether a match ends here (cutting every thread after it).
+constexpr uint32_t kEndOfText = UINT32_MAX;
+
+class Determinizer {
+ public:
+  explicit Determinizer(const PieceProgram& p) : p_(p), marks_(p.program.size(), 0) {}
+
+  bool closure(const std::vector<uint32_t>& list, uint32_t next, std::vector<uint32_t>& out) {
+    out.clear();
+    ++mark_;
+    for (uint32_t start : list) {
+      stack_.assign(1, start);
+      while (!stack_.empty()) {
+        const uint32_t pc = stack_.back();
+        stack_.pop_back();
+        if (marks_[pc] == mark_) continue;
+        marks_[pc] = mark_;
+        const PieceProgram::Inst& inst = p_.program[pc];
+        switch (inst.op) {
+          case PieceProgram::kChar: out.push_back(pc); break;
+          case PieceProgram::kJmp: stack_.push_back(inst.x); break;
+          case PieceProgram::kSplit:
+            stack_.push_back(inst.y);
+            stack_.push_back(inst.x);
+            break;
+          case PieceProgram::kLook:
+          case PieceProgram::kLookNot: {
+            const bool in = next != kEndOfText && p_.set_has[inst.set][next];
+            if (in == (inst.op == PieceProgram::kLook)) stack_.push_back(inst.x);
+            break;
+          }
+          case PieceProgram::kMatch: return true;
+        }
+      }
+    }
+    return false;
+  }
+
+ private:
+  const PieceProgram& p_;
+  std::vector<uint32_t> marks_, stack_;
+  uint32_t mark_ = 0;
+};
+
+struct ListHash {
+  size_t operator()(const std::vector<uint32_t>& v) const {
+    size_t h = v.size();
+    for (uint32_t x : v) h = h * 0x9E3779B97F4A7C15ull + x;
+    return h;
+  }
+};
+}  // namespace
+
+Result<std::shared_ptr<const PieceAutomaton>> PieceAutomaton::compile(std::string_view pattern) {
   std::u32string code_points;
   for (size_t pos = 0; pos < pattern.size();) {
     auto cp = decode_utf8(pattern, pos);
@@ -551,121 +608,56 @@ Result<std::shared_ptr<const PieceProgram>> PieceAutomaton::compile(std::string_
   if (parser.ignores_case()) unsafe = multi_character_foldings();
   if (!make_classes(std::move(parser.sets()), unsafe ? &*unsafe : nullptr, *program))
     return Error{ErrorCode::Unsupported, "the pre-tokenizer pattern has too many character sets for the piece automaton"};
-  return std::shared_ptr<const PieceProgram>(std::move(program));
-}
 
-size_t PieceAutomaton::ListHash::operator()(const std::vector<uint32_t>& v) const {
-  size_t h = v.size();
-  for (uint32_t x : v) h = h * 0x9E3779B97F4A7C15ull + x;
-  return h;
-}
-
-PieceAutomaton::PieceAutomaton(std::shared_ptr<const PieceProgram> program) : program_(std::move(program)) {
-  marks_.assign(program_->program.size(), 0);
-  intern({});   // kDead
-  intern({1});  // start: the pattern's first instruction
+  // Every state, breadth first from the start: a state is the list of
+  // threads (program counters, in priority order) waiting for a character.
+  auto automaton = std::make_shared<PieceAutomaton>(Key{});
+  automaton->classes_ = program->classes;
+  std::vector<std::vector<uint32_t>> lists = {{}, {1}};
+  std::unordered_map<std::vector<uint32_t>, State, ListHash> ids = {{{}, kDead}, {{1}, kStart}};
+  Determinizer d(*program);
+  std::vector<uint32_t> waiting;
+  for (State s = 0; s < lists.size(); ++s) {
+    for (size_t c = 0; c < program->classes; ++c) {
+      const bool matched = d.closure(lists[s], static_cast<uint32_t>(c), waiting);
+      std::vector<uint32_t> next;
+      for (uint32_t pc : waiting)
+        if (program->set_has[program->program[pc].set][c]) next.push_back(program->program[pc].x);
+      auto [it, fresh] = ids.try_emplace(next, static_cast<State>(lists.size()));
+      if (fresh) {
+        if (lists.size() >= kMaxStates)
+          return Error{ErrorCode::Unsupported, "the pre-tokenizer pattern needs more states than the piece automaton allows"};
+        lists.push_back(std::move(next));
+      }
+      automaton->steps_.push_back(it->second << 1 | (matched ? 1u : 0u));
+    }
+    automaton->end_match_.push_back(d.closure(lists[s], kEndOfText, waiting) ? 1 : 0);
+  }
+  for (State s = 0; s < lists.size(); ++s) {
+    bool same = true;
+    for (size_t c = 0; c < program->classes && same; ++c) {
+      const Step step = automaton->step(s, static_cast<uint8_t>(c));
+      same = step.next == kDead && step.match_before == (automaton->end_match_[s] != 0);
+    }
+    automaton->settled_.push_back(same ? 1 : 0);
+  }
+  automaton->program_ = std::move(program);
+  return std::shared_ptr<const PieceAutomaton>(std::move(automaton));
 }
 
 PieceAutomaton::~PieceAutomaton() = default;
-PieceAutomaton::PieceAutomaton(PieceAutomaton&&) noexcept = default;
 
 uint8_t PieceAutomaton::class_of(uint32_t code_point) const { return program_->class_of(code_point); }
-size_t PieceAutomaton::classes() const { return program_->classes; }
 
-PieceAutomaton::State PieceAutomaton::intern(std::vector<uint32_t> list) {
-  auto [it, fresh] = ids_.try_emplace(std::move(list), static_cast<State>(lists_.size()));
-  if (fresh) {
-    lists_.push_back(it->first);
-    steps_.resize(lists_.size() * program_->classes, -1);
-    end_match_.push_back(-1);
-    settled_.push_back(-1);
-  }
-  return it->second;
-}
-
-namespace {
-// The threads that wait for a character, in priority order, from `list`
-// with the character after being `next` (a class, or kEndOfText), and
-// whether a match ends here (cutting every thread after it).
-constexpr uint32_t kEndOfText = UINT32_MAX;
-bool closure(const PieceProgram& p, const std::vector<uint32_t>& list, uint32_t next, std::vector<uint32_t>& marks,
-             uint32_t mark, std::vector<uint32_t>& stack, std::vector<uint32_t>& out) {
-  out.clear();
-  for (uint32_t start : list) {
-    stack.assign(1, start);
-    while (!stack.empty()) {
-      const uint32_t pc = stack.back();
-      stack.pop_back();
-      if (marks[pc] == mark) continue;
-      marks[pc] = mark;
-      const PieceProgram::Inst& inst = p.program[pc];
-      switch (inst.op) {
-        case PieceProgram::kChar: out.push_back(pc); break;
-        case PieceProgram::kJmp: stack.push_back(inst.x); break;
-        case PieceProgram::kSplit:
-          stack.push_back(inst.y);
-          stack.push_back(inst.x);
-          break;
-        case PieceProgram::kLook:
-        case PieceProgram::kLookNot: {
-          const bool in = next != kEndOfText && p.set_has[inst.set][next];
-          if (in == (inst.op == PieceProgram::kLook)) stack.push_back(inst.x);
-          break;
-        }
-        case PieceProgram::kMatch: return true;
-      }
-    }
-  }
-  return false;
-}
-}  // namespace
-
-PieceAutomaton::Step PieceAutomaton::step(State state, uint8_t cls) {
-  const size_t at = state * program_->classes + cls;
-  if (steps_[at] < 0) {
-    std::vector<uint32_t> waiting, stack;
-    const bool matched = closure(*program_, lists_[state], cls, marks_, ++mark_, stack, waiting);
-    std::vector<uint32_t> next;
-    for (uint32_t pc : waiting) {
-      const PieceProgram::Inst& inst = program_->program[pc];
-      if (program_->set_has[inst.set][cls]) next.push_back(inst.x);
-    }
-    const State to = intern(std::move(next));
-    steps_[at] = static_cast<int32_t>(to << 1 | (matched ? 1 : 0));
-  }
-  return Step{static_cast<State>(steps_[at] >> 1), (steps_[at] & 1) != 0};
-}
-
-bool PieceAutomaton::match_at_end(State state) {
-  if (end_match_[state] < 0) {
-    std::vector<uint32_t> waiting, stack;
-    end_match_[state] = closure(*program_, lists_[state], kEndOfText, marks_, ++mark_, stack, waiting) ? 1 : 0;
-  }
-  return end_match_[state] != 0;
-}
-
-bool PieceAutomaton::settled(State state) {
-  if (settled_[state] < 0) {
-    const bool at_end = match_at_end(state);
-    bool same = true;
-    for (size_t c = 0; c < program_->classes && same; ++c) {
-      const Step s = step(state, static_cast<uint8_t>(c));
-      same = s.next == kDead && s.match_before == at_end;
-    }
-    settled_[state] = same ? 1 : 0;
-  }
-  return settled_[state] != 0;
-}
-
-std::optional<PieceAutomaton::FirstPiece> PieceAutomaton::first(std::string_view text) {
-  State state = start();
+std::optional<PieceAutomaton::FirstPiece> PieceAutomaton::first(std::string_view text) const {
+  State state = kStart;
   std::optional<size_t> last;
   for (size_t pos = 0; pos < text.size();) {
     const size_t at = pos;
     const std::optional<uint32_t> cp = decode_utf8(text, pos);
     if (!cp) return std::nullopt;
     const uint8_t cls = class_of(*cp);
-    if (cls == kUnsafe || lists_.size() >= kMaxStates) return std::nullopt;
+    if (cls == kUnsafe) return std::nullopt;
     const Step s = step(state, cls);
     if (s.match_before) last = at;
     state = s.next;

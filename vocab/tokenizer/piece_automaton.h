@@ -13,8 +13,9 @@
 // character look-ahead), its character sets split Unicode into a few
 // classes, and a Pike machine (threads in priority order, a match cutting
 // the threads after it) gives ICU's leftmost-first match, including greedy
-// backtracking and `\s+(?!\S)`. Its states are made into DFA states as they
-// are met. Anything outside the subset (anchors, back-references, nested
+// backtracking and `\s+(?!\S)`. Its thread lists are made into DFA states,
+// all of them when the pattern is compiled (30 to 60 for the tokenizers'
+// patterns). Anything outside the subset (anchors, back-references, nested
 // classes, lazy or possessive quantifiers, a loop whose body may match
 // nothing) makes compile() refuse, and the caller keeps ICU. Texts with a
 // character whose full case folding is several characters, where the
@@ -26,40 +27,43 @@
 #include <memory>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "error.h"
 
 namespace cgram {
 
-class PieceProgram;  // the compiled pattern (piece_automaton.cpp), shared and immutable
+class PieceProgram;  // the compiled pattern (piece_automaton.cpp)
 
+// Built whole when compiled (every state reachable from the start, in
+// breadth-first order, so the same pattern always numbers its states the
+// same way); immutable after, and safe to share between threads.
 class PieceAutomaton {
  public:
-  // The program for `pattern` (ICU syntax, UTF-8), or why the automaton
-  // cannot model it.
-  static Result<std::shared_ptr<const PieceProgram>> compile(std::string_view pattern);
-  explicit PieceAutomaton(std::shared_ptr<const PieceProgram> program);
+  // The automaton for `pattern` (ICU syntax, UTF-8), or why it cannot
+  // model it.
+  static Result<std::shared_ptr<const PieceAutomaton>> compile(std::string_view pattern);
   ~PieceAutomaton();
-  PieceAutomaton(PieceAutomaton&&) noexcept;
 
   using State = uint32_t;
   static constexpr State kDead = 0;  // no thread left: the first piece has ended
-  State start() const { return 1; }
+  static constexpr State kStart = 1;
   // A code point's class, or kUnsafe for those left to ICU.
   static constexpr uint8_t kUnsafe = 255;
   uint8_t class_of(uint32_t code_point) const;
-  size_t classes() const;
+  size_t classes() const { return classes_; }
+  size_t states() const { return end_match_.size(); }
   struct Step {
     State next;
     bool match_before;  // a match of the pattern ends just before the character
   };
-  Step step(State state, uint8_t cls);
-  bool match_at_end(State state);
+  Step step(State state, uint8_t cls) const {
+    const uint32_t s = steps_[state * classes_ + cls];
+    return Step{s >> 1, (s & 1) != 0};
+  }
+  bool match_at_end(State state) const { return end_match_[state] != 0; }
   // Whether no text after the text could change where the first piece ends.
-  bool settled(State state);
-  size_t states() const { return lists_.size(); }
+  bool settled(State state) const { return settled_[state] != 0; }
 
   struct FirstPiece {
     size_t length;  // bytes
@@ -67,27 +71,22 @@ class PieceAutomaton {
   };
   // Where the first piece of `text` ends, as the pre-tokenizer cuts it;
   // nullopt where ICU must answer (the first match does not start at the
-  // text's start or is empty, an unsafe character, invalid UTF-8, too many
-  // states).
-  std::optional<FirstPiece> first(std::string_view text);
+  // text's start or is empty, an unsafe character, invalid UTF-8).
+  std::optional<FirstPiece> first(std::string_view text) const;
 
-  // States are made as met, up to this many; past it first() says nullopt.
-  static constexpr size_t kMaxStates = 1 << 14;
+  // A pattern whose automaton would have more states is refused.
+  static constexpr size_t kMaxStates = 1 << 12;
+
+  struct Key {
+    explicit Key() = default;
+  };
+  explicit PieceAutomaton(Key) {}
 
  private:
-  struct ListHash {
-    size_t operator()(const std::vector<uint32_t>& v) const;
-  };
-  State intern(std::vector<uint32_t> list);
-
   std::shared_ptr<const PieceProgram> program_;
-  std::vector<std::vector<uint32_t>> lists_;  // per state: its threads' program counters, in priority order
-  std::unordered_map<std::vector<uint32_t>, State, ListHash> ids_;
-  std::vector<int32_t> steps_;        // [state * classes + class]: next state << 1 | match; -1 not made
-  std::vector<int8_t> end_match_;     // per state: -1 not made
-  std::vector<int8_t> settled_;       // per state: -1 not made
-  std::vector<uint32_t> scratch_, marks_;
-  uint32_t mark_ = 0;
+  size_t classes_ = 0;
+  std::vector<uint32_t> steps_;  // [state * classes + class]: next state << 1 | match before
+  std::vector<uint8_t> end_match_, settled_;
 };
 
 }  // namespace cgram

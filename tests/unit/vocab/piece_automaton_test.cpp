@@ -51,7 +51,7 @@ struct Compared {
 // The automaton's answers against ICU's on `texts`; nullopt answers go to
 // ICU and are counted apart.
 void compare(Encoder::PieceFinder& finder, const std::vector<std::string>& texts, Compared& counts) {
-  PieceAutomaton& automaton = *finder.automaton();
+  const PieceAutomaton& automaton = *finder.automaton();
   for (const std::string& text : texts) {
     ++counts.texts;
     const auto mine = automaton.first(text);
@@ -137,9 +137,9 @@ TEST_CASE("piece automaton: its classes of \\s, \\d and \\w are ICU's on every c
 TEST_CASE("piece automaton: what it does not model is refused, and ICU answers", "[vocab][pieces]") {
   for (const char* pattern : {"a$", "^a", "(a)\\1", "a+?", "a++", "[[a]b]", "(?<=a)b", "(a*)*", "\\bfoo", "."}) {
     INFO(pattern);
-    auto program = PieceAutomaton::compile(pattern);
-    REQUIRE(!program);
-    CHECK(program.error().code == ErrorCode::Unsupported);
+    auto automaton = PieceAutomaton::compile(pattern);
+    REQUIRE(!automaton);
+    CHECK(automaton.error().code == ErrorCode::Unsupported);
   }
   // A first match that does not start the text is ICU's to find.
   auto finder = Encoder::piece_finder_for("b+");
