@@ -1,11 +1,13 @@
 #include "file_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -56,7 +58,8 @@ Result<FileDescriptor> open_regular_file(const std::string& path, std::string_vi
 
 Result<std::string> read_bounded(int fd, const std::string& path, std::string_view what, size_t limit) {
   struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > limit)
+  const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (regular && static_cast<uint64_t>(st.st_size) > limit)
     return Error{ErrorCode::Limit, fmt::format("{} '{}' is {} bytes; the limit is {} bytes", what, path,
                                                static_cast<uint64_t>(st.st_size), limit)};
   std::string out;
@@ -64,8 +67,16 @@ Result<std::string> read_bounded(int fd, const std::string& path, std::string_vi
   // trusted (it may grow, or be a /proc file that says 0).
   const size_t cap = limit == SIZE_MAX ? limit : limit + 1;
   size_t chunk = 1 << 16;
+  // The size it claims sets the first read only (a saved context of 50 MB
+  // is then read in one call, without copies as the string grows); reads
+  // after it are small, to find the end.
+  size_t first = 0;
+  if (regular && st.st_size > 0) {
+    first = std::min<size_t>(static_cast<size_t>(st.st_size) + 1, cap);
+    out.reserve(first);
+  }
   for (;;) {
-    size_t want = std::min(chunk, cap - out.size());
+    size_t want = std::min(std::exchange(first, 0) ? out.capacity() - out.size() : chunk, cap - out.size());
     if (want == 0) break;
     size_t old = out.size();
     out.resize(old + want);
@@ -90,6 +101,41 @@ Result<std::string> read_regular_file(const std::string& path, std::string_view 
   auto fd = open_regular_file(path, what);
   if (!fd) return fd.error();
   return read_bounded(fd->get(), path, what, limit);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_) munmap(data_, size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) munmap(data_, size_);
+}
+
+Result<MappedFile> map_regular_file(const std::string& path, std::string_view what, size_t limit) {
+  auto fd = open_regular_file(path, what);
+  if (!fd) return fd.error();
+  struct stat st;
+  if (fstat(fd->get(), &st) != 0)
+    return Error{ErrorCode::Io, fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno))};
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > limit)
+    return Error{ErrorCode::Limit, fmt::format("{} '{}' is {} bytes; the limit is {} bytes", what, path, size, limit)};
+  MappedFile mapped;
+  if (size == 0) return mapped;
+  void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd->get(), 0);
+  if (data == MAP_FAILED)
+    return Error{ErrorCode::Io, fmt::format("cannot map {} '{}': {}", what, path, std::strerror(errno))};
+  mapped.data_ = data;
+  mapped.size_ = size;
+  return mapped;
 }
 
 }  // namespace cgram

@@ -40,6 +40,25 @@ Result<FileDescriptor> open_regular_file(const std::string& path, std::string_vi
 // reading limit + 1 bytes, never more.
 Result<std::string> read_bounded(int fd, const std::string& path, std::string_view what, size_t limit);
 
+// A regular file mapped read-only into memory (large saved tables: no copy,
+// the pages come from the page cache); unmapped when it goes. The bytes are
+// the file's as they were mapped: a file changed under the mapping changes
+// them, so readers check what they read as for any input.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  ~MappedFile();
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  friend Result<MappedFile> map_regular_file(const std::string& path, std::string_view what, size_t limit);
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+Result<MappedFile> map_regular_file(const std::string& path, std::string_view what, size_t limit);
+
 // open_regular_file then read_bounded.
 Result<std::string> read_regular_file(const std::string& path, std::string_view what, size_t limit);
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 
+#include "canonical_merges.h"
 #include "piece_automaton.h"
 #include "utf8.h"
 
@@ -57,73 +58,17 @@ enum PieceState : uint8_t {
 };
 }  // namespace
 
-// The merge derivations of the whole vocabulary, built once: each token's
-// right edge, the tokens by the symbols on their left edges, and the merges
-// from right-edge symbols to left-edge ones.
-struct CanonicalPairs::Merges {
-  struct Edge {
-    uint32_t id;      // a symbol, or a token
-    double made;      // the key of the merge that made the symbol (-inf for a unit)
-    double consumed;  // the key of the merge that joins the symbol to the rest of its token
-  };
-  struct Step {
-    uint32_t symbol;
-    double key;
-  };
-  // Per token.
-  std::vector<uint8_t> flags;
-  static constexpr uint8_t kSafe = 1;        // the fast path applies to it
-  static constexpr uint8_t kMergesGive = 2;  // merging its units gives it
-  static constexpr uint8_t kPieceGives = 4;  // encoding it as one piece gives it
-  std::vector<uint32_t> group;               // its first character's group
-  std::vector<std::string> group_text;       // each group's character
-  std::vector<uint32_t> right_begin;         // right edges: right[right_begin[t], right_begin[t + 1])
-  std::vector<Edge> right;
-  // Per symbol: the tokens with it on their left edge (most lasting
-  // first), and the merges it makes as the left side.
-  std::vector<uint32_t> left_begin, merges_begin;
-  std::vector<Edge> left;
-  std::vector<Step> merges;
-  std::vector<uint32_t> always_candidate;  // tokens every pair of which goes to the encoder
-  // Tokens whose merges are not monotone (a merge made after one of a
-  // higher key): their edges' keys say nothing of when, so as next tokens
-  // they are candidates wherever a merge joins any symbol on the previous
-  // token's right edge to any on theirs (untimed, by symbol); as previous
-  // tokens their rows go to the encoder (always_candidate_prev).
-  std::vector<uint32_t> loose_left_begin;
-  std::vector<Edge> loose_left;  // consumed: the edge's gone_by (most lasting first)
-  std::vector<uint32_t> always_candidate_prev;
-  std::vector<uint32_t> by_bytes;          // text tokens sorted by their bytes
-  std::vector<std::string> added;          // the added tokens' texts
-  std::array<bool, 256> added_first{};     // the bytes they start with
-
-  // Whether an added token's text is in `text`, or begins at its end: the
-  // encoder cuts those out before the pre-tokenizer runs.
-  bool mentions_added(std::string_view text) const {
-    if (std::none_of(text.begin(), text.end(), [&](char c) { return added_first[static_cast<uint8_t>(c)]; }))
-      return false;
-    for (const std::string& a : added) {
-      if (text.find(a) != std::string_view::npos) return true;
-      for (size_t i = text.size() > a.size() ? text.size() - a.size() : 0; i < text.size(); ++i)
-        if (std::string_view(a).starts_with(text.substr(i))) return true;
-    }
-    return false;
-  }
-
-  bool has(uint32_t t, uint8_t flag) const { return flags[t] & flag; }
-};
-
 Result<std::unique_ptr<CanonicalPairs>> CanonicalPairs::create(std::shared_ptr<const Vocabulary> vocab,
                                                                const Encoder& encoder, size_t cached_tokens) {
   if (vocab->kind() == TokenizerKind::List)
     return Error{ErrorCode::Unsupported,
                  "canonical mode needs a merge-based vocabulary (byte-level BPE, tiktoken or SentencePiece); " +
                      vocab->name() + " is a plain token list"};
-  return std::make_unique<CanonicalPairs>(Key{}, std::move(vocab), encoder, std::max<size_t>(cached_tokens, 2));
+  return std::make_unique<CanonicalPairs>(Key{}, std::move(vocab), encoder, std::max<size_t>(cached_tokens, 2), true);
 }
 
 CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder,
-                               size_t cached_tokens)
+                               size_t cached_tokens, bool build)
     : vocab_(std::move(vocab)),
       encoder_(encoder),
       cached_tokens_(cached_tokens),
@@ -137,14 +82,21 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
   for (uint32_t t = 0; t < vocab_->size(); ++t)
     if (is_text(t)) set(text_words_, t);
   const auto rule = encoder_.piece_rule();
-  if (rule != Encoder::PieceRule::Other) {
-    if (rule == Encoder::PieceRule::OneRegex) finder_ = encoder_.piece_finder();
-    if (rule == Encoder::PieceRule::WholeText || finder_) merges_ = build_merges(*vocab_, encoder_);
-  }
+  if (rule == Encoder::PieceRule::OneRegex) finder_ = encoder_.piece_finder();
+  if (!build) return;  // load() fills the rest from saved bytes
+  if (rule == Encoder::PieceRule::WholeText || finder_) merges_ = build_merges(*vocab_, encoder_);
+  make_rows_parts();
+}
+
+bool CanonicalPairs::makes_whole_rows() const {
+  return merges_ && ((finder_ && finder_->automaton()) || encoder_.piece_rule() == Encoder::PieceRule::WholeText);
+}
+
+void CanonicalPairs::make_rows_parts() {
   // Rows are made whole where the pieces are known: the pre-tokenizer as an
   // automaton, or none (one piece, the whole text: SentencePiece).
-  const bool whole_text = rule == Encoder::PieceRule::WholeText;
-  if (merges_ && ((finder_ && finder_->automaton()) || whole_text)) {
+  const bool whole_text = encoder_.piece_rule() == Encoder::PieceRule::WholeText;
+  if (makes_whole_rows()) {
     merges_give_words_.assign(words_, 0);
     white_end_words_.assign(words_, 0);
     unsafe_words_.assign(words_, 0);
@@ -262,11 +214,7 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
   m->always_candidate.assign(words, 0);
   m->always_candidate_prev.assign(words, 0);
   std::vector<std::pair<uint32_t, M::Edge>> loose_edges;
-  for (const auto& [text, id] : vocab.encoder_data().added_tokens)
-    if (!text.empty()) {
-      m->added.push_back(text);
-      m->added_first[static_cast<uint8_t>(text[0])] = true;
-    }
+  m->note_added_tokens(vocab);
 
   // Cut characters and added tokens are left to the encoder.
   std::unordered_map<std::string, uint32_t> groups;

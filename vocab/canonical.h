@@ -89,7 +89,21 @@ class CanonicalPairs {
   struct Key {
     explicit Key() = default;
   };
-  CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder, size_t cached_tokens);
+  CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder, size_t cached_tokens,
+                 bool build);
+
+  // Everything made once for the vocabulary (the merges index, every
+  // token's verdict alone, the piece cuts of every class), as bytes that
+  // load() takes back in milliseconds (`cgram vocab build`). The bytes
+  // name the vocabulary and its encoder by fingerprint; load() refuses
+  // others, and anything damaged, with a message.
+  std::string save() const;
+  static Result<std::unique_ptr<CanonicalPairs>> load(std::shared_ptr<const Vocabulary> vocab, const Encoder& encoder,
+                                                      std::string_view bytes,
+                                                      size_t cached_tokens = kDefaultCachedTokens);
+  // What save()'s bytes are checked against: the vocabulary's tokens, its
+  // kind, pre-tokenizer, merges, scores and added tokens.
+  static uint64_t encoder_fingerprint(const Vocabulary& vocab);
   ~CanonicalPairs();
 
   // For the tests: the pair by the encoder alone, and as the fast path
@@ -173,6 +187,9 @@ class CanonicalPairs {
     std::vector<uint32_t> joins;      // its first character may join the piece on the left
   };
   bool fill_row(Row& row, uint32_t prev) const;  // false: the row is left to decide()
+  bool makes_whole_rows() const;
+  void make_rows_parts();  // the per-token words, every token alone, the piece cuts
+  std::optional<std::string> read_saved(std::string_view bytes);  // load(): nullopt, or what is wrong
   bool fill_context_row(Row& context, const Row& row, uint32_t before, uint32_t prev) const;
   // The automaton's class of the tokens' text, their piece starting with
   // the first: its state, and whether its last match ended inside (or, of

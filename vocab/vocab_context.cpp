@@ -1,9 +1,14 @@
 #include "vocab_context.h"
 
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 
 #include "canonical.h"
 #include "encoder.h"
+#include "file_io.h"
 
 namespace cgram {
 
@@ -38,21 +43,65 @@ Result<const Encoder*> VocabularyContext::encoder() const {
   return encoder_.get();
 }
 
-Result<const CanonicalPairs*> VocabularyContext::canonical_pairs() const {
-  std::call_once(canonical_once_, [this] {
-    auto enc = encoder();
-    if (auto* error = enc.if_error()) {
-      canonical_error_ = error->in("canonical mode needs the vocabulary's encoder");
-      return;
-    }
-    auto made = CanonicalPairs::create(vocab_, **enc);
-    if (made)
-      canonical_ = std::move(*made);
-    else
-      canonical_error_ = made.error();
-  });
+namespace {
+// A saved context is 20-60 MB for the real vocabularies.
+constexpr size_t kMaxSavedContextBytes = size_t{1} << 30;
+}  // namespace
+
+std::string VocabularyContext::saved_path(const Vocabulary& vocab) {
+  const char* dir = std::getenv("CGRAM_VOCAB_DIR");
+  if (!dir || !*dir) return "";
+  return (std::filesystem::path(dir) / fmt::format("{:016x}.cgvocab", CanonicalPairs::encoder_fingerprint(vocab)))
+      .string();
+}
+
+Result<const CanonicalPairs*> VocabularyContext::made_canonical() const {
   if (canonical_) return canonical_.get();
-  return *canonical_error_;
+  if (canonical_error_) return *canonical_error_;
+  auto enc = encoder();
+  if (auto* error = enc.if_error()) {
+    canonical_error_ = error->in("canonical mode needs the vocabulary's encoder");
+    return *canonical_error_;
+  }
+  if (const std::string path = saved_path(*vocab_); !path.empty() && std::filesystem::exists(path)) {
+    auto mapped = map_regular_file(path, "saved canonical context", kMaxSavedContextBytes);
+    auto loaded = mapped ? CanonicalPairs::load(vocab_, **enc, mapped->bytes())
+                         : Result<std::unique_ptr<CanonicalPairs>>(mapped.error());
+    if (loaded) {
+      canonical_ = std::move(*loaded);
+      return canonical_.get();
+    }
+    saved_note_ = fmt::format("{}: {} (made anew instead)", path, loaded.error().message);
+  }
+  auto made = CanonicalPairs::create(vocab_, **enc);
+  if (!made) {
+    canonical_error_ = made.error();
+    return *canonical_error_;
+  }
+  canonical_ = std::move(*made);
+  return canonical_.get();
+}
+
+Result<const CanonicalPairs*> VocabularyContext::canonical_pairs() const {
+  std::lock_guard lock(canonical_mutex_);
+  return made_canonical();
+}
+
+Result<const CanonicalPairs*> VocabularyContext::use_saved_canonical(std::string_view bytes) const {
+  std::lock_guard lock(canonical_mutex_);
+  if (canonical_ || canonical_error_)
+    return Error{ErrorCode::InvalidInput, "the vocabulary's canonical filter is made already; load the saved one first"};
+  auto enc = encoder();
+  if (auto* error = enc.if_error()) return error->in("canonical mode needs the vocabulary's encoder");
+  auto loaded = CanonicalPairs::load(vocab_, **enc, bytes);
+  if (!loaded) return loaded.error();
+  canonical_ = std::move(*loaded);
+  return canonical_.get();
+}
+
+std::string VocabularyContext::saved_note() const {
+  std::lock_guard lock(canonical_mutex_);
+  return saved_note_;
 }
 
 }  // namespace cgram

@@ -182,6 +182,11 @@ VocabularyResult Vocabulary::with_eos_ids(std::span<const uint32_t> ids) const {
 Vocabulary::Vocabulary() = default;
 Vocabulary::~Vocabulary() = default;
 
+void Vocabulary::EncoderData::add_merge(std::string pair, uint32_t rank) {
+  merges_digest += ir::hash_bytes(pair, rank);
+  merge_rank.emplace(std::move(pair), rank);
+}
+
 uint64_t Vocabulary::fingerprint() const {
   std::call_once(fingerprint_once_, [&] {
     auto view = [](const auto& v) {

@@ -113,6 +113,8 @@ class Vocabulary {
   struct EncoderData {
     std::string pretokenizer;                      // regex (ICU syntax), or a named scheme
     std::unordered_map<std::string, uint32_t> merge_rank;  // "a b" → rank (byte-level/SP merges)
+    uint64_t merges_digest = 0;  // the merges' fingerprint: a sum of each one's hash (any order)
+    void add_merge(std::string pair, uint32_t rank);
     std::vector<float> scores;                     // SentencePiece scores, by id
     bool add_prefix_space = false;                 // SentencePiece dummy prefix
     bool ignore_merges = false;                    // a whole piece found in the vocabulary wins

@@ -50,7 +50,7 @@ expect_run(0 "Usage" --help)
 expect_run(0 "Exit status: 0 complete" match --help)
 expect_run(64 "expected the text to match" match ${json})
 expect_run(64 "FILE is required" check)
-expect_run(64 "unknown command 'frobnicate'; the commands are: check, match, mask, generate, bench, compile, convert, schema, gpu, demo"
+expect_run(64 "unknown command 'frobnicate'; the commands are: check, match, mask, generate, bench, compile, convert, schema, gpu, vocab, demo"
            frobnicate)
 expect_run(64 "expected a command: check, match" )
 
@@ -69,6 +69,11 @@ expect_run(64 "give --docs PATH, --tokens FILE or --walks N" bench ${WORK}/strin
 expect_run(0 "3 documents" bench ${EXAMPLES}/json.cgram --walks 3 --walk-tokens 40 --prefer-long)
 expect_run(0 "walk 2 (seed 5) step" bench ${EXAMPLES}/json.cgram --walks 2 --walk-tokens 40 --seed 5 --slowest 100)
 expect_run(0 "2 documents" bench ${EXAMPLES}/record.cgram --canonical --walks 2 --walk-tokens 30 --prefer-long)
+# cgram vocab build: the canonical context saved, found after by fingerprint.
+set(phi3 ${EXAMPLES}/../vocab/bundled/ggml-vocab-phi-3.gguf)
+expect_run(0 "loads in" vocab build ${phi3} -o ${WORK}/phi3.cgvocab)
+expect_run(64 "CGRAM_VOCAB_DIR" vocab build ${phi3})
+expect_run(3 "vocabulary" vocab build ${WORK}/missing.json -o ${WORK}/x.cgvocab)
 expect_run(64 "--walks times one grammar over its documents, not --suite" bench --suite ${EXAMPLES}/../bench/suite --walks 2)
 file(WRITE ${WORK}/prefix.txt "\"ab")
 expect_run(0 "after 2 prefix tokens" mask ${WORK}/string.cgram --prefix-file ${WORK}/prefix.txt)

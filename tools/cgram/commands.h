@@ -75,6 +75,16 @@ struct GpuArgs {
 };
 int run_gpu(const GpuArgs& args);
 
+// cgram vocab build V -o FILE: what canonical mode makes once per
+// vocabulary, saved (vocab/canonical.h, CanonicalPairs::save); without -o,
+// into $CGRAM_VOCAB_DIR under the vocabulary's fingerprint, where every
+// command (and the library) finds it.
+struct VocabBuildArgs {
+  std::string vocab;
+  std::string output;
+};
+int run_vocab_build(const VocabBuildArgs& args);
+
 // The main job on the embedded default: check the bundled JSON grammar and
 // match a few texts against it. Exit 0 when every verdict is the expected one.
 int run_demo();

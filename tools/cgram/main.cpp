@@ -281,6 +281,15 @@ int run(int argc, char** argv) {
   gpu_cmd->add_option("--emit-ptx", gpu.emit_ptx, "Write the mask kernels' PTX for this architecture (sm_80, sm_90)");
   gpu_cmd->add_option("-o,--output", gpu.output, "The PTX file to write (default: standard output)");
 
+  VocabBuildArgs vocab_build;
+  CLI::App* vocab_cmd = app.add_subcommand("vocab", "Work on a vocabulary ahead of time");
+  vocab_cmd->require_subcommand(1);
+  CLI::App* vocab_build_cmd = vocab_cmd->add_subcommand(
+      "build", "Make what canonical mode needs for a vocabulary once, and save it (loaded in milliseconds after)");
+  vocab_build_cmd->add_option("VOCAB", vocab_build.vocab, "The vocabulary (tokenizer.json, .tiktoken, .gguf)")->required();
+  vocab_build_cmd->add_option("-o,--output", vocab_build.output,
+                              "The file to write (default: $CGRAM_VOCAB_DIR/FINGERPRINT.cgvocab, where it is found)");
+
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Check the bundled JSON grammar and match a few texts against it (no files needed)");
 
@@ -338,6 +347,7 @@ int run(int argc, char** argv) {
     if (!bench.vocabs.empty()) bench.vocab = bench.vocabs[0];
   }
   if (*demo_cmd) return run_demo();
+  if (*vocab_build_cmd) return run_vocab_build(vocab_build);
   if (*gpu_cmd) return run_gpu(gpu);
   if (*convert_cmd) return run_convert(convert);
   if (*schema_cmd) return run_convert(schema);

@@ -295,7 +295,7 @@ VocabularyResult load_gguf(std::string_view content, std::string_view name, cons
     if (auto error = builder.set(id, std::move(bytes), special, options)) return *error;
     builder.encoder.text_ids.emplace(std::string(tokens[id]), id);
   }
-  for (uint32_t rank = 0; rank < merges.size(); ++rank) builder.encoder.merge_rank.emplace(std::string(merges[rank]), rank);
+  for (uint32_t rank = 0; rank < merges.size(); ++rank) builder.encoder.add_merge(std::string(merges[rank]), rank);
   builder.encoder.scores = std::move(scores);
   builder.encoder.add_prefix_space = !byte_level;
   builder.encoder.pretokenizer = byte_level ? "gguf:" + pre : "";

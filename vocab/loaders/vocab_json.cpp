@@ -189,12 +189,12 @@ VocabularyResult load_hf_tokenizer_json(std::string_view content, std::string_vi
       std::string_view pair;
       simdjson::dom::array parts;
       if (m.get(pair) == simdjson::SUCCESS) {
-        builder.encoder.merge_rank.emplace(std::string(pair), rank++);
+        builder.encoder.add_merge(std::string(pair), rank++);
       } else if (m.get(parts) == simdjson::SUCCESS && parts.size() == 2) {
         std::string_view a, b;
         if (parts.at(0).get(a) || parts.at(1).get(b))
           return Error{ErrorCode::InvalidInput, fmt::format("{}: a merge is not a pair of strings", name)};
-        builder.encoder.merge_rank.emplace(fmt::format("{} {}", a, b), rank++);
+        builder.encoder.add_merge(fmt::format("{} {}", a, b), rank++);
       } else {
         return Error{ErrorCode::InvalidInput,
                      fmt::format("{}: merge {} is neither \"a b\" nor [\"a\", \"b\"]", name, rank)};

@@ -100,7 +100,7 @@ VocabularyResult load_tiktoken(std::string_view content, std::string_view name, 
   if (ranks != builder.id_count())
     return Error{ErrorCode::InvalidInput, fmt::format("{}: inconsistent ids: {} ranks but the highest is {}", name,
                                                       ranks, builder.id_count() - 1)};
-  for (const auto& entry : builder.entries) builder.encoder.merge_rank.emplace(entry.bytes, entry.id);
+  for (const auto& entry : builder.entries) builder.encoder.add_merge(entry.bytes, entry.id);
   if (const KnownEncoding* known = known_encoding(ranks)) {
     builder.encoder.pretokenizer = known->pattern;
     for (auto [text, id] : known->specials) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
 
@@ -19,6 +20,7 @@
 #include "matcher.h"
 #include "shared_object.h"
 #include "utf8.h"
+#include "vocab_context.h"
 
 using namespace cgram;
 
@@ -487,6 +489,100 @@ TEST_CASE("canonical mode: rows made whole after two tokens equal the one-by-one
     }
     WARN(name << ": whole rows equal one-by-one decisions after " << pairs.size() << " pairs of tokens");
   }
+}
+
+namespace {
+// Every mask after a few pairs of tokens, as a filter gives it.
+std::vector<std::set<uint32_t>> masks_after(const CanonicalPairs& pairs, const Vocabulary& vocab,
+                                            const std::vector<uint32_t>& tokens) {
+  std::vector<std::set<uint32_t>> out;
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    std::vector<uint32_t> words((vocab.size() + 31) / 32, ~0u);
+    pairs.filter(tokens[i - 1], tokens[i], words);
+    out.push_back(test::set_bits(words));
+  }
+  return out;
+}
+
+void saved_context_round_trip(const std::shared_ptr<const Vocabulary>& vocab, const std::string& text) {
+  auto encoder = Encoder::create(vocab);
+  REQUIRE(encoder);
+  auto made = CanonicalPairs::create(vocab, **encoder);
+  REQUIRE(made);
+  const std::string bytes = (*made)->save();
+  auto loaded = CanonicalPairs::load(vocab, **encoder, bytes);
+  INFO((loaded ? "" : loaded.error().message));
+  REQUIRE(loaded);
+  CHECK((*loaded)->classes() == (*made)->classes());
+  CHECK((*loaded)->save() == bytes);
+  const std::vector<uint32_t> tokens = (*encoder)->encode_continuation(text);
+  REQUIRE(tokens.size() > 3);
+  CHECK(masks_after(**loaded, *vocab, tokens) == masks_after(**made, *vocab, tokens));
+}
+}  // namespace
+
+TEST_CASE("canonical: the vocabulary's context saved and loaded decides as made", "[canonical]") {
+  // SentencePiece (the bundled vocabulary: one piece, merges alone) and a
+  // byte-level BPE with a pre-tokenizer (piece cuts by class).
+  saved_context_round_trip(test::bundled_vocabulary(), "The quick brown fox, 12 times: \"ok\"\n  done.");
+  saved_context_round_trip(ideographic_space_vocabulary(),
+                           "b\xE3\x80\x80\xE3\x80\x80" "c  d\n\ne's 123 x\xE3\x80\x80");
+}
+
+TEST_CASE("canonical: a saved context is refused for another vocabulary, or damaged", "[canonical]") {
+  auto vocab = test::bundled_vocabulary();
+  auto encoder = Encoder::create(vocab);
+  REQUIRE(encoder);
+  const std::string bytes = (*CanonicalPairs::create(vocab, **encoder))->save();
+  auto refused = [&](std::shared_ptr<const Vocabulary> v, const Encoder& e, std::string_view b,
+                     std::string_view why) {
+    auto loaded = CanonicalPairs::load(std::move(v), e, b);
+    REQUIRE(!loaded);
+    CHECK(loaded.error().code == ErrorCode::InvalidInput);
+    INFO(loaded.error().message);
+    CHECK(loaded.error().message.find(why) != std::string::npos);
+  };
+  auto other = ideographic_space_vocabulary();
+  auto other_encoder = Encoder::create(other);
+  REQUIRE(other_encoder);
+  refused(other, **other_encoder, bytes, "another vocabulary");
+  refused(vocab, **encoder, std::string_view(bytes).substr(0, bytes.size() / 2), "checksum");
+  std::string flipped = bytes;
+  flipped[flipped.size() / 3] ^= 0x10;
+  refused(vocab, **encoder, flipped, "checksum");
+  refused(vocab, **encoder, "", "checksum");
+  refused(vocab, **encoder, std::string(64, 'x'), "checksum");
+}
+
+TEST_CASE("canonical: a context saved under CGRAM_VOCAB_DIR is found by fingerprint", "[canonical]") {
+  const auto dir = std::filesystem::temp_directory_path() / "cgram-vocab-dir-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ::setenv("CGRAM_VOCAB_DIR", dir.c_str(), 1);
+  auto fresh = [] { return *Vocabulary::bundled(); };  // a new object: a context of its own
+  {
+    auto vocab = fresh();
+    const std::string path = VocabularyContext::saved_path(*vocab);
+    REQUIRE(path.starts_with(dir.string()));
+    auto encoder = Encoder::create(vocab);
+    REQUIRE(encoder);
+    std::ofstream(path, std::ios::binary) << (*CanonicalPairs::create(vocab, **encoder))->save();
+    auto context = VocabularyContext::of(vocab);
+    REQUIRE(context->canonical_pairs());
+    CHECK(context->saved_note().empty());
+  }
+  {
+    // A damaged file is passed over, said so, and the filter made anew.
+    auto vocab = fresh();
+    std::ofstream(VocabularyContext::saved_path(*vocab), std::ios::binary) << "not a context";
+    auto context = VocabularyContext::of(vocab);
+    REQUIRE(context->canonical_pairs());
+    CHECK(context->saved_note().find("made anew") != std::string::npos);
+    // Once made, a saved one is refused rather than swapped in under users.
+    CHECK(!context->use_saved_canonical("x"));
+  }
+  ::unsetenv("CGRAM_VOCAB_DIR");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("canonical: the encoder and the pairs are built once per vocabulary, shared by its grammars",
