@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <limits>
 
 #include "canonical_merges.h"
 #include "piece_automaton.h"
@@ -48,6 +49,49 @@ struct Before {
 
 
 bool ends_in_white_space(std::string_view text);
+
+// The whole characters a token that ends inside one starts with (empty for
+// a token that is only the first bytes of one, or not that shape at all).
+// The code points whose UTF-8 begins with `first_bytes` (a lead byte and
+// fewer continuation bytes than it needs), as a range: the first bytes
+// followed by the least and the most continuation bytes (a superset where
+// some of them are not valid: overlong forms, surrogates).
+std::pair<uint32_t, uint32_t> completions(std::string_view first_bytes) {
+  const auto lead = static_cast<uint8_t>(first_bytes[0]);
+  const size_t needed = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+  uint32_t lo = lead & (0x7F >> needed), hi = lo;
+  for (size_t i = 1; i < needed; ++i) {
+    const uint32_t b = i < first_bytes.size() ? static_cast<uint8_t>(first_bytes[i]) & 0x3F : 0;
+    lo = lo << 6 | b;
+    hi = hi << 6 | (i < first_bytes.size() ? b : 0x3F);
+  }
+  return {lo, std::min<uint32_t>(hi, 0x10FFFF)};
+}
+
+std::string_view whole_characters(std::string_view bytes) {
+  const std::optional<size_t> bad = first_invalid_utf8(bytes);
+  if (!bad || bytes.size() - *bad > 3) return {};
+  const auto lead = static_cast<uint8_t>(bytes[*bad]);
+  const size_t needed = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xC2 && lead <= 0xDF ? 2 : 0;
+  if (needed == 0 || bytes.size() - *bad >= needed) return {};
+  for (size_t i = *bad + 1; i < bytes.size(); ++i)
+    if ((static_cast<uint8_t>(bytes[i]) & 0xC0) != 0x80) return {};
+  return bytes.substr(0, *bad);
+}
+
+bool ends_cut(std::string_view bytes) {
+  const std::optional<size_t> bad = first_invalid_utf8(bytes);
+  return bad && whole_characters(bytes).size() == *bad && !bytes.empty() &&
+         [&] {
+           const auto lead = static_cast<uint8_t>(bytes[*bad]);
+           const size_t needed = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3
+                                 : lead >= 0xC2 && lead <= 0xDF ? 2 : 0;
+           if (needed == 0 || bytes.size() - *bad >= needed) return false;
+           for (size_t i = *bad + 1; i < bytes.size(); ++i)
+             if ((static_cast<uint8_t>(bytes[i]) & 0xC0) != 0x80) return false;
+           return true;
+         }();
+}
 
 // How the previous token's piece ends before a first character.
 enum PieceState : uint8_t {
@@ -101,12 +145,34 @@ void CanonicalPairs::make_rows_parts() {
     white_end_words_.assign(words_, 0);
     unsafe_words_.assign(words_, 0);
     added_byte_words_.assign(words_, 0);
+    cut_end_words_.assign(words_, 0);
+    lone_lead_words_.assign(words_, 0);
+    lead_probe_ok_.assign(words_, 0);
     for (uint32_t t = 0; t < vocab_->size(); ++t) {
       if (!is_text(t)) continue;
       const std::string_view bytes = vocab_->bytes(t);
-      if (merges_->has(t, Merges::kMergesGive)) set(merges_give_words_, t);
+      if (merges_->has(t, Merges::kMergesGive) || merges_->has(t, Merges::kCutMergesGive)) set(merges_give_words_, t);
       if (looks_ahead_ && ends_in_white_space(bytes)) set(white_end_words_, t);
       if (!merges_->has(t, Merges::kSafe)) set(unsafe_words_, t);
+      // (Without a pre-tokenizer, SentencePiece writes cut characters as
+      // byte tokens whatever follows: those stay with the encoder.)
+      if (looks_ahead_ && ends_cut(bytes)) {
+        set(cut_end_words_, t);
+        // A lone lead byte is also its own byte token at the end of a text
+        // (or of its run of whole characters: the probes too short to finish
+        // its character); whether the bytes that finish it leave it first.
+        if (bytes.size() == 1) {
+          set(lone_lead_words_, t);
+          const auto lead = static_cast<uint8_t>(bytes[0]);
+          const size_t missing = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : 1;
+          const uint32_t one[] = {t};
+          for (std::string_view probe : kFinishing)
+            if (probe.size() >= missing && written_as(one, probe)) {
+              set(lead_probe_ok_, t);
+              break;
+            }
+        }
+      }
       if (std::any_of(bytes.begin(), bytes.end(), [&](char c) { return merges_->added_first[static_cast<uint8_t>(c)]; }))
         set(added_byte_words_, t);
     }
@@ -227,7 +293,22 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
     for (const std::string& a : m->added)
       if (bytes.find(a) != std::string_view::npos) safe = false;
     if (!safe) {
-      set(m->always_candidate, t);
+      // A token that is only the first bytes of a character: where merging
+      // its bytes gives it, its left edge is indexed (untimed, as for
+      // merges that are not monotone) so that the previous tokens a merge
+      // cannot cross from leave it to the piece cuts (fill_row).
+      const Encoder::Derivation d = safe || !ends_cut(bytes) || !whole_characters(bytes).empty() ||
+                                            std::any_of(m->added.begin(), m->added.end(),
+                                                        [&](const std::string& a) { return bytes.find(a) != std::string_view::npos; })
+                                        ? Encoder::Derivation{}
+                                        : encoder.derive(t);
+      if (d.merges_give_token) {
+        m->flags[t] = M::kCutMergesGive;
+        for (const auto& e : d.left)
+          loose_edges.push_back({symbols.intern(e.work), {t, e.made, std::numeric_limits<double>::infinity()}});
+      }
+      set(m->always_candidate_prev, t);
+      if (!d.merges_give_token) set(m->always_candidate, t);
       continue;
     }
     size_t first_end = 0;
@@ -513,21 +594,86 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
     if (last == 0) set(cuts.boundary, t);
     if (last == kInnerBoundary) set(cuts.exact, t);
   };
+  // How the piece stands after the next token's first character (of class
+  // c, `length` bytes long), as piece_state() reads it: settled where it
+  // ends (inside the text on the left, at its end, at the inner boundary),
+  // else kJoins (it may go on) or kUnknown (ICU must say).
+  constexpr int64_t kJoins = INT64_MAX, kUnknown = INT64_MIN;
+  auto after_first = [&](uint8_t c, size_t length) -> int64_t {
+    if (c == PieceAutomaton::kUnsafe) return kUnknown;
+    const PieceAutomaton::Step step = automaton.step(state, c);
+    int64_t first_last = step.match_before ? 0 : prior_of(cls);
+    if (step.next != PieceAutomaton::kDead) {
+      if (automaton.match_at_end(step.next)) first_last = static_cast<int64_t>(length);
+      if (!automaton.settled(step.next)) return first_last == kNoMatch ? kUnknown : kJoins;
+    }
+    if (first_last == kNoMatch) return kUnknown;
+    return first_last > 0 ? kJoins : first_last;
+  };
   // The same decisions as decide(), read off the automaton: how the piece
   // is cut after the next token's first character (piece_state), then
   // after the whole token (first_piece).
   for (uint32_t t = 0; t < vocab_->size(); ++t) {
-    if (!is_text(t) || bit(unsafe_words_, t) || bit(added_byte_words_, t)) {
+    if (!is_text(t) || bit(added_byte_words_, t) || (bit(unsafe_words_, t) && !bit(cut_end_words_, t))) {
       set(cuts.exact, t);
       continue;
     }
-    const std::string_view bytes = vocab_->bytes(t);
+    // A token that ends inside a character (whole characters, then the
+    // first bytes of one) is decided here only where its first character
+    // settles the piece: text after it completes the character into any
+    // of those its bytes begin, so where it has none whole, all of them
+    // must settle the piece alike.
+    const bool cut = bit(cut_end_words_, t);
+    const std::string_view bytes = cut ? whole_characters(vocab_->bytes(t)) : vocab_->bytes(t);
+    if (cut && bytes.empty()) {
+      // Its text is always followed by the bytes that finish the
+      // character and nothing more of the same run (else it is not written
+      // so): where the first piece of the run ends, for every character
+      // those bytes may finish.
+      const auto [lo, hi] = completions(vocab_->bytes(t));
+      constexpr int64_t kWhole = 1;
+      std::optional<int64_t> common;
+      for (uint8_t c : automaton.classes_in(lo, hi)) {
+        int64_t at_end = kUnknown;
+        if (c != PieceAutomaton::kUnsafe) {
+          const PieceAutomaton::Step step = automaton.step(state, c);
+          at_end = step.match_before ? 0 : prior_of(cls);
+          if (step.next != PieceAutomaton::kDead && automaton.match_at_end(step.next)) at_end = kWhole;
+          if (at_end == kNoMatch) at_end = kUnknown;
+        }
+        if (at_end == kUnknown || (common && *common != at_end)) {
+          common = kUnknown;
+          break;
+        }
+        common = at_end;
+      }
+      if (!common || *common == kUnknown)
+        set(cuts.exact, t);
+      else if (*common == kWhole)
+        set(cuts.one_piece, t);
+      else
+        settle(t, *common);
+      continue;
+    }
     uint32_t at = state;
     int64_t last = prior_of(cls);
     bool open = false, first_char_decided = false, unknown = false;
     for (size_t pos = 0; pos < bytes.size();) {
       const size_t offset = pos;
       const uint8_t c = automaton.class_of(*decode_utf8(bytes, pos));
+      if (offset == 0) {
+        const int64_t first = after_first(c, pos);
+        if (first == kUnknown) {
+          unknown = true;
+          break;
+        }
+        if (first != kJoins) {
+          first_char_decided = true;  // kSplit (before the end) or kBoundary (at the end)
+          settle(t, first);
+          break;
+        }
+        set(cuts.joins, t);
+      }
       if (c == PieceAutomaton::kUnsafe) {
         unknown = true;
         break;
@@ -535,28 +681,9 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
       const PieceAutomaton::Step step = automaton.step(at, c);
       if (step.match_before) last = static_cast<int64_t>(offset);
       at = step.next;
-      if (offset == 0) {
-        // The piece after the first character alone (piece_state's group).
-        int64_t first_last = last;
-        bool first_open = false;
-        if (at != PieceAutomaton::kDead) {
-          if (automaton.match_at_end(at)) first_last = static_cast<int64_t>(pos);
-          first_open = !automaton.settled(at);
-        }
-        if (first_last == kNoMatch) {
-          unknown = true;
-          break;
-        }
-        if (!first_open && first_last <= 0) {
-          first_char_decided = true;  // kSplit (before the end) or kBoundary (at the end)
-          settle(t, first_last);
-          break;
-        }
-        set(cuts.joins, t);
-      }
       if (at == PieceAutomaton::kDead) break;
     }
-    if (unknown) {
+    if (unknown || (cut && !first_char_decided)) {
       set(cuts.exact, t);
       continue;
     }
@@ -629,18 +756,28 @@ bool CanonicalPairs::fill_row(Row& row, uint32_t prev) const {
   row.cls = cls;
   const bool piece_gives = merges_->has(prev, Merges::kPieceGives);
   const bool merges_give = merges_->has(prev, Merges::kMergesGive);
+  // A lone lead byte after `prev` is its byte token at the end of the text
+  // wherever `prev` is written alone there, whatever the pieces.
+  const uint32_t lone_at_end = written_alone(prev) ? ~0u : 0;
   for (size_t w = 0; w < words_; ++w) {
     const uint32_t self = self_ok_[w] & text_words_[w];
+    const uint32_t lone = lone_lead_words_[w];
     // One piece: written as the two unless a merge crosses (never, or the
     // encoder where text after a white-space end could cut it otherwise).
     const uint32_t not_merged = merges_give ? row.crossed[w] | ~merges_give_words_[w] : ~0u;
     const uint32_t one_piece_exact = cuts.one_piece[w] & (row.candidates[w] | (not_merged & white_end_words_[w]));
-    const uint32_t exact = self & (cuts.exact[w] | one_piece_exact);
-    const uint32_t boundary = piece_gives ? cuts.boundary[w] : 0;
-    const uint32_t one_piece = cuts.one_piece[w] & ~not_merged & ~row.candidates[w];
+    const uint32_t exact = self & (cuts.exact[w] | one_piece_exact) & ~(lone & lone_at_end);
+    // Before the bytes that finish its character, a lone lead byte stays
+    // first only where those bytes leave it so alone (lead_probe_ok_).
+    const uint32_t probed = ~lone | lead_probe_ok_[w];
+    const uint32_t boundary = (piece_gives ? cuts.boundary[w] : 0) & probed;
+    const uint32_t one_piece = cuts.one_piece[w] & ~not_merged & ~row.candidates[w] & probed;
     row.checked[w] = text_words_[w] & ~exact;
-    row.allowed[w] = self & ~exact & (boundary | one_piece);
-    row.before_text[w] = self & ~exact & boundary & ~alone_ok_[w];
+    row.allowed[w] = self & ~exact & (boundary | one_piece | (lone & lone_at_end));
+    // A token ending inside a character is written so only before the
+    // bytes that finish it.
+    row.before_text[w] = self & ~exact &
+                         ((boundary & (~alone_ok_[w] | cut_end_words_[w])) | ((one_piece | lone) & cut_end_words_[w]));
   }
   return true;
 }
@@ -665,7 +802,10 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
     const uint32_t text = text_words_[w];
     const uint32_t refused = row.checked[w] & ~row.allowed[w] & text & self_ok_[w];
     const uint32_t tried = refused & ~(mine.joins[w] & cuts.joins[w]);
-    const uint32_t exact = (text & ~row.checked[w]) | (tried & (cuts.exact[w] | cuts.one_piece[w]));
+    // A lone lead byte may also be its byte token after the two written at
+    // the end of the text: the encoder decides.
+    const uint32_t exact =
+        (text & ~row.checked[w]) | (tried & (cuts.exact[w] | cuts.one_piece[w] | lone_lead_words_[w]));
     uint32_t rescued = tried & cuts.boundary[w] & ~exact;
     if (rescued && !written) {
       const auto next = static_cast<uint32_t>(w * 32 + std::countr_zero(rescued));
@@ -680,7 +820,7 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
     if (!written.value_or(false)) rescued = 0;
     context.checked[w] = text & ~exact;
     context.allowed[w] = (row.allowed[w] | rescued) & ~exact;
-    context.before_text[w] = (row.before_text[w] | (rescued & ~alone_ok_[w])) & ~exact;
+    context.before_text[w] = (row.before_text[w] | (rescued & (~alone_ok_[w] | cut_end_words_[w]))) & ~exact;
   }
   return true;
 }
@@ -954,7 +1094,7 @@ size_t CanonicalPairs::memory_bytes() const {
   std::lock_guard lock(mutex_);
   size_t bytes = (self_checked_.size() * 4 + rows_.size() * words_ * 4 + cuts_.size() * words_ * 4 +
                   (merges_give_words_.size() + white_end_words_.size() + unsafe_words_.size() +
-                   added_byte_words_.size())) *
+                   added_byte_words_.size() + cut_end_words_.size())) *
                      sizeof(uint32_t) +
                  piece_pairs_.size() * (sizeof(RowKey) + sizeof(bool) + 2 * sizeof(void*));
   if (merges_) {

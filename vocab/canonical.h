@@ -66,8 +66,10 @@ class CanonicalPairs {
  public:
   static constexpr uint32_t kStart = UINT32_MAX;  // no token there
   // Rows remembered (least recently used goes): a row made whole costs
-  // 10-40 µs on Llama 3 and 80 KB, so a few suffice.
-  static constexpr size_t kDefaultCachedTokens = 64;
+  // 10-40 µs on Llama 3 and 80 KB; a row remembers the pairs decided one
+  // by one too (the encoder's, 1-2 µs each), which repeated previous
+  // tokens of a document then find.
+  static constexpr size_t kDefaultCachedTokens = 256;
 
   // Only merge-based vocabularies (byte-level BPE, tiktoken, SentencePiece)
   // have a canonical encoding; a plain token list is refused.
@@ -242,6 +244,10 @@ class CanonicalPairs {
   // ends in white space; the fast path does not apply to it; it holds a
   // byte an added token starts with.
   std::vector<uint32_t> merges_give_words_, white_end_words_, unsafe_words_, added_byte_words_;
+  std::vector<uint32_t> cut_end_words_;  // whole characters, then the first bytes of one
+  // Lone lead bytes, and those the bytes that finish their character leave
+  // first (a probe of kFinishing).
+  std::vector<uint32_t> lone_lead_words_, lead_probe_ok_;
   mutable std::unordered_map<uint64_t, PieceCuts> cuts_;  // by left_class
   PieceCuts whole_text_cuts_;  // no pre-tokenizer: every pair in one piece
   mutable std::list<RowKey> recent_;  // most recent first

@@ -13,7 +13,7 @@ namespace cgram {
 namespace {
 
 constexpr std::string_view kMagic = "CGVOCAB\n";
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 4;
 
 // Begin offsets of CSR lists: one more than the owners, from 0, never
 // decreasing, ending at the entries' count.
@@ -73,7 +73,7 @@ std::string CanonicalPairs::save() const {
   using Words = const std::vector<uint32_t>*;
   for (Words v : std::initializer_list<Words>{&self_checked_, &self_ok_, &alone_checked_, &alone_ok_,
                                               &merges_give_words_, &white_end_words_, &unsafe_words_,
-                                              &added_byte_words_})
+                                              &added_byte_words_, &cut_end_words_, &lone_lead_words_, &lead_probe_ok_})
     w.put_vector(*v);
   auto put_cuts = [&](const PieceCuts& c) {
     for (const auto* v : {&c.boundary, &c.one_piece, &c.exact, &c.joins}) w.put_vector(*v);
@@ -155,7 +155,7 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
     merges_ = std::move(m);
   }
   for (auto* v : {&self_checked_, &self_ok_, &alone_checked_, &alone_ok_, &merges_give_words_, &white_end_words_,
-                  &unsafe_words_, &added_byte_words_}) {
+                  &unsafe_words_, &added_byte_words_, &cut_end_words_, &lone_lead_words_, &lead_probe_ok_}) {
     *v = r.get_vector<uint32_t>();
     if (r.ok() && !v->empty() && v->size() != words_) return "a per-token table does not fit the vocabulary";
   }
@@ -185,7 +185,9 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
   // Whole rows need every part; a context saved without them (a vocabulary
   // whose pieces the automaton cannot cut) decides pair by pair.
   if (makes_whole_rows() && (unsafe_words_.size() != words_ || merges_give_words_.size() != words_ ||
-                             white_end_words_.size() != words_ || added_byte_words_.size() != words_))
+                             white_end_words_.size() != words_ || added_byte_words_.size() != words_ ||
+                             cut_end_words_.size() != words_ || lone_lead_words_.size() != words_ ||
+                             lead_probe_ok_.size() != words_))
     return "the per-token tables are missing";
   return std::nullopt;
 }

@@ -31,6 +31,9 @@ struct CanonicalPairs::Merges {
   static constexpr uint8_t kSafe = 1;        // the fast path applies to it
   static constexpr uint8_t kMergesGive = 2;  // merging its units gives it
   static constexpr uint8_t kPieceGives = 4;  // encoding it as one piece gives it
+  // Not safe, but the first bytes of a character that merging gives (its
+  // left edge is in loose_left).
+  static constexpr uint8_t kCutMergesGive = 8;
   std::vector<uint32_t> group;               // its first character's group
   std::vector<std::string> group_text;       // each group's character
   std::vector<uint32_t> right_begin;         // right edges: right[right_begin[t], right_begin[t + 1])
