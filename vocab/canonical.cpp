@@ -184,6 +184,7 @@ void CanonicalPairs::make_rows_parts() {
       // Every pair is within the one piece.
       whole_text_cuts_.boundary.assign(words_, 0);
       whole_text_cuts_.joins.assign(words_, 0);
+      whole_text_cuts_.inner.assign(words_, 0);
       whole_text_cuts_.exact = unsafe_words_;
       whole_text_cuts_.one_piece.assign(words_, 0);
       for (size_t w = 0; w < words_; ++w) whole_text_cuts_.one_piece[w] = text_words_[w] & ~unsafe_words_[w];
@@ -585,6 +586,7 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
   cuts.one_piece.assign(words_, 0);
   cuts.exact.assign(words_, 0);
   cuts.joins.assign(words_, 0);
+  cuts.inner.assign(words_, 0);
   const PieceAutomaton& automaton = *finder_->automaton();
   const auto state = static_cast<uint32_t>(cls >> 2);
   // Where a piece settled (no text after can move it) at `last`: between
@@ -592,7 +594,7 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
   // decides), or cutting a token (never).
   auto settle = [&](uint32_t t, int64_t last) {
     if (last == 0) set(cuts.boundary, t);
-    if (last == kInnerBoundary) set(cuts.exact, t);
+    if (last == kInnerBoundary) set(cuts.inner, t);
   };
   // How the piece stands after the next token's first character (of class
   // c, `length` bytes long), as piece_state() reads it: settled where it
@@ -825,6 +827,65 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
   return true;
 }
 
+// With `before`, `prev` written so only before some text, which next tokens
+// keep them so (triple_ok), word by word: where the three's first piece
+// settles at `before`'s end, the rest is the pair's own verdict after a
+// piece `before` is written as alone; where it settles at `prev`'s end,
+// whether the encoder writes the two as themselves (asked once) and the
+// next token alone (triple_by_pieces); anywhere else inside, never. The
+// rest is left to triple_ok one by one. Kept in the decided row, for one
+// token before.
+const CanonicalPairs::Row* CanonicalPairs::three_row(const Rows& rows, uint32_t before, uint32_t prev) const {
+  Row& decided = rows.context ? *rows.context : *rows.row;
+  if (!decided.cls || !merges_->has(before, Merges::kSafe)) return nullptr;
+  if (decided.three && decided.three_before == before) return decided.three.get();
+  const uint32_t two[] = {before, prev};
+  const std::optional<uint64_t> cls = left_class(two);
+  if (!cls) return nullptr;
+  const PieceCuts& cuts = cuts_for(*cls);
+  const bool before_alone = merges_->has(before, Merges::kPieceGives);
+  auto three = std::make_unique<Row>();
+  three->checked.assign(words_, 0);
+  three->allowed.assign(words_, 0);
+  three->before_text.assign(words_, 0);
+  std::optional<bool> written;
+  for (size_t w = 0; w < words_; ++w) {
+    const uint32_t text = text_words_[w];
+    const uint32_t pair_ok = decided.checked[w] & decided.allowed[w];
+    const uint32_t canonical = pair_ok & ~decided.before_text[w];  // the rest allowed before some text
+    // Settled at prev's end: the encoder's two, then the next token alone
+    // (Canonical where written alone, else before some text); safe tokens only.
+    uint32_t at_prev = cuts.boundary[w] & ~unsafe_words_[w] & self_ok_[w];
+    if (at_prev && !written) {
+      const auto next = static_cast<uint32_t>(w * 32 + std::countr_zero(at_prev));
+      const RowKey key = RowKey(before) << 32 | prev;
+      auto known = piece_pairs_.find(key);
+      if (known == piece_pairs_.end()) {
+        if (piece_pairs_.size() >= kPiecePairsKept) piece_pairs_.clear();
+        known = piece_pairs_.emplace(key, written_as(two, vocab_->bytes(next))).first;
+      }
+      written = known->second;
+    }
+    if (!written.value_or(false)) at_prev = 0;
+    const uint32_t at_prev_canonical = at_prev & alone_ok_[w];
+    // triple_ok: a pair allowed before some text needs the three written so
+    // (any verdict but never); one allowed at the end, the three canonical.
+    const uint32_t ok = (cuts.inner[w] & (before_alone ? pair_ok : 0)) |
+                        (pair_ok & ~canonical & at_prev) | (canonical & at_prev_canonical);
+    // (A lone lead byte may also be its byte token after the two written
+    // at the end of the text, where their pieces may differ: the encoder.)
+    const uint32_t decided_here = (cuts.inner[w] | (cuts.boundary[w] & ~unsafe_words_[w]) |
+                                   ~(cuts.exact[w] | cuts.one_piece[w] | cuts.boundary[w] | cuts.inner[w])) &
+                                  ~lone_lead_words_[w];
+    const uint32_t exact = text & (~decided.checked[w] | ~decided_here);
+    three->checked[w] = text & ~exact;
+    three->allowed[w] = ok & text & ~exact;
+  }
+  decided.three = std::move(three);
+  decided.three_before = before;
+  return decided.three.get();
+}
+
 uint8_t CanonicalPairs::piece_state(Row& row, std::string_view left, uint32_t group) const {
   auto [it, fresh] = row.groups.try_emplace(group, kUnknown);
   if (fresh) {
@@ -1046,16 +1107,23 @@ void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> 
   // Only tokens not decided yet are looked at one by one; the rest is a
   // word-wide AND with the decided bits (special tokens left alone).
   const Row* decided = rows.context ? rows.context : rows.row;
+  // Where the two before must be checked with the next token, a row of the
+  // three made whole stands for the decided one (else every token is
+  // checked one by one).
+  const Row* three = rows.needs_three ? three_row(rows, before, prev) : nullptr;
+  if (three) decided = three;
+  const bool one_by_one = rows.needs_three && !three;
   const std::vector<uint32_t>& checked = start ? self_checked_ : decided->checked;
   const std::vector<uint32_t>& allowed = start ? self_ok_ : decided->allowed;
   const size_t n = std::min(words.size(), words_);
   for (size_t w = 0; w < n; ++w) {
     const uint32_t text = words[w] & text_words_[w];
-    for (uint32_t bits = rows.needs_three ? text : text & ~checked[w]; bits; bits &= bits - 1) {
+    for (uint32_t bits = one_by_one ? text : text & ~checked[w]; bits; bits &= bits - 1) {
       const auto t = static_cast<uint32_t>(w * 32 + std::countr_zero(bits));
       if (!(start ? self_canonical(t) : allowed_after(rows, before, prev, t))) words[w] &= ~(1u << (t % 32));
     }
-    if (!rows.needs_three) words[w] &= allowed[w] | ~text_words_[w];
+    // (Tokens left unchecked were decided one by one above.)
+    if (!one_by_one) words[w] &= allowed[w] | ~checked[w] | ~text_words_[w];
   }
 }
 

@@ -15,36 +15,39 @@
 //
 // How a pair is decided. The vocabulary's own encoder is the reference.
 // Asking it for every pair would cost a full encoding per token of the
-// vocabulary for each new previous token, so a fast path decides most pairs
-// and sends only the doubtful ones to the encoder:
-//  - Pieces. The next tokens are grouped by their first character; one run
-//    of the pre-tokenizer's regex per group tells, through ICU's hitEnd,
-//    whether the previous token's piece ends inside it, exactly at its end,
-//    or may go on into the next token, whatever follows that character.
-//    Only in the last case is the regex run on the pair itself; where that
-//    run ends the first piece before the end of the text (not open), the
-//    piece settles the pair as for a group. Three tokens, where the token
-//    before matters, are settled the same way (triple_by_pieces).
+// vocabulary for each new previous token. What depends on the vocabulary
+// alone is made once (here, or loaded: save/load, `cgram vocab build`), and
+// a previous token's row is made from it with word-wide operations:
+//  - Pieces. The pre-tokenizer runs as an automaton (PieceAutomaton). Its
+//    state after the previous token, and whether a match ended inside it,
+//    is the token's class (50 for Llama 3); per class, bitsets say how every
+//    next token's piece is cut: between the two, one piece, or the encoder
+//    decides (PieceCuts, left_class, cuts_for). Without a pre-tokenizer
+//    (SentencePiece) every pair is one piece.
 //  - Merges. Within one piece, a pair is written as itself unless a merge
 //    crosses between them. Such a merge must join a symbol on the previous
 //    token's right edge, as its merges build it, with one on the next
 //    token's left edge, and come before the merges that join each of those
 //    symbols to the rest of its token. An index of the edges gives every
 //    next token that could meet such a merge (or that joins the previous
-//    token into a whole token); only those go to the encoder. Tokens whose
-//    merges are not monotone, that hold a cut character, or that meet an
-//    added token, always go to the encoder.
+//    token into a whole token); only those go to the encoder. Next tokens
+//    whose merges are not monotone, or that end inside a character, are
+//    indexed without times.
+//  - Rows (fill_row) combine the two with every token's verdict alone; the
+//    pairs left to the encoder are decided one by one as the masks meet
+//    them (decide(), the path for vocabularies the automaton cannot cut).
 // Every fast answer equals the encoder's (tests/unit/matcher/canonical_test.cpp
-// checks this pair by pair, and triple by triple where pieces settle three
-// tokens). Decisions are remembered per previous token (bitsets of the
-// tokens checked and allowed), for a bounded number of previous tokens.
+// checks this pair by pair, class by class, whole rows against one-by-one
+// decisions, and triple by triple where pieces settle three tokens). Rows
+// are remembered per previous token, for a bounded number of them.
 // Thread-safe.
 //
 // Context on the left: a pre-tokenizer may join the previous token to the
 // one before it in one piece (Llama 3 writes ` '%@` as one punctuation
 // piece, so `@` then `example` is canonical there, though `@example` alone
 // is one token). Where the two share a piece, a pair refused alone is
-// checked again together with the token before.
+// checked again together with the token before (fill_context_row, from the
+// class of the two tokens' text).
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -144,6 +147,9 @@ class CanonicalPairs {
     // Made whole (fill_row, fill_context_row): the piece automaton's class
     // of the text on the left (state << 2 | where its last match ended).
     std::optional<uint64_t> cls;
+    // The three-token row after `three_before` (three_row).
+    std::unique_ptr<Row> three;
+    uint32_t three_before = kStart;
   };
   using RowKey = uint64_t;  // (token before, or kStart) << 32 | previous token
   struct Merges;            // the merge derivations (canonical.cpp)
@@ -187,6 +193,7 @@ class CanonicalPairs {
     std::vector<uint32_t> one_piece;  // the two make one piece
     std::vector<uint32_t> exact;      // decide() one by one; the rest: never written so
     std::vector<uint32_t> joins;      // its first character may join the piece on the left
+    std::vector<uint32_t> inner;      // left text of two tokens: the piece settles at the first one's end
   };
   bool fill_row(Row& row, uint32_t prev) const;  // false: the row is left to decide()
   bool makes_whole_rows() const;
@@ -215,6 +222,7 @@ class CanonicalPairs {
     bool needs_three = false;
   };
   Rows rows_for(uint32_t before, uint32_t prev) const;
+  const Row* three_row(const Rows& rows, uint32_t before, uint32_t prev) const;  // null: one by one
   bool allowed_after(const Rows& rows, uint32_t before, uint32_t prev, uint32_t next) const;
   Pair in_context(Row& context_row, Row& row, uint32_t before, uint32_t prev, uint32_t next) const;
   bool context_may_differ(Row& context_row, Row& row, uint32_t before, uint32_t prev, uint32_t next) const;

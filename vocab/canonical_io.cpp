@@ -13,7 +13,7 @@ namespace cgram {
 namespace {
 
 constexpr std::string_view kMagic = "CGVOCAB\n";
-constexpr uint32_t kFormat = 4;
+constexpr uint32_t kFormat = 5;
 
 // Begin offsets of CSR lists: one more than the owners, from 0, never
 // decreasing, ending at the entries' count.
@@ -76,7 +76,7 @@ std::string CanonicalPairs::save() const {
                                               &added_byte_words_, &cut_end_words_, &lone_lead_words_, &lead_probe_ok_})
     w.put_vector(*v);
   auto put_cuts = [&](const PieceCuts& c) {
-    for (const auto* v : {&c.boundary, &c.one_piece, &c.exact, &c.joins}) w.put_vector(*v);
+    for (const auto* v : {&c.boundary, &c.one_piece, &c.exact, &c.joins, &c.inner}) w.put_vector(*v);
   };
   put_cuts(whole_text_cuts_);
   std::vector<uint64_t> keys;
@@ -164,7 +164,7 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
     return "the tokens' verdicts alone do not fit the vocabulary";
   every_token_alone_known_ = makes_whole_rows();  // the build made them all
   auto get_cuts = [&](PieceCuts& c) {
-    for (auto* v : {&c.boundary, &c.one_piece, &c.exact, &c.joins}) {
+    for (auto* v : {&c.boundary, &c.one_piece, &c.exact, &c.joins, &c.inner}) {
       *v = r.get_vector<uint32_t>();
       if (r.ok() && !v->empty() && v->size() != words_) return false;
     }
@@ -177,7 +177,7 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
     if (!automaton || key >> 2 >= automaton->states() || (key & 3) == 3) return "a class of piece cuts is out of range";
     PieceCuts& cuts = cuts_[key];
     if (!get_cuts(cuts) || cuts.boundary.size() != words_ || cuts.one_piece.size() != words_ ||
-        cuts.exact.size() != words_ || cuts.joins.size() != words_)
+        cuts.exact.size() != words_ || cuts.joins.size() != words_ || cuts.inner.size() != words_)
       return "the piece cuts do not fit the vocabulary";
   }
   if (!r.ok()) return r.error();
