@@ -136,6 +136,22 @@ bool CanonicalPairs::makes_whole_rows() const {
   return merges_ && ((finder_ && finder_->automaton()) || encoder_.piece_rule() == Encoder::PieceRule::WholeText);
 }
 
+// Whether a text with this token in it may hold an added token the encoder
+// cuts out first: the token holds one, or ends with the first bytes of one
+// (which the text after may finish). A pair, or three tokens, mentions an
+// added token only if one of them does this: one that ends in a later
+// token begins in an earlier one as its end's first bytes.
+bool CanonicalPairs::may_meet_added(std::string_view bytes) const {
+  const Merges& m = *merges_;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (!m.added_first[static_cast<uint8_t>(bytes[i])]) continue;
+    const std::string_view rest = bytes.substr(i);
+    for (const std::string& a : m.added)
+      if (rest.starts_with(a) || std::string_view(a).starts_with(rest)) return true;
+  }
+  return false;
+}
+
 void CanonicalPairs::make_rows_parts() {
   // Rows are made whole where the pieces are known: the pre-tokenizer as an
   // automaton, or none (one piece, the whole text: SentencePiece).
@@ -173,8 +189,7 @@ void CanonicalPairs::make_rows_parts() {
             }
         }
       }
-      if (std::any_of(bytes.begin(), bytes.end(), [&](char c) { return merges_->added_first[static_cast<uint8_t>(c)]; }))
-        set(added_byte_words_, t);
+      if (may_meet_added(bytes)) set(added_byte_words_, t);
     }
     // Everything rows are made of, once for the vocabulary: every token
     // alone, and how next tokens' pieces are cut after every class of text

@@ -249,9 +249,10 @@ class CanonicalPairs {
   mutable bool every_token_alone_known_ = false;
   bool whole_rows_ = true;
   // Per token (mask words), for fill_row: merging its units gives it; it
-  // ends in white space; the fast path does not apply to it; it holds a
-  // byte an added token starts with.
+  // ends in white space; the fast path does not apply to it; a text with it
+  // may hold an added token (may_meet_added).
   std::vector<uint32_t> merges_give_words_, white_end_words_, unsafe_words_, added_byte_words_;
+  bool may_meet_added(std::string_view bytes) const;
   std::vector<uint32_t> cut_end_words_;  // whole characters, then the first bytes of one
   // Lone lead bytes, and those the bytes that finish their character leave
   // first (a probe of kFinishing).

@@ -13,7 +13,7 @@ namespace cgram {
 namespace {
 
 constexpr std::string_view kMagic = "CGVOCAB\n";
-constexpr uint32_t kFormat = 5;
+constexpr uint32_t kFormat = 6;
 
 // Begin offsets of CSR lists: one more than the owners, from 0, never
 // decreasing, ending at the entries' count.

@@ -68,8 +68,11 @@ std::vector<uint32_t> checked_mask(Matcher& canonical, Matcher& plain) {
 // grammar: the next token is drawn from the grammar's mask until the
 // canonical matcher allows one (the full canonical mask is built, and
 // checked, every few steps and wherever none is found).
+// `prefer_long`: each step the longest of up to 16 allowed tokens drawn, as a
+// model that likes long tokens would (runs of white space, of punctuation):
+// the previous tokens whose rows a uniform draw rarely meets.
 void sound_walks(const std::string& source, std::shared_ptr<const Vocabulary> vocab, uint64_t seed, size_t walks,
-                 size_t max_steps, WalkCounts& counts) {
+                 size_t max_steps, WalkCounts& counts, bool prefer_long = false) {
   auto g = compile_canonical(source, vocab);
   auto plain_grammar = compile_plain(source, vocab);
   const Encoder& encoder = encoder_of(*g);
@@ -95,10 +98,11 @@ void sound_walks(const std::string& source, std::shared_ptr<const Vocabulary> vo
       std::shuffle(candidates.begin(), candidates.end(), rng);
       if (candidates.size() > 64) candidates.resize(64);
       std::optional<uint32_t> next;
+      size_t drawn = 0;
       for (uint32_t t : candidates)
         if (m.is_allowed(t)) {
-          next = t;
-          break;
+          if (!next || vocab->bytes(t).size() > vocab->bytes(*next).size()) next = t;
+          if (!prefer_long || ++drawn == 16) break;
         }
       if (!next || step % 8 == 3) {
         ++counts.masks;
@@ -305,6 +309,8 @@ TEST_CASE("canonical mode is sound: every ended walk is the tokenizer's own enco
   for (const char* name : {"json.cgram", "record.cgram", "csv.cgram", "arithmetic.cgram", "markup.cgram"}) {
     INFO(name);
     sound_walks(test::read_example(name), test::bundled_vocabulary(), std::hash<std::string>()(name), 10, 20, counts);
+    sound_walks(test::read_example(name), test::bundled_vocabulary(), std::hash<std::string>()(name) + 1, 4, 40,
+                counts, true);
   }
   CHECK(counts.ended > 0);
   WARN("canonical walks (bundled vocabulary): " << counts.walks << " walks, " << counts.ended << " ended, "
@@ -384,6 +390,8 @@ TEST_CASE("canonical mode with Llama 3: sound walks and complete documents", "[c
   WalkCounts counts;
   for (const char* name : {"json.cgram", "record.cgram", "csv.cgram"})
     sound_walks(test::read_example(name), vocab, 5, 4, 16, counts);
+  for (const char* name : {"json.cgram", "record.cgram", "markup.cgram"})
+    sound_walks(test::read_example(name), vocab, 9, 4, 60, counts, true);
   WARN("canonical walks (Llama 3): " << counts.walks << " walks, " << counts.ended << " ended, " << counts.dead_ends
                                      << " dead ends");
   size_t tokens = 0;
@@ -417,6 +425,9 @@ TEST_CASE("canonical mode's fast path with tiktoken and SentencePiece merges", "
     }
     tokens += accept_document(g, white_space_runs());
     CHECK(tokens > 0);
+    WalkCounts counts;
+    sound_walks(test::read_example("record.cgram"), vocab, 13, 3, 60, counts, true);
+    CHECK(counts.walks == 3);
   }
 }
 
