@@ -13,7 +13,7 @@ namespace cgram {
 namespace {
 
 constexpr std::string_view kMagic = "CGVOCAB\n";
-constexpr uint32_t kFormat = 6;
+constexpr uint32_t kFormat = 7;
 
 // Begin offsets of CSR lists: one more than the owners, from 0, never
 // decreasing, ending at the entries' count.
@@ -49,8 +49,7 @@ std::string CanonicalPairs::save() const {
   w.put<uint32_t>(kFormat);
   w.put<uint64_t>(encoder_fingerprint(*vocab_));
   const PieceAutomaton* automaton = finder_ ? finder_->automaton() : nullptr;
-  w.put<uint64_t>(automaton ? automaton->states() : 0);
-  w.put<uint64_t>(automaton ? automaton->classes() : 0);
+  w.put<uint64_t>(automaton ? automaton->fingerprint() : 0);
   w.put<uint8_t>(merges_ ? 1 : 0);
   if (merges_) {
     const Merges& m = *merges_;
@@ -113,8 +112,7 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
   if (r.get<uint64_t>() != encoder_fingerprint(*vocab_))
     return "it was built for another vocabulary (or another version of this one's merges or pre-tokenizer)";
   const PieceAutomaton* automaton = finder_ ? finder_->automaton() : nullptr;
-  const uint64_t states = r.get<uint64_t>(), classes = r.get<uint64_t>();
-  if (states != (automaton ? automaton->states() : 0) || classes != (automaton ? automaton->classes() : 0))
+  if (r.get<uint64_t>() != (automaton ? automaton->fingerprint() : 0))
     return "its pre-tokenizer automaton differs from this cgram's; build it again";
   const size_t n = vocab_->size();
   if (r.get<uint8_t>()) {

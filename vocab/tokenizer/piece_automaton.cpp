@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "binary_io.h"
 #include "utf8.h"
 
 namespace cgram {
@@ -45,6 +46,7 @@ constexpr uint32_t kNoCodePoint = UINT32_MAX;
 struct Node {
   enum Kind { kEmpty, kSet, kConcat, kAlt, kRepeat, kLook, kLookNot } kind = kEmpty;
   uint32_t set = 0;
+  char32_t literal = 0;  // a kSet of one literal character matched ignoring case
   std::vector<Node> kids;
   int min = 0, max = -1;  // kRepeat; -1: no bound
 };
@@ -104,6 +106,7 @@ class Parser {
   const std::string& refused() const { return refused_; }
   std::vector<icu::UnicodeSet>& sets() { return sets_; }
   bool ignores_case() const { return any_ignore_case_; }
+  const std::vector<std::u32string>& case_blind_runs() const { return case_blind_runs_; }
 
  private:
   bool more() const { return at_ < p_.size() && refused_.empty(); }
@@ -132,6 +135,18 @@ class Parser {
       }
       cat.kids.push_back(repetition());
     }
+    // Runs of literal characters matched ignoring case: ICU compares them
+    // by full case folding, where one character may stand for several.
+    std::u32string run;
+    for (const Node& k : cat.kids) {
+      if (k.literal) {
+        run += k.literal;
+        continue;
+      }
+      if (run.size() > 1) case_blind_runs_.push_back(run);
+      run.clear();
+    }
+    if (run.size() > 1) case_blind_runs_.push_back(run);
     // A flag set here lasts to the end of the group (group() restores it).
     return cat.kids.size() == 1 ? std::move(cat.kids[0]) : std::move(cat);
   }
@@ -387,9 +402,12 @@ class Parser {
       case '\\': return escape();
       case '.': case '^': case '$': refuse("'.', '^' or '$'"); return {};
       case '*': case '+': case '?': case '{': refuse("a quantifier with nothing before it"); return {};
-      default:
+      default: {
         ++at_;
-        return set_node(icu::UnicodeSet(static_cast<UChar32>(c), static_cast<UChar32>(c)));
+        Node n = set_node(icu::UnicodeSet(static_cast<UChar32>(c), static_cast<UChar32>(c)));
+        if (ignore_case_) n.literal = c;
+        return n;
+      }
     }
   }
 
@@ -398,6 +416,7 @@ class Parser {
   bool ignore_case_ = false, any_ignore_case_ = false;
   std::string refused_;
   std::vector<icu::UnicodeSet> sets_;
+  std::vector<std::u32string> case_blind_runs_;
 };
 
 class Emitter {
@@ -469,18 +488,33 @@ class Emitter {
 // Characters whose full case folding is more than one character: ICU's
 // case-blind matching of a literal may stop inside their folding, which
 // the classes cannot say, so texts with them go to ICU.
-icu::UnicodeSet multi_character_foldings() {
+icu::UnicodeString folded(const icu::UnicodeString& text) {
+  icu::UnicodeString out(text);
+  return out.foldCase(U_FOLD_CASE_DEFAULT);
+}
+
+// Characters whose full case folding is several characters, where that
+// folding appears in a run of literals the pattern matches ignoring case
+// (ß against `(?i:ss)`): the classes cannot say that one character matches
+// two literals, so texts with them go to ICU. Elsewhere ICU never matches
+// them to a literal (a match may not end inside a folding), as for any
+// character outside the literal's set.
+icu::UnicodeSet multi_character_foldings(const std::vector<std::u32string>& runs) {
+  std::vector<icu::UnicodeString> folded_runs;
+  for (const std::u32string& run : runs) {
+    icu::UnicodeString text;
+    for (char32_t c : run) text.append(static_cast<UChar32>(c));
+    folded_runs.push_back(folded(text));
+  }
   UErrorCode status = U_ZERO_ERROR;
   icu::UnicodeSet changes(icu::UnicodeString::fromUTF8("[\\p{Changes_When_Casefolded}]"), status);
   icu::UnicodeSet out;
   for (int32_t i = 0; U_SUCCESS(status) && i < changes.getRangeCount(); ++i)
     for (UChar32 c = changes.getRangeStart(i); c <= changes.getRangeEnd(i); ++c) {
-      UChar in[2], folded[8];
-      int32_t length = 0;
-      U16_APPEND_UNSAFE(in, length, c);
-      UErrorCode fold_status = U_ZERO_ERROR;
-      const int32_t n = u_strFoldCase(folded, 8, in, length, U_FOLD_CASE_DEFAULT, &fold_status);
-      if (U_FAILURE(fold_status) || u_countChar32(folded, n) > 1) out.add(c);
+      const icu::UnicodeString f = folded(icu::UnicodeString(c));
+      if (f.countChar32() < 2) continue;
+      for (const icu::UnicodeString& run : folded_runs)
+        if (run.indexOf(f) >= 0) out.add(c);
     }
   return out;
 }
@@ -605,7 +639,7 @@ Result<std::shared_ptr<const PieceAutomaton>> PieceAutomaton::compile(std::strin
     return Error{ErrorCode::Unsupported, "the pre-tokenizer pattern is too large for the piece automaton"};
   program->program.push_back({PieceProgram::kMatch});
   std::optional<icu::UnicodeSet> unsafe;
-  if (parser.ignores_case()) unsafe = multi_character_foldings();
+  if (parser.ignores_case()) unsafe = multi_character_foldings(parser.case_blind_runs());
   if (!make_classes(std::move(parser.sets()), unsafe ? &*unsafe : nullptr, *program))
     return Error{ErrorCode::Unsupported, "the pre-tokenizer pattern has too many character sets for the piece automaton"};
 
@@ -646,6 +680,17 @@ Result<std::shared_ptr<const PieceAutomaton>> PieceAutomaton::compile(std::strin
 }
 
 PieceAutomaton::~PieceAutomaton() = default;
+
+uint64_t PieceAutomaton::fingerprint() const {
+  auto bytes = [](const auto& v) {
+    return std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
+  };
+  uint64_t h = ir::hash_bytes(bytes(steps_), classes_);
+  h = ir::hash_bytes(bytes(end_match_), h);
+  h = ir::hash_bytes(bytes(settled_), h);
+  h = ir::hash_bytes(bytes(program_->interval_start), h);
+  return ir::hash_bytes(bytes(program_->interval_class), h);
+}
 
 uint8_t PieceAutomaton::class_of(uint32_t code_point) const { return program_->class_of(code_point); }
 

@@ -18,8 +18,9 @@
 // patterns). Anything outside the subset (anchors, back-references, nested
 // classes, lazy or possessive quantifiers, a loop whose body may match
 // nothing) makes compile() refuse, and the caller keeps ICU. Texts with a
-// character whose full case folding is several characters, where the
-// pattern ignores case, are left to ICU too (first() says nullopt).
+// character whose full case folding is several characters, where a run of
+// literals the pattern matches ignoring case holds that folding (ß against
+// `(?i:ss)`), are left to ICU too (first() says nullopt).
 //
 // tests/unit/vocab/piece_automaton_test.cpp compares every answer with ICU's
 // on the real tokenizers' patterns.
@@ -56,6 +57,9 @@ class PieceAutomaton {
   std::vector<uint8_t> classes_in(uint32_t lo, uint32_t hi) const;
   size_t classes() const { return classes_; }
   size_t states() const { return end_match_.size(); }
+  // A hash of the classes and the transitions: saved tables keyed by this
+  // automaton's states check it (CanonicalPairs::load).
+  uint64_t fingerprint() const;
   struct Step {
     State next;
     bool match_before;  // a match of the pattern ends just before the character
