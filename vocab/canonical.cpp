@@ -50,48 +50,44 @@ struct Before {
 
 bool ends_in_white_space(std::string_view text);
 
-// The whole characters a token that ends inside one starts with (empty for
-// a token that is only the first bytes of one, or not that shape at all).
-// The code points whose UTF-8 begins with `first_bytes` (a lead byte and
-// fewer continuation bytes than it needs), as a range: the first bytes
-// followed by the least and the most continuation bytes (a superset where
-// some of them are not valid: overlong forms, surrogates).
-std::pair<uint32_t, uint32_t> completions(std::string_view first_bytes) {
-  const auto lead = static_cast<uint8_t>(first_bytes[0]);
-  const size_t needed = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-  uint32_t lo = lead & (0x7F >> needed), hi = lo;
-  for (size_t i = 1; i < needed; ++i) {
-    const uint32_t b = i < first_bytes.size() ? static_cast<uint8_t>(first_bytes[i]) & 0x3F : 0;
-    lo = lo << 6 | b;
-    hi = hi << 6 | (i < first_bytes.size() ? b : 0x3F);
+// The classes of the characters the encoder's probes finish `first_bytes`
+// (a lead byte and fewer continuation bytes than it needs) into: the text
+// after such a token that decides it (written_how tries only those; a probe
+// too short leaves bytes, which no token of two or more bytes survives).
+std::vector<uint8_t> completed_classes(const PieceAutomaton& automaton, std::string_view first_bytes) {
+  std::vector<uint8_t> out;
+  for (std::string_view probe : kFinishing) {
+    const std::string text = std::string(first_bytes) + std::string(probe);
+    size_t pos = 0;
+    const std::optional<uint32_t> cp = decode_utf8(text, pos);
+    if (!cp) continue;
+    const uint8_t c = automaton.class_of(*cp);
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
-  return {lo, std::min<uint32_t>(hi, 0x10FFFF)};
+  return out;
 }
 
-std::string_view whole_characters(std::string_view bytes) {
+// Where the last character of a token that ends inside one begins: whole
+// characters, then a lead byte and fewer continuation bytes than it needs;
+// nullopt for any other shape.
+std::optional<size_t> cut_start(std::string_view bytes) {
   const std::optional<size_t> bad = first_invalid_utf8(bytes);
-  if (!bad || bytes.size() - *bad > 3) return {};
+  if (!bad || bytes.size() - *bad > 3) return std::nullopt;
   const auto lead = static_cast<uint8_t>(bytes[*bad]);
-  const size_t needed = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xC2 && lead <= 0xDF ? 2 : 0;
-  if (needed == 0 || bytes.size() - *bad >= needed) return {};
+  const size_t needed = lead >= 0xF0 && lead <= 0xF4 ? 4
+                        : lead >= 0xE0 && lead <= 0xEF ? 3
+                        : lead >= 0xC2 && lead <= 0xDF ? 2
+                                                       : 0;
+  if (needed == 0 || bytes.size() - *bad >= needed) return std::nullopt;
   for (size_t i = *bad + 1; i < bytes.size(); ++i)
-    if ((static_cast<uint8_t>(bytes[i]) & 0xC0) != 0x80) return {};
-  return bytes.substr(0, *bad);
+    if ((static_cast<uint8_t>(bytes[i]) & 0xC0) != 0x80) return std::nullopt;
+  return bad;
 }
 
-bool ends_cut(std::string_view bytes) {
-  const std::optional<size_t> bad = first_invalid_utf8(bytes);
-  return bad && whole_characters(bytes).size() == *bad && !bytes.empty() &&
-         [&] {
-           const auto lead = static_cast<uint8_t>(bytes[*bad]);
-           const size_t needed = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3
-                                 : lead >= 0xC2 && lead <= 0xDF ? 2 : 0;
-           if (needed == 0 || bytes.size() - *bad >= needed) return false;
-           for (size_t i = *bad + 1; i < bytes.size(); ++i)
-             if ((static_cast<uint8_t>(bytes[i]) & 0xC0) != 0x80) return false;
-           return true;
-         }();
-}
+// Whether a token ends inside a character (cut_start), and the whole
+// characters it starts with (possibly none).
+bool ends_cut(std::string_view bytes) { return cut_start(bytes).has_value(); }
+std::string_view whole_characters(std::string_view bytes) { return bytes.substr(0, cut_start(bytes).value_or(0)); }
 
 // How the previous token's piece ends before a first character.
 enum PieceState : uint8_t {
@@ -647,10 +643,9 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
       // character and nothing more of the same run (else it is not written
       // so): where the first piece of the run ends, for every character
       // those bytes may finish.
-      const auto [lo, hi] = completions(vocab_->bytes(t));
       constexpr int64_t kWhole = 1;
       std::optional<int64_t> common;
-      for (uint8_t c : automaton.classes_in(lo, hi)) {
+      for (uint8_t c : completed_classes(automaton, vocab_->bytes(t))) {
         int64_t at_end = kUnknown;
         if (c != PieceAutomaton::kUnsafe) {
           const PieceAutomaton::Step step = automaton.step(state, c);

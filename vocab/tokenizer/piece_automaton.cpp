@@ -694,15 +694,6 @@ uint64_t PieceAutomaton::fingerprint() const {
 
 uint8_t PieceAutomaton::class_of(uint32_t code_point) const { return program_->class_of(code_point); }
 
-std::vector<uint8_t> PieceAutomaton::classes_in(uint32_t lo, uint32_t hi) const {
-  const PieceProgram& p = *program_;
-  std::vector<uint8_t> out;
-  auto it = std::upper_bound(p.interval_start.begin(), p.interval_start.end(), lo);
-  for (size_t i = static_cast<size_t>(it - p.interval_start.begin()) - 1;
-       i < p.interval_start.size() && p.interval_start[i] <= hi; ++i)
-    if (std::find(out.begin(), out.end(), p.interval_class[i]) == out.end()) out.push_back(p.interval_class[i]);
-  return out;
-}
 
 std::optional<PieceAutomaton::FirstPiece> PieceAutomaton::first(std::string_view text) const {
   State state = kStart;

@@ -52,9 +52,6 @@ class PieceAutomaton {
   // A code point's class, or kUnsafe for those left to ICU.
   static constexpr uint8_t kUnsafe = 255;
   uint8_t class_of(uint32_t code_point) const;
-  // The classes of the code points lo..hi, each once (kUnsafe among them
-  // where some are).
-  std::vector<uint8_t> classes_in(uint32_t lo, uint32_t hi) const;
   size_t classes() const { return classes_; }
   size_t states() const { return end_match_.size(); }
   // A hash of the classes and the transitions: saved tables keyed by this
