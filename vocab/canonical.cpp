@@ -50,6 +50,14 @@ struct Before {
 
 bool ends_in_white_space(std::string_view text);
 
+// The class of the character at `pos` (advanced past it); kUnsafe where
+// the bytes are not one (tables loaded from a file are not trusted to mark
+// every such token unsafe).
+uint8_t class_at(const PieceAutomaton& automaton, std::string_view bytes, size_t& pos) {
+  const std::optional<uint32_t> cp = decode_utf8(bytes, pos);
+  return cp ? automaton.class_of(*cp) : PieceAutomaton::kUnsafe;
+}
+
 // The classes of the characters the encoder's probes finish `first_bytes`
 // (a lead byte and fewer continuation bytes than it needs) into: the text
 // after such a token that decides it (written_how tries only those; a probe
@@ -230,7 +238,7 @@ std::vector<uint64_t> CanonicalPairs::left_classes() const {
       bool known = true;
       for (size_t pos = 0; pos < bytes.size();) {
         const size_t at = pos;
-        const uint8_t c = automaton.class_of(*decode_utf8(bytes, pos));
+        const uint8_t c = class_at(automaton, bytes, pos);
         if (c == PieceAutomaton::kUnsafe) {
           known = false;
           break;
@@ -672,7 +680,7 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
     bool open = false, first_char_decided = false, unknown = false;
     for (size_t pos = 0; pos < bytes.size();) {
       const size_t offset = pos;
-      const uint8_t c = automaton.class_of(*decode_utf8(bytes, pos));
+      const uint8_t c = class_at(automaton, bytes, pos);
       if (offset == 0) {
         const int64_t first = after_first(c, pos);
         if (first == kUnknown) {
@@ -729,7 +737,7 @@ std::optional<uint64_t> CanonicalPairs::left_class(std::span<const uint32_t> tok
     const std::string_view bytes = vocab_->bytes(t);
     for (size_t pos = 0; pos < bytes.size();) {
       const size_t at = offset + pos;
-      const uint8_t c = automaton->class_of(*decode_utf8(bytes, pos));
+      const uint8_t c = class_at(*automaton, bytes, pos);
       if (c == PieceAutomaton::kUnsafe) return std::nullopt;
       const PieceAutomaton::Step step = automaton->step(state, c);
       if (step.match_before && at > 0) last = static_cast<int64_t>(at);
@@ -778,18 +786,19 @@ bool CanonicalPairs::fill_row(Row& row, uint32_t prev) const {
     // encoder where text after a white-space end could cut it otherwise).
     const uint32_t not_merged = merges_give ? row.crossed[w] | ~merges_give_words_[w] : ~0u;
     const uint32_t one_piece_exact = cuts.one_piece[w] & (row.candidates[w] | (not_merged & white_end_words_[w]));
-    const uint32_t exact = self & (cuts.exact[w] | one_piece_exact) & ~(lone & lone_at_end);
+    const uint32_t lone_now = lone & lone_at_end & ~added_byte_words_[w];
+    const uint32_t exact = self & (cuts.exact[w] | one_piece_exact) & ~lone_now;
     // Before the bytes that finish its character, a lone lead byte stays
     // first only where those bytes leave it so alone (lead_probe_ok_).
     const uint32_t probed = ~lone | lead_probe_ok_[w];
     const uint32_t boundary = (piece_gives ? cuts.boundary[w] : 0) & probed;
     const uint32_t one_piece = cuts.one_piece[w] & ~not_merged & ~row.candidates[w] & probed;
     row.checked[w] = text_words_[w] & ~exact;
-    row.allowed[w] = self & ~exact & (boundary | one_piece | (lone & lone_at_end));
+    row.allowed[w] = self & ~exact & (boundary | one_piece | lone_now);
     // A token ending inside a character is written so only before the
     // bytes that finish it.
     row.before_text[w] = self & ~exact &
-                         ((boundary & (~alone_ok_[w] | cut_end_words_[w])) | ((one_piece | lone) & cut_end_words_[w]));
+                         ((boundary & (~alone_ok_[w] | cut_end_words_[w])) | ((one_piece | lone_now) & cut_end_words_[w]));
   }
   return true;
 }
@@ -816,8 +825,10 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
     const uint32_t tried = refused & ~(mine.joins[w] & cuts.joins[w]);
     // A lone lead byte may also be its byte token after the two written at
     // the end of the text: the encoder decides.
+    // (Unsafe tokens, as triple_by_pieces leaves them, go to the encoder.)
     const uint32_t exact =
-        (text & ~row.checked[w]) | (tried & (cuts.exact[w] | cuts.one_piece[w] | lone_lead_words_[w]));
+        (text & ~row.checked[w]) |
+        (tried & (cuts.exact[w] | cuts.one_piece[w] | lone_lead_words_[w] | (cuts.boundary[w] & unsafe_words_[w])));
     uint32_t rescued = tried & cuts.boundary[w] & ~exact;
     if (rescued && !written) {
       const auto next = static_cast<uint32_t>(w * 32 + std::countr_zero(rescued));
@@ -844,7 +855,8 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
 // whether the encoder writes the two as themselves (asked once) and the
 // next token alone (triple_by_pieces); anywhere else inside, never. The
 // rest is left to triple_ok one by one. Kept in the decided row, for one
-// token before.
+// token before; filter() reads its checked and allowed bits only (no
+// before_text).
 const CanonicalPairs::Row* CanonicalPairs::three_row(const Rows& rows, uint32_t before, uint32_t prev) const {
   Row& decided = rows.context ? *rows.context : *rows.row;
   if (!decided.cls || !merges_->has(before, Merges::kSafe)) return nullptr;

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "binary_io.h"
 #include "canonical.h"
 #include "canonical_merges.h"
 #include "piece_automaton.h"
+#include "utf8.h"
 
 namespace cgram {
 namespace {
@@ -20,6 +22,25 @@ constexpr uint32_t kFormat = 7;
 bool valid_begins(const std::vector<uint32_t>& begin, size_t owners, size_t entries) {
   if (begin.size() != owners + 1 || begin.front() != 0 || begin.back() != entries) return false;
   return std::is_sorted(begin.begin(), begin.end());
+}
+
+// A copy whose padding bytes are zero (the saved bytes are then the same
+// for the same vocabulary).
+template <typename T>
+std::vector<T> zero_padded(const std::vector<T>& v) {
+  std::vector<T> out(v.size());
+  std::memset(static_cast<void*>(out.data()), 0, out.size() * sizeof(T));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if constexpr (requires { v[i].made; }) {
+      out[i].id = v[i].id;
+      out[i].made = v[i].made;
+      out[i].consumed = v[i].consumed;
+    } else {
+      out[i].symbol = v[i].symbol;
+      out[i].key = v[i].key;
+    }
+  }
+  return out;
 }
 
 template <typename T, typename F>
@@ -58,14 +79,14 @@ std::string CanonicalPairs::save() const {
     w.put<uint64_t>(m.group_text.size());
     for (const std::string& g : m.group_text) w.put_bytes(g);
     w.put_vector(m.right_begin);
-    w.put_vector(m.right);
+    w.put_vector(zero_padded(m.right));
     w.put_vector(m.left_begin);
-    w.put_vector(m.left);
+    w.put_vector(zero_padded(m.left));
     w.put_vector(m.merges_begin);
-    w.put_vector(m.merges);
+    w.put_vector(zero_padded(m.merges));
     w.put_vector(m.always_candidate);
     w.put_vector(m.loose_left_begin);
-    w.put_vector(m.loose_left);
+    w.put_vector(zero_padded(m.loose_left));
     w.put_vector(m.always_candidate_prev);
     w.put_vector(m.by_bytes);
   }
@@ -115,7 +136,11 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
   if (r.get<uint64_t>() != (automaton ? automaton->fingerprint() : 0))
     return "its pre-tokenizer automaton differs from this cgram's; build it again";
   const size_t n = vocab_->size();
-  if (r.get<uint8_t>()) {
+  // Merges exactly where the constructor builds them.
+  const bool has_merges = r.get<uint8_t>() != 0;
+  if (has_merges != (encoder_.piece_rule() == Encoder::PieceRule::WholeText || finder_ != nullptr))
+    return "its merges index does not fit this vocabulary's pre-tokenizer";
+  if (has_merges) {
     auto m = std::make_unique<Merges>();
     m->flags = r.get_vector<uint8_t>();
     m->group = r.get_vector<uint32_t>();
@@ -138,6 +163,13 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
     const bool valid =
         m->flags.size() == n && m->group.size() == n &&
         all_of(m->group, [&](uint32_t g) { return g == UINT32_MAX || g < m->group_text.size(); }) &&
+        [&] {  // a token the fast path takes has a group, and is whole characters
+          for (uint32_t t = 0; t < n; ++t)
+            if ((m->flags[t] & Merges::kSafe) &&
+                (m->group[t] == UINT32_MAX || vocab_->bytes(t).empty() || vocab_->is_special(t)))
+              return false;
+          return true;
+        }() &&
         valid_begins(m->right_begin, n, m->right.size()) &&
         all_of(m->right, [&](const Merges::Edge& e) { return e.id < symbols; }) &&
         valid_begins(m->left_begin, symbols, m->left.size()) &&
@@ -147,7 +179,9 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
         valid_begins(m->loose_left_begin, symbols, m->loose_left.size()) &&
         all_of(m->loose_left, [&](const Merges::Edge& e) { return e.id < n; }) &&
         m->always_candidate.size() == words_ && m->always_candidate_prev.size() == words_ &&
-        all_of(m->by_bytes, [&](uint32_t t) { return t < n; });
+        all_of(m->by_bytes, [&](uint32_t t) { return t < n; }) &&
+        std::is_sorted(m->by_bytes.begin(), m->by_bytes.end(),
+                       [&](uint32_t a, uint32_t b) { return vocab_->bytes(a) < vocab_->bytes(b); });
     if (!valid) return "its merges index does not fit the vocabulary";
     m->note_added_tokens(*vocab_);
     merges_ = std::move(m);
@@ -180,13 +214,24 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
   }
   if (!r.ok()) return r.error();
   if (!r.at_end()) return "it has bytes after its end";
-  // Whole rows need every part; a context saved without them (a vocabulary
-  // whose pieces the automaton cannot cut) decides pair by pair.
-  if (makes_whole_rows() && (unsafe_words_.size() != words_ || merges_give_words_.size() != words_ ||
-                             white_end_words_.size() != words_ || added_byte_words_.size() != words_ ||
-                             cut_end_words_.size() != words_ || lone_lead_words_.size() != words_ ||
-                             lead_probe_ok_.size() != words_))
-    return "the per-token tables are missing";
+  // Whole rows need every part, and nothing else may be there: a context
+  // saved without them (a vocabulary whose pieces the automaton cannot cut)
+  // decides pair by pair.
+  const bool whole = makes_whole_rows();
+  const bool whole_text = whole && !finder_;
+  for (const auto* v : {&merges_give_words_, &white_end_words_, &unsafe_words_, &added_byte_words_, &cut_end_words_,
+                        &lone_lead_words_, &lead_probe_ok_})
+    if (v->size() != (whole ? words_ : 0)) return "the per-token tables do not fit the vocabulary's pieces";
+  for (const auto* v : {&whole_text_cuts_.boundary, &whole_text_cuts_.one_piece, &whole_text_cuts_.exact,
+                        &whole_text_cuts_.joins, &whole_text_cuts_.inner})
+    if (v->size() != (whole_text ? words_ : 0)) return "the piece cuts do not fit the vocabulary's pieces";
+  if (!cuts_.empty() && (!whole || whole_text)) return "the piece cuts do not fit the vocabulary's pieces";
+  // Every token the rows read as whole characters is (the tables are not
+  // trusted to mark the others unsafe).
+  if (whole)
+    for (uint32_t t = 0; t < n; ++t)
+      if (!vocab_->is_special(t) && !(unsafe_words_[t / 32] >> (t % 32) & 1) && first_invalid_utf8(vocab_->bytes(t)))
+        return "a token that is not whole characters is not marked so";
   return std::nullopt;
 }
 
