@@ -832,13 +832,7 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
     uint32_t rescued = tried & cuts.boundary[w] & ~exact;
     if (rescued && !written) {
       const auto next = static_cast<uint32_t>(w * 32 + std::countr_zero(rescued));
-      const RowKey key = RowKey(before) << 32 | prev;
-      auto known = piece_pairs_.find(key);
-      if (known == piece_pairs_.end()) {
-        if (piece_pairs_.size() >= kPiecePairsKept) piece_pairs_.clear();
-        known = piece_pairs_.emplace(key, written_as(two, vocab_->bytes(next))).first;
-      }
-      written = known->second;
+      written = piece_written_as_two(before, prev, next);
     }
     if (!written.value_or(false)) rescued = 0;
     context.checked[w] = text & ~exact;
@@ -880,13 +874,7 @@ const CanonicalPairs::Row* CanonicalPairs::three_row(const Rows& rows, uint32_t 
     uint32_t at_prev = cuts.boundary[w] & ~unsafe_words_[w] & self_ok_[w];
     if (at_prev && !written) {
       const auto next = static_cast<uint32_t>(w * 32 + std::countr_zero(at_prev));
-      const RowKey key = RowKey(before) << 32 | prev;
-      auto known = piece_pairs_.find(key);
-      if (known == piece_pairs_.end()) {
-        if (piece_pairs_.size() >= kPiecePairsKept) piece_pairs_.clear();
-        known = piece_pairs_.emplace(key, written_as(two, vocab_->bytes(next))).first;
-      }
-      written = known->second;
+      written = piece_written_as_two(before, prev, next);
     }
     if (!written.value_or(false)) at_prev = 0;
     const uint32_t at_prev_canonical = at_prev & alone_ok_[w];
@@ -1009,6 +997,14 @@ std::optional<CanonicalPairs::Pair> CanonicalPairs::triple_by_pieces(uint32_t be
   if (!end) return std::nullopt;
   if (splits_a_token(three, *end)) return Pair::Never;
   if (*end != vocab_->bytes(before).size() + vocab_->bytes(prev).size()) return std::nullopt;
+  if (!piece_written_as_two(before, prev, next) || !self_canonical(next)) return Pair::Never;
+  return written_alone(next) ? Pair::Canonical : Pair::BeforeSomeText;
+}
+
+// Whether the encoder writes `before`, `prev` as themselves where their
+// piece ends with `prev` whatever follows (asked with `next` after them,
+// once a pair: the answer is the same for every such next token).
+bool CanonicalPairs::piece_written_as_two(uint32_t before, uint32_t prev, uint32_t next) const {
   const RowKey key = RowKey(before) << 32 | prev;
   auto known = piece_pairs_.find(key);
   if (known == piece_pairs_.end()) {
@@ -1016,8 +1012,7 @@ std::optional<CanonicalPairs::Pair> CanonicalPairs::triple_by_pieces(uint32_t be
     const uint32_t two[] = {before, prev};
     known = piece_pairs_.emplace(key, written_as(two, vocab_->bytes(next))).first;
   }
-  if (!known->second || !self_canonical(next)) return Pair::Never;
-  return written_alone(next) ? Pair::Canonical : Pair::BeforeSomeText;
+  return known->second;
 }
 
 // `prev` ends a piece whatever follows: each token is written as it is alone.

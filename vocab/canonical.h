@@ -179,6 +179,7 @@ class CanonicalPairs {
   std::optional<Encoder::FirstPiece> first_piece(std::span<const uint32_t> tokens) const;
   std::optional<size_t> settled_first_piece(std::span<const uint32_t> tokens) const;
   std::optional<Pair> triple_by_pieces(uint32_t before, uint32_t prev, uint32_t next) const;
+  bool piece_written_as_two(uint32_t before, uint32_t prev, uint32_t next) const;
   // How the piece of `left` (the previous token, or the two before) ends
   // before the group's first character; remembered in `row`.
   uint8_t piece_state(Row& row, std::string_view left, uint32_t group) const;
