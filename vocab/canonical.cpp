@@ -532,7 +532,7 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
   // together between max(made) and min(consumed), and their merge, of key
   // k, happens when max(k, made) comes first; then the pair is never
   // written so (unless the crossing symbol falls back to the two tokens'
-  // single bytes). Ties are left to the encoder.
+  // single bytes). Equal keys: see below.
   const bool single_byte = bytes.size() == 1;
   for (uint32_t e = m.right_begin[prev]; e < m.right_begin[prev + 1]; ++e) {
     const Merges::Edge& x = m.right[e];
@@ -553,7 +553,21 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
         const double start = std::max(from, y.made);
         const double stop = std::min(x.consumed, y.consumed);
         if (start > stop) continue;
-        if (start < stop && !(single_byte && vocab_->bytes(y.id).size() == 1))
+        bool crosses = start < stop;
+        if (start == stop) {
+          // Equal keys go to the leftmost pair first. Where only the
+          // crossing has that key on the way in, x's merge on its left
+          // comes before it (x is gone), and it before y's merge on y's
+          // right (`ss` + `s`, `-` + `--`). Other ties: the encoder.
+          const bool crossing_key_only = start == step.key && start > x.made && start > y.made;
+          if (crossing_key_only && stop == x.consumed) continue;
+          crosses = crossing_key_only && stop == y.consumed;
+          if (!crosses) {
+            set(row.candidates, y.id);
+            continue;
+          }
+        }
+        if (crosses && !(single_byte && vocab_->bytes(y.id).size() == 1))
           set(row.crossed, y.id);
         else
           set(row.candidates, y.id);

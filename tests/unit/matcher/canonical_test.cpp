@@ -13,6 +13,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "canonical.h"
 #include "encoder.h"
@@ -187,6 +188,24 @@ std::vector<uint32_t> sample_previous_tokens(const Encoder& encoder, const Vocab
   return prevs;
 }
 
+// Tokens that end in a run of one byte (`ss`, `----`, `%%%%`): next to a
+// token that begins with the same byte, merges of equal keys meet on both
+// sides of the pair, where the leftmost goes first. Up to `count`, one per
+// last byte and run length.
+std::vector<uint32_t> run_ending_tokens(const Vocabulary& vocab, size_t count) {
+  std::vector<uint32_t> out;
+  std::set<std::pair<char, size_t>> seen;
+  for (uint32_t t = 0; t < vocab.size() && out.size() < count; ++t) {
+    if (vocab.is_special(t)) continue;
+    const std::string_view bytes = vocab.bytes(t);
+    size_t run = 0;
+    while (run < bytes.size() && bytes[bytes.size() - 1 - run] == bytes.back()) ++run;
+    if (run >= 2 && static_cast<unsigned char>(bytes.back()) < 0x80 && seen.insert({bytes.back(), std::min<size_t>(run, 4)}).second)
+      out.push_back(t);
+  }
+  return out;
+}
+
 // Every pair the fast path decides (pieces by hitEnd, merges by the edge
 // index) is the encoder's own answer; `stride` thins the next tokens.
 void fast_path_equals_encoder(const CompiledGrammar& g, std::span<const uint32_t> prevs, uint32_t stride) {
@@ -302,6 +321,20 @@ TEST_CASE("canonical mode: white space after a pair is Unicode's, as pre-tokeniz
 TEST_CASE("canonical mode: the fast path decides every pair as the encoder does", "[canonical]") {
   auto g = compile_canonical(R"(start ::= any!* ;)");
   fast_path_equals_encoder(*g, sample_previous_tokens(encoder_of(*g), g->vocabulary(), 24), 3);
+  fast_path_equals_encoder(*g, run_ending_tokens(g->vocabulary(), 40), 1);
+}
+
+TEST_CASE("canonical mode: merges of equal keys across a pair go leftmost first, as the encoder's",
+          "[canonical][long]") {
+  for (const char* name : {"llama3-tokenizer.json", "cl100k_base.tiktoken", "o200k_base.tiktoken", "gemma-tokenizer.json"}) {
+    INFO(name);
+    if (!test::shared_vocab(name)) return test::skip_without_shared(name);
+    auto vocab = (*(Vocabulary::load(*test::shared_vocab(name))));
+    auto g = compile_canonical(R"(start ::= any!* ;)", vocab);
+    const std::vector<uint32_t> prevs = run_ending_tokens(*vocab, 48);
+    CHECK(prevs.size() > 20);
+    fast_path_equals_encoder(*g, prevs, 3);
+  }
 }
 
 TEST_CASE("canonical mode is sound: every ended walk is the tokenizer's own encoding", "[canonical]") {
