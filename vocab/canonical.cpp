@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstring>
+#include <type_traits>
 #include <limits>
 
 #include "canonical_merges.h"
@@ -13,6 +15,56 @@ namespace cgram {
 namespace {
 bool bit(std::span<const uint32_t> words, uint32_t t) { return words[t / 32] >> (t % 32) & 1; }
 void set(std::span<uint32_t> words, uint32_t t) { words[t / 32] |= 1u << (t % 32); }
+
+// Rows are word-wide formulas over a dozen per-token bitsets; one word at a
+// time they took most of a new row's time (a row is 4,000 words for
+// 128k tokens). Four words go in one 16-byte vector (SSE2 or NEON, on
+// every target built for), the last few one by one.
+using Quad = uint32_t __attribute__((vector_size(16)));
+template <typename W>
+W load_words(const uint32_t* p) {
+  W out;
+  std::memcpy(&out, p, sizeof out);
+  return out;
+}
+template <typename W>
+W word_at(const std::vector<uint32_t>& v, size_t w) {
+  return load_words<W>(v.data() + w);
+}
+template <typename W>
+void put_word(std::span<uint32_t> v, size_t w, W value) {
+  std::memcpy(v.data() + w, &value, sizeof value);
+}
+template <typename W>
+bool any_bit(W bits) {
+  if constexpr (std::is_same_v<W, uint32_t>) {
+    return bits != 0;
+  } else {
+    uint32_t out = 0;
+    for (size_t i = 0; i < sizeof(W) / sizeof(uint32_t); ++i) out |= bits[i];
+    return out != 0;
+  }
+}
+// Calls body.template operator()<W>(w) for every word w < words: W = Quad
+// for four words from w, then uint32_t for the rest.
+template <typename Body>
+void by_quads(size_t words, Body&& body) {
+  constexpr size_t kQuad = sizeof(Quad) / sizeof(uint32_t);
+  size_t w = 0;
+  for (; w + kQuad <= words; w += kQuad) body.template operator()<Quad>(w);
+  for (; w < words; ++w) body.template operator()<uint32_t>(w);
+}
+// The first token set in `bits` (words from w), or nullopt.
+template <typename W>
+std::optional<uint32_t> first_token(W bits, size_t w) {
+  if constexpr (std::is_same_v<W, uint32_t>) {
+    if (bits) return static_cast<uint32_t>(w * 32 + std::countr_zero(bits));
+  } else {
+    for (size_t i = 0; i < sizeof(W) / sizeof(uint32_t); ++i)
+      if (bits[i]) return static_cast<uint32_t>((w + i) * 32 + std::countr_zero(bits[i]));
+  }
+  return std::nullopt;
+}
 
 // Text that may come after a pair that ends with white space, one of each
 // kind a pre-tokenizer tells apart (letters, digits, spaces, line breaks,
@@ -493,23 +545,43 @@ CanonicalPairs::Row& CanonicalPairs::row_for(RowKey key) const {
 }
 
 CanonicalPairs::Row& CanonicalPairs::make_row(RowKey key) const {
+  // The least recent row gives its place, and its words' memory, to the new
+  // one (a row is five 16 KB vectors for 128k tokens).
+  decltype(rows_)::node_type node;
   if (rows_.size() >= cached_tokens_) {
-    rows_.erase(recent_.back());
+    node = rows_.extract(recent_.back());
     recent_.pop_back();
+    node.key() = key;
+    Row& old = node.mapped().first;
+    old.fast = false;
+    old.groups.clear();
+    old.cls.reset();
+    old.three.reset();
+    old.three_before = kStart;
   }
   recent_.push_front(key);
-  auto& entry = rows_[key];
+  auto& entry = node ? rows_.insert(std::move(node)).position->second : rows_[key];
   Row& row = entry.first;
   entry.second = recent_.begin();
-  row.checked.assign(words_, 0);
-  row.allowed.assign(words_, 0);
-  row.before_text.assign(words_, 0);
+  row.checked.resize(words_);
+  row.allowed.resize(words_);
+  row.before_text.resize(words_);
   const auto prev = static_cast<uint32_t>(key);
-  // A previous token whose merges are not monotone bounds nothing.
-  if (key >> 32 == kStart && merges_ && merges_->has(prev, Merges::kSafe) &&
-      !bit(merges_->always_candidate_prev, prev)) {
+  const auto before = static_cast<uint32_t>(key >> 32);
+  bool filled = false;
+  if (before != kStart) {
+    // A context row: made whole from `prev`'s, the most recent row.
+    const auto pair_row = rows_.find(RowKey(kStart) << 32 | prev);
+    filled = pair_row != rows_.end() && whole_rows_ && fill_context_row(row, pair_row->second.first, before, prev);
+  } else if (merges_ && merges_->has(prev, Merges::kSafe) && !bit(merges_->always_candidate_prev, prev)) {
+    // (A previous token whose merges are not monotone bounds nothing.)
     find_candidates(row, prev);
-    if (row.fast && whole_rows_) fill_row(row, prev);
+    filled = row.fast && whole_rows_ && fill_row(row, prev);
+  }
+  if (!filled) {
+    std::fill(row.checked.begin(), row.checked.end(), 0);
+    std::fill(row.allowed.begin(), row.allowed.end(), 0);
+    std::fill(row.before_text.begin(), row.before_text.end(), 0);
   }
   return row;
 }
@@ -788,32 +860,36 @@ bool CanonicalPairs::fill_row(Row& row, uint32_t prev) const {
   if (!cls && !whole_text) return false;
   const PieceCuts& cuts = whole_text ? *whole_text : cuts_for(*cls);
   row.cls = cls;
-  const bool piece_gives = merges_->has(prev, Merges::kPieceGives);
-  const bool merges_give = merges_->has(prev, Merges::kMergesGive);
+  // Flags of the previous token, as whole words.
+  const uint32_t piece_gives = merges_->has(prev, Merges::kPieceGives) ? ~0u : 0;
+  const uint32_t merges_apart = merges_->has(prev, Merges::kMergesGive) ? 0 : ~0u;  // no merge gives prev
   // A lone lead byte after `prev` is its byte token at the end of the text
   // wherever `prev` is written alone there, whatever the pieces.
   const uint32_t lone_at_end = written_alone(prev) ? ~0u : 0;
-  for (size_t w = 0; w < words_; ++w) {
-    const uint32_t self = self_ok_[w] & text_words_[w];
-    const uint32_t lone = lone_lead_words_[w];
+  by_quads(words_, [&]<typename W>(size_t w) {
+    auto at = [w](const std::vector<uint32_t>& v) { return word_at<W>(v, w); };
+    const W self = at(self_ok_) & at(text_words_);
+    const W lone = at(lone_lead_words_);
+    const W candidates = at(row.candidates);
     // One piece: written as the two unless a merge crosses (never, or the
     // encoder where text after a white-space end could cut it otherwise).
-    const uint32_t not_merged = merges_give ? row.crossed[w] | ~merges_give_words_[w] : ~0u;
-    const uint32_t one_piece_exact = cuts.one_piece[w] & (row.candidates[w] | (not_merged & white_end_words_[w]));
-    const uint32_t lone_now = lone & lone_at_end & ~added_byte_words_[w];
-    const uint32_t exact = self & (cuts.exact[w] | one_piece_exact) & ~lone_now;
+    const W not_merged = at(row.crossed) | ~at(merges_give_words_) | merges_apart;
+    const W one_piece_exact = at(cuts.one_piece) & (candidates | (not_merged & at(white_end_words_)));
+    const W lone_now = lone & lone_at_end & ~at(added_byte_words_);
+    const W exact = self & (at(cuts.exact) | one_piece_exact) & ~lone_now;
     // Before the bytes that finish its character, a lone lead byte stays
     // first only where those bytes leave it so alone (lead_probe_ok_).
-    const uint32_t probed = ~lone | lead_probe_ok_[w];
-    const uint32_t boundary = (piece_gives ? cuts.boundary[w] : 0) & probed;
-    const uint32_t one_piece = cuts.one_piece[w] & ~not_merged & ~row.candidates[w] & probed;
-    row.checked[w] = text_words_[w] & ~exact;
-    row.allowed[w] = self & ~exact & (boundary | one_piece | lone_now);
+    const W probed = ~lone | at(lead_probe_ok_);
+    const W boundary = at(cuts.boundary) & piece_gives & probed;
+    const W one_piece = at(cuts.one_piece) & ~not_merged & ~candidates & probed;
+    const W cut_end = at(cut_end_words_);
+    put_word(row.checked, w, at(text_words_) & ~exact);
+    put_word(row.allowed, w, self & ~exact & (boundary | one_piece | lone_now));
     // A token ending inside a character is written so only before the
     // bytes that finish it.
-    row.before_text[w] = self & ~exact &
-                         ((boundary & (~alone_ok_[w] | cut_end_words_[w])) | ((one_piece | lone_now) & cut_end_words_[w]));
-  }
+    put_word(row.before_text, w,
+             self & ~exact & ((boundary & (~at(alone_ok_) | cut_end)) | ((one_piece | lone_now) & cut_end)));
+  });
   return true;
 }
 
@@ -833,26 +909,26 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
   // next token after which their piece ends (asked once, as
   // triple_by_pieces does).
   std::optional<bool> written;
-  for (size_t w = 0; w < words_; ++w) {
-    const uint32_t text = text_words_[w];
-    const uint32_t refused = row.checked[w] & ~row.allowed[w] & text & self_ok_[w];
-    const uint32_t tried = refused & ~(mine.joins[w] & cuts.joins[w]);
+  by_quads(words_, [&]<typename W>(size_t w) {
+    auto at = [w](const std::vector<uint32_t>& v) { return word_at<W>(v, w); };
+    const W text = at(text_words_);
+    const W checked = at(row.checked);
+    const W refused = checked & ~at(row.allowed) & text & at(self_ok_);
+    const W tried = refused & ~(at(mine.joins) & at(cuts.joins));
     // A lone lead byte may also be its byte token after the two written at
     // the end of the text: the encoder decides.
     // (Unsafe tokens, as triple_by_pieces leaves them, go to the encoder.)
-    const uint32_t exact =
-        (text & ~row.checked[w]) |
-        (tried & (cuts.exact[w] | cuts.one_piece[w] | lone_lead_words_[w] | (cuts.boundary[w] & unsafe_words_[w])));
-    uint32_t rescued = tried & cuts.boundary[w] & ~exact;
-    if (rescued && !written) {
-      const auto next = static_cast<uint32_t>(w * 32 + std::countr_zero(rescued));
-      written = piece_written_as_two(before, prev, next);
-    }
-    if (!written.value_or(false)) rescued = 0;
-    context.checked[w] = text & ~exact;
-    context.allowed[w] = (row.allowed[w] | rescued) & ~exact;
-    context.before_text[w] = (row.before_text[w] | (rescued & (~alone_ok_[w] | cut_end_words_[w]))) & ~exact;
-  }
+    const W exact = (text & ~checked) | (tried & (at(cuts.exact) | at(cuts.one_piece) | at(lone_lead_words_) |
+                                                  (at(cuts.boundary) & at(unsafe_words_))));
+    W rescued = tried & at(cuts.boundary) & ~exact;
+    if (!written)
+      if (const std::optional<uint32_t> next = first_token(rescued, w)) written = piece_written_as_two(before, prev, *next);
+    rescued &= written.value_or(false) ? ~0u : 0u;
+    put_word(context.checked, w, text & ~exact);
+    put_word(context.allowed, w, (at(row.allowed) | rescued) & ~exact);
+    put_word(context.before_text, w,
+             (at(row.before_text) | (rescued & (~at(alone_ok_) | at(cut_end_words_)))) & ~exact);
+  });
   return true;
 }
 
@@ -879,32 +955,31 @@ const CanonicalPairs::Row* CanonicalPairs::three_row(const Rows& rows, uint32_t 
   three->allowed.assign(words_, 0);
   three->before_text.assign(words_, 0);
   std::optional<bool> written;
-  for (size_t w = 0; w < words_; ++w) {
-    const uint32_t text = text_words_[w];
-    const uint32_t pair_ok = decided.checked[w] & decided.allowed[w];
-    const uint32_t canonical = pair_ok & ~decided.before_text[w];  // the rest allowed before some text
+  const uint32_t inner_settles = before_alone ? ~0u : 0u;
+  by_quads(words_, [&]<typename W>(size_t w) {
+    auto at = [w](const std::vector<uint32_t>& v) { return word_at<W>(v, w); };
+    const W text = at(text_words_);
+    const W pair_ok = at(decided.checked) & at(decided.allowed);
+    const W canonical = pair_ok & ~at(decided.before_text);  // the rest allowed before some text
+    const W boundary = at(cuts.boundary), inner = at(cuts.inner), safe = ~at(unsafe_words_);
     // Settled at prev's end: the encoder's two, then the next token alone
     // (Canonical where written alone, else before some text); safe tokens only.
-    uint32_t at_prev = cuts.boundary[w] & ~unsafe_words_[w] & self_ok_[w];
-    if (at_prev && !written) {
-      const auto next = static_cast<uint32_t>(w * 32 + std::countr_zero(at_prev));
-      written = piece_written_as_two(before, prev, next);
-    }
-    if (!written.value_or(false)) at_prev = 0;
-    const uint32_t at_prev_canonical = at_prev & alone_ok_[w];
+    W at_prev = boundary & safe & at(self_ok_);
+    if (!written)
+      if (const std::optional<uint32_t> next = first_token(at_prev, w)) written = piece_written_as_two(before, prev, *next);
+    at_prev &= written.value_or(false) ? ~0u : 0u;
+    const W at_prev_canonical = at_prev & at(alone_ok_);
     // triple_ok: a pair allowed before some text needs the three written so
     // (any verdict but never); one allowed at the end, the three canonical.
-    const uint32_t ok = (cuts.inner[w] & (before_alone ? pair_ok : 0)) |
-                        (pair_ok & ~canonical & at_prev) | (canonical & at_prev_canonical);
+    const W ok = (inner & pair_ok & inner_settles) | (pair_ok & ~canonical & at_prev) | (canonical & at_prev_canonical);
     // (A lone lead byte may also be its byte token after the two written
     // at the end of the text, where their pieces may differ: the encoder.)
-    const uint32_t decided_here = (cuts.inner[w] | (cuts.boundary[w] & ~unsafe_words_[w]) |
-                                   ~(cuts.exact[w] | cuts.one_piece[w] | cuts.boundary[w] | cuts.inner[w])) &
-                                  ~lone_lead_words_[w];
-    const uint32_t exact = text & (~decided.checked[w] | ~decided_here);
-    three->checked[w] = text & ~exact;
-    three->allowed[w] = ok & text & ~exact;
-  }
+    const W decided_here =
+        (inner | (boundary & safe) | ~(at(cuts.exact) | at(cuts.one_piece) | boundary | inner)) & ~at(lone_lead_words_);
+    const W exact = text & (~at(decided.checked) | ~decided_here);
+    put_word(three->checked, w, text & ~exact);
+    put_word(three->allowed, w, ok & text & ~exact);
+  });
   decided.three = std::move(three);
   decided.three_before = before;
   return decided.three.get();
@@ -1104,10 +1179,7 @@ CanonicalPairs::Rows CanonicalPairs::rows_for(uint32_t before, uint32_t prev) co
   // context row's lookup cannot push out `prev`'s, the most recent.
   rows.row = &row_for(RowKey(kStart) << 32 | prev);
   if (context_matters(before, prev)) {
-    const RowKey key = RowKey(before) << 32 | prev;
-    const bool fresh = !rows_.contains(key);
-    rows.context = &row_for(key);
-    if (fresh) fill_context_row(*rows.context, *rows.row, before, prev);
+    rows.context = &row_for(RowKey(before) << 32 | prev);
   }
   return rows;
 }
@@ -1147,15 +1219,32 @@ void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> 
   const std::vector<uint32_t>& checked = start ? self_checked_ : decided->checked;
   const std::vector<uint32_t>& allowed = start ? self_ok_ : decided->allowed;
   const size_t n = std::min(words.size(), words_);
-  for (size_t w = 0; w < n; ++w) {
-    const uint32_t text = words[w] & text_words_[w];
-    for (uint32_t bits = one_by_one ? text : text & ~checked[w]; bits; bits &= bits - 1) {
+  auto decide_word = [&](size_t w, uint32_t bits) {
+    for (; bits; bits &= bits - 1) {
       const auto t = static_cast<uint32_t>(w * 32 + std::countr_zero(bits));
       if (!(start ? self_canonical(t) : allowed_after(rows, before, prev, t))) words[w] &= ~(1u << (t % 32));
     }
-    // (Tokens left unchecked were decided one by one above.)
-    if (!one_by_one) words[w] &= allowed[w] | ~checked[w] | ~text_words_[w];
+  };
+  if (one_by_one) {
+    for (size_t w = 0; w < n; ++w) decide_word(w, words[w] & text_words_[w]);
+    return;
   }
+  // A word-wide AND with the decided bits (special tokens left alone); the
+  // words holding tokens not decided yet are noted, and those tokens
+  // looked at one by one after.
+  std::vector<uint32_t>& undecided = undecided_words_;
+  undecided.clear();
+  by_quads(n, [&]<typename W>(size_t w) {
+    auto at = [w](const std::vector<uint32_t>& v) { return word_at<W>(v, w); };
+    const W mask = load_words<W>(words.data() + w);
+    const W not_checked = ~at(checked);
+    if (any_bit(mask & at(text_words_) & not_checked)) undecided.push_back(static_cast<uint32_t>(w));
+    put_word(words, w, mask & (at(allowed) | not_checked | ~at(text_words_)));
+  });
+  constexpr size_t kQuad = sizeof(Quad) / sizeof(uint32_t);
+  for (uint32_t first : undecided)
+    for (size_t w = first; w < std::min(n, first + kQuad); ++w)
+      decide_word(w, words[w] & text_words_[w] & ~checked[w]);
 }
 
 int CanonicalPairs::reference_pair(uint32_t prev, uint32_t next) const {

@@ -242,6 +242,7 @@ class CanonicalPairs {
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Encoder::PieceFinder> finder_;
   mutable std::string scratch_, context_text_, cut_text_;
+  mutable std::vector<uint32_t> undecided_words_;  // filter()'s words with tokens to decide one by one
   // Whether the encoder writes a piece made of two tokens as those two
   // (triple_by_pieces), per pair; emptied past kPiecePairsKept.
   static constexpr size_t kPiecePairsKept = 1 << 16;
