@@ -91,14 +91,6 @@ bool ends_inside_character(std::string_view text) {
   return false;
 }
 
-// Orders token ids by their bytes, and against bytes.
-struct Before {
-  const Vocabulary& vocab;
-  bool operator()(uint32_t a, uint32_t b) const { return vocab.bytes(a) < vocab.bytes(b); }
-  bool operator()(uint32_t a, std::string_view b) const { return vocab.bytes(a) < b; }
-  bool operator()(std::string_view a, uint32_t b) const { return a < vocab.bytes(b); }
-};
-
 
 bool ends_in_white_space(std::string_view text);
 
@@ -175,12 +167,16 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
       words_((vocab_->size() + 31) / 32),
       looks_ahead_(vocab_->kind() != TokenizerKind::SentencePiece),
       text_words_(words_, 0),
+      one_byte_words_(words_, 0),
       self_checked_(words_, 0),
       self_ok_(words_, 0),
       alone_checked_(words_, 0),
       alone_ok_(words_, 0) {
   for (uint32_t t = 0; t < vocab_->size(); ++t)
-    if (is_text(t)) set(text_words_, t);
+    if (is_text(t)) {
+      set(text_words_, t);
+      if (vocab_->bytes(t).size() == 1) set(one_byte_words_, t);
+    }
   const auto rule = encoder_.piece_rule();
   if (rule == Encoder::PieceRule::OneRegex) finder_ = encoder_.piece_finder();
   if (!build) return;  // load() fills the rest from saved bytes
@@ -341,6 +337,33 @@ void to_csr(std::vector<std::pair<uint32_t, Entry>>& pairs, uint32_t owners, std
 
 }  // namespace
 
+namespace {
+// Every split of a text token into two text tokens A, B, as B listed under
+// A (Merges::joined): after A, the next tokens with which A makes one token.
+void join_tokens(const Vocabulary& vocab, std::vector<uint32_t>& begin, std::vector<uint32_t>& joined) {
+  const auto n = static_cast<uint32_t>(vocab.size());
+  std::unordered_map<std::string_view, std::vector<uint32_t>> by_bytes;  // several tokens may share bytes
+  for (uint32_t t = 0; t < n; ++t)
+    if (!vocab.is_special(t)) by_bytes[vocab.bytes(t)].push_back(t);
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (uint32_t t = 0; t < n; ++t) {
+    if (vocab.is_special(t)) continue;
+    const std::string_view bytes = vocab.bytes(t);
+    for (size_t k = 1; k < bytes.size(); ++k) {
+      const auto a = by_bytes.find(bytes.substr(0, k));
+      if (a == by_bytes.end()) continue;
+      const auto b = by_bytes.find(bytes.substr(k));
+      if (b == by_bytes.end()) continue;
+      for (uint32_t first : a->second)
+        for (uint32_t second : b->second) pairs.push_back({first, second});
+    }
+  }
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  to_csr(pairs, n, begin, joined);
+}
+}  // namespace
+
 std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const Vocabulary& vocab,
                                                                            const Encoder& encoder) {
   using M = Merges;
@@ -351,13 +374,18 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
   m->group.assign(n, UINT32_MAX);
   m->always_candidate.assign(words, 0);
   m->always_candidate_prev.assign(words, 0);
-  std::vector<std::pair<uint32_t, M::Edge>> loose_edges;
+  // Edges with their merge keys, made times (Merges::Time) at the end.
+  struct Keyed {
+    uint32_t id;
+    double made, consumed;
+  };
+  std::vector<std::pair<uint32_t, Keyed>> loose_edges;
   m->note_added_tokens(vocab);
 
   // Cut characters and added tokens are left to the encoder.
   std::unordered_map<std::string, uint32_t> groups;
   Symbols symbols;
-  std::vector<std::pair<uint32_t, M::Edge>> right_edges, left_edges;
+  std::vector<std::pair<uint32_t, Keyed>> right_edges, left_edges;
   for (uint32_t t = 0; t < n; ++t) {
     if (vocab.is_special(t)) continue;
     const std::string_view bytes = vocab.bytes(t);
@@ -397,7 +425,12 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
       if (!d.monotone) set(m->always_candidate_prev, t);
       for (const auto& e : d.right) right_edges.push_back({t, {symbols.intern(e.work), e.made, e.consumed}});
       for (const auto& e : d.left) {
-        if (d.monotone)
+        // Where merges are not monotone, a later symbol's keys do not say
+        // when it is on the edge; the first unit's do where nothing made
+        // late joins it: it is there from the start until its merge, and a
+        // monotone previous token's merges of lower keys all come first.
+        const bool timed = d.monotone || (e.made == -std::numeric_limits<double>::infinity() && e.gone_by == e.consumed);
+        if (timed)
           left_edges.push_back({symbols.intern(e.work), {t, e.made, e.consumed}});
         else
           loose_edges.push_back({symbols.intern(e.work), {t, e.made, e.gone_by}});
@@ -405,33 +438,56 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
     }
     m->flags[t] = flags;
   }
-  to_csr(right_edges, n, m->right_begin, m->right);
-  to_csr(left_edges, symbols.size(), m->left_begin, m->left);
-  to_csr(loose_edges, symbols.size(), m->loose_left_begin, m->loose_left);
-  for (uint32_t s = 0; s < symbols.size(); ++s)
-    std::sort(m->loose_left.begin() + m->loose_left_begin[s], m->loose_left.begin() + m->loose_left_begin[s + 1],
-              [](const M::Edge& a, const M::Edge& b) { return a.consumed > b.consumed; });
-  for (size_t w = 0; w < words; ++w) m->always_candidate_prev[w] |= m->always_candidate[w];
-  for (uint32_t s = 0; s < symbols.size(); ++s)
-    std::sort(m->left.begin() + m->left_begin[s], m->left.begin() + m->left_begin[s + 1],
-              [](const M::Edge& a, const M::Edge& b) { return a.consumed > b.consumed; });
   // Only merges from a right-edge symbol to a left-edge one can cross a pair.
   std::vector<uint8_t> on_right(symbols.size(), 0), on_left(symbols.size(), 0);
   for (const auto& e : right_edges) on_right[e.second.id] = 1;
   for (const auto& e : left_edges) on_left[e.first] = 1;
   for (const auto& e : loose_edges) on_left[e.first] = 1;
-  std::vector<std::pair<uint32_t, M::Step>> steps;
+  std::vector<std::pair<uint32_t, std::pair<uint32_t, double>>> keyed_steps;
   encoder.for_each_merge([&](std::string_view a, std::string_view b, double key) {
     auto x = symbols.find(a);
     if (!x || !on_right[*x]) return;
     auto y = symbols.find(b);
-    if (y && on_left[*y]) steps.push_back({*x, {*y, key}});
+    if (y && on_left[*y]) keyed_steps.push_back({*x, {*y, key}});
   });
+
+  // Keys as their order: compared as the keys are (equal ones equal), in
+  // half the bytes, which the rows' walk over the edges reads.
+  std::vector<double> keys;
+  for (const auto* edges : {&right_edges, &left_edges, &loose_edges})
+    for (const auto& [owner, e] : *edges) keys.insert(keys.end(), {e.made, e.consumed});
+  for (const auto& [owner, step] : keyed_steps) keys.push_back(step.second);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  auto time_of = [&](double key) -> M::Time {
+    if (key == -std::numeric_limits<double>::infinity()) return M::kFromStart;
+    if (key == std::numeric_limits<double>::infinity()) return M::kNever;
+    return static_cast<M::Time>(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin()) + 1;
+  };
+  auto with_times = [&](const std::vector<std::pair<uint32_t, Keyed>>& edges) {
+    std::vector<std::pair<uint32_t, M::Edge>> out;
+    out.reserve(edges.size());
+    for (const auto& [owner, e] : edges) out.push_back({owner, {e.id, time_of(e.made), time_of(e.consumed)}});
+    return out;
+  };
+  auto most_lasting_first = [&](std::vector<uint32_t>& begin, std::vector<M::Edge>& edges) {
+    for (uint32_t s = 0; s + 1 < begin.size(); ++s)
+      std::sort(edges.begin() + begin[s], edges.begin() + begin[s + 1],
+                [](const M::Edge& a, const M::Edge& b) { return a.consumed > b.consumed; });
+  };
+  auto rights = with_times(right_edges), lefts = with_times(left_edges), looses = with_times(loose_edges);
+  to_csr(rights, n, m->right_begin, m->right);
+  to_csr(lefts, symbols.size(), m->left_begin, m->left);
+  to_csr(looses, symbols.size(), m->loose_left_begin, m->loose_left);
+  most_lasting_first(m->left_begin, m->left);
+  most_lasting_first(m->loose_left_begin, m->loose_left);
+  for (size_t w = 0; w < words; ++w) m->always_candidate_prev[w] |= m->always_candidate[w];
+  std::vector<std::pair<uint32_t, M::Step>> steps;
+  steps.reserve(keyed_steps.size());
+  for (const auto& [x, step] : keyed_steps) steps.push_back({x, {step.first, time_of(step.second)}});
   to_csr(steps, symbols.size(), m->merges_begin, m->merges);
 
-  for (uint32_t t = 0; t < n; ++t)
-    if (!vocab.is_special(t)) m->by_bytes.push_back(t);
-  std::sort(m->by_bytes.begin(), m->by_bytes.end(), Before{vocab});
+  join_tokens(vocab, m->joined_begin, m->joined);
   return m;
 }
 
@@ -610,7 +666,7 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
     const Merges::Edge& x = m.right[e];
     for (uint32_t s = m.merges_begin[x.id]; s < m.merges_begin[x.id + 1]; ++s) {
       const Merges::Step& step = m.merges[s];
-      const double from = std::max(step.key, x.made);
+      const Merges::Time from = std::max(step.key, x.made);
       if (from > x.consumed) continue;
       // Next tokens whose merges are not monotone: their edge symbol may
       // be there from the start, and is gone before any merge of a higher
@@ -622,8 +678,8 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
       for (uint32_t l = m.left_begin[step.symbol]; l < m.left_begin[step.symbol + 1]; ++l) {
         const Merges::Edge& y = m.left[l];
         if (y.consumed < from) break;  // most lasting first
-        const double start = std::max(from, y.made);
-        const double stop = std::min(x.consumed, y.consumed);
+        const Merges::Time start = std::max(from, y.made);
+        const Merges::Time stop = std::min(x.consumed, y.consumed);
         if (start > stop) continue;
         bool crosses = start < stop;
         if (start == stop) {
@@ -639,7 +695,7 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
             continue;
           }
         }
-        if (crosses && !(single_byte && vocab_->bytes(y.id).size() == 1))
+        if (crosses && !(single_byte && bit(one_byte_words_, y.id)))
           set(row.crossed, y.id);
         else
           set(row.candidates, y.id);
@@ -648,14 +704,8 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
   }
   // The two together a token: written whole where a piece that is a token
   // is taken as is, else perhaps merged.
-  const bool whole = encoder_.takes_whole_pieces();
-  for (auto it = std::lower_bound(m.by_bytes.begin(), m.by_bytes.end(), bytes, Before{*vocab_});
-       it != m.by_bytes.end() && vocab_->bytes(*it).starts_with(bytes); ++it) {
-    const std::string_view rest = vocab_->bytes(*it).substr(bytes.size());
-    if (rest.empty()) continue;
-    auto same = std::equal_range(m.by_bytes.begin(), m.by_bytes.end(), rest, Before{*vocab_});
-    for (auto next = same.first; next != same.second; ++next) set(whole ? row.crossed : row.candidates, *next);
-  }
+  std::vector<uint32_t>& together = encoder_.takes_whole_pieces() ? row.crossed : row.candidates;
+  for (uint32_t j = m.joined_begin[prev]; j < m.joined_begin[prev + 1]; ++j) set(together, m.joined[j]);
 }
 
 void CanonicalPairs::make_rows_whole(bool whole) {
@@ -1280,7 +1330,9 @@ size_t CanonicalPairs::classes() const {
 
 size_t CanonicalPairs::memory_bytes() const {
   std::lock_guard lock(mutex_);
-  size_t bytes = (self_checked_.size() * 4 + rows_.size() * words_ * 4 + cuts_.size() * words_ * 4 +
+  // Per token: text, one byte, and the verdicts alone (four); five words
+  // a row and a class's cuts.
+  size_t bytes = (self_checked_.size() * 6 + rows_.size() * words_ * 5 + cuts_.size() * words_ * 5 +
                   (merges_give_words_.size() + white_end_words_.size() + unsafe_words_.size() +
                    added_byte_words_.size() + cut_end_words_.size())) *
                      sizeof(uint32_t) +
@@ -1289,7 +1341,7 @@ size_t CanonicalPairs::memory_bytes() const {
     const Merges& m = *merges_;
     bytes += m.flags.size() + (m.group.size() + m.right_begin.size() + m.left_begin.size() + m.merges_begin.size() +
                                m.always_candidate.size() + m.always_candidate_prev.size() +
-                               m.loose_left_begin.size() + m.by_bytes.size()) *
+                               m.loose_left_begin.size() + m.joined_begin.size() + m.joined.size()) *
                                   sizeof(uint32_t) +
              (m.right.size() + m.left.size() + m.loose_left.size()) * sizeof(Merges::Edge) + m.merges.size() * sizeof(Merges::Step);
   }

@@ -238,6 +238,7 @@ class CanonicalPairs {
   size_t words_;
   bool looks_ahead_;  // the vocabulary has a pre-tokenizer
   std::vector<uint32_t> text_words_;      // the text tokens' bits
+  std::vector<uint32_t> one_byte_words_;  // the text tokens of one byte
   std::unique_ptr<const Merges> merges_;  // null: every pair goes to the encoder
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Encoder::PieceFinder> finder_;

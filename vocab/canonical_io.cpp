@@ -15,7 +15,7 @@ namespace cgram {
 namespace {
 
 constexpr std::string_view kMagic = "CGVOCAB\n";
-constexpr uint32_t kFormat = 7;
+constexpr uint32_t kFormat = 8;
 
 // Begin offsets of CSR lists: one more than the owners, from 0, never
 // decreasing, ending at the entries' count.
@@ -88,7 +88,8 @@ std::string CanonicalPairs::save() const {
     w.put_vector(m.loose_left_begin);
     w.put_vector(zero_padded(m.loose_left));
     w.put_vector(m.always_candidate_prev);
-    w.put_vector(m.by_bytes);
+    w.put_vector(m.joined_begin);
+    w.put_vector(m.joined);
   }
   using Words = const std::vector<uint32_t>*;
   for (Words v : std::initializer_list<Words>{&self_checked_, &self_ok_, &alone_checked_, &alone_ok_,
@@ -156,7 +157,8 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
     m->loose_left_begin = r.get_vector<uint32_t>();
     m->loose_left = r.get_vector<Merges::Edge>();
     m->always_candidate_prev = r.get_vector<uint32_t>();
-    m->by_bytes = r.get_vector<uint32_t>();
+    m->joined_begin = r.get_vector<uint32_t>();
+    m->joined = r.get_vector<uint32_t>();
     if (!r.ok()) return r.error();
     // Every index the rows follow must stay inside what it indexes.
     const size_t symbols = m->left_begin.empty() ? 0 : m->left_begin.size() - 1;
@@ -179,9 +181,8 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
         valid_begins(m->loose_left_begin, symbols, m->loose_left.size()) &&
         all_of(m->loose_left, [&](const Merges::Edge& e) { return e.id < n; }) &&
         m->always_candidate.size() == words_ && m->always_candidate_prev.size() == words_ &&
-        all_of(m->by_bytes, [&](uint32_t t) { return t < n; }) &&
-        std::is_sorted(m->by_bytes.begin(), m->by_bytes.end(),
-                       [&](uint32_t a, uint32_t b) { return vocab_->bytes(a) < vocab_->bytes(b); });
+        valid_begins(m->joined_begin, n, m->joined.size()) &&
+        all_of(m->joined, [&](uint32_t t) { return t < n; });
     if (!valid) return "its merges index does not fit the vocabulary";
     m->note_added_tokens(*vocab_);
     merges_ = std::move(m);

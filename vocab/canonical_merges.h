@@ -17,14 +17,18 @@ namespace cgram {
 // right edge, the tokens by the symbols on their left edges, and the merges
 // from right-edge symbols to left-edge ones.
 struct CanonicalPairs::Merges {
+  // A merge key as its place in the order of all keys (equal keys, equal
+  // times): before every merge (a unit), after every merge (never).
+  using Time = uint32_t;
+  static constexpr Time kFromStart = 0, kNever = UINT32_MAX;
   struct Edge {
-    uint32_t id;      // a symbol, or a token
-    double made;      // the key of the merge that made the symbol (-inf for a unit)
-    double consumed;  // the key of the merge that joins the symbol to the rest of its token
+    uint32_t id;    // a symbol, or a token
+    Time made;      // the merge that made the symbol (kFromStart for a unit)
+    Time consumed;  // the merge that joins the symbol to the rest of its token
   };
   struct Step {
     uint32_t symbol;
-    double key;
+    Time key;
   };
   // Per token.
   std::vector<uint8_t> flags;
@@ -52,7 +56,9 @@ struct CanonicalPairs::Merges {
   std::vector<uint32_t> loose_left_begin;
   std::vector<Edge> loose_left;  // consumed: the edge's gone_by (most lasting first)
   std::vector<uint32_t> always_candidate_prev;
-  std::vector<uint32_t> by_bytes;          // text tokens sorted by their bytes
+  // Per text token A: the text tokens B whose bytes after A's are a token
+  // (joined[joined_begin[A], joined_begin[A + 1])).
+  std::vector<uint32_t> joined_begin, joined;
   std::vector<std::string> added;          // the added tokens' texts
   std::array<bool, 256> added_first{};     // the bytes they start with
 
