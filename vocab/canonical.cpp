@@ -1328,11 +1328,17 @@ size_t CanonicalPairs::classes() const {
   return cuts_.size();
 }
 
+size_t CanonicalPairs::row_cache_bytes() const {
+  std::lock_guard lock(mutex_);
+  return rows_.size() * words_ * 5 * sizeof(uint32_t);  // five words a row
+}
+
 size_t CanonicalPairs::memory_bytes() const {
+  const size_t rows = row_cache_bytes();
   std::lock_guard lock(mutex_);
   // Per token: text, one byte, and the verdicts alone (four); five words
-  // a row and a class's cuts.
-  size_t bytes = (self_checked_.size() * 6 + rows_.size() * words_ * 5 + cuts_.size() * words_ * 5 +
+  // a class's cuts.
+  size_t bytes = rows + (self_checked_.size() * 6 + cuts_.size() * words_ * 5 +
                   (merges_give_words_.size() + white_end_words_.size() + unsafe_words_.size() +
                    added_byte_words_.size() + cut_end_words_.size())) *
                      sizeof(uint32_t) +

@@ -87,7 +87,10 @@ class CanonicalPairs {
   // Clears in `words` (a mask) the text tokens that may not follow; the
   // end-of-sequence and special bits are left alone.
   void filter(uint32_t before, uint32_t prev, std::span<uint32_t> words) const;
-  size_t memory_bytes() const;
+  size_t memory_bytes() const;  // all of it, the rows remembered included
+  // The rows remembered for recent previous tokens (at most cached_tokens
+  // of them, 80 KB each for 128k tokens).
+  size_t row_cache_bytes() const;
   // Classes of text on the left whose piece cuts are made (left_class).
   size_t classes() const;
 

@@ -61,8 +61,11 @@ std::optional<double> prepare_canonical(const std::shared_ptr<const VocabularyCo
 std::string canonical_summary(const VocabularyContext& context, double ms) {
   auto pairs = context.canonical_pairs();
   if (!pairs) return "";
-  return fmt::format("canonical context of the vocabulary: {} classes of piece cuts, {:.1f} MB, made in {:.0f} ms",
-                     (*pairs)->classes(), (*pairs)->memory_bytes() / 1e6, ms);
+  const size_t rows = (*pairs)->row_cache_bytes();
+  return fmt::format(
+      "canonical context of the vocabulary: {} classes of piece cuts, {:.1f} MB, made in {:.0f} ms; rows of the "
+      "recent previous tokens {:.1f} MB",
+      (*pairs)->classes(), ((*pairs)->memory_bytes() - rows) / 1e6, ms, rows / 1e6);
 }
 
 bool is_shared_object(const std::string& path) { return std::filesystem::path(path).extension() == ".so"; }
