@@ -848,9 +848,13 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
       if (automaton.match_at_end(at)) last = static_cast<int64_t>(bytes.size());
       open = !automaton.settled(at);
     }
+    // An open piece (text after could move its end) is settled all the
+    // same where only the end of the text is asked about: no probes after
+    // the pair (probes_after), as decide() reads it.
+    const bool probed = bit(white_end_words_, t) || cut;
     if (last == kNoMatch)
       set(cuts.exact, t);
-    else if (!open && last < static_cast<int64_t>(bytes.size()))
+    else if ((!open || !probed) && last < static_cast<int64_t>(bytes.size()))
       settle(t, last);
     else if (last == static_cast<int64_t>(bytes.size()))
       set(cuts.one_piece, t);
@@ -1075,11 +1079,14 @@ CanonicalPairs::Pair CanonicalPairs::decide(Row& row, uint32_t prev, uint32_t ne
       // end of the text (not open) is the same whatever follows, as for
       // the groups: inside `prev` no encoding has `prev` (after 128 spaces,
       // `\s+(?!\S)` leaves the last one to the word), at its end the two
-      // are pieces apart.
+      // are pieces apart. So is an open one where only the end of the text
+      // is asked about (no probes): after Gujarati, o200k's
+      // `[\p{Lu}...\p{Lo}\p{M}]*` takes a capital letter in, then gives it
+      // back to find `[\p{Ll}...\p{M}]+`; text after could keep it.
       const uint32_t two[] = {prev, next};
       const std::optional<Encoder::FirstPiece> piece = first_piece(two);
       const size_t a = vocab_->bytes(prev).size();
-      if (piece && !piece->open && !merges_->mentions_added(cut_text_)) {
+      if (piece && (!piece->open || probes_after(two).empty()) && !merges_->mentions_added(cut_text_)) {
         if (splits_a_token(two, piece->length)) return Pair::Never;
         if (piece->length == a) return decide_at_boundary(prev, next);
       }

@@ -174,7 +174,11 @@ std::vector<uint32_t> sample_previous_tokens(const Encoder& encoder, const Vocab
   std::vector<uint32_t> prevs;
   for (const char* text : {"The quick brown fox's tale, isn't it?", "  if (x == 10) {\n    return y;\n  }\n",
                            "{\"key\": [1, 2.5e-3, \"caf\xC3\xA9\"]}", "12345678 + 0.25 =", "\t\t\n\n   x  ",
-                           "'%@example.com \xE4\xBD\xA0\xE5\xA5\xBD", "...!?---:)"})
+                           "'%@example.com \xE4\xBD\xA0\xE5\xA5\xBD", "...!?---:)",
+                           // Gujarati, Devanagari, Cyrillic: letters and marks o200k's
+                           // pieces reach past before giving back.
+                           "\xE0\xAA\x97\xE0\xAB\x81\xE0\xAA\x9C\xE0\xAA\xB0\xE0\xAA\xBE\xE0\xAA\xA4\xE0\xAB\x80 "
+                           "\xE0\xA4\xAD\xE0\xA4\xBE\xE0\xA4\xB7\xE0\xA4\xBE \xD0\xA0\xD1\x83\xD1\x81\xD1\x81\xD0\xBA\xD0\xB8\xD0\xB9"})
     for (uint32_t t : encoder.encode_continuation(text)) prevs.push_back(t);
   // Runs of white space before a word: the longest tokens of a byte-level
   // vocabulary, whose piece the pre-tokenizer ends a character early.
