@@ -106,18 +106,6 @@ uint8_t class_at(const PieceAutomaton& automaton, std::string_view bytes, size_t
 // (a lead byte and fewer continuation bytes than it needs) into: the text
 // after such a token that decides it (written_how tries only those; a probe
 // too short leaves bytes, which no token of two or more bytes survives).
-std::vector<uint8_t> completed_classes(const PieceAutomaton& automaton, std::string_view first_bytes) {
-  std::vector<uint8_t> out;
-  for (std::string_view probe : kFinishing) {
-    const std::string text = std::string(first_bytes) + std::string(probe);
-    size_t pos = 0;
-    const std::optional<uint32_t> cp = decode_utf8(text, pos);
-    if (!cp) continue;
-    const uint8_t c = automaton.class_of(*cp);
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  }
-  return out;
-}
 
 // Where the last character of a token that ends inside one begins: whole
 // characters, then a lead byte and fewer continuation bytes than it needs;
@@ -168,6 +156,7 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
       looks_ahead_(vocab_->kind() != TokenizerKind::SentencePiece),
       text_words_(words_, 0),
       one_byte_words_(words_, 0),
+      stray_start_words_(words_, 0),
       self_checked_(words_, 0),
       self_ok_(words_, 0),
       alone_checked_(words_, 0),
@@ -175,7 +164,9 @@ CanonicalPairs::CanonicalPairs(Key, std::shared_ptr<const Vocabulary> vocab, con
   for (uint32_t t = 0; t < vocab_->size(); ++t)
     if (is_text(t)) {
       set(text_words_, t);
-      if (vocab_->bytes(t).size() == 1) set(one_byte_words_, t);
+      const std::string_view bytes = vocab_->bytes(t);
+      if (bytes.size() == 1) set(one_byte_words_, t);
+      if (!bytes.empty() && (static_cast<uint8_t>(bytes[0]) & 0xC0) == 0x80) set(stray_start_words_, t);
     }
   const auto rule = encoder_.piece_rule();
   if (rule == Encoder::PieceRule::OneRegex) finder_ = encoder_.piece_finder();
@@ -340,27 +331,42 @@ void to_csr(std::vector<std::pair<uint32_t, Entry>>& pairs, uint32_t owners, std
 namespace {
 // Every split of a text token into two text tokens A, B, as B listed under
 // A (Merges::joined): after A, the next tokens with which A makes one token.
-void join_tokens(const Vocabulary& vocab, std::vector<uint32_t>& begin, std::vector<uint32_t>& joined) {
+// And (Merges::joined_cut) the B that end inside the token's last
+// character: A, B and the bytes that finish it make one token.
+void join_tokens(const Vocabulary& vocab, std::vector<uint32_t>& begin, std::vector<uint32_t>& joined,
+                 std::vector<uint32_t>& cut_begin, std::vector<uint32_t>& cut_joined) {
   const auto n = static_cast<uint32_t>(vocab.size());
   std::unordered_map<std::string_view, std::vector<uint32_t>> by_bytes;  // several tokens may share bytes
   for (uint32_t t = 0; t < n; ++t)
     if (!vocab.is_special(t)) by_bytes[vocab.bytes(t)].push_back(t);
-  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs, cut_pairs;
+  auto add = [&](std::vector<std::pair<uint32_t, uint32_t>>& out, std::string_view a, std::string_view b) {
+    const auto first = by_bytes.find(a);
+    if (first == by_bytes.end()) return;
+    const auto second = by_bytes.find(b);
+    if (second == by_bytes.end()) return;
+    for (uint32_t x : first->second)
+      for (uint32_t y : second->second) out.push_back({x, y});
+  };
   for (uint32_t t = 0; t < n; ++t) {
     if (vocab.is_special(t)) continue;
     const std::string_view bytes = vocab.bytes(t);
+    // Where the last character starts (its continuation bytes before).
+    size_t last = bytes.size();
+    while (last > 0 && (static_cast<uint8_t>(bytes[last - 1]) & 0xC0) == 0x80) --last;
+    if (last > 0) --last;
     for (size_t k = 1; k < bytes.size(); ++k) {
-      const auto a = by_bytes.find(bytes.substr(0, k));
-      if (a == by_bytes.end()) continue;
-      const auto b = by_bytes.find(bytes.substr(k));
-      if (b == by_bytes.end()) continue;
-      for (uint32_t first : a->second)
-        for (uint32_t second : b->second) pairs.push_back({first, second});
+      add(pairs, bytes.substr(0, k), bytes.substr(k));
+      for (size_t cut = std::max(last + 1, k + 1); cut < bytes.size(); ++cut)
+        add(cut_pairs, bytes.substr(0, k), bytes.substr(k, cut - k));
     }
   }
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  for (auto* v : {&pairs, &cut_pairs}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
   to_csr(pairs, n, begin, joined);
+  to_csr(cut_pairs, n, cut_begin, cut_joined);
 }
 }  // namespace
 
@@ -393,11 +399,11 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
     for (const std::string& a : m->added)
       if (bytes.find(a) != std::string_view::npos) safe = false;
     if (!safe) {
-      // A token that is only the first bytes of a character: where merging
-      // its bytes gives it, its left edge is indexed (untimed, as for
-      // merges that are not monotone) so that the previous tokens a merge
-      // cannot cross from leave it to the piece cuts (fill_row).
-      const Encoder::Derivation d = safe || !ends_cut(bytes) || !whole_characters(bytes).empty() ||
+      // A token that ends inside a character: where merging its bytes gives
+      // it, its left edge is indexed (untimed, as for merges that are not
+      // monotone) so that the previous tokens a merge cannot cross from
+      // leave it to the piece cuts (fill_row).
+      const Encoder::Derivation d = safe || !ends_cut(bytes) ||
                                             std::any_of(m->added.begin(), m->added.end(),
                                                         [&](const std::string& a) { return bytes.find(a) != std::string_view::npos; })
                                         ? Encoder::Derivation{}
@@ -487,7 +493,7 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
   for (const auto& [x, step] : keyed_steps) steps.push_back({x, {step.first, time_of(step.second)}});
   to_csr(steps, symbols.size(), m->merges_begin, m->merges);
 
-  join_tokens(vocab, m->joined_begin, m->joined);
+  join_tokens(vocab, m->joined_begin, m->joined, m->joined_cut_begin, m->joined_cut);
   return m;
 }
 
@@ -704,8 +710,18 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
   }
   // The two together a token: written whole where a piece that is a token
   // is taken as is, else perhaps merged.
-  std::vector<uint32_t>& together = encoder_.takes_whole_pieces() ? row.crossed : row.candidates;
-  for (uint32_t j = m.joined_begin[prev]; j < m.joined_begin[prev + 1]; ++j) set(together, m.joined[j]);
+  // (Not surely where the next token ends inside a character: the piece
+  // goes on into the bytes that finish it.)
+  const bool whole = encoder_.takes_whole_pieces();
+  for (uint32_t j = m.joined_begin[prev]; j < m.joined_begin[prev + 1]; ++j) {
+    const uint32_t next = m.joined[j];
+    set(whole && !ends_cut(vocab_->bytes(next)) ? row.crossed : row.candidates, next);
+  }
+  // With the bytes that finish its character, a token ending inside one
+  // may make a token with `prev`, taken whole: the encoder decides.
+  if (encoder_.takes_whole_pieces())
+    for (uint32_t j = m.joined_cut_begin[prev]; j < m.joined_cut_begin[prev + 1]; ++j)
+      set(row.candidates, m.joined_cut[j]);
 }
 
 void CanonicalPairs::make_rows_whole(bool whole) {
@@ -732,6 +748,28 @@ constexpr int64_t prior_of(uint64_t cls) {
   return (cls & 3) == 0 ? kNoMatch : (cls & 3) == 1 ? kInsidePrevious : kInnerBoundary;
 }
 }  // namespace
+
+CanonicalPairs::Finishing CanonicalPairs::finishing_ok(uint32_t token) const {
+  static_assert(std::size(kFinishing) <= 8);
+  if (finishing_.empty()) finishing_.assign(vocab_->size(), kFinishingUnknown);
+  uint32_t& bits = finishing_[token];
+  if (bits == kFinishingUnknown) {
+    bits = 0;
+    const uint32_t one[] = {token};
+    const std::string_view bytes = vocab_->bytes(token);
+    const size_t start = cut_start(bytes).value_or(bytes.size());
+    for (size_t k = 0; k < std::size(kFinishing); ++k) {
+      if (written_as(one, kFinishing[k])) bits |= 1u << k;
+      // Inside a piece: the bytes up to the character's end merged alone.
+      const std::string finished = std::string(bytes).append(kFinishing[k]);
+      size_t end = start;
+      if (!decode_utf8(finished, end)) continue;
+      const std::vector<uint32_t> merged = encoder_.merge_piece(std::string_view(finished).substr(0, end));
+      if (!merged.empty() && merged[0] == token) bits |= 1u << (8 + k);
+    }
+  }
+  return {static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8)};
+}
 
 const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
   auto [it, fresh] = cuts_.try_emplace(cls);
@@ -767,6 +805,59 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
     if (first_last == kNoMatch) return kUnknown;
     return first_last > 0 ? kJoins : first_last;
   };
+  // A token that ends inside a character: whole characters W, then the
+  // first bytes of one. The encoder writes it so only before bytes that
+  // finish that character, each probe of kFinishing a case of its own.
+  // Where a probe leaves the character unfinished, its bytes are byte
+  // tokens (a lone lead byte after text written alone: fill_row's
+  // lone_now). Where it finishes it, the text's valid run ends with that
+  // character (the probe's further bytes continue none), and the pieces of
+  // the left text, W and the character are settled there: the first ends
+  // at the previous token's end (a boundary; the token must come first in
+  // its own text and the probe's, finishing_ok), runs through the
+  // character (one piece: no merge across, and the token first where its
+  // bytes and the character's last ones are merged), or cuts a token
+  // (never, with this probe). A probe the automaton cannot say sends the
+  // token to the encoder.
+  struct CutCuts {
+    bool unknown = false, joins = false, boundary = false, one_piece = false;
+  };
+  auto cut_cuts = [&](uint32_t t) {
+    CutCuts out;
+    const std::string_view bytes = vocab_->bytes(t);
+    const std::string_view whole = whole_characters(bytes);
+    uint32_t at = state;
+    int64_t last = prior_of(cls);
+    for (size_t pos = 0; pos < whole.size() && at != PieceAutomaton::kDead;) {
+      const size_t offset = pos;
+      const uint8_t c = class_at(automaton, whole, pos);
+      if (c == PieceAutomaton::kUnsafe) return CutCuts{.unknown = true};
+      if (offset == 0 && after_first(c, pos) == kJoins) out.joins = true;
+      const PieceAutomaton::Step step = automaton.step(at, c);
+      if (step.match_before) last = static_cast<int64_t>(offset);
+      at = step.next;
+    }
+    const Finishing written_first = finishing_ok(t);
+    for (size_t k = 0; k < std::size(kFinishing); ++k) {
+      const std::string finished = std::string(bytes.substr(whole.size())).append(kFinishing[k]);
+      size_t length = 0;
+      const std::optional<uint32_t> cp = decode_utf8(finished, length);
+      if (!cp) continue;  // unfinished: byte tokens
+      const auto through = static_cast<int64_t>(whole.size() + length);
+      int64_t end = last;
+      if (at != PieceAutomaton::kDead) {
+        const uint8_t c = automaton.class_of(*cp);
+        if (c == PieceAutomaton::kUnsafe) return CutCuts{.unknown = true};
+        const PieceAutomaton::Step step = automaton.step(at, c);
+        if (step.match_before) end = static_cast<int64_t>(whole.size());
+        if (step.next != PieceAutomaton::kDead && automaton.match_at_end(step.next)) end = through;
+      }
+      if (end == kNoMatch || end == kInnerBoundary) return CutCuts{.unknown = true};
+      if (end == 0 && (written_first.alone >> k & 1)) out.boundary = true;
+      if (end == through && (written_first.in_piece >> k & 1)) out.one_piece = true;
+    }
+    return out;
+  };
   // The same decisions as decide(), read off the automaton: how the piece
   // is cut after the next token's first character (piece_state), then
   // after the whole token (first_piece).
@@ -775,42 +866,15 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
       set(cuts.exact, t);
       continue;
     }
-    // A token that ends inside a character (whole characters, then the
-    // first bytes of one) is decided here only where its first character
-    // settles the piece: text after it completes the character into any
-    // of those its bytes begin, so where it has none whole, all of them
-    // must settle the piece alike.
-    const bool cut = bit(cut_end_words_, t);
-    const std::string_view bytes = cut ? whole_characters(vocab_->bytes(t)) : vocab_->bytes(t);
-    if (cut && bytes.empty()) {
-      // Its text is always followed by the bytes that finish the
-      // character and nothing more of the same run (else it is not written
-      // so): where the first piece of the run ends, for every character
-      // those bytes may finish.
-      constexpr int64_t kWhole = 1;
-      std::optional<int64_t> common;
-      for (uint8_t c : completed_classes(automaton, vocab_->bytes(t))) {
-        int64_t at_end = kUnknown;
-        if (c != PieceAutomaton::kUnsafe) {
-          const PieceAutomaton::Step step = automaton.step(state, c);
-          at_end = step.match_before ? 0 : prior_of(cls);
-          if (step.next != PieceAutomaton::kDead && automaton.match_at_end(step.next)) at_end = kWhole;
-          if (at_end == kNoMatch) at_end = kUnknown;
-        }
-        if (at_end == kUnknown || (common && *common != at_end)) {
-          common = kUnknown;
-          break;
-        }
-        common = at_end;
-      }
-      if (!common || *common == kUnknown)
-        set(cuts.exact, t);
-      else if (*common == kWhole)
-        set(cuts.one_piece, t);
-      else
-        settle(t, *common);
+    if (bit(cut_end_words_, t)) {
+      const CutCuts cut = cut_cuts(t);
+      if (cut.unknown) set(cuts.exact, t);
+      if (cut.joins) set(cuts.joins, t);
+      if (cut.boundary && !cut.unknown) set(cuts.boundary, t);
+      if (cut.one_piece && !cut.unknown) set(cuts.one_piece, t);
       continue;
     }
+    const std::string_view bytes = vocab_->bytes(t);
     uint32_t at = state;
     int64_t last = prior_of(cls);
     bool open = false, first_char_decided = false, unknown = false;
@@ -839,7 +903,7 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
       at = step.next;
       if (at == PieceAutomaton::kDead) break;
     }
-    if (unknown || (cut && !first_char_decided)) {
+    if (unknown) {
       set(cuts.exact, t);
       continue;
     }
@@ -851,7 +915,7 @@ const CanonicalPairs::PieceCuts& CanonicalPairs::cuts_for(uint64_t cls) const {
     // An open piece (text after could move its end) is settled all the
     // same where only the end of the text is asked about: no probes after
     // the pair (probes_after), as decide() reads it.
-    const bool probed = bit(white_end_words_, t) || cut;
+    const bool probed = bit(white_end_words_, t);
     if (last == kNoMatch)
       set(cuts.exact, t);
     else if ((!open || !probed) && last < static_cast<int64_t>(bytes.size()))
@@ -918,31 +982,36 @@ bool CanonicalPairs::fill_row(Row& row, uint32_t prev) const {
   const uint32_t piece_gives = merges_->has(prev, Merges::kPieceGives) ? ~0u : 0;
   const uint32_t merges_apart = merges_->has(prev, Merges::kMergesGive) ? 0 : ~0u;  // no merge gives prev
   // A lone lead byte after `prev` is its byte token at the end of the text
-  // wherever `prev` is written alone there, whatever the pieces.
-  const uint32_t lone_at_end = written_alone(prev) ? ~0u : 0;
+  // wherever `prev` is written alone there, whatever the pieces; so is a
+  // next token that begins with a byte continuing no character (`prev`
+  // ends with whole ones): the encoder writes the text before such a byte
+  // alone, and the byte as its byte token (Encoder's encode_span).
+  const uint32_t alone_at_end = written_alone(prev) ? ~0u : 0;
   by_quads(words_, [&]<typename W>(size_t w) {
     auto at = [w](const std::vector<uint32_t>& v) { return word_at<W>(v, w); };
     const W self = at(self_ok_) & at(text_words_);
     const W lone = at(lone_lead_words_);
+    const W cut_end = at(cut_end_words_);
+    const W stray = at(stray_start_words_) & ~cut_end;
     const W candidates = at(row.candidates);
     // One piece: written as the two unless a merge crosses (never, or the
     // encoder where text after a white-space end could cut it otherwise).
     const W not_merged = at(row.crossed) | ~at(merges_give_words_) | merges_apart;
     const W one_piece_exact = at(cuts.one_piece) & (candidates | (not_merged & at(white_end_words_)));
-    const W lone_now = lone & lone_at_end & ~at(added_byte_words_);
-    const W exact = self & (at(cuts.exact) | one_piece_exact) & ~lone_now;
+    const W lone_now = lone & alone_at_end & ~at(added_byte_words_);
+    const W exact = self & (at(cuts.exact) | one_piece_exact) & ~lone_now & ~stray;
     // Before the bytes that finish its character, a lone lead byte stays
     // first only where those bytes leave it so alone (lead_probe_ok_).
     const W probed = ~lone | at(lead_probe_ok_);
     const W boundary = at(cuts.boundary) & piece_gives & probed;
     const W one_piece = at(cuts.one_piece) & ~not_merged & ~candidates & probed;
-    const W cut_end = at(cut_end_words_);
     put_word(row.checked, w, at(text_words_) & ~exact);
-    put_word(row.allowed, w, self & ~exact & (boundary | one_piece | lone_now));
+    put_word(row.allowed, w, self & ~exact & (boundary | one_piece | lone_now | (stray & alone_at_end)));
     // A token ending inside a character is written so only before the
     // bytes that finish it.
     put_word(row.before_text, w,
-             self & ~exact & ((boundary & (~at(alone_ok_) | cut_end)) | ((one_piece | lone_now) & cut_end)));
+             self & ~exact &
+                 ((boundary & (~at(alone_ok_) | cut_end)) | ((one_piece | lone_now) & cut_end)));
   });
   return true;
 }
@@ -962,7 +1031,7 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
   // Whether the encoder writes the two as themselves, the same for every
   // next token after which their piece ends (asked once, as
   // triple_by_pieces does).
-  std::optional<bool> written;
+  std::optional<bool> written, two_at_end;
   by_quads(words_, [&]<typename W>(size_t w) {
     auto at = [w](const std::vector<uint32_t>& v) { return word_at<W>(v, w); };
     const W text = at(text_words_);
@@ -972,12 +1041,18 @@ bool CanonicalPairs::fill_context_row(Row& context, const Row& row, uint32_t bef
     // A lone lead byte may also be its byte token after the two written at
     // the end of the text: the encoder decides.
     // (Unsafe tokens, as triple_by_pieces leaves them, go to the encoder.)
-    const W exact = (text & ~checked) | (tried & (at(cuts.exact) | at(cuts.one_piece) | at(lone_lead_words_) |
-                                                  (at(cuts.boundary) & at(unsafe_words_))));
+    // A next token beginning with a byte that continues no character
+    // follows the two where they are written so at the end of the text.
+    const W stray = tried & at(stray_start_words_) & ~at(cut_end_words_);
+    const W exact = (text & ~checked) | (tried & ~stray &
+                                         (at(cuts.exact) | at(cuts.one_piece) | at(lone_lead_words_) |
+                                          (at(cuts.boundary) & at(unsafe_words_))));
     W rescued = tried & at(cuts.boundary) & ~exact;
     if (!written)
       if (const std::optional<uint32_t> next = first_token(rescued, w)) written = piece_written_as_two(before, prev, *next);
     rescued &= written.value_or(false) ? ~0u : 0u;
+    if (any_bit(stray) && !two_at_end) two_at_end = written_as(two, "");
+    rescued |= stray & (two_at_end.value_or(false) ? ~0u : 0u);
     put_word(context.checked, w, text & ~exact);
     put_word(context.allowed, w, (at(row.allowed) | rescued) & ~exact);
     put_word(context.before_text, w,
@@ -1343,9 +1418,9 @@ size_t CanonicalPairs::row_cache_bytes() const {
 size_t CanonicalPairs::memory_bytes() const {
   const size_t rows = row_cache_bytes();
   std::lock_guard lock(mutex_);
-  // Per token: text, one byte, and the verdicts alone (four); five words
-  // a class's cuts.
-  size_t bytes = rows + (self_checked_.size() * 6 + cuts_.size() * words_ * 5 +
+  // Per token: text, one byte, a continuation byte first, and the
+  // verdicts alone (four); five words a class's cuts.
+  size_t bytes = rows + (self_checked_.size() * 7 + cuts_.size() * words_ * 5 +
                   (merges_give_words_.size() + white_end_words_.size() + unsafe_words_.size() +
                    added_byte_words_.size() + cut_end_words_.size())) *
                      sizeof(uint32_t) +
@@ -1354,7 +1429,8 @@ size_t CanonicalPairs::memory_bytes() const {
     const Merges& m = *merges_;
     bytes += m.flags.size() + (m.group.size() + m.right_begin.size() + m.left_begin.size() + m.merges_begin.size() +
                                m.always_candidate.size() + m.always_candidate_prev.size() +
-                               m.loose_left_begin.size() + m.joined_begin.size() + m.joined.size()) *
+                               m.loose_left_begin.size() + m.joined_begin.size() + m.joined.size() +
+                               m.joined_cut_begin.size() + m.joined_cut.size()) *
                                   sizeof(uint32_t) +
              (m.right.size() + m.left.size() + m.loose_left.size()) * sizeof(Merges::Edge) + m.merges.size() * sizeof(Merges::Step);
   }

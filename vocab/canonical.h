@@ -28,11 +28,12 @@
 //    crosses between them. Such a merge must join a symbol on the previous
 //    token's right edge, as its merges build it, with one on the next
 //    token's left edge, and come before the merges that join each of those
-//    symbols to the rest of its token. An index of the edges gives every
-//    next token that could meet such a merge (or that joins the previous
-//    token into a whole token); only those go to the encoder. Next tokens
-//    whose merges are not monotone, or that end inside a character, are
-//    indexed without times.
+//    symbols to the rest of its token (equal keys: the leftmost first, as
+//    the encoder does). An index of the edges gives every next token that
+//    such a merge surely crosses to, and the few it may (or that join the
+//    previous token into a whole token); only those go to the encoder.
+//    Next tokens whose merges are not monotone (but for their first unit),
+//    or that end inside a character, are indexed without times.
 //  - Rows (fill_row) combine the two with every token's verdict alone; the
 //    pairs left to the encoder are decided one by one as the masks meet
 //    them (decide(), the path for vocabularies the automaton cannot cut).
@@ -69,8 +70,8 @@ class CanonicalPairs {
  public:
   static constexpr uint32_t kStart = UINT32_MAX;  // no token there
   // Rows remembered (least recently used goes): a row made whole costs
-  // 10-40 µs on Llama 3 and 80 KB; a row remembers the pairs decided one
-  // by one too (the encoder's, 1-2 µs each), which repeated previous
+  // about 10 µs on Llama 3 and 80 KB; a row remembers the pairs decided
+  // one by one too (the encoder's, 1-10 µs each), which repeated previous
   // tokens of a document then find.
   static constexpr size_t kDefaultCachedTokens = 256;
 
@@ -210,6 +211,16 @@ class CanonicalPairs {
   // made whole after it.
   std::optional<uint64_t> left_class(std::span<const uint32_t> tokens) const;
   const PieceCuts& cuts_for(uint64_t cls) const;
+  // For a token ending inside a character, bit k of each: the encoder
+  // writes it first before kFinishing[k] (alone), and merging writes it
+  // first in its bytes and those of kFinishing[k] that finish its
+  // character (in_piece, as inside a longer piece). Asked once a token.
+  struct Finishing {
+    uint8_t alone, in_piece;
+  };
+  Finishing finishing_ok(uint32_t token) const;
+  static constexpr uint32_t kFinishingUnknown = 1u << 16;
+  mutable std::vector<uint32_t> finishing_;
   std::vector<uint64_t> left_classes() const;
   void know_every_token_alone() const;
   void find_candidates(Row& row, uint32_t prev) const;
@@ -242,6 +253,7 @@ class CanonicalPairs {
   bool looks_ahead_;  // the vocabulary has a pre-tokenizer
   std::vector<uint32_t> text_words_;      // the text tokens' bits
   std::vector<uint32_t> one_byte_words_;  // the text tokens of one byte
+  std::vector<uint32_t> stray_start_words_;  // those whose first byte is a continuation byte
   std::unique_ptr<const Merges> merges_;  // null: every pair goes to the encoder
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Encoder::PieceFinder> finder_;

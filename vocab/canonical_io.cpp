@@ -15,7 +15,7 @@ namespace cgram {
 namespace {
 
 constexpr std::string_view kMagic = "CGVOCAB\n";
-constexpr uint32_t kFormat = 8;
+constexpr uint32_t kFormat = 9;
 
 // Begin offsets of CSR lists: one more than the owners, from 0, never
 // decreasing, ending at the entries' count.
@@ -90,6 +90,8 @@ std::string CanonicalPairs::save() const {
     w.put_vector(m.always_candidate_prev);
     w.put_vector(m.joined_begin);
     w.put_vector(m.joined);
+    w.put_vector(m.joined_cut_begin);
+    w.put_vector(m.joined_cut);
   }
   using Words = const std::vector<uint32_t>*;
   for (Words v : std::initializer_list<Words>{&self_checked_, &self_ok_, &alone_checked_, &alone_ok_,
@@ -159,6 +161,8 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
     m->always_candidate_prev = r.get_vector<uint32_t>();
     m->joined_begin = r.get_vector<uint32_t>();
     m->joined = r.get_vector<uint32_t>();
+    m->joined_cut_begin = r.get_vector<uint32_t>();
+    m->joined_cut = r.get_vector<uint32_t>();
     if (!r.ok()) return r.error();
     // Every index the rows follow must stay inside what it indexes.
     const size_t symbols = m->left_begin.empty() ? 0 : m->left_begin.size() - 1;
@@ -182,7 +186,9 @@ std::optional<std::string> CanonicalPairs::read_saved(std::string_view bytes) {
         all_of(m->loose_left, [&](const Merges::Edge& e) { return e.id < n; }) &&
         m->always_candidate.size() == words_ && m->always_candidate_prev.size() == words_ &&
         valid_begins(m->joined_begin, n, m->joined.size()) &&
-        all_of(m->joined, [&](uint32_t t) { return t < n; });
+        all_of(m->joined, [&](uint32_t t) { return t < n; }) &&
+        valid_begins(m->joined_cut_begin, n, m->joined_cut.size()) &&
+        all_of(m->joined_cut, [&](uint32_t t) { return t < n; });
     if (!valid) return "its merges index does not fit the vocabulary";
     m->note_added_tokens(*vocab_);
     merges_ = std::move(m);

@@ -59,6 +59,9 @@ struct CanonicalPairs::Merges {
   // Per text token A: the text tokens B whose bytes after A's are a token
   // (joined[joined_begin[A], joined_begin[A + 1])).
   std::vector<uint32_t> joined_begin, joined;
+  // The same for the B that end inside a character, where A, B and the
+  // bytes that finish it are a token.
+  std::vector<uint32_t> joined_cut_begin, joined_cut;
   std::vector<std::string> added;          // the added tokens' texts
   std::array<bool, 256> added_first{};     // the bytes they start with
 

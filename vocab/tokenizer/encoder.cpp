@@ -619,6 +619,17 @@ EncodeResult Encoder::encode_impl(std::string_view text, bool dummy_prefix) cons
   return std::move(run.out);
 }
 
+std::vector<uint32_t> Encoder::merge_piece(std::string_view bytes) const {
+  const State& s = *state_;
+  State::Run run;
+  const Units units = s.units_of(bytes);
+  if (units.w.size() < 2) return {};
+  if (!s.emit(units, s.merge(units, run.key), 0, false, run,
+              [&](std::string_view work, std::string_view original) { return s.symbol_token(work, original, run.key); }))
+    return {};
+  return std::move(run.out);
+}
+
 Encoder::Derivation Encoder::derive(uint32_t token) const {
   const State& s = *state_;
   Derivation d;

@@ -88,6 +88,10 @@ class Encoder {
     std::vector<EdgeSymbol> left, right;
   };
   Derivation derive(uint32_t token) const;
+  // The tokens merging alone makes of `bytes` as one piece, as inside a
+  // longer piece (no pre-tokenizer, no whole-piece rule); empty where it
+  // cannot spell them.
+  std::vector<uint32_t> merge_piece(std::string_view bytes) const;
   // Every pair of symbols that may merge, with its key: a superset of what
   // merging can meet (every split of every token for tiktoken and
   // SentencePiece scores, the merge list otherwise).
