@@ -111,10 +111,43 @@ KeywordUse keyword_use(const std::string& key) {
       "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength",
       "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
   static const std::set<std::string> refused = {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"};
+  // The drafts' other keywords (04 to 2020-12): they constrain, and cgram
+  // does not say them yet.
+  static const std::set<std::string> unsupported = {
+      "not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies", "patternProperties",
+      "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
+      "uniqueItems", "multipleOf", "minProperties", "maxProperties"};
   if (annotations.count(key)) return KeywordUse::Annotation;
   if (supported.count(key)) return KeywordUse::Supported;
   if (refused.count(key)) return KeywordUse::Refused;
-  return KeywordUse::IgnoredWarning;
+  if (unsupported.count(key)) return KeywordUse::IgnoredWarning;
+  return KeywordUse::NotAKeyword;
+}
+
+std::optional<std::string> keyword_like(const std::string& key) {
+  static const std::vector<std::string> keywords = {
+      "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
+      "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength",
+      "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "not", "patternProperties",
+      "propertyNames", "uniqueItems", "multipleOf", "minProperties", "maxProperties", "dependentRequired",
+      "description", "default", "examples", "definitions", "$defs"};
+  // Edit distance (insertions, deletions, substitutions, swaps of two
+  // neighbours), at most two: `minLenght`, `requried`, `additonalProperties`.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  if (key.size() < 4 || key.size() > 40) return std::nullopt;
+  for (const std::string& k : keywords)
+    if (k != key && distance(key, k) <= (k.size() > 6 ? 2u : 1u)) return k;
+  return std::nullopt;
 }
 
 bool constrains(const std::string& key) {
@@ -352,6 +385,13 @@ void Converter::check_keywords(const Node& node) {
     switch (keyword_use(key)) {
       case KeywordUse::Annotation:
       case KeywordUse::Supported: break;
+      case KeywordUse::NotAKeyword:
+        // Ignored, as the specification says (an annotation: `readonly`,
+        // `example`, OpenAPI's `x-…`); a near miss of a keyword gets a note.
+        if (const std::optional<std::string> like = keyword_like(key))
+          diags_.note(range_of(at), fmt::format("'{}' is not a JSON Schema keyword and is ignored; did you mean '{}'?",
+                                                key, *like));
+        break;
       case KeywordUse::Refused:
         error(at, fmt::format("'{}' is not supported", key));
         break;

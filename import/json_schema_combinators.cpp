@@ -208,7 +208,7 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
         for (const Json& y : v) pairs.push_back(Json{{"allOf", Json::array({x, y})}});
       mine = pairs;
       if (key == "oneOf") permissive(at, "'oneOf' merged with another 'oneOf' is read as 'anyOf'");
-    } else if (keyword_use(key) == KeywordUse::Annotation) {
+    } else if (keyword_use(key) == KeywordUse::Annotation || keyword_use(key) == KeywordUse::NotAKeyword) {
     } else if (!json_equal(mine, v)) {
       error(at, fmt::format("allOf: two different '{}' cannot be merged", key));
       return std::nullopt;
@@ -376,6 +376,56 @@ std::set<std::string> Converter::possible_types(const Json& s) {
 }
 
 // --- enum, const ---------------------------------------------------------------
+namespace {
+// Keywords beside enum/const whose verdict on a value is checked here.
+bool checkable_beside_values(const std::string& key) {
+  static const std::set<std::string> keys = {"minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+                                             "exclusiveMaximum", "minItems", "maxItems", "required"};
+  return keys.count(key) > 0;
+}
+
+size_t code_points(const std::string& text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; }));
+}
+
+// -1, 0, 1 as a number compares with a bound; nullopt where either is no number.
+std::optional<int> compare_numbers(const Json& value, const Json& bound) {
+  if (!value.is_number() || !bound.is_number()) return std::nullopt;
+  auto a = json::parse_decimal(value.dump()), b = json::parse_decimal(bound.dump());
+  if (!a || !b) return std::nullopt;
+  return json::compare(*a, *b);
+}
+}  // namespace
+
+// Whether `value` meets the keywords beside enum/const that apply to its
+// type (checkable_beside_values; the rest do not apply to it).
+bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
+  auto size_bound = [&](const char* key, size_t size, bool at_least) {
+    if (!s.contains(key) || !s[key].is_number_unsigned()) return true;
+    const auto bound = s[key].get<uint64_t>();
+    return at_least ? size >= bound : size <= bound;
+  };
+  auto number_bound = [&](const char* key, auto ok) {
+    if (!s.contains(key)) return true;
+    const std::optional<int> c = compare_numbers(value, s[key]);
+    return !c || ok(*c);
+  };
+  if (value.is_string()) {
+    const size_t n = code_points(value.get<std::string>());
+    return size_bound("minLength", n, true) && size_bound("maxLength", n, false);
+  }
+  if (value.is_number())
+    return number_bound("minimum", [](int c) { return c >= 0; }) &&
+           number_bound("maximum", [](int c) { return c <= 0; }) &&
+           number_bound("exclusiveMinimum", [](int c) { return c > 0; }) &&
+           number_bound("exclusiveMaximum", [](int c) { return c < 0; });
+  if (value.is_array()) return size_bound("minItems", value.size(), true) && size_bound("maxItems", value.size(), false);
+  if (value.is_object() && s.contains("required") && s["required"].is_array())
+    for (const Json& name : s["required"])
+      if (name.is_string() && !value.contains(name.get<std::string>())) return false;
+  return true;
+}
+
 Expr Converter::enumeration(const Node& node, int depth) {
   const Json& s = *node.schema;
   if (s.contains("enum") && !s["enum"].is_array()) {
@@ -390,15 +440,19 @@ Expr Converter::enumeration(const Node& node, int depth) {
     values = kept;
   }
   const std::set<std::string> types = declared_types(s);
+  // Beside the values, other keywords only take some of them away: those
+  // the values can be checked against here are; the others are refused
+  // (the keywords cgram ignores were warned about already).
   for (const auto& [key, v] : s.items())
-    if (constrains(key) && key != "type" && key != "enum" && key != "const") {
+    if (keyword_use(key) == KeywordUse::Supported && key != "type" && key != "enum" && key != "const" &&
+        !checkable_beside_values(key)) {
       error(node.pointer + "/" + pointer_token(key),
             fmt::format("'{}' together with 'enum' or 'const' is not supported", key));
       return std::nullopt;
     }
   std::vector<std::string> alternatives;
   for (const Json& v : values)
-    if (type_allows(types, json_type_of(v))) {
+    if (type_allows(types, json_type_of(v)) && satisfies_beside_values(s, v)) {
       std::string text = literal_value(v, depth);
       if (std::find(alternatives.begin(), alternatives.end(), text) == alternatives.end()) alternatives.push_back(text);
     }

@@ -30,9 +30,13 @@ std::string pointer_token(const std::string& key);
 // JSON pointer → byte offset of the value, for diagnostics.
 class JsonLocator;
 
-enum class KeywordUse { Annotation, Supported, IgnoredWarning, Refused };
+// NotAKeyword: no draft's keyword; ignored like an annotation, as the
+// specification says of unknown keywords.
+enum class KeywordUse { Annotation, Supported, IgnoredWarning, Refused, NotAKeyword };
 
 KeywordUse keyword_use(const std::string& key);
+// The keyword `key` is a near miss of, if any (a typo, for a note).
+std::optional<std::string> keyword_like(const std::string& key);
 // Keywords that constrain a value whatever its type (enum and const aside).
 bool constrains(const std::string& key);
 // Whether a schema object says anything about the value (beyond annotations).
@@ -119,6 +123,7 @@ class Converter {
 
   // --- enum, const ---------------------------------------------------------------
   Expr enumeration(const Node& node, int depth);
+  static bool satisfies_beside_values(const Json& s, const Json& value);
   std::string literal_value(const Json& v, int depth);
 
   // === json_schema_scalars.cpp: types, numbers, strings =======================

@@ -302,3 +302,37 @@ TEST_CASE("numbers beyond any integer type are read without overflow", "[json-sc
   CHECK_FALSE(length.ok());
   CHECK(length.diagnostics.render().find("'minLength' must be a non-negative integer") != std::string::npos);
 }
+
+TEST_CASE("keys that are no JSON Schema keyword are annotations, beside enum too; bounds beside enum filter it",
+          "[json-schema]") {
+  // `readonly`, `example`, `id`, OpenAPI's `x-…`: ignored as the specification
+  // says, with no loosening warning (strict mode takes them).
+  Grammar::Outcome outcome = parse_schema(
+      R"({"type": "object", "x-order": 3, "properties": {
+            "kind": {"enum": ["a", "bb", "ccc"], "readonly": true, "example": "a", "minLength": 2},
+            "n": {"enum": [1, 5, 10, "x"], "id": "n", "maximum": 5, "exclusiveMinimum": 1},
+            "l": {"const": [1, 2], "minItems": 3}},
+          "required": ["kind", "n"]})",
+      JsonWhitespace::Compact, true);
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  CHECK(outcome.diagnostics.warning_count() == 0);
+  auto oracle = oracle_grammar(*outcome.grammar);
+  auto ok = [&](std::string_view text) { return verdict(oracle, text) == oracle::Verdict::Complete; };
+  CHECK(ok(R"({"kind":"bb","n":5})"));
+  CHECK(ok(R"({"kind":"ccc","n":"x"})"));
+  CHECK_FALSE(ok(R"({"kind":"a","n":5})"));  // minLength 2
+  CHECK_FALSE(ok(R"({"kind":"bb","n":1})"));  // exclusiveMinimum 1
+  CHECK_FALSE(ok(R"({"kind":"bb","n":10})"));  // maximum 5
+  CHECK_FALSE(ok(R"({"kind":"bb","n":5,"l":[1,2]})"));  // minItems 3 leaves no value
+  // A near miss of a keyword is still ignored, with a note that names it.
+  Grammar::Outcome typo = parse_schema(R"({"type": "string", "minLenght": 3})");
+  REQUIRE(typo.ok());
+  CHECK(typo.diagnostics.render().find("note: 'minLenght' is not a JSON Schema keyword and is ignored; did you mean "
+                                       "'minLength'?") != std::string::npos);
+  // A keyword the values cannot be checked against here is still refused.
+  Grammar::Outcome pattern = parse_schema(R"({"enum": ["a", "b"], "pattern": "a"})");
+  CHECK_FALSE(pattern.ok());
+  CHECK(pattern.diagnostics.render().find("'pattern' together with 'enum' or 'const' is not supported") !=
+        std::string::npos);
+}
