@@ -36,6 +36,10 @@ std::optional<JsonWhitespace> parse_json_whitespace(std::string_view name);
 // tokens: models under a JSON grammar sometimes emit whitespace until their
 // token limit (llama.cpp's converter bounds runs at 20 as well).
 inline constexpr uint32_t kDefaultMaxWhitespace = 20;
+// Schemas translated one inside another, following references (a chain of
+// definitions each referring to the next): at most this many, or the
+// text's nesting limit if higher (docs/LIMITS.md).
+inline constexpr uint32_t kMaxReferenceNesting = 2048;
 
 struct JsonSchemaOptions {
   JsonWhitespace whitespace = JsonWhitespace::Flexible;

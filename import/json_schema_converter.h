@@ -171,7 +171,7 @@ class Converter {
   std::vector<std::unique_ptr<Json>> merged_;
   std::set<std::string> warned_;
   std::string string_char_rule_;
-  uint32_t nesting_ = 0;
+  uint32_t nesting_ = 0;  // value() calls under way, through references too
   int merges_ = 0;
 };
 

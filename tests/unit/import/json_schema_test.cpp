@@ -6,6 +6,7 @@
 
 #include "grammar.h"
 #include "helpers.h"
+#include "json_schema.h"
 #include "json_text.h"
 
 using namespace cgram;
@@ -334,5 +335,30 @@ TEST_CASE("keys that are no JSON Schema keyword are annotations, beside enum too
   Grammar::Outcome pattern = parse_schema(R"({"enum": ["a", "b"], "pattern": "a"})");
   CHECK_FALSE(pattern.ok());
   CHECK(pattern.diagnostics.render().find("'pattern' together with 'enum' or 'const' is not supported") !=
+        std::string::npos);
+}
+
+TEST_CASE("a chain of definitions nests as deep as its references go, within a bound of its own", "[json-schema]") {
+  // Each definition one level deep, each referring to the next: the text is
+  // shallow, the translation follows the chain.
+  auto chain = [](int length) {
+    nlohmann::json defs = nlohmann::json::object();
+    for (int i = 0; i < length; ++i) {
+      nlohmann::json next = i + 1 < length ? nlohmann::json{{"$ref", fmt::format("#/$defs/d{}", i + 1)}}
+                                           : nlohmann::json{{"type", "integer"}};
+      defs[fmt::format("d{}", i)] = {{"type", "object"}, {"properties", {{"next", next}}}, {"additionalProperties", false}};
+    }
+    return nlohmann::json{{"$defs", defs}, {"$ref", "#/$defs/d0"}}.dump();
+  };
+  Grammar::Outcome deep = parse_schema(chain(600));
+  INFO(deep.diagnostics.render());
+  REQUIRE(deep.ok());
+  auto oracle = oracle_grammar(*deep.grammar);
+  CHECK(verdict(oracle, R"({"next":{"next":{}}})") == oracle::Verdict::Complete);
+  CHECK(verdict(oracle, R"({"next":1})") != oracle::Verdict::Complete);
+  Grammar::Outcome too_deep = parse_schema(chain(3000));
+  CHECK_FALSE(too_deep.ok());
+  CHECK(too_deep.diagnostics.render().find(
+            fmt::format("followed through its references, nests deeper than {} levels", kMaxReferenceNesting)) !=
         std::string::npos);
 }

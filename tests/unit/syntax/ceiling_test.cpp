@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "grammar.h"
+#include "json_schema.h"
 #include "regex.h"
 
 using namespace cgram;
@@ -126,4 +127,24 @@ TEST_CASE("nesting ceiling: GBNF groups, and JSON nesting in schemas", "[ceiling
   INFO(errors(near));
   CHECK(near.ok());
   CHECK_THAT(errors(read(pattern(kCeiling + 1), GrammarFormat::JsonSchema)), Catch::Contains("deeper than"));
+}
+
+TEST_CASE("nesting ceiling: a schema's chain of references, translated one inside another", "[ceiling]") {
+  // Shallow text, deep translation: definition i refers to i + 1. At the
+  // bound it is read, past it refused; never a crash (the sanitizers' pass
+  // runs this too).
+  auto chain = [](uint32_t length) {
+    std::string defs;
+    for (uint32_t i = 0; i < length; ++i) {
+      const std::string next = i + 1 < length ? fmt::format("{{\"$ref\": \"#/$defs/d{}\"}}", i + 1) : "{\"type\": \"integer\"}";
+      defs += fmt::format("{}\"d{}\": {{\"type\": \"array\", \"items\": {}}}", i ? ", " : "", i, next);
+    }
+    return fmt::format("{{\"$defs\": {{{}}}, \"$ref\": \"#/$defs/d0\"}}", defs);
+  };
+  // Each definition is two translations deep (the array, its items).
+  const auto near = read(chain(kMaxReferenceNesting / 2 - 2), GrammarFormat::JsonSchema);
+  INFO(errors(near));
+  CHECK(near.ok());
+  CHECK_THAT(errors(read(chain(kMaxReferenceNesting), GrammarFormat::JsonSchema)),
+             Catch::Contains("followed through its references, nests deeper than"));
 }
