@@ -362,3 +362,15 @@ TEST_CASE("a chain of definitions nests as deep as its references go, within a b
             fmt::format("followed through its references, nests deeper than {} levels", kMaxReferenceNesting)) !=
         std::string::npos);
 }
+
+TEST_CASE("an error is never dropped for warnings past the diagnostics cap", "[json-schema]") {
+  // 150 properties each with an ignored keyword (a warning each), then one
+  // that refuses the schema, last in the file.
+  std::string properties;
+  for (int i = 0; i < 150; ++i) properties += fmt::format("\"p{}\": {{\"type\": \"array\", \"uniqueItems\": true}}, ", i);
+  properties += "\"last\": {\"$dynamicRef\": \"#x\"}";
+  Grammar::Outcome outcome = parse_schema("{\"type\": \"object\", \"properties\": {" + properties + "}}");
+  CHECK_FALSE(outcome.ok());
+  CHECK(outcome.diagnostics.dropped() > 0);
+  CHECK(outcome.diagnostics.render().find("error: '$dynamicRef' is not supported") != std::string::npos);
+}
