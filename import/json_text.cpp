@@ -554,9 +554,17 @@ Result<std::string> ecma_pattern_to_regex(std::string_view pattern) {
   std::vector<Branch> branches(1);
   int depth = 0;
   bool in_class = false;
+  // A '?' right after a quantifier makes it lazy. Whether some match is
+  // found anywhere in a string does not depend on which one a search
+  // prefers, so a lazy quantifier means what its greedy twin means here.
+  bool after_quantifier = false;
   for (size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
     Branch& b = branches.back();
+    const bool quantified = after_quantifier;
+    after_quantifier = false;
+    if (!in_class && c == '?' && quantified) continue;
+    if (!in_class && (c == '*' || c == '+' || c == '?' || c == '}')) after_quantifier = true;
     if (c == '\\') {
       if (i + 1 >= pattern.size()) return Error{ErrorCode::InvalidInput, "the pattern ends with a lone backslash"};
       const char e = pattern[++i];

@@ -126,7 +126,9 @@ TEST_CASE("decimals are parsed exactly, exponents included", "[json-schema]") {
 
 TEST_CASE("ECMAScript patterns mean what std::regex (ECMAScript) finds in the string", "[json-schema]") {
   const std::vector<std::string> patterns = {"a+b", "^a", "b$", "^ab*$", "^a|b$", "[a-c]{2}", "x(?:ab)?y",
-                                             "^\\d{2,3}$", "a.c", "\\s", "^[^a]*$", "(a|b)c", ""};
+                                             "^\\d{2,3}$", "a.c", "\\s", "^[^a]*$", "(a|b)c", "",
+                                             // Lazy quantifiers: the same strings have some match.
+                                             "a+?b", "^a*?$", "x(?:ab)??y", "^[a-c]{1,2}?c", "a??b", "[?]a"};
   std::mt19937_64 rng(5);
   for (const std::string& pattern : patterns) {
     auto converted = json::ecma_pattern_to_regex(pattern);
