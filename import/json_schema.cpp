@@ -131,8 +131,9 @@ std::optional<std::string> keyword_like(const std::string& key) {
       "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "not", "patternProperties",
       "propertyNames", "uniqueItems", "multipleOf", "minProperties", "maxProperties", "dependentRequired",
       "description", "default", "examples", "definitions", "$defs"};
-  // Edit distance (insertions, deletions, substitutions, swaps of two
-  // neighbours), at most two: `minLenght`, `requried`, `additonalProperties`.
+  // The nearest by edit distance (insertions, deletions, substitutions,
+  // swaps of two neighbours): at most two edits from a keyword longer than
+  // six characters, one from a shorter one (`minLenght`, `requried`).
   auto distance = [](std::string_view a, std::string_view b) {
     std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
     for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
@@ -145,9 +146,16 @@ std::optional<std::string> keyword_like(const std::string& key) {
     return d[a.size()][b.size()];
   };
   if (key.size() < 4 || key.size() > 40) return std::nullopt;
-  for (const std::string& k : keywords)
-    if (k != key && distance(key, k) <= (k.size() > 6 ? 2u : 1u)) return k;
-  return std::nullopt;
+  std::optional<std::string> nearest;
+  size_t best = SIZE_MAX;
+  for (const std::string& k : keywords) {
+    const size_t d = distance(key, k);
+    if (k != key && d <= (k.size() > 6 ? 2u : 1u) && d < best) {
+      best = d;
+      nearest = k;
+    }
+  }
+  return nearest;
 }
 
 bool constrains(const std::string& key) {
@@ -353,7 +361,7 @@ Expr Converter::value(const Node& node, int depth) {
   // levels): that has a bound of its own, which the large stack the
   // translation runs on holds (tests/unit/syntax/ceiling_test.cpp, under
   // the sanitizers too).
-  const uint32_t limit = std::max(limits_.max_nesting, kMaxReferenceNesting);
+  const uint32_t limit = std::max(std::min(limits_.max_nesting, kMaxNestingCeiling), kMaxReferenceNesting);
   if (++nesting_ > limit) {
     --nesting_;
     error(node.pointer, fmt::format("the schema, followed through its references, nests deeper than {} levels here",

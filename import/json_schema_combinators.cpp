@@ -401,9 +401,9 @@ std::optional<int> compare_numbers(const Json& value, const Json& bound) {
 // type (checkable_beside_values; the rest do not apply to it).
 bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
   auto size_bound = [&](const char* key, size_t size, bool at_least) {
-    if (!s.contains(key) || !s[key].is_number_unsigned()) return true;
-    const auto bound = s[key].get<uint64_t>();
-    return at_least ? size >= bound : size <= bound;
+    if (!s.contains(key) || !s[key].is_number()) return true;  // (refused before, where malformed)
+    const double bound = s[key].get<double>();  // an integer, perhaps written 2.0
+    return at_least ? static_cast<double>(size) >= bound : static_cast<double>(size) <= bound;
   };
   auto number_bound = [&](const char* key, auto ok) {
     if (!s.contains(key)) return true;
@@ -450,6 +450,12 @@ Expr Converter::enumeration(const Node& node, int depth) {
             fmt::format("'{}' together with 'enum' or 'const' is not supported", key));
       return std::nullopt;
     }
+  // The bounds beside the values, read as everywhere else (their errors).
+  for (const char* key : {"minLength", "maxLength", "minItems", "maxItems"}) count(node, key);
+  for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+    if (s.contains(key) && !s[key].is_number() && !s[key].is_boolean())  // (a boolean: check_keywords says)
+      error(node.pointer + "/" + key, fmt::format("'{}' must be a number", key));
+  if (diags_.has_errors()) return std::nullopt;
   std::vector<std::string> alternatives;
   for (const Json& v : values)
     if (type_allows(types, json_type_of(v)) && satisfies_beside_values(s, v)) {

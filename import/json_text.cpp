@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 
@@ -557,14 +558,29 @@ Result<std::string> ecma_pattern_to_regex(std::string_view pattern) {
   // A '?' right after a quantifier makes it lazy. Whether some match is
   // found anywhere in a string does not depend on which one a search
   // prefers, so a lazy quantifier means what its greedy twin means here.
+  // (A '}' ends a quantifier only where `{n}`, `{n,}` or `{n,m}` began it;
+  // elsewhere braces are literal.)
   bool after_quantifier = false;
+  size_t counted_end = std::string_view::npos;  // the '}' of the last `{n,m}`
+  auto counted_quantifier_end = [&](size_t open) -> size_t {
+    size_t j = open + 1;
+    const size_t digits = j;
+    while (j < pattern.size() && isdigit(static_cast<unsigned char>(pattern[j]))) ++j;
+    if (j == digits) return std::string_view::npos;
+    if (j < pattern.size() && pattern[j] == ',') {
+      ++j;
+      while (j < pattern.size() && isdigit(static_cast<unsigned char>(pattern[j]))) ++j;
+    }
+    return j < pattern.size() && pattern[j] == '}' ? j : std::string_view::npos;
+  };
   for (size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
     Branch& b = branches.back();
     const bool quantified = after_quantifier;
     after_quantifier = false;
     if (!in_class && c == '?' && quantified) continue;
-    if (!in_class && (c == '*' || c == '+' || c == '?' || c == '}')) after_quantifier = true;
+    if (!in_class && c == '{') counted_end = counted_quantifier_end(i);
+    if (!in_class && (c == '*' || c == '+' || c == '?' || (c == '}' && i == counted_end))) after_quantifier = true;
     if (c == '\\') {
       if (i + 1 >= pattern.size()) return Error{ErrorCode::InvalidInput, "the pattern ends with a lone backslash"};
       const char e = pattern[++i];

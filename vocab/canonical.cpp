@@ -752,9 +752,8 @@ constexpr int64_t prior_of(uint64_t cls) {
 CanonicalPairs::Finishing CanonicalPairs::finishing_ok(uint32_t token) const {
   static_assert(std::size(kFinishing) <= 8);
   if (finishing_.empty()) finishing_.assign(vocab_->size(), kFinishingUnknown);
-  uint32_t& bits = finishing_[token];
-  if (bits == kFinishingUnknown) {
-    bits = 0;
+  if (finishing_[token] == kFinishingUnknown) {
+    uint32_t bits = 0;
     const uint32_t one[] = {token};
     const std::string_view bytes = vocab_->bytes(token);
     const size_t start = cut_start(bytes).value_or(bytes.size());
@@ -767,7 +766,9 @@ CanonicalPairs::Finishing CanonicalPairs::finishing_ok(uint32_t token) const {
       const std::vector<uint32_t> merged = encoder_.merge_piece(std::string_view(finished).substr(0, end));
       if (!merged.empty() && merged[0] == token) bits |= 1u << (8 + k);
     }
+    finishing_[token] = bits;
   }
+  const uint32_t bits = finishing_[token];
   return {static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8)};
 }
 
@@ -1373,9 +1374,11 @@ void CanonicalPairs::filter(uint32_t before, uint32_t prev, std::span<uint32_t> 
     if (any_bit(mask & at(text_words_) & not_checked)) undecided.push_back(static_cast<uint32_t>(w));
     put_word(words, w, mask & (at(allowed) | not_checked | ~at(text_words_)));
   });
+  // (A noted word begins four where the quads run, one past them.)
   constexpr size_t kQuad = sizeof(Quad) / sizeof(uint32_t);
+  const size_t quads_end = n / kQuad * kQuad;
   for (uint32_t first : undecided)
-    for (size_t w = first; w < std::min(n, first + kQuad); ++w)
+    for (size_t w = first; w < (first < quads_end ? first + kQuad : first + 1); ++w)
       decide_word(w, words[w] & text_words_[w] & ~checked[w]);
 }
 

@@ -149,6 +149,18 @@ TEST_CASE("ECMAScript patterns mean what std::regex (ECMAScript) finds in the st
   }
 }
 
+TEST_CASE("a brace that closes no count is a character: the '?' after it stays a quantifier", "[json-schema]") {
+  // ECMAScript's Annex B (std::regex refuses these, so no reference above).
+  for (const char* pattern : {"a}?b", "x{a}?y", "a{,5}?b"}) {
+    auto converted = json::ecma_pattern_to_regex(pattern);
+    REQUIRE(converted.ok());
+    CHECK(converted->find(std::string(pattern)) != std::string::npos);
+  }
+  auto lazy = json::ecma_pattern_to_regex("a{1,5}?b");
+  REQUIRE(lazy.ok());
+  CHECK(lazy->find("a{1,5}b") != std::string::npos);
+}
+
 TEST_CASE("unsupported patterns are errors that say why", "[json-schema]") {
   for (const char* p : {"a^b", "a$b", "\\p{L}", "(a)\\1", "\\bword", "[]", "(?=a)"}) {
     auto converted = json::ecma_pattern_to_regex(p);
@@ -333,6 +345,18 @@ TEST_CASE("keys that are no JSON Schema keyword are annotations, beside enum too
   REQUIRE(typo.ok());
   CHECK(typo.diagnostics.render().find("note: 'minLenght' is not a JSON Schema keyword and is ignored; did you mean "
                                        "'minLength'?") != std::string::npos);
+  // The nearest keyword is named (`mxItems` is one edit from maxItems, two from minItems).
+  Grammar::Outcome nearest = parse_schema(R"({"type": "array", "mxItems": 3})");
+  REQUIRE(nearest.ok());
+  CHECK(nearest.diagnostics.render().find("did you mean 'maxItems'?") != std::string::npos);
+  // Bounds beside the values are read as anywhere: 2.0 is a length, "2" an error.
+  Grammar::Outcome float_bound = parse_schema(R"({"enum": ["a", "bb"], "minLength": 2.0})");
+  REQUIRE(float_bound.ok());
+  CHECK_FALSE(verdict(oracle_grammar(*float_bound.grammar), R"("a")") == oracle::Verdict::Complete);
+  CHECK(verdict(oracle_grammar(*float_bound.grammar), R"("bb")") == oracle::Verdict::Complete);
+  Grammar::Outcome bad_bound = parse_schema(R"({"enum": ["a", "bb"], "minLength": "2"})");
+  CHECK_FALSE(bad_bound.ok());
+  CHECK(bad_bound.diagnostics.render().find("'minLength' must be a non-negative integer") != std::string::npos);
   // A keyword the values cannot be checked against here is still refused.
   Grammar::Outcome pattern = parse_schema(R"({"enum": ["a", "b"], "pattern": "a"})");
   CHECK_FALSE(pattern.ok());
