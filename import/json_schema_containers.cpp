@@ -76,7 +76,9 @@ Expr Converter::array(const Node& node, int depth) {
       if (i == 0) lo = std::max<uint64_t>(lo, 1);
       const std::optional<uint64_t> hi = max_items ? std::optional<uint64_t>(*max_items - i) : std::nullopt;
       if (!rest_value) return lo == 0 ? Expr("") : std::nullopt;
-      if (i > 0) return fmt::format("({} {}){}", sep, *rest_value, bounds(lo, hi));
+      // (No repetition where it could only be empty: a grammar warns of one.)
+      if (i > 0) return hi == 0u ? Expr("") : Expr(fmt::format("({} {}){}", sep, *rest_value, bounds(lo, hi)));
+      if (hi == 1u) return *rest_value;
       return fmt::format("{} ({} {}){}", *rest_value, sep, *rest_value,
                          bounds(lo - 1, hi ? std::optional<uint64_t>(*hi - 1) : std::nullopt));
     }

@@ -169,6 +169,7 @@ Expr Converter::string(const Node& node) {
     return std::nullopt;
   }
   if (lo == 0 && hi == UINT64_MAX) return fmt::format("#'{0}(?:{1})*{0}'", quote, c);
+  if (hi == 0) return std::string("'\"\"'");  // the empty string only
   const std::string bounds = hi != UINT64_MAX ? fmt::format("{{{},{}}}", lo, hi) : fmt::format("{{{},}}", lo);
   if ((hi == UINT64_MAX || hi <= ir::kMaxRegexRepeat) && lo <= ir::kMaxRegexRepeat)
     return fmt::format("#'{0}(?:{1}){2}{0}'", quote, c, bounds);

@@ -400,3 +400,22 @@ TEST_CASE("an error is never dropped for warnings past the diagnostics cap", "[j
   CHECK(outcome.diagnostics.dropped() > 0);
   CHECK(outcome.diagnostics.render().find("error: '$dynamicRef' is not supported") != std::string::npos);
 }
+
+TEST_CASE("bounds that leave one item or no character write no empty repetition", "[json-schema]") {
+  // `(',' item){0}` would be read, with a warning that is no loosening.
+  for (const char* schema : {R"({"type": "array", "items": {"type": "integer"}, "maxItems": 1})",
+                             R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 1})",
+                             R"({"type": "string", "maxLength": 0})"}) {
+    INFO(schema);
+    Grammar::Outcome outcome = parse_schema(schema);
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.warning_count() == 0);
+  }
+  auto one = oracle_grammar(*parse_schema(R"({"type": "array", "items": {"type": "integer"}, "maxItems": 1})").grammar);
+  CHECK(verdict(one, "[]") == oracle::Verdict::Complete);
+  CHECK(verdict(one, "[7]") == oracle::Verdict::Complete);
+  CHECK(verdict(one, "[7,8]") != oracle::Verdict::Complete);
+  auto empty = oracle_grammar(*parse_schema(R"({"type": "string", "maxLength": 0})").grammar);
+  CHECK(verdict(empty, R"("")") == oracle::Verdict::Complete);
+  CHECK(verdict(empty, R"("a")") != oracle::Verdict::Complete);
+}
