@@ -549,9 +549,142 @@ struct Branch {
   std::string body;
   bool anchored_start = false, anchored_end = false;
 };
+
+// The pattern's top-level pieces, by the structure a regex reader sees
+// (escapes and classes skipped): where each alternative ends, and for a
+// group opening at `open` where it closes.
+struct Shape {
+  std::string_view text;
+  // Where the group opening at `open` closes; npos if it never does.
+  size_t close_of(size_t open) const {
+    int depth = 0;
+    bool in_class = false;
+    for (size_t i = open; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == '\\') ++i;
+      else if (in_class) in_class = c != ']';
+      else if (c == '[') in_class = true;
+      else if (c == '(') ++depth;
+      else if (c == ')' && --depth == 0) return i;
+    }
+    return std::string_view::npos;
+  }
+  // The alternatives at depth 0 of `text`.
+  std::vector<std::string_view> alternatives() const {
+    std::vector<std::string_view> out;
+    int depth = 0;
+    bool in_class = false;
+    size_t start = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == '\\') ++i;
+      else if (in_class) in_class = c != ']';
+      else if (c == '[') in_class = true;
+      else if (c == '(') ++depth;
+      else if (c == ')') --depth;
+      else if (c == '|' && depth == 0) {
+        out.push_back(text.substr(start, i - start));
+        start = i + 1;
+      }
+    }
+    out.push_back(text.substr(start));
+    return out;
+  }
+  bool has_anchor() const {
+    bool in_class = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == '\\') ++i;
+      else if (in_class) in_class = c != ']';
+      else if (c == '[') in_class = true;
+      else if (c == '^' || c == '$') return true;
+    }
+    return false;
+  }
+};
+
+// A plain group (capturing or `(?:`, not a look-around) opening at `open`:
+// the offset of its content, or npos.
+size_t group_content(std::string_view text, size_t open) {
+  if (open >= text.size() || text[open] != '(') return std::string_view::npos;
+  if (text.substr(open, 3) == "(?:") return open + 3;
+  return open + 1 < text.size() && text[open + 1] == '?' ? std::string_view::npos : open + 1;
+}
+
+// Anchors inside groups, brought out to where ecma_pattern_to_regex reads
+// them (the start or end of a top-level alternative), by distributing the
+// groups that carry them: `(^a$)` is `^a$`, `^(a$|b)` is `^a$|^b`,
+// `(^a|b)c` is `^ac|bc`. Capturing groups only group here (backreferences
+// are refused). Only a group that is unquantified and ends (or begins) its
+// alternative is distributed, and the result is bounded; anything else is
+// left as written, and refused as before.
+std::string anchors_brought_out(std::string_view pattern) {
+  std::vector<std::string> branches;
+  for (std::string_view b : Shape{pattern}.alternatives()) branches.emplace_back(b);
+  for (size_t round = 0; round < 16; ++round) {
+    bool changed = false;
+    std::vector<std::string> next;
+    for (const std::string& b : branches) {
+      const Shape shape{b};
+      if (!shape.has_anchor()) {
+        next.push_back(b);
+        continue;
+      }
+      // A group that ends the alternative: `prefix (x|y)` → `prefix x | prefix y`.
+      const size_t lead = b.starts_with('^') ? 1 : 0;
+      size_t open = std::string::npos;
+      if (b.ends_with(')'))
+        for (size_t i = 0; i < b.size(); ++i) {
+          if (b[i] == '\\') {
+            ++i;
+          } else if (b[i] == '[') {
+            while (i + 1 < b.size() && b[i + 1] != ']') i += b[i + 1] == '\\' ? 2 : 1;
+          } else if (b[i] == '(') {
+            const size_t close = shape.close_of(i);
+            if (close == b.size() - 1) open = i;
+            if (close == std::string::npos) break;
+            i = close;
+          }
+        }
+      // Or a group that begins it (after a leading '^'): `(x|y) suffix`.
+      const size_t first_close = lead < b.size() ? shape.close_of(lead) : std::string::npos;
+      const bool first_plain = group_content(b, lead) != std::string::npos && first_close != std::string::npos &&
+                               (first_close + 1 == b.size() || std::string_view("*+?{").find(b[first_close + 1]) ==
+                                                                   std::string_view::npos);
+      size_t from = std::string::npos, to = std::string::npos;
+      if (open != std::string::npos && group_content(b, open) != std::string::npos) {
+        from = open;
+        to = b.size() - 1;
+      } else if (first_plain) {
+        from = lead;
+        to = first_close;
+      }
+      const std::string_view inner =
+          from == std::string::npos ? std::string_view() : std::string_view(b).substr(group_content(b, from),
+                                                                                       to - group_content(b, from));
+      if (from == std::string::npos || !Shape{inner}.has_anchor()) {
+        next.push_back(b);
+        continue;
+      }
+      for (std::string_view alternative : Shape{inner}.alternatives())
+        next.push_back(b.substr(0, from) + std::string(alternative) + b.substr(to + 1));
+      changed = true;
+    }
+    size_t size = 0;
+    for (const std::string& b : next) size += b.size() + 1;
+    if (size > 4 * pattern.size() + 64) break;  // bounded: leave the rest as written
+    branches = std::move(next);
+    if (!changed) break;
+  }
+  std::string out;
+  for (const std::string& b : branches) out += (out.empty() ? "" : "|") + b;
+  return out;
+}
 }  // namespace
 
-Result<std::string> ecma_pattern_to_regex(std::string_view pattern) {
+Result<std::string> ecma_pattern_to_regex(std::string_view written) {
+  const std::string flattened = anchors_brought_out(written);
+  const std::string_view pattern = flattened;
   std::vector<Branch> branches(1);
   int depth = 0;
   bool in_class = false;

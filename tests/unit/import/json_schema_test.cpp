@@ -128,7 +128,10 @@ TEST_CASE("ECMAScript patterns mean what std::regex (ECMAScript) finds in the st
   const std::vector<std::string> patterns = {"a+b", "^a", "b$", "^ab*$", "^a|b$", "[a-c]{2}", "x(?:ab)?y",
                                              "^\\d{2,3}$", "a.c", "\\s", "^[^a]*$", "(a|b)c", "",
                                              // Lazy quantifiers: the same strings have some match.
-                                             "a+?b", "^a*?$", "x(?:ab)??y", "^[a-c]{1,2}?c", "a??b", "[?]a"};
+                                             "a+?b", "^a*?$", "x(?:ab)??y", "^[a-c]{1,2}?c", "a??b", "[?]a",
+                                             // Anchors inside groups that begin or end an alternative.
+                                             "^$|(^a+$)", "(^ab)|(^c$)", "(^a|^b|c1)", "^(a$|b)", "(^a|b)c",
+                                             "^(x(y)?$)", "(?:^a|b)(?:c|d$)"};
   std::mt19937_64 rng(5);
   for (const std::string& pattern : patterns) {
     auto converted = json::ecma_pattern_to_regex(pattern);
