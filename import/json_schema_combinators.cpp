@@ -152,6 +152,16 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
     error(at, "a schema must be an object or a boolean");
     return std::nullopt;
   }
+  if (b.contains("allOf") && !b.contains("$ref") && b["allOf"].is_array() && !b["allOf"].empty()) {
+    // Its parts, one by one: kept nested, the merge would meet itself again
+    // when converted (allOf [x] beside the rest is the same schema).
+    Json rest = b;
+    rest.erase("allOf");
+    std::optional<Json> out = merge(a, rest, at);
+    for (size_t i = 0; out && i < b["allOf"].size(); ++i)
+      out = merge(*out, b["allOf"][i], at + "/allOf/" + std::to_string(i));
+    return out;
+  }
   if (b.contains("allOf") || b.contains("$ref")) {
     // Nested: merged when the result is converted.
     Json out = a;

@@ -422,3 +422,22 @@ TEST_CASE("bounds that leave one item or no character write no empty repetition"
   CHECK(verdict(empty, R"("")") == oracle::Verdict::Complete);
   CHECK(verdict(empty, R"("a")") != oracle::Verdict::Complete);
 }
+
+TEST_CASE("allOf with a reference to a recursive allOf merges its parts, not itself again", "[json-schema]") {
+  // Merging `c` (an allOf) kept whole met the same merge again when
+  // converted: the grammar was `r ::= r` and the schema refused as empty.
+  Grammar::Outcome outcome = parse_schema(R"({"definitions": {"c": {"allOf": [
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        {"oneOf": [{"properties": {"cs": {"type": "array", "items": {"$ref": "#/definitions/c"}}}, "required": ["cs"]},
+                   {"properties": {"x": {"type": "integer"}}, "required": ["x"]}]}]}},
+      "allOf": [{"$ref": "#/definitions/c"}, {"properties": {"d": {"type": "integer"}}, "required": ["d"]}]})");
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  auto oracle = oracle_grammar(*outcome.grammar);
+  auto ok = [&](std::string_view text) { return verdict(oracle, text) == oracle::Verdict::Complete; };
+  CHECK(ok(R"({"n":1,"d":2,"cs":[]})"));
+  CHECK(ok(R"({"n":1,"d":2,"x":3})"));
+  CHECK(ok(R"({"n":1,"d":2,"cs":[{"n":5,"x":1}]})"));
+  CHECK_FALSE(ok(R"({"n":1,"d":2})"));                    // one of cs, x
+  CHECK_FALSE(ok(R"({"n":1,"d":2,"cs":[{"x":1}]})"));     // n inside too
+}
