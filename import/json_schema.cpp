@@ -101,36 +101,40 @@ class JsonLocator {
 
 // --- Keywords ---------------------------------------------------------------
 
+namespace {
+// Every draft's keywords (04 to 2020-12), by what cgram does with them.
+const std::map<std::string, KeywordUse>& keywords() {
+  static const std::map<std::string, KeywordUse> table = [] {
+    std::map<std::string, KeywordUse> out;
+    for (const char* k : {"$schema", "$id", "$comment", "$anchor", "$defs", "definitions", "$vocabulary", "title",
+                          "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+                          "contentEncoding", "contentMediaType", "contentSchema"})
+      out[k] = KeywordUse::Annotation;
+    for (const char* k : {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
+                          "prefixItems", "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref",
+                          "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+                          "exclusiveMaximum"})
+      out[k] = KeywordUse::Supported;
+    for (const char* k : {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"})
+      out[k] = KeywordUse::Refused;
+    // They constrain, and cgram does not say them yet.
+    for (const char* k : {"not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies",
+                          "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+                          "contains", "minContains", "maxContains", "uniqueItems", "multipleOf", "minProperties",
+                          "maxProperties"})
+      out[k] = KeywordUse::IgnoredWarning;
+    return out;
+  }();
+  return table;
+}
+}  // namespace
+
 KeywordUse keyword_use(const std::string& key) {
-  static const std::set<std::string> annotations = {
-      "$schema", "$id", "$comment", "$anchor", "$defs", "definitions", "$vocabulary", "title", "description",
-      "default", "examples", "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType",
-      "contentSchema"};
-  static const std::set<std::string> supported = {
-      "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
-      "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength",
-      "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
-  static const std::set<std::string> refused = {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"};
-  // The drafts' other keywords (04 to 2020-12): they constrain, and cgram
-  // does not say them yet.
-  static const std::set<std::string> unsupported = {
-      "not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies", "patternProperties",
-      "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
-      "uniqueItems", "multipleOf", "minProperties", "maxProperties"};
-  if (annotations.count(key)) return KeywordUse::Annotation;
-  if (supported.count(key)) return KeywordUse::Supported;
-  if (refused.count(key)) return KeywordUse::Refused;
-  if (unsupported.count(key)) return KeywordUse::IgnoredWarning;
-  return KeywordUse::NotAKeyword;
+  const auto found = keywords().find(key);
+  return found == keywords().end() ? KeywordUse::NotAKeyword : found->second;
 }
 
 std::optional<std::string> keyword_like(const std::string& key) {
-  static const std::vector<std::string> keywords = {
-      "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
-      "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength",
-      "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "not", "patternProperties",
-      "propertyNames", "uniqueItems", "multipleOf", "minProperties", "maxProperties", "dependentRequired",
-      "description", "default", "examples", "definitions", "$defs"};
   // The nearest by edit distance (insertions, deletions, substitutions,
   // swaps of two neighbours): at most two edits from a keyword longer than
   // six characters, one from a shorter one (`minLenght`, `requried`).
@@ -148,7 +152,7 @@ std::optional<std::string> keyword_like(const std::string& key) {
   if (key.size() < 4 || key.size() > 40) return std::nullopt;
   std::optional<std::string> nearest;
   size_t best = SIZE_MAX;
-  for (const std::string& k : keywords) {
+  for (const auto& [k, use] : keywords()) {
     const size_t d = distance(key, k);
     if (k != key && d <= (k.size() > 6 ? 2u : 1u) && d < best) {
       best = d;

@@ -397,14 +397,6 @@ bool checkable_beside_values(const std::string& key) {
 size_t code_points(const std::string& text) {
   return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; }));
 }
-
-// -1, 0, 1 as a number compares with a bound; nullopt where either is no number.
-std::optional<int> compare_numbers(const Json& value, const Json& bound) {
-  if (!value.is_number() || !bound.is_number()) return std::nullopt;
-  auto a = json::parse_decimal(value.dump()), b = json::parse_decimal(bound.dump());
-  if (!a || !b) return std::nullopt;
-  return json::compare(*a, *b);
-}
 }  // namespace
 
 // Whether `value` meets the keywords beside enum/const that apply to its
@@ -415,20 +407,19 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
     const double bound = s[key].get<double>();  // an integer, perhaps written 2.0
     return at_least ? static_cast<double>(size) >= bound : static_cast<double>(size) <= bound;
   };
-  auto number_bound = [&](const char* key, auto ok) {
+  auto within = [&](const char* key, bool above, bool or_equal) {
     if (!s.contains(key)) return true;
-    const std::optional<int> c = compare_numbers(value, s[key]);
-    return !c || ok(*c);
+    const Json& bound = s[key];
+    return above ? greater(value, bound) || (or_equal && !greater(bound, value))
+                 : greater(bound, value) || (or_equal && !greater(value, bound));
   };
   if (value.is_string()) {
     const size_t n = code_points(value.get<std::string>());
     return size_bound("minLength", n, true) && size_bound("maxLength", n, false);
   }
   if (value.is_number())
-    return number_bound("minimum", [](int c) { return c >= 0; }) &&
-           number_bound("maximum", [](int c) { return c <= 0; }) &&
-           number_bound("exclusiveMinimum", [](int c) { return c > 0; }) &&
-           number_bound("exclusiveMaximum", [](int c) { return c < 0; });
+    return within("minimum", true, true) && within("maximum", false, true) && within("exclusiveMinimum", true, false) &&
+           within("exclusiveMaximum", false, false);
   if (value.is_array()) return size_bound("minItems", value.size(), true) && size_bound("maxItems", value.size(), false);
   if (value.is_object() && s.contains("required") && s["required"].is_array())
     for (const Json& name : s["required"])

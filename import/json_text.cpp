@@ -550,56 +550,58 @@ struct Branch {
   bool anchored_start = false, anchored_end = false;
 };
 
-// The pattern's top-level pieces, by the structure a regex reader sees
-// (escapes and classes skipped): where each alternative ends, and for a
-// group opening at `open` where it closes.
+// A pattern's structure as a regex reader sees it: every character outside
+// escapes and classes, with the group depth before it, visited in order
+// until `visit` returns true.
 struct Shape {
   std::string_view text;
-  // Where the group opening at `open` closes; npos if it never does.
-  size_t close_of(size_t open) const {
+  template <typename Visit>
+  void scan(size_t from, Visit&& visit) const {
     int depth = 0;
     bool in_class = false;
-    for (size_t i = open; i < text.size(); ++i) {
+    for (size_t i = from; i < text.size(); ++i) {
       const char c = text[i];
       if (c == '\\') ++i;
       else if (in_class) in_class = c != ']';
       else if (c == '[') in_class = true;
-      else if (c == '(') ++depth;
-      else if (c == ')' && --depth == 0) return i;
-    }
-    return std::string_view::npos;
-  }
-  // The alternatives at depth 0 of `text`.
-  std::vector<std::string_view> alternatives() const {
-    std::vector<std::string_view> out;
-    int depth = 0;
-    bool in_class = false;
-    size_t start = 0;
-    for (size_t i = 0; i < text.size(); ++i) {
-      const char c = text[i];
-      if (c == '\\') ++i;
-      else if (in_class) in_class = c != ']';
-      else if (c == '[') in_class = true;
+      else if (visit(i, c, depth)) return;
       else if (c == '(') ++depth;
       else if (c == ')') --depth;
-      else if (c == '|' && depth == 0) {
+    }
+  }
+  // Where the group opening at `open` closes; npos if it never does.
+  size_t close_of(size_t open) const {
+    size_t close = std::string_view::npos;
+    scan(open, [&](size_t i, char c, int depth) { return c == ')' && depth == 1 && (close = i, true); });
+    return close;
+  }
+  // The top-level group that ends the text (its opening), or npos.
+  size_t group_at_end() const {
+    size_t open = std::string_view::npos;
+    scan(0, [&](size_t i, char c, int depth) {
+      if (c == '(' && depth == 0) open = i;
+      return false;
+    });
+    return open != std::string_view::npos && close_of(open) + 1 == text.size() ? open : std::string_view::npos;
+  }
+  // The alternatives at depth 0.
+  std::vector<std::string_view> alternatives() const {
+    std::vector<std::string_view> out;
+    size_t start = 0;
+    scan(0, [&](size_t i, char c, int depth) {
+      if (c == '|' && depth == 0) {
         out.push_back(text.substr(start, i - start));
         start = i + 1;
       }
-    }
+      return false;
+    });
     out.push_back(text.substr(start));
     return out;
   }
   bool has_anchor() const {
-    bool in_class = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-      const char c = text[i];
-      if (c == '\\') ++i;
-      else if (in_class) in_class = c != ']';
-      else if (c == '[') in_class = true;
-      else if (c == '^' || c == '$') return true;
-    }
-    return false;
+    bool found = false;
+    scan(0, [&](size_t, char c, int) { return found = c == '^' || c == '$'; });
+    return found;
   }
 };
 
@@ -632,20 +634,7 @@ std::string anchors_brought_out(std::string_view pattern) {
       }
       // A group that ends the alternative: `prefix (x|y)` → `prefix x | prefix y`.
       const size_t lead = b.starts_with('^') ? 1 : 0;
-      size_t open = std::string::npos;
-      if (b.ends_with(')'))
-        for (size_t i = 0; i < b.size(); ++i) {
-          if (b[i] == '\\') {
-            ++i;
-          } else if (b[i] == '[') {
-            while (i + 1 < b.size() && b[i + 1] != ']') i += b[i + 1] == '\\' ? 2 : 1;
-          } else if (b[i] == '(') {
-            const size_t close = shape.close_of(i);
-            if (close == b.size() - 1) open = i;
-            if (close == std::string::npos) break;
-            i = close;
-          }
-        }
+      const size_t open = shape.group_at_end();
       // Or a group that begins it (after a leading '^'): `(x|y) suffix`.
       const size_t first_close = lead < b.size() ? shape.close_of(lead) : std::string::npos;
       const bool first_plain = group_content(b, lead) != std::string::npos && first_close != std::string::npos &&

@@ -102,11 +102,6 @@ uint8_t class_at(const PieceAutomaton& automaton, std::string_view bytes, size_t
   return cp ? automaton.class_of(*cp) : PieceAutomaton::kUnsafe;
 }
 
-// The classes of the characters the encoder's probes finish `first_bytes`
-// (a lead byte and fewer continuation bytes than it needs) into: the text
-// after such a token that decides it (written_how tries only those; a probe
-// too short leaves bytes, which no token of two or more bytes survives).
-
 // Where the last character of a token that ends inside one begins: whole
 // characters, then a lead byte and fewer continuation bytes than it needs;
 // nullopt for any other shape.
@@ -395,19 +390,15 @@ std::unique_ptr<const CanonicalPairs::Merges> CanonicalPairs::build_merges(const
   for (uint32_t t = 0; t < n; ++t) {
     if (vocab.is_special(t)) continue;
     const std::string_view bytes = vocab.bytes(t);
-    bool safe = !bytes.empty() && !first_invalid_utf8(bytes);
-    for (const std::string& a : m->added)
-      if (bytes.find(a) != std::string_view::npos) safe = false;
-    if (!safe) {
+    const bool holds_added = std::any_of(m->added.begin(), m->added.end(), [&](const std::string& a) {
+      return bytes.find(a) != std::string_view::npos;
+    });
+    if (bytes.empty() || first_invalid_utf8(bytes) || holds_added) {
       // A token that ends inside a character: where merging its bytes gives
       // it, its left edge is indexed (untimed, as for merges that are not
       // monotone) so that the previous tokens a merge cannot cross from
       // leave it to the piece cuts (fill_row).
-      const Encoder::Derivation d = safe || !ends_cut(bytes) ||
-                                            std::any_of(m->added.begin(), m->added.end(),
-                                                        [&](const std::string& a) { return bytes.find(a) != std::string_view::npos; })
-                                        ? Encoder::Derivation{}
-                                        : encoder.derive(t);
+      const Encoder::Derivation d = !ends_cut(bytes) || holds_added ? Encoder::Derivation{} : encoder.derive(t);
       if (d.merges_give_token) {
         m->flags[t] = M::kCutMergesGive;
         for (const auto& e : d.left)
@@ -612,7 +603,8 @@ CanonicalPairs::Row& CanonicalPairs::make_row(RowKey key) const {
   decltype(rows_)::node_type node;
   if (rows_.size() >= cached_tokens_) {
     node = rows_.extract(recent_.back());
-    recent_.pop_back();
+    recent_.splice(recent_.begin(), recent_, std::prev(recent_.end()));  // its list node too
+    recent_.front() = key;
     node.key() = key;
     Row& old = node.mapped().first;
     old.fast = false;
@@ -621,7 +613,7 @@ CanonicalPairs::Row& CanonicalPairs::make_row(RowKey key) const {
     old.three.reset();
     old.three_before = kStart;
   }
-  recent_.push_front(key);
+  if (!node) recent_.push_front(key);
   auto& entry = node ? rows_.insert(std::move(node)).position->second : rows_[key];
   Row& row = entry.first;
   entry.second = recent_.begin();
@@ -719,7 +711,7 @@ void CanonicalPairs::find_candidates(Row& row, uint32_t prev) const {
   }
   // With the bytes that finish its character, a token ending inside one
   // may make a token with `prev`, taken whole: the encoder decides.
-  if (encoder_.takes_whole_pieces())
+  if (whole)
     for (uint32_t j = m.joined_cut_begin[prev]; j < m.joined_cut_begin[prev + 1]; ++j)
       set(row.candidates, m.joined_cut[j]);
 }
