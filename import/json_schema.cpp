@@ -113,13 +113,13 @@ const std::map<std::string, KeywordUse>& keywords() {
     for (const char* k : {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
                           "prefixItems", "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref",
                           "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-                          "exclusiveMaximum"})
+                          "exclusiveMaximum", "patternProperties"})
       out[k] = KeywordUse::Supported;
     for (const char* k : {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"})
       out[k] = KeywordUse::Refused;
     // They constrain, and cgram does not say them yet.
     for (const char* k : {"not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies",
-                          "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+                          "propertyNames", "unevaluatedProperties", "unevaluatedItems",
                           "contains", "minContains", "maxContains", "uniqueItems", "multipleOf", "minProperties",
                           "maxProperties"})
       out[k] = KeywordUse::IgnoredWarning;
@@ -416,9 +416,7 @@ void Converter::check_keywords(const Node& node) {
         error(at, fmt::format("'{}' is not supported", key));
         break;
       case KeywordUse::IgnoredWarning:
-        if (key == "patternProperties" && s.contains("additionalProperties") && s["additionalProperties"] != true)
-          error(at, "'patternProperties' with 'additionalProperties' is not supported");
-        else if (key == "uniqueItems" && v == false) break;
+        if (key == "uniqueItems" && v == false) break;
         else if (!ignorable_no_op(key, s))
           permissive(at, fmt::format("'{}' is not supported and is ignored: the grammar accepts more than the schema",
                                      key));

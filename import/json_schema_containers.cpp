@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "cgram_text.h"
+#include "char_dfa.h"
 #include "json_text.h"
 
 namespace cgram::json_schema_detail {
@@ -94,6 +95,121 @@ Expr Converter::array(const Node& node, int depth) {
   return alternation(alternatives);
 }
 
+// The keys each patternProperties pattern matches, in schema order; nullopt
+// (after an error) where a pattern cannot be read.
+std::optional<std::vector<Converter::KeyPattern>> Converter::key_patterns(const Node& node) {
+  const Json& s = *node.schema;
+  std::vector<KeyPattern> patterns;
+  if (!s.contains("patternProperties")) return patterns;
+  const std::string at = node.pointer + "/patternProperties";
+  if (!s["patternProperties"].is_object()) {
+    error(at, "'patternProperties' must be an object");
+    return std::nullopt;
+  }
+  for (const auto& [pattern, schema] : s["patternProperties"].items()) {
+    const std::string pointer = at + "/" + pointer_token(pattern);
+    auto converted = json::ecma_pattern_to_regex(pattern);
+    if (auto* e = converted.if_error()) {
+      error(pointer, "'patternProperties': " + e->message);
+      return std::nullopt;
+    }
+    auto parsed = ir::parse_regex(*converted, limits_.max_nesting);
+    if (auto* e = std::get_if<ir::RegexError>(&parsed)) {
+      error(pointer, "'patternProperties': " + e->message);
+      return std::nullopt;
+    }
+    std::optional<json::CharDfa> keys = json::CharDfa::of_regex(std::get<ir::RegexNode>(parsed));
+    if (!keys) {
+      error(pointer, fmt::format("'patternProperties': the keys this pattern matches need an automaton of more "
+                                 "than {} states (the limit)",
+                                 json::CharDfaLimits{}.max_states));
+      return std::nullopt;
+    }
+    patterns.push_back({std::move(*keys), &schema, pointer});
+  }
+  return patterns;
+}
+
+// The members whose key is none of `names`: the keys are split into disjoint
+// languages by the patterns each matches (none: additionalProperties), and
+// each language is a key regex with the value its patterns' schemas allow
+// together. nullopt with `failed` set after an error; nullopt alone when no
+// such member can appear.
+Expr Converter::other_members(const Node& node, const std::vector<std::string>& names,
+                              const std::vector<KeyPattern>& patterns, const Json* extra, int depth, bool& failed) {
+  struct Region {
+    json::CharDfa keys;
+    std::vector<size_t> patterns;
+  };
+  std::vector<Region> regions;
+  bool too_large = false;
+  std::function<void(size_t, json::CharDfa, std::vector<size_t>)> split = [&](size_t j, json::CharDfa keys,
+                                                                             std::vector<size_t> chosen) {
+    if (too_large) return;
+    if (j == patterns.size()) {
+      if (regions.size() >= kMaxKeyRegions) too_large = true;
+      else regions.push_back({std::move(keys), std::move(chosen)});
+      return;
+    }
+    std::optional<json::CharDfa> in = keys.intersect(patterns[j].keys), out = keys.minus(patterns[j].keys);
+    if (!in || !out) {
+      too_large = true;
+      return;
+    }
+    if (!in->empty()) {
+      std::vector<size_t> with = chosen;
+      with.push_back(j);
+      split(j + 1, std::move(*in), std::move(with));
+    }
+    if (!out->empty()) split(j + 1, std::move(*out), std::move(chosen));
+  };
+  std::optional<json::CharDfa> listed = json::CharDfa::of_strings(names);
+  std::optional<json::CharDfa> others = listed ? json::CharDfa::everything().minus(*listed) : std::nullopt;
+  const std::string at = node.pointer + "/patternProperties";
+  if (!others) {
+    error(at, fmt::format("the keys beside these {} properties need an automaton of more than {} states (the limit)",
+                          names.size(), json::CharDfaLimits{}.max_states));
+    failed = true;
+    return std::nullopt;
+  }
+  split(0, std::move(*others), {});
+  if (too_large) {
+    error(at, fmt::format("the keys these patterns split need more than {} key languages or an automaton of more "
+                          "than {} states (the limits)",
+                          kMaxKeyRegions, json::CharDfaLimits{}.max_states));
+    failed = true;
+    return std::nullopt;
+  }
+  std::vector<std::string> members;
+  for (const Region& region : regions) {
+    Expr value_of_key;
+    if (region.patterns.empty()) {
+      value_of_key = value({extra, node.pointer + "/additionalProperties"}, depth + 1);
+    } else if (region.patterns.size() == 1) {
+      const KeyPattern& p = patterns[region.patterns[0]];
+      value_of_key = value({p.schema, p.pointer}, depth + 1);
+    } else {
+      Json parts = Json::array();
+      for (size_t i : region.patterns) parts.push_back(*patterns[i].schema);
+      value_of_key = value_of_merged(Json{{"allOf", parts}}, patterns[region.patterns[0]].pointer, depth + 1);
+    }
+    if (!value_of_key) continue;
+    const std::optional<ir::RegexNode> regex = region.keys.to_regex();
+    const std::optional<std::string> encoded = regex ? json::encode_regex(*regex) : std::nullopt;
+    if (encoded) key_regex_bytes_ += encoded->size();
+    if (!encoded || encoded->size() > kMaxKeyRegexBytes || key_regex_bytes_ > 2 * kMaxKeyRegexBytes) {
+      error(at, fmt::format("the keys these patterns split need a regex of more than {} nodes or {} KiB, or key "
+                            "regexes of more than {} KiB in all (the limits)",
+                            json::CharDfaLimits{}.max_regex_nodes, kMaxKeyRegexBytes >> 10,
+                            2 * kMaxKeyRegexBytes >> 10));
+      failed = true;
+      return std::nullopt;
+    }
+    members.push_back(fmt::format("#'\"{}\"' {} {}", *encoded, colon(), *value_of_key));
+  }
+  return alternation(members);
+}
+
 Expr Converter::object(const Node& node, int depth) {
   const Json& s = *node.schema;
   struct Member {
@@ -114,6 +230,22 @@ Expr Converter::object(const Node& node, int depth) {
   static const Json any = true;
   const Json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : &any;
   const std::string extra_pointer = node.pointer + "/additionalProperties";
+  const std::optional<std::vector<KeyPattern>> patterns = key_patterns(node);
+  if (!patterns) return std::nullopt;
+  // A listed name's value: its schema, with every pattern's that matches it
+  // (a name no property lists but `required` does: additionalProperties
+  // where no pattern matches it).
+  auto member_value = [&](const std::string& name, const Json* schema, const std::string& at) -> Expr {
+    std::vector<const KeyPattern*> matching;
+    for (const KeyPattern& p : *patterns)
+      if (p.keys.matches(name)) matching.push_back(&p);
+    if (matching.empty()) return schema ? value({schema, at}, depth + 1) : value({extra, extra_pointer}, depth + 1);
+    if (!schema && matching.size() == 1) return value({matching[0]->schema, matching[0]->pointer}, depth + 1);
+    Json parts = Json::array();
+    if (schema) parts.push_back(*schema);
+    for (const KeyPattern* p : matching) parts.push_back(*p->schema);
+    return value_of_merged(Json{{"allOf", parts}}, at, depth + 1);
+  };
   std::vector<Member> members;
   std::vector<std::string> names;
   if (s.contains("properties")) {
@@ -123,17 +255,17 @@ Expr Converter::object(const Node& node, int depth) {
     }
     for (const auto& [name, schema] : s["properties"].items()) {
       const std::string at = node.pointer + "/properties/" + pointer_token(name);
-      members.push_back({name, value({&schema, at}, depth + 1), required.count(name) > 0});
+      members.push_back({name, member_value(name, &schema, at), required.count(name) > 0});
       names.push_back(name);
     }
   }
   if (s.contains("required"))
     for (const Json& r : s["required"])
       if (r.is_string() && std::find(names.begin(), names.end(), r.get<std::string>()) == names.end()) {
-        members.push_back({r.get<std::string>(), value({extra, extra_pointer}, depth + 1), true});
+        members.push_back({r.get<std::string>(), member_value(r.get<std::string>(), nullptr, node.pointer + "/required"),
+                           true});
         names.push_back(r.get<std::string>());
       }
-  Expr extra_value = value({extra, extra_pointer}, depth + 1);
   const int d = layout_depth(depth);
   std::vector<std::string> written;  // "key": value of each member that can appear
   std::vector<bool> is_required;
@@ -146,7 +278,11 @@ Expr Converter::object(const Node& node, int depth) {
     is_required.push_back(m.required);
   }
   Expr extra_member;
-  if (extra_value) {
+  if (!patterns->empty()) {
+    bool failed = false;
+    extra_member = other_members(node, names, *patterns, extra, depth, failed);
+    if (failed) return std::nullopt;
+  } else if (Expr extra_value = value({extra, extra_pointer}, depth + 1)) {
     // A key other than the listed ones is a regex that grows with the
     // names (a trie of them, with "any string" after each place a key
     // leaves it): past a size its automaton takes seconds to build.

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "char_dfa.h"
 #include "json_schema.h"
 #include "json_text.h"
 
@@ -138,6 +139,14 @@ class Converter {
   // === json_schema_containers.cpp: arrays, objects ============================
   Expr array(const Node& node, int depth);
   Expr object(const Node& node, int depth);
+  struct KeyPattern {
+    json::CharDfa keys;
+    const Json* schema;
+    std::string pointer;
+  };
+  std::optional<std::vector<KeyPattern>> key_patterns(const Node& node);
+  Expr other_members(const Node& node, const std::vector<std::string>& names, const std::vector<KeyPattern>& patterns,
+                     const Json* extra, int depth, bool& failed);
 
   // === State ===================================================================
   static constexpr int kMaxMerges = 10000;
@@ -163,6 +172,9 @@ class Converter {
   // all of them (limits on the time their automata take; docs/LIMITS.md).
   static constexpr size_t kMaxKeyRegexBytes = size_t{128} << 10;
   size_t key_regex_bytes_ = 0;
+  // Languages the keys of one object are split into by its patternProperties
+  // (every set of patterns a key can match together is one).
+  static constexpr size_t kMaxKeyRegions = 64;
   // The JSON of every merged schema, written out (a work limit).
   static constexpr size_t kMaxMergedBytes = size_t{8} << 20;
   size_t merged_bytes_ = 0;

@@ -1,0 +1,535 @@
+#include "char_dfa.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "utf8.h"
+
+namespace cgram::json {
+
+namespace {
+
+using ir::CodePointSet;
+using ir::RegexNode;
+
+void collect_bounds(const RegexNode& node, std::vector<uint32_t>& bounds) {
+  if (node.kind == RegexNode::Kind::Set)
+    for (const auto& [lo, hi] : node.set.ranges()) bounds.push_back(lo), bounds.push_back(hi + 1);
+  for (const RegexNode& child : node.children) collect_bounds(child, bounds);
+}
+
+// A Thompson NFA whose edges read one class of code points.
+class ClassNfa {
+ public:
+  ClassNfa(const std::vector<uint32_t>& bounds, size_t max_states) : bounds_(bounds), max_states_(max_states) {}
+  struct TooLarge {};
+  struct Fragment {
+    uint32_t start, accept;
+  };
+
+  Fragment build(const RegexNode& node) {
+    switch (node.kind) {
+      case RegexNode::Kind::Empty: {
+        Fragment f{state(), state()};
+        epsilon[f.start].push_back(f.accept);
+        return f;
+      }
+      case RegexNode::Kind::Set: {
+        Fragment f{state(), state()};
+        for (uint32_t c = 0; c + 1 < bounds_.size(); ++c)
+          if (node.set.contains(bounds_[c])) edges[f.start].push_back({c, f.accept});
+        return f;
+      }
+      case RegexNode::Kind::Concat: {
+        Fragment f = build(node.children[0]);
+        for (size_t i = 1; i < node.children.size(); ++i) {
+          const Fragment g = build(node.children[i]);
+          epsilon[f.accept].push_back(g.start);
+          f.accept = g.accept;
+        }
+        return f;
+      }
+      case RegexNode::Kind::Alternation: {
+        Fragment f{state(), state()};
+        for (const RegexNode& child : node.children) {
+          const Fragment g = build(child);
+          epsilon[f.start].push_back(g.start);
+          epsilon[g.accept].push_back(f.accept);
+        }
+        return f;
+      }
+      case RegexNode::Kind::Repeat: return repeat(node);
+    }
+    return {state(), state()};
+  }
+
+  struct Edge {
+    uint32_t cls, target;
+  };
+  std::vector<std::vector<Edge>> edges;
+  std::vector<std::vector<uint32_t>> epsilon;
+
+ private:
+  uint32_t state() {
+    if (edges.size() >= max_states_) throw TooLarge{};
+    edges.emplace_back();
+    epsilon.emplace_back();
+    return static_cast<uint32_t>(edges.size() - 1);
+  }
+
+  Fragment repeat(const RegexNode& node) {
+    const RegexNode& child = node.children[0];
+    Fragment f{state(), 0};
+    uint32_t tail = f.start;
+    for (uint32_t i = 0; i < node.min; ++i) {
+      const Fragment g = build(child);
+      epsilon[tail].push_back(g.start);
+      tail = g.accept;
+    }
+    const uint32_t end = state();
+    if (node.max == ir::kRegexUnbounded) {
+      const Fragment g = build(child);
+      epsilon[tail].push_back(g.start);
+      epsilon[g.accept].push_back(g.start);
+      epsilon[g.accept].push_back(end);
+    } else {
+      for (uint32_t i = node.min; i < node.max; ++i) {
+        const Fragment g = build(child);
+        epsilon[tail].push_back(end);
+        epsilon[tail].push_back(g.start);
+        tail = g.accept;
+      }
+    }
+    epsilon[tail].push_back(end);
+    f.accept = end;
+    return f;
+  }
+
+  const std::vector<uint32_t>& bounds_;
+  size_t max_states_;
+};
+
+// --- Regex labels for state elimination ----------------------------------------
+
+// A regex as state elimination builds it: RegexNode's shape, with the size in
+// nodes (what the limit counts) and the depth kept at every node, so that
+// flattening a Concat into a Concat costs only its children.
+struct Label {
+  RegexNode::Kind kind = RegexNode::Kind::Empty;
+  CodePointSet set;
+  std::vector<Label> children;
+  uint32_t min = 0, max = 0;
+  size_t size = 1;
+  size_t depth = 1;
+
+  RegexNode node() const {
+    RegexNode out;
+    out.kind = kind;
+    out.set = set;
+    out.min = min, out.max = max;
+    for (const Label& child : children) out.children.push_back(child.node());
+    return out;
+  }
+};
+
+Label set_label(CodePointSet set) {
+  Label l;
+  l.kind = RegexNode::Kind::Set;
+  l.set = std::move(set);
+  return l;
+}
+
+Label with_children(RegexNode::Kind kind, std::vector<Label> parts) {
+  Label out;
+  out.kind = kind;
+  for (const Label& part : parts) {
+    out.size += part.size;
+    out.depth = std::max(out.depth, part.depth + 1);
+  }
+  out.children = std::move(parts);
+  return out;
+}
+
+bool is_empty_string(const Label& l) { return l.kind == RegexNode::Kind::Empty; }
+
+// `l` as parts of a node of `kind` (a Concat in a Concat is one Concat).
+void spread(Label l, RegexNode::Kind kind, std::vector<Label>& parts) {
+  if (l.kind != kind) {
+    parts.push_back(std::move(l));
+    return;
+  }
+  for (Label& child : l.children) parts.push_back(std::move(child));
+}
+
+Label concat(Label a, Label b) {
+  if (is_empty_string(a)) return b;
+  if (is_empty_string(b)) return a;
+  std::vector<Label> parts;
+  spread(std::move(a), RegexNode::Kind::Concat, parts);
+  spread(std::move(b), RegexNode::Kind::Concat, parts);
+  return with_children(RegexNode::Kind::Concat, std::move(parts));
+}
+
+Label repeat(Label a, uint32_t min, uint32_t max) {
+  std::vector<Label> parts;
+  parts.push_back(std::move(a));
+  Label out = with_children(RegexNode::Kind::Repeat, std::move(parts));
+  out.min = min;
+  out.max = max;
+  return out;
+}
+
+Label star(Label a) {
+  if (is_empty_string(a)) return a;
+  if (a.kind == RegexNode::Kind::Repeat && a.max == 1) return repeat(std::move(a.children[0]), 0, ir::kRegexUnbounded);
+  return repeat(std::move(a), 0, ir::kRegexUnbounded);
+}
+
+Label alternate(Label a, Label b) {
+  const bool optional = is_empty_string(a) || is_empty_string(b);
+  std::vector<Label> parts;
+  for (Label* l : {&a, &b})
+    if (!is_empty_string(*l)) spread(std::move(*l), RegexNode::Kind::Alternation, parts);
+  if (parts.empty()) return Label{};
+  // Sets among the alternatives are one set.
+  std::vector<Label> merged;
+  std::optional<size_t> set_at;
+  for (Label& part : parts) {
+    if (part.kind == RegexNode::Kind::Set && set_at) {
+      merged[*set_at].set.add(part.set);
+      continue;
+    }
+    if (part.kind == RegexNode::Kind::Set) set_at = merged.size();
+    merged.push_back(std::move(part));
+  }
+  Label out = merged.size() == 1 ? std::move(merged[0]) : with_children(RegexNode::Kind::Alternation, std::move(merged));
+  if (!optional || (out.kind == RegexNode::Kind::Repeat && out.min == 0)) return out;
+  return repeat(std::move(out), 0, 1);
+}
+
+}  // namespace
+
+// --- Building ------------------------------------------------------------------
+
+std::optional<CharDfa> CharDfa::of_regex(const RegexNode& regex, const CharDfaLimits& limits) {
+  CharDfa dfa;
+  std::vector<uint32_t>& bounds = dfa.bounds_;
+  bounds = {0, 0xD800, 0xE000, 0x110000};
+  collect_bounds(regex, bounds);
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  ClassNfa nfa(bounds, limits.max_nfa_states);
+  ClassNfa::Fragment whole;
+  try {
+    whole = nfa.build(regex);
+  } catch (const ClassNfa::TooLarge&) {
+    return std::nullopt;
+  }
+  auto closure = [&](std::vector<uint32_t> set) {
+    std::vector<uint8_t> seen(nfa.edges.size(), 0);
+    for (uint32_t s : set) seen[s] = 1;
+    for (size_t i = 0; i < set.size(); ++i)
+      for (uint32_t t : nfa.epsilon[set[i]])
+        if (!seen[t]) seen[t] = 1, set.push_back(t);
+    std::sort(set.begin(), set.end());
+    return set;
+  };
+  const size_t classes = dfa.classes();
+  std::map<std::vector<uint32_t>, uint32_t> ids;
+  std::vector<std::vector<uint32_t>> subsets;
+  auto id_of = [&](std::vector<uint32_t> subset) -> std::optional<uint32_t> {
+    auto [it, inserted] = ids.emplace(std::move(subset), static_cast<uint32_t>(subsets.size()));
+    if (inserted) {
+      if (subsets.size() >= limits.max_states) return std::nullopt;
+      subsets.push_back(it->first);
+      dfa.next_.resize(subsets.size() * classes, kDead);
+      dfa.accepting_.push_back(std::binary_search(it->first.begin(), it->first.end(), whole.accept));
+    }
+    return it->second;
+  };
+  dfa.start_ = *id_of(closure({whole.start}));
+  std::vector<std::vector<uint32_t>> moves(classes);
+  for (size_t i = 0; i < subsets.size(); ++i) {
+    for (auto& m : moves) m.clear();
+    for (uint32_t s : subsets[i])
+      for (const ClassNfa::Edge& e : nfa.edges[s]) moves[e.cls].push_back(e.target);
+    for (uint32_t c = 0; c < classes; ++c) {
+      if (moves[c].empty()) continue;
+      const std::optional<uint32_t> to = id_of(closure(moves[c]));
+      if (!to) return std::nullopt;
+      dfa.next_[i * classes + c] = *to;
+    }
+  }
+  dfa.minimize();
+  return dfa;
+}
+
+std::optional<CharDfa> CharDfa::of_strings(std::span<const std::string> strings, const CharDfaLimits& limits) {
+  RegexNode any_of;
+  any_of.kind = RegexNode::Kind::Alternation;
+  for (const std::string& s : strings) {
+    RegexNode word;
+    word.kind = RegexNode::Kind::Concat;
+    for (size_t pos = 0; pos < s.size();) {
+      const std::optional<uint32_t> cp = decode_utf8(s, pos);
+      if (!cp) ++pos;
+      RegexNode ch;
+      ch.kind = RegexNode::Kind::Set;
+      ch.set = CodePointSet::single(cp.value_or(0xFFFD));
+      word.children.push_back(std::move(ch));
+    }
+    if (word.children.empty()) word.kind = RegexNode::Kind::Empty;
+    any_of.children.push_back(std::move(word));
+  }
+  return of_regex(any_of, limits);
+}
+
+CharDfa CharDfa::everything() {
+  CharDfa dfa;
+  dfa.bounds_ = {0, 0xD800, 0xE000, 0x110000};
+  dfa.start_ = 0;
+  dfa.accepting_ = {1};
+  dfa.next_ = {0, kDead, 0};
+  return dfa;
+}
+
+uint32_t CharDfa::class_of(uint32_t code_point) const {
+  return static_cast<uint32_t>(std::upper_bound(bounds_.begin(), bounds_.end(), code_point) - bounds_.begin() - 1);
+}
+
+std::optional<CharDfa> CharDfa::combine(const CharDfa& other, Op op, const CharDfaLimits& limits) const {
+  CharDfa out;
+  out.bounds_.clear();
+  std::set_union(bounds_.begin(), bounds_.end(), other.bounds_.begin(), other.bounds_.end(),
+                 std::back_inserter(out.bounds_));
+  const size_t classes = out.classes();
+  std::vector<uint32_t> mine(classes), theirs(classes);
+  for (uint32_t c = 0; c < classes; ++c) {
+    mine[c] = class_of(out.bounds_[c]);
+    theirs[c] = other.class_of(out.bounds_[c]);
+  }
+  auto alive = [op](uint32_t a, uint32_t b) {
+    switch (op) {
+      case Op::Intersect: return a != kDead && b != kDead;
+      case Op::Minus: return a != kDead;
+      case Op::Unite: return a != kDead || b != kDead;
+    }
+    return false;
+  };
+  auto accepts = [&](uint32_t a, uint32_t b) {
+    const bool x = a != kDead && accepting_[a], y = b != kDead && other.accepting_[b];
+    switch (op) {
+      case Op::Intersect: return x && y;
+      case Op::Minus: return x && !y;
+      case Op::Unite: return x || y;
+    }
+    return false;
+  };
+  std::map<uint64_t, uint32_t> ids;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  auto id_of = [&](uint32_t a, uint32_t b) -> std::optional<uint32_t> {
+    if (!alive(a, b)) return kDead;
+    auto [it, inserted] = ids.emplace(uint64_t{a} << 32 | b, static_cast<uint32_t>(pairs.size()));
+    if (inserted) {
+      if (pairs.size() >= limits.max_states) return std::nullopt;
+      pairs.emplace_back(a, b);
+      out.next_.resize(pairs.size() * classes, kDead);
+      out.accepting_.push_back(accepts(a, b));
+    }
+    return it->second;
+  };
+  const std::optional<uint32_t> start = id_of(start_, other.start_);
+  if (!start) return std::nullopt;
+  out.start_ = *start;
+  for (size_t i = 0; i < pairs.size(); ++i)
+    for (uint32_t c = 0; c < classes; ++c) {
+      const auto [a, b] = pairs[i];
+      const std::optional<uint32_t> to = id_of(next(a, mine[c]), other.next(b, theirs[c]));
+      if (!to) return std::nullopt;
+      out.next_[i * classes + c] = *to;
+    }
+  out.minimize();
+  return out;
+}
+
+std::optional<CharDfa> CharDfa::intersect(const CharDfa& other, const CharDfaLimits& limits) const {
+  return combine(other, Op::Intersect, limits);
+}
+std::optional<CharDfa> CharDfa::minus(const CharDfa& other, const CharDfaLimits& limits) const {
+  return combine(other, Op::Minus, limits);
+}
+std::optional<CharDfa> CharDfa::unite(const CharDfa& other, const CharDfaLimits& limits) const {
+  return combine(other, Op::Unite, limits);
+}
+
+void CharDfa::minimize() {
+  const size_t n = accepting_.size(), classes = this->classes();
+  if (start_ == kDead) {
+    next_.clear(), accepting_.clear();
+    return;
+  }
+  // States from which an accepting one is reached (backwards from them).
+  std::vector<std::vector<uint32_t>> sources(n);
+  for (uint32_t s = 0; s < n; ++s)
+    for (uint32_t c = 0; c < classes; ++c)
+      if (next(s, c) != kDead) sources[next(s, c)].push_back(s);
+  std::vector<uint8_t> live(n, 0);
+  std::vector<uint32_t> work;
+  for (uint32_t s = 0; s < n; ++s)
+    if (accepting_[s]) live[s] = 1, work.push_back(s);
+  while (!work.empty()) {
+    const uint32_t s = work.back();
+    work.pop_back();
+    for (uint32_t p : sources[s])
+      if (!live[p]) live[p] = 1, work.push_back(p);
+  }
+  if (!live[start_]) {
+    start_ = kDead, next_.clear(), accepting_.clear();
+    return;
+  }
+  // Moore's refinement: blocks by accepting, then by the blocks each class leads to.
+  std::vector<uint32_t> block(n, kDead);
+  for (uint32_t s = 0; s < n; ++s)
+    if (live[s]) block[s] = accepting_[s];
+  size_t blocks = 0;
+  for (;;) {
+    std::map<std::vector<uint32_t>, uint32_t> ids;
+    std::vector<uint32_t> refined(n, kDead);
+    std::vector<uint32_t> signature(classes + 1);
+    for (uint32_t s = 0; s < n; ++s) {
+      if (!live[s]) continue;
+      signature[0] = block[s];
+      for (uint32_t c = 0; c < classes; ++c) {
+        const uint32_t t = next(s, c);
+        signature[c + 1] = t == kDead ? kDead : block[t];
+      }
+      refined[s] = ids.emplace(signature, static_cast<uint32_t>(ids.size())).first->second;
+    }
+    const bool stable = ids.size() == blocks;
+    blocks = ids.size();
+    block = std::move(refined);
+    if (stable) break;
+  }
+  // Renumber from the start, breadth first (a stable order for to_regex).
+  std::vector<uint32_t> order(blocks, kDead), first_state(blocks, kDead);
+  for (uint32_t s = 0; s < n; ++s)
+    if (live[s] && first_state[block[s]] == kDead) first_state[block[s]] = s;
+  std::vector<uint32_t> queue{block[start_]};
+  order[block[start_]] = 0;
+  for (size_t i = 0; i < queue.size(); ++i)
+    for (uint32_t c = 0; c < classes; ++c) {
+      const uint32_t t = next(first_state[queue[i]], c);
+      if (t == kDead || !live[t] || order[block[t]] != kDead) continue;
+      order[block[t]] = static_cast<uint32_t>(queue.size());
+      queue.push_back(block[t]);
+    }
+  std::vector<uint32_t> next(queue.size() * classes, kDead);
+  std::vector<uint8_t> accepting(queue.size());
+  for (uint32_t i = 0; i < queue.size(); ++i) {
+    const uint32_t s = first_state[queue[i]];
+    accepting[i] = accepting_[s];
+    for (uint32_t c = 0; c < classes; ++c) {
+      const uint32_t t = this->next(s, c);
+      if (t != kDead && live[t]) next[i * classes + c] = order[block[t]];
+    }
+  }
+  // Neighbouring classes that lead everywhere alike are one class.
+  std::vector<uint32_t> bounds{bounds_[0]};
+  std::vector<uint32_t> kept;
+  for (uint32_t c = 0; c < classes; ++c) {
+    bool same = !kept.empty();
+    for (uint32_t s = 0; same && s < queue.size(); ++s) same = next[s * classes + c] == next[s * classes + kept.back()];
+    if (!same) {
+      if (!kept.empty()) bounds.push_back(bounds_[c]);
+      kept.push_back(c);
+    }
+  }
+  bounds.push_back(bounds_.back());
+  next_.assign(queue.size() * kept.size(), kDead);
+  for (uint32_t s = 0; s < queue.size(); ++s)
+    for (size_t k = 0; k < kept.size(); ++k) next_[s * kept.size() + k] = next[s * classes + kept[k]];
+  bounds_ = std::move(bounds);
+  accepting_ = std::move(accepting);
+  start_ = 0;
+}
+
+bool CharDfa::matches(std::string_view utf8) const {
+  uint32_t s = start_;
+  for (size_t pos = 0; pos < utf8.size() && s != kDead;) {
+    const std::optional<uint32_t> cp = decode_utf8(utf8, pos);
+    if (!cp) ++pos;
+    s = next(s, class_of(cp.value_or(0xFFFD)));
+  }
+  return s != kDead && accepting_[s];
+}
+
+// --- Back to a regex -----------------------------------------------------------
+
+std::optional<RegexNode> CharDfa::to_regex(const CharDfaLimits& limits) const {
+  if (empty()) return std::nullopt;
+  const uint32_t n = static_cast<uint32_t>(size()), first = n, last = n + 1;
+  std::vector<std::map<uint32_t, Label>> out(n + 2);
+  std::vector<std::set<uint32_t>> in(n + 2);
+  auto put = [&](uint32_t from, uint32_t to, Label label) {
+    auto it = out[from].find(to);
+    if (it == out[from].end()) out[from].emplace(to, std::move(label));
+    else it->second = alternate(std::move(it->second), std::move(label));
+    in[to].insert(from);
+  };
+  for (uint32_t s = 0; s < n; ++s) {
+    std::map<uint32_t, CodePointSet> by_target;
+    for (uint32_t c = 0; c < classes(); ++c)
+      if (const uint32_t t = next(s, c); t != kDead) by_target[t].add(bounds_[c], bounds_[c + 1] - 1);
+    for (auto& [t, set] : by_target) {
+      CodePointSet scalars = set.complement().complement();  // without surrogates
+      if (!scalars.empty()) put(s, t, set_label(std::move(scalars)));
+    }
+    if (accepting_[s]) put(s, last, Label{});
+  }
+  put(first, start_, Label{});
+  std::vector<uint8_t> gone(n, 0);
+  auto weight = [&](uint32_t q) {
+    size_t in_count = 0, out_count = 0, in_size = 0, out_size = 0, loop = 0;
+    for (uint32_t p : in[q])
+      if (p != q) ++in_count, in_size += out[p].at(q).size;
+    for (const auto& [r, label] : out[q])
+      if (r != q) ++out_count, out_size += label.size;
+      else loop = label.size;
+    return in_size * (out_count ? out_count - 1 : 0) + out_size * (in_count ? in_count - 1 : 0) +
+           loop * (in_count * out_count > 0 ? in_count * out_count - 1 : 0);
+  };
+  for (uint32_t round = 0; round < n; ++round) {
+    uint32_t q = kDead;
+    size_t best = SIZE_MAX;
+    for (uint32_t s = 0; s < n; ++s)
+      if (!gone[s]) {
+        const size_t w = weight(s);
+        if (w < best) best = w, q = s;
+      }
+    gone[q] = 1;
+    std::optional<Label> loop;
+    if (auto it = out[q].find(q); it != out[q].end()) loop = star(it->second);
+    for (uint32_t p : in[q]) {
+      if (p == q) continue;
+      const Label into = out[p].at(q);
+      out[p].erase(q);
+      for (const auto& [r, from] : out[q]) {
+        if (r == q) continue;
+        Label path = loop ? concat(concat(into, *loop), from) : concat(into, from);
+        if (path.size > limits.max_regex_nodes || path.depth > limits.max_regex_depth) return std::nullopt;
+        put(p, r, std::move(path));
+        if (const Label& now = out[p].at(r); now.size > limits.max_regex_nodes || now.depth > limits.max_regex_depth)
+          return std::nullopt;
+      }
+    }
+    for (const auto& [r, label] : out[q]) in[r].erase(q);
+    out[q].clear();
+    in[q].clear();
+  }
+  auto it = out[first].find(last);
+  if (it == out[first].end() || it->second.depth > limits.max_regex_depth) return std::nullopt;
+  return it->second.node();
+}
+
+}  // namespace cgram::json
