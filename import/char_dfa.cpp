@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "utf8.h"
 
@@ -113,7 +114,7 @@ class ClassNfa {
 // --- Regex labels for state elimination ----------------------------------------
 
 // A regex as state elimination builds it: RegexNode's shape, with the size in
-// nodes (what the limit counts) and the depth kept at every node, so that
+// nodes (what the limit counts) and the depth in groups kept at every node, so that
 // flattening a Concat into a Concat costs only its children.
 struct Label {
   RegexNode::Kind kind = RegexNode::Kind::Empty;
@@ -143,9 +144,11 @@ Label set_label(CodePointSet set) {
 Label with_children(RegexNode::Kind kind, std::vector<Label> parts) {
   Label out;
   out.kind = kind;
+  // Depth counts the groups the regex's text nests (a sequence adds none).
+  const size_t added = kind == RegexNode::Kind::Concat ? 0 : 1;
   for (const Label& part : parts) {
     out.size += part.size;
-    out.depth = std::max(out.depth, part.depth + 1);
+    out.depth = std::max(out.depth, part.depth + added);
   }
   out.children = std::move(parts);
   return out;
@@ -162,15 +165,6 @@ void spread(Label l, RegexNode::Kind kind, std::vector<Label>& parts) {
   for (Label& child : l.children) parts.push_back(std::move(child));
 }
 
-Label concat(Label a, Label b) {
-  if (is_empty_string(a)) return b;
-  if (is_empty_string(b)) return a;
-  std::vector<Label> parts;
-  spread(std::move(a), RegexNode::Kind::Concat, parts);
-  spread(std::move(b), RegexNode::Kind::Concat, parts);
-  return with_children(RegexNode::Kind::Concat, std::move(parts));
-}
-
 Label repeat(Label a, uint32_t min, uint32_t max) {
   std::vector<Label> parts;
   parts.push_back(std::move(a));
@@ -178,6 +172,118 @@ Label repeat(Label a, uint32_t min, uint32_t max) {
   out.min = min;
   out.max = max;
   return out;
+}
+
+// Structural equality, for small labels only (what counting compares).
+bool same(const Label& a, const Label& b) {
+  if (a.kind != b.kind || a.size != b.size || a.min != b.min || a.max != b.max ||
+      a.children.size() != b.children.size())
+    return false;
+  if (a.kind == RegexNode::Kind::Set && a.set.ranges() != b.set.ranges()) return false;
+  for (size_t i = 0; i < a.children.size(); ++i)
+    if (!same(a.children[i], b.children[i])) return false;
+  return true;
+}
+
+// A label as X{min,max}: a repetition's child and bounds, or the label once.
+struct Counted {
+  const Label* base;
+  uint32_t min, max;
+};
+Counted counted(const Label& l) {
+  if (l.kind == RegexNode::Kind::Repeat) return {&l.children[0], l.min, l.max};
+  return {&l, 1, 1};
+}
+constexpr size_t kMaxCountedBase = 16;  // nodes of a base compared for counting
+
+uint32_t add_bounds(uint32_t a, uint32_t b) {
+  return a == ir::kRegexUnbounded || b == ir::kRegexUnbounded ? ir::kRegexUnbounded : a + b;
+}
+
+// X{a,b} X{c,d} = X{a+c,b+d}: state elimination of a chain of n states
+// that read the same class gives X{1,n}, not n nested groups.
+std::optional<Label> counted_sequence(const Label& x, const Label& y) {
+  const Counted a = counted(x), b = counted(y);
+  if (a.base->size > kMaxCountedBase || !same(*a.base, *b.base)) return std::nullopt;
+  const uint32_t min = a.min + b.min, max = add_bounds(a.max, b.max);
+  if (min > ir::kMaxRegexRepeat || (max != ir::kRegexUnbounded && max > ir::kMaxRegexRepeat)) return std::nullopt;
+  return repeat(*a.base, min, max);
+}
+
+// A label as a first part and the rest of its sequence.
+struct Headed {
+  const Label* head;
+  std::span<const Label> tail;
+};
+Headed headed(const Label& l) {
+  if (l.kind == RegexNode::Kind::Concat) return {&l.children[0], std::span<const Label>(l.children).subspan(1)};
+  return {&l, {}};
+}
+constexpr size_t kMaxComparedTail = 64;  // nodes of a tail compared for factoring
+bool same_sequence(std::span<const Label> a, std::span<const Label> b) {
+  if (a.size() != b.size()) return false;
+  size_t size = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    size += a[i].size;
+    if (size > kMaxComparedTail || !same(a[i], b[i])) return false;
+  }
+  return true;
+}
+bool same_sequence(std::span<const Label> a, const Label& b) {
+  if (b.kind == RegexNode::Kind::Concat) return same_sequence(a, std::span<const Label>(b.children));
+  return a.size() == 1 && a[0].size <= kMaxComparedTail && same(a[0], b);
+}
+
+Label sequence(Label head, std::span<const Label> tail) {
+  if (tail.empty()) return head;
+  std::vector<Label> parts{std::move(head)};
+  parts.insert(parts.end(), tail.begin(), tail.end());
+  return with_children(RegexNode::Kind::Concat, std::move(parts));
+}
+
+// X{a,b}·T | X{c,d}·T = X{min(a,c),max(b,d)}·T where the ranges overlap or
+// touch, T the same (or nothing), and T alone read as X{0}·T: a chain of
+// states that read X and leave by the same Y gives X{0,n}Y, not n groups.
+std::optional<Label> counted_choice(const Label& x, const Label& y) {
+  auto touching = [](Counted a, Counted b) {
+    auto below = [](uint32_t lo, uint32_t hi) { return hi == ir::kRegexUnbounded || lo <= hi + 1; };
+    return below(b.min, a.max) && below(a.min, b.max);
+  };
+  auto merged = [](Counted a, Counted b) {
+    const uint32_t max = a.max == ir::kRegexUnbounded || b.max == ir::kRegexUnbounded ? ir::kRegexUnbounded
+                                                                                         : std::max(a.max, b.max);
+    return repeat(*a.base, std::min(a.min, b.min), max);
+  };
+  const Headed hx = headed(x), hy = headed(y);
+  const Counted a = counted(*hx.head), b = counted(*hy.head);
+  if (a.base->size <= kMaxCountedBase && same(*a.base, *b.base) && touching(a, b) &&
+      same_sequence(hx.tail, hy.tail))
+    return sequence(merged(a, b), hx.tail);
+  // One is the other's tail alone.
+  for (auto [longer, shorter, count] : {std::tuple{&hx, &y, a}, std::tuple{&hy, &x, b}})
+    if (!longer->tail.empty() && count.base->size <= kMaxCountedBase && count.min <= 1 &&
+        same_sequence(longer->tail, *shorter))
+      return sequence(repeat(*count.base, 0, count.max), longer->tail);
+  return std::nullopt;
+}
+
+Label concat(Label a, Label b) {
+  if (is_empty_string(a)) return b;
+  if (is_empty_string(b)) return a;
+  std::vector<Label> parts;
+  spread(std::move(a), RegexNode::Kind::Concat, parts);
+  spread(std::move(b), RegexNode::Kind::Concat, parts);
+  std::vector<Label> joined;
+  for (Label& part : parts) {
+    if (!joined.empty())
+      if (std::optional<Label> both = counted_sequence(joined.back(), part)) {
+        joined.back() = std::move(*both);
+        continue;
+      }
+    joined.push_back(std::move(part));
+  }
+  if (joined.size() == 1) return std::move(joined[0]);
+  return with_children(RegexNode::Kind::Concat, std::move(joined));
 }
 
 Label star(Label a) {
@@ -192,7 +298,7 @@ Label alternate(Label a, Label b) {
   for (Label* l : {&a, &b})
     if (!is_empty_string(*l)) spread(std::move(*l), RegexNode::Kind::Alternation, parts);
   if (parts.empty()) return Label{};
-  // Sets among the alternatives are one set.
+  // Sets among the alternatives are one set; counts of one base are one count.
   std::vector<Label> merged;
   std::optional<size_t> set_at;
   for (Label& part : parts) {
@@ -200,11 +306,23 @@ Label alternate(Label a, Label b) {
       merged[*set_at].set.add(part.set);
       continue;
     }
+    bool joined = false;
+    for (Label& earlier : merged)
+      if (std::optional<Label> either = counted_choice(earlier, part)) {
+        earlier = std::move(*either);
+        joined = true;
+        break;
+      }
+    if (joined) continue;
     if (part.kind == RegexNode::Kind::Set) set_at = merged.size();
     merged.push_back(std::move(part));
   }
   Label out = merged.size() == 1 ? std::move(merged[0]) : with_children(RegexNode::Kind::Alternation, std::move(merged));
   if (!optional || (out.kind == RegexNode::Kind::Repeat && out.min == 0)) return out;
+  if (out.kind == RegexNode::Kind::Repeat && out.min == 1) {
+    out.min = 0;
+    return out;
+  }
   return repeat(std::move(out), 0, 1);
 }
 
@@ -468,6 +586,28 @@ bool CharDfa::matches(std::string_view utf8) const {
 
 std::optional<RegexNode> CharDfa::to_regex(const CharDfaLimits& limits) const {
   if (empty()) return std::nullopt;
+  // The cheapest state first keeps a trie a nested trie; a chain of states
+  // with a common exit reads better from its start (X{0,n}Y, which the
+  // labels count, where the other order nests n groups). Both are tried,
+  // and the smaller kept.
+  std::optional<RegexNode> cheapest = eliminate(Order::Cheapest, limits);
+  std::optional<RegexNode> from_start = eliminate(Order::FromStart, limits);
+  if (!cheapest || !from_start) return cheapest ? std::move(cheapest) : std::move(from_start);
+  auto nodes = [](const RegexNode& r) {
+    size_t count = 0;
+    std::vector<const RegexNode*> work{&r};
+    while (!work.empty()) {
+      const RegexNode* node = work.back();
+      work.pop_back();
+      ++count;
+      for (const RegexNode& child : node->children) work.push_back(&child);
+    }
+    return count;
+  };
+  return nodes(*from_start) < nodes(*cheapest) ? std::move(from_start) : std::move(cheapest);
+}
+
+std::optional<RegexNode> CharDfa::eliminate(Order order, const CharDfaLimits& limits) const {
   const uint32_t n = static_cast<uint32_t>(size()), first = n, last = n + 1;
   std::vector<std::map<uint32_t, Label>> out(n + 2);
   std::vector<std::set<uint32_t>> in(n + 2);
@@ -499,14 +639,24 @@ std::optional<RegexNode> CharDfa::to_regex(const CharDfaLimits& limits) const {
     return in_size * (out_count ? out_count - 1 : 0) + out_size * (in_count ? in_count - 1 : 0) +
            loop * (in_count * out_count > 0 ? in_count * out_count - 1 : 0);
   };
+  // From the start: breadth-first (the states' order), states with a loop
+  // (sinks such as "any string") last.
+  std::vector<uint32_t> from_start;
+  for (int looped = 0; looped < 2; ++looped)
+    for (uint32_t s = 0; s < n; ++s)
+      if (out[s].count(s) == static_cast<size_t>(looped)) from_start.push_back(s);
   for (uint32_t round = 0; round < n; ++round) {
     uint32_t q = kDead;
-    size_t best = SIZE_MAX;
-    for (uint32_t s = 0; s < n; ++s)
-      if (!gone[s]) {
-        const size_t w = weight(s);
-        if (w < best) best = w, q = s;
-      }
+    if (order == Order::FromStart) {
+      q = from_start[round];
+    } else {
+      size_t best = SIZE_MAX;
+      for (uint32_t s = 0; s < n; ++s)
+        if (!gone[s]) {
+          const size_t w = weight(s);
+          if (w < best) best = w, q = s;
+        }
+    }
     gone[q] = 1;
     std::optional<Label> loop;
     if (auto it = out[q].find(q); it != out[q].end()) loop = star(it->second);

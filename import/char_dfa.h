@@ -56,6 +56,8 @@ class CharDfa {
  private:
   static constexpr uint32_t kDead = UINT32_MAX;
   enum class Op { Intersect, Minus, Unite };
+  enum class Order { Cheapest, FromStart };  // which state state elimination takes next
+  std::optional<ir::RegexNode> eliminate(Order order, const CharDfaLimits& limits) const;
   std::optional<CharDfa> combine(const CharDfa& other, Op op, const CharDfaLimits& limits) const;
   size_t classes() const { return bounds_.size() - 1; }
   uint32_t class_of(uint32_t code_point) const;

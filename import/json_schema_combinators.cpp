@@ -207,7 +207,7 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
           if (json_equal(x, y)) both.push_back(x);
       out.erase(key);
       out["enum"] = both;
-    } else if (key == "properties" || key == "additionalProperties") {
+    } else if (key == "properties" || key == "additionalProperties" || key == "patternProperties") {
       // Handled below, together.
     } else if (key == "prefixItems" || key == "items") {
       // Handled below, together.
@@ -224,7 +224,7 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
       return std::nullopt;
     }
   }
-  merge_properties(a, b, out);
+  if (!merge_properties(a, b, out, at)) return std::nullopt;
   merge_items(a, b, out);
   return out;
 }
@@ -235,11 +235,32 @@ bool Converter::greater(const Json& x, const Json& y) {
   return dx && dy && json::compare(*dx, *dy) > 0;
 }
 
-// A property's schema in `s`: its own, or additionalProperties (true when absent).
+// Whether a patternProperties pattern matches a key (false when it cannot
+// be read: converting the schema says why).
+bool Converter::pattern_matches(const std::string& pattern, const std::string& key) {
+  auto [entry, inserted] = pattern_automata_.try_emplace(pattern);
+  if (inserted) {
+    auto converted = json::ecma_pattern_to_regex(pattern);
+    if (converted.ok()) {
+      auto parsed = ir::parse_regex(*converted, limits_.max_nesting);
+      if (auto* regex = std::get_if<ir::RegexNode>(&parsed)) entry->second = json::CharDfa::of_regex(*regex);
+    }
+  }
+  return entry->second && entry->second->matches(key);
+}
+
+// A property's schema in `s`: its own and that of every pattern matching
+// its name; additionalProperties (true when absent) where there is neither.
 Json Converter::property_schema(const Json& s, const std::string& name) {
+  Json parts = Json::array();
   if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name))
-    return s["properties"][name];
-  return s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
+    parts.push_back(s["properties"][name]);
+  if (s.contains("patternProperties") && s["patternProperties"].is_object())
+    for (const auto& [pattern, schema] : s["patternProperties"].items())
+      if (pattern_matches(pattern, name)) parts.push_back(schema);
+  if (parts.empty()) return s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
+  if (parts.size() == 1) return parts[0];
+  return Json{{"allOf", parts}};
 }
 
 Json Converter::both(const Json& x, const Json& y) {
@@ -248,20 +269,41 @@ Json Converter::both(const Json& x, const Json& y) {
   return Json{{"allOf", Json::array({x, y})}};
 }
 
-void Converter::merge_properties(const Json& a, const Json& b, Json& out) {
-  if (!a.contains("properties") && !b.contains("properties") && !a.contains("additionalProperties") &&
-      !b.contains("additionalProperties"))
-    return;
+// properties, patternProperties and additionalProperties of both parts. The
+// patterns of both are kept side by side, which is exact where a key that
+// only one part's patterns match gets `true` from the other part: its
+// additionalProperties is absent or true. Otherwise the merge is an error.
+bool Converter::merge_properties(const Json& a, const Json& b, Json& out, const std::string& at) {
+  auto has = [](const Json& s, const char* key) { return s.contains(key); };
+  if (!has(a, "properties") && !has(b, "properties") && !has(a, "additionalProperties") &&
+      !has(b, "additionalProperties") && !has(a, "patternProperties") && !has(b, "patternProperties"))
+    return true;
+  auto extra_of = [](const Json& s) { return s.contains("additionalProperties") ? s["additionalProperties"] : Json(true); };
+  auto patterns_of = [](const Json& s) {
+    return s.contains("patternProperties") && s["patternProperties"].is_object() ? s["patternProperties"]
+                                                                                  : Json::object();
+  };
+  const Json pa = patterns_of(a), pb = patterns_of(b);
+  if ((!pa.empty() && extra_of(b) != true) || (!pb.empty() && extra_of(a) != true)) {
+    error(at, "allOf: 'patternProperties' of one part beside 'additionalProperties' of another cannot be merged");
+    return false;
+  }
   Json props = Json::object();
   for (const Json* s : {&a, &b})
     if (s->contains("properties") && (*s)["properties"].is_object())
       for (const auto& [name, v] : (*s)["properties"].items())
         if (!props.contains(name)) props[name] = both(property_schema(a, name), property_schema(b, name));
-  out["properties"] = props;
-  const Json extra = both(a.contains("additionalProperties") ? a["additionalProperties"] : Json(true),
-                          b.contains("additionalProperties") ? b["additionalProperties"] : Json(true));
+  if (props.empty()) out.erase("properties");
+  else out["properties"] = props;
+  Json patterns = pa;
+  for (const auto& [pattern, schema] : pb.items())
+    patterns[pattern] = patterns.contains(pattern) ? both(patterns[pattern], schema) : schema;
+  if (patterns.empty()) out.erase("patternProperties");
+  else out["patternProperties"] = patterns;
+  const Json extra = both(extra_of(a), extra_of(b));
   if (extra == true) out.erase("additionalProperties");
   else out["additionalProperties"] = extra;
+  return true;
 }
 
 Json Converter::item_schema(const Json& s, size_t i) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 #include "cgram_text.h"
 #include "char_dfa.h"
@@ -197,11 +198,15 @@ Expr Converter::other_members(const Node& node, const std::vector<std::string>& 
     const std::optional<ir::RegexNode> regex = region.keys.to_regex();
     const std::optional<std::string> encoded = regex ? json::encode_regex(*regex) : std::nullopt;
     if (encoded) key_regex_bytes_ += encoded->size();
-    if (!encoded || encoded->size() > kMaxKeyRegexBytes || key_regex_bytes_ > 2 * kMaxKeyRegexBytes) {
+    if (!encoded || encoded->size() > kMaxKeyRegexBytes || key_regex_bytes_ > kMaxAllKeyRegexBytes) {
+      if (encoded && encoded->size() <= kMaxKeyRegexBytes && std::exchange(all_key_regexes_refused_, true)) {
+        failed = true;
+        return std::nullopt;
+      }
       error(at, fmt::format("the keys these patterns split need a regex of more than {} nodes or {} KiB, or key "
                             "regexes of more than {} KiB in all (the limits)",
                             json::CharDfaLimits{}.max_regex_nodes, kMaxKeyRegexBytes >> 10,
-                            2 * kMaxKeyRegexBytes >> 10));
+                            kMaxAllKeyRegexBytes >> 10));
       failed = true;
       return std::nullopt;
     }
@@ -291,7 +296,7 @@ Expr Converter::object(const Node& node, int depth) {
     const std::optional<std::string> made = json::key_not_in_regex(names, kMaxKeyRegexBytes / 32);
     const std::string other_keys = made.value_or("");
     key_regex_bytes_ += other_keys.size();
-    if (!made || other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > 2 * kMaxKeyRegexBytes) {
+    if (!made || other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > kMaxAllKeyRegexBytes) {
       const std::string at = s.contains("additionalProperties") ? extra_pointer : node.pointer;
       if (!made)
         error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
@@ -303,11 +308,11 @@ Expr Converter::object(const Node& node, int depth) {
                               "a regex of {} KiB, more than the limit of {} KiB: give 'additionalProperties': false, "
                               "or fewer properties",
                               names.size(), other_keys.size() >> 10, kMaxKeyRegexBytes >> 10));
-      else
+      else if (!std::exchange(all_key_regexes_refused_, true))  // said once, not at every object after
         error(at, fmt::format("the keys allowed beside the properties of the schema's objects (where "
                               "additionalProperties is not false) need regexes of more than {} KiB in all (the "
                               "limit): give 'additionalProperties': false to more of them",
-                              2 * kMaxKeyRegexBytes >> 10));
+                              kMaxAllKeyRegexBytes >> 10));
       return std::nullopt;
     }
     extra_member = fmt::format("#'{}' {} {}", other_keys, colon(), *extra_value);

@@ -109,9 +109,10 @@ class Converter {
   Expr all_of(const Node& node, int depth);
   std::optional<Json> merge(const Json& a, const Json& b, const std::string& at);
   static bool greater(const Json& x, const Json& y);
-  static Json property_schema(const Json& s, const std::string& name);
+  bool pattern_matches(const std::string& pattern, const std::string& key);
+  Json property_schema(const Json& s, const std::string& name);
   static Json both(const Json& x, const Json& y);
-  static void merge_properties(const Json& a, const Json& b, Json& out);
+  bool merge_properties(const Json& a, const Json& b, Json& out, const std::string& at);
   static Json item_schema(const Json& s, size_t i);
   static void merge_items(const Json& a, const Json& b, Json& out);
 
@@ -171,7 +172,9 @@ class Converter {
   // The regexes of keys other than an object's listed properties: one, and
   // all of them (limits on the time their automata take; docs/LIMITS.md).
   static constexpr size_t kMaxKeyRegexBytes = size_t{128} << 10;
+  static constexpr size_t kMaxAllKeyRegexBytes = size_t{512} << 10;
   size_t key_regex_bytes_ = 0;
+  bool all_key_regexes_refused_ = false;  // the limit on all of them is said once
   // Languages the keys of one object are split into by its patternProperties
   // (every set of patterns a key can match together is one).
   static constexpr size_t kMaxKeyRegions = 64;
@@ -182,6 +185,7 @@ class Converter {
   std::map<int, std::string> any_rules_;
   std::vector<std::unique_ptr<Json>> merged_;
   std::set<std::string> warned_;
+  std::map<std::string, std::optional<json::CharDfa>> pattern_automata_;  // patternProperties, by pattern
   std::string string_char_rule_;
   uint32_t nesting_ = 0;  // value() calls under way, through references too
   int merges_ = 0;

@@ -218,9 +218,28 @@ std::string class_regex(const ir::CodePointSet& set) {
     const uint32_t cp = ranges[0].first;
     return cp < 0x7F ? regex_literal(std::string(1, static_cast<char>(cp))) : class_member(cp);
   }
-  std::string out = "[";
-  for (const auto& [lo, hi] : ranges) out += class_member(lo) + (hi > lo ? "-" + class_member(hi) : "");
-  return out + "]";
+  auto members = [](const ir::CodePointSet& of) {
+    std::string out;
+    for (const auto& [lo, hi] : of.ranges()) out += class_member(lo) + (hi > lo ? "-" + class_member(hi) : "");
+    return out;
+  };
+  // Whichever is shorter: the set, or what it leaves out (a negated class is
+  // the complement among scalar values, as CodePointSet's).
+  const std::string listed = members(set), left_out = members(set.complement());
+  return listed.size() <= left_out.size() + 1 ? "[" + listed + "]" : "[^" + left_out + "]";
+}
+
+// Hex digits as a class body, runs of three or more as ranges ("0-9a-f").
+std::string hex_class_body(const std::string& digits) {
+  std::string out;
+  for (size_t i = 0; i < digits.size();) {
+    size_t j = i;
+    while (j + 1 < digits.size() && digits[j + 1] == digits[j] + 1) ++j;
+    if (j - i >= 2) out += fmt::format("{}-{}", digits[i], digits[j]);
+    else out += digits.substr(i, j - i + 1);
+    i = j + 1;
+  }
+  return out;
 }
 
 // The letter of JSON's two-character escape for `cp` (\" \\ \b \f \n \r \t), if it has one.
@@ -252,7 +271,7 @@ std::optional<std::string> escapes_regex(const std::vector<uint32_t>& escaped) {
   if (!by_high_nibble.empty()) {
     Alternatives hex;
     for (const auto& [high, lows] : by_high_nibble)
-      hex.add(fmt::format("{}{}", high, lows.size() == 1 ? lows : "[" + lows + "]"));
+      hex.add(fmt::format("{}{}", high, lows.size() == 1 ? lows : "[" + hex_class_body(lows) + "]"));
     alts.add("u00" + *hex.regex());
   }
   if (auto r = alts.regex()) return "\\\\" + *r;

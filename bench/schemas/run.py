@@ -90,8 +90,11 @@ def main():
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per schema")
     parser.add_argument("--memory", type=int, default=4096, help="MiB per schema (address space)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many schemas per collection (0: all)")
+    parser.add_argument("--examples", type=int, default=0, help="name this many schemas of each refusal and warning")
+    parser.add_argument("--only", help="a file listing the schemas to run (paths relative to DATA, one per line)")
     args = parser.parse_args()
 
+    only = set(open(args.only).read().split()) if args.only else None
     jobs = []
     for collection in sorted(os.listdir(args.data)):
         folder = os.path.join(args.data, collection)
@@ -100,6 +103,8 @@ def main():
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
         if args.limit:
             names = names[:args.limit]
+        if only is not None:
+            names = [n for n in names if f"{collection}/{n}" in only]
         jobs += [(collection, os.path.join(folder, n)) for n in names]
     if not jobs:
         sys.exit(f"{args.data}: no collections of .json schemas")
@@ -134,12 +139,16 @@ def main():
 
     refusals = collections.Counter(r["why"] for r in everything if r["outcome"] == "refused")
     print("\n| schemas | refused by (first error) |\n|---|---|")
+    def examples(rows):
+        if not args.examples:
+            return ""
+        return " (" + ", ".join(os.path.relpath(r["path"], args.data) for r in rows[:args.examples]) + ")"
     for why, k in refusals.most_common(25):
-        print(f"| {k} | {why} |")
+        print(f"| {k} | {why}{examples([r for r in everything if r['outcome'] == 'refused' and r['why'] == why])} |")
     loosening = collections.Counter(w for r in everything if r["outcome"] == "loosened" for w in r["warnings"])
     print("\n| schemas | loosening warning |\n|---|---|")
     for why, k in loosening.most_common(25):
-        print(f"| {k} | {why} |")
+        print(f"| {k} | {why}{examples([r for r in everything if r['outcome'] == 'loosened' and why in r['warnings']])} |")
     crashed = [r for r in everything if r["outcome"] == "crashed"]
     if crashed:
         print("\nCrashed or timed out:")

@@ -116,6 +116,24 @@ TEST_CASE("char dfa: keys beside many names, and the limits", "[json-schema]") {
   CHECK(back->unite(*listed)->minus(CharDfa::everything())->empty());
   CHECK(CharDfa::everything().minus(*back->unite(*listed))->empty());
 
+  // A counted class and what it leaves out come back counted, not as 250
+  // nested groups (which the depth limit refuses).
+  for (const char* counted : {"[a-z0-9_-]{0,250}", "[a-z]{1,100}", "x-[0-9]{3,40}"}) {
+    INFO(counted);
+    const auto keys = CharDfa::of_regex(parsed(counted));
+    REQUIRE(keys);
+    const auto rest = CharDfa::everything().minus(*keys);
+    REQUIRE(rest);
+    for (const CharDfa* language : {&*keys, &*rest}) {
+      const auto regex = language->to_regex();
+      REQUIRE(regex);
+      const auto again = CharDfa::of_regex(*regex);
+      REQUIRE(again);
+      CHECK(again->minus(*language)->empty());
+      CHECK(language->minus(*again)->empty());
+    }
+  }
+
   // (a|b)*a(a|b){14}: the subset construction needs 2^15 states.
   CHECK_FALSE(CharDfa::of_regex(parsed("[ab]*a[ab]{14}")));
   // A language with no string.
