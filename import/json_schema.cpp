@@ -183,8 +183,9 @@ std::optional<SchemaTranslation> Converter::run() {
   }
   const bool flexible = options_.whitespace == JsonWhitespace::Flexible;
   SchemaTranslation out;
-  out.cgram = fmt::format("(* Translated by cgram from the JSON Schema {} ({} whitespace). *)\n", file_.name(),
-                          whitespace_name());
+  out.cgram = fmt::format("(* Translated by cgram from the JSON Schema {} ({} whitespace{}). *)\n", file_.name(),
+                          whitespace_name(),
+                          options_.property_order == JsonPropertyOrder::Any ? ", members in any order" : "");
   out.offsets.emplace_back(0, 0);
   const std::string start_body = flexible ? "ws " + *top + " ws" : *top;
   out.cgram += fmt::format("start ::= {} ;\n", start_body);
@@ -459,6 +460,12 @@ std::optional<JsonWhitespace> parse_json_whitespace(std::string_view name) {
   if (name == "compact") return JsonWhitespace::Compact;
   if (name == "pretty") return JsonWhitespace::Pretty;
   if (name == "flexible") return JsonWhitespace::Flexible;
+  return std::nullopt;
+}
+
+std::optional<JsonPropertyOrder> parse_json_property_order(std::string_view name) {
+  if (name == "schema") return JsonPropertyOrder::Schema;
+  if (name == "any") return JsonPropertyOrder::Any;
   return std::nullopt;
 }
 

@@ -41,8 +41,15 @@ inline constexpr uint32_t kDefaultMaxWhitespace = 20;
 // text's nesting limit if higher (docs/LIMITS.md).
 inline constexpr uint32_t kMaxReferenceNesting = 2048;
 
+// The order of an object's members: the schema's (`properties`, then the
+// required names it lacks, then additional members), which a model follows
+// best; or any order, each member at most once, as JSON allows.
+enum class JsonPropertyOrder { Schema, Any };
+std::optional<JsonPropertyOrder> parse_json_property_order(std::string_view name);
+
 struct JsonSchemaOptions {
   JsonWhitespace whitespace = JsonWhitespace::Flexible;
+  JsonPropertyOrder property_order = JsonPropertyOrder::Schema;
   // Flexible layout: the longest whitespace run (nullopt: any length).
   std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
   // Warnings about ignored keywords become errors.

@@ -215,6 +215,87 @@ Expr Converter::other_members(const Node& node, const std::vector<std::string>& 
   return alternation(members);
 }
 
+// The members in the schema's order, at least one (the empty object is
+// written apart, for the same reason as the empty array), the additional
+// ones after them; `may_be_empty` is cleared when one is required.
+Expr Converter::members_in_order(const MemberList& list, bool& may_be_empty) {
+  const std::vector<std::string>& written = list.written;
+  const std::string& sep = list.separator;
+  // tail(i): members i.. after one was written already; some(i): members i.., at least one.
+  const size_t n = written.size();
+  std::vector<std::string> tail(n + 1);
+  std::vector<Expr> some(n + 1);
+  tail[n] = list.extra ? fmt::format("({} {})*", sep, *list.extra) : "";
+  if (list.extra) some[n] = fmt::format("{0} ({1} {0})*", *list.extra, sep);
+  for (size_t i = n; i-- > 0;) {
+    const std::string with_it = written[i] + (tail[i + 1].empty() ? "" : " " + tail[i + 1]);
+    if (list.required[i]) {
+      tail[i] = fmt::format("{} {}", sep, with_it);
+      some[i] = with_it;
+      may_be_empty = false;
+    } else {
+      tail[i] = fmt::format("({} {})?", sep, written[i]) + (tail[i + 1].empty() ? "" : " " + tail[i + 1]);
+      some[i] = some[i + 1] ? fmt::format("({} | {})", with_it, *some[i + 1]) : with_it;
+    }
+    // Long chains are named, so that the text stays linear in the members.
+    if (i > 0 && tail[i].size() > 200) tail[i] = add_rule(fmt::format("members_{}", i), tail[i], list.pointer);
+    if (i > 0 && some[i]->size() > 200) some[i] = add_rule(fmt::format("some_members_{}", i), *some[i], list.pointer);
+  }
+  return some[0];
+}
+
+// The members in any order, each at most once, the required ones all there,
+// additional ones anywhere: one rule per set of members still to come (2^n
+// rules, so exact up to kMaxAnyOrderMembers members). A larger object takes
+// any member any number of times, with a warning.
+Expr Converter::members_any_order(const MemberList& list, bool& may_be_empty) {
+  const size_t n = list.written.size();
+  const std::string& sep = list.separator;
+  std::vector<std::string> member(list.written);
+  for (std::string& m : member)
+    if (m.size() > 60) m = add_rule("member", m, list.pointer);
+  const bool any_required = std::find(list.required.begin(), list.required.end(), true) != list.required.end();
+  if (any_required) may_be_empty = false;
+  if (n > kMaxAnyOrderMembers) {
+    permissive(list.pointer, fmt::format("with any property order, an object of more than {} properties takes them "
+                                         "in any order without checking that each appears once{}",
+                                         kMaxAnyOrderMembers, any_required ? " or that the required ones appear" : ""));
+    may_be_empty = true;
+    if (list.extra) member.push_back(*list.extra);
+    const std::string one = add_rule("any_member", *alternation(member), list.pointer);
+    return fmt::format("{0} ({1} {0})*", one, sep);
+  }
+  const Expr extra = list.extra ? Expr(add_rule("other_member", *list.extra, list.pointer)) : std::nullopt;
+  const std::string extras = extra ? fmt::format("({} {})*", sep, *extra) : "";
+  std::map<uint32_t, std::string> rest;  // after a member: the members of the mask still to come
+  std::function<std::string(uint32_t)> rest_of = [&](uint32_t left) -> std::string {
+    if (auto found = rest.find(left); found != rest.end()) return found->second;
+    std::vector<std::string> next;
+    bool must = false;
+    for (size_t i = 0; i < n; ++i)
+      if (left >> i & 1) {
+        must = must || list.required[i];
+        const std::string after = rest_of(left & ~(uint32_t{1} << i));
+        next.push_back(fmt::format("{} {}{}", sep, member[i], after.empty() ? "" : " " + after));
+      }
+    std::string body = extras;
+    if (!next.empty()) {
+      const std::string choice = *alternation(next);
+      body += (body.empty() ? "" : " ") + (must ? choice : "(" + choice + ")?");
+    }
+    if (body.empty()) return rest[left] = "";
+    return rest[left] = add_rule("members_left", body, list.pointer);
+  };
+  const uint32_t all = (uint32_t{1} << n) - 1;
+  std::vector<std::string> first;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string after = rest_of(all & ~(uint32_t{1} << i));
+    first.push_back(member[i] + (after.empty() ? "" : " " + after));
+  }
+  if (extra) first.push_back(*extra + (rest_of(all).empty() ? "" : " " + rest_of(all)));
+  return alternation(first);
+}
+
 Expr Converter::object(const Node& node, int depth) {
   const Json& s = *node.schema;
   struct Member {
@@ -317,33 +398,14 @@ Expr Converter::object(const Node& node, int depth) {
     }
     extra_member = fmt::format("#'{}' {} {}", other_keys, colon(), *extra_value);
   }
-  const std::string sep = separator(d);
-  // tail(i): members i.. after one was written already; some(i): members
-  // i.., at least one (the empty object is written apart, for the same
-  // reason as the empty array).
-  const size_t n = written.size();
-  std::vector<std::string> tail(n + 1);
-  std::vector<Expr> some(n + 1);
+  const MemberList list{written, is_required, extra_member, separator(d), node.pointer};
   bool may_be_empty = true;
-  tail[n] = extra_member ? fmt::format("({} {})*", sep, *extra_member) : "";
-  if (extra_member) some[n] = fmt::format("{0} ({1} {0})*", *extra_member, sep);
-  for (size_t i = n; i-- > 0;) {
-    const std::string with_it = written[i] + (tail[i + 1].empty() ? "" : " " + tail[i + 1]);
-    if (is_required[i]) {
-      tail[i] = fmt::format("{} {}", sep, with_it);
-      some[i] = with_it;
-      may_be_empty = false;
-    } else {
-      tail[i] = fmt::format("({} {})?", sep, written[i]) + (tail[i + 1].empty() ? "" : " " + tail[i + 1]);
-      some[i] = some[i + 1] ? fmt::format("({} | {})", with_it, *some[i + 1]) : with_it;
-    }
-    // Long chains are named, so that the text stays linear in the members.
-    if (i > 0 && tail[i].size() > 200) tail[i] = add_rule(fmt::format("members_{}", i), tail[i], node.pointer);
-    if (i > 0 && some[i]->size() > 200) some[i] = add_rule(fmt::format("some_members_{}", i), *some[i], node.pointer);
-  }
+  const Expr some = options_.property_order == JsonPropertyOrder::Any && written.size() > 1
+                        ? members_any_order(list, may_be_empty)
+                        : members_in_order(list, may_be_empty);
   std::vector<std::string> alternatives;
   if (may_be_empty) alternatives.push_back(empty_container('{'));
-  if (some[0]) alternatives.push_back(container('{', *some[0], d));
+  if (some) alternatives.push_back(container('{', *some, d));
   return alternation(alternatives);
 }
 

@@ -140,6 +140,19 @@ class Converter {
   // === json_schema_containers.cpp: arrays, objects ============================
   Expr array(const Node& node, int depth);
   Expr object(const Node& node, int depth);
+  // An object's members as written: "key": value of each listed one that can
+  // appear, whether it is required, and the additional members (a key regex
+  // and its value), if any.
+  struct MemberList {
+    const std::vector<std::string>& written;
+    const std::vector<bool>& required;
+    const Expr& extra;
+    std::string separator;
+    std::string pointer;
+  };
+  Expr members_in_order(const MemberList& list, bool& may_be_empty);
+  Expr members_any_order(const MemberList& list, bool& may_be_empty);
+  static constexpr size_t kMaxAnyOrderMembers = 8;
   struct KeyPattern {
     json::CharDfa keys;
     const Json* schema;

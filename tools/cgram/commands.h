@@ -29,6 +29,7 @@ inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 struct GrammarInput {
   std::string format = "auto";
   std::string whitespace = "flexible";
+  std::string property_order = "schema";
   std::string max_whitespace = std::to_string(kDefaultMaxWhitespace);  // a number, or "unbounded"
   bool strict = false;
   size_t max_memory_mib = kDefaultCompileMemoryBytes >> 20;  // the compile's memory budget

@@ -101,6 +101,7 @@ inline ParseOptions grammar_options(const std::string& path, const std::string& 
   options.format = grammar_format(input.format, path).value_or(GrammarFormat::Cgram);
   options.schema.whitespace = parse_json_whitespace(input.whitespace).value_or(JsonWhitespace::Flexible);
   options.schema.strict = input.strict;
+  options.schema.property_order = parse_json_property_order(input.property_order).value_or(JsonPropertyOrder::Schema);
   options.max_memory_bytes = input.max_memory_mib << 20;
   // CLI11 has checked it: "unbounded" or a number.
   options.schema.max_whitespace =

@@ -73,6 +73,11 @@ int run(int argc, char** argv) {
                     "(any JSON whitespace)")
         ->check(CLI::IsMember({"compact", "pretty", "flexible"}))
         ->capture_default_str();
+    cmd->add_option("--property-order", input.property_order,
+                    "JSON Schema: object members in the schema's order, or in any order (each at most once, the "
+                    "required ones all there; exact up to 8 properties an object, docs/JSON_SCHEMA.md)")
+        ->check(CLI::IsMember({"schema", "any"}))
+        ->capture_default_str();
     cmd->add_option("--max-whitespace", input.max_whitespace,
                     "JSON Schema, flexible layout: the longest run of whitespace between tokens, or 'unbounded' "
                     "(a model cannot pad with whitespace until its token limit)")

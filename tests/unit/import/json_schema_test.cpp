@@ -441,3 +441,103 @@ TEST_CASE("allOf with a reference to a recursive allOf merges its parts, not its
   CHECK_FALSE(ok(R"({"n":1,"d":2})"));                    // one of cs, x
   CHECK_FALSE(ok(R"({"n":1,"d":2,"cs":[{"x":1}]})"));     // n inside too
 }
+
+namespace {
+Grammar::Outcome parse_schema_any_order(std::string_view schema) {
+  ParseOptions options;
+  options.format = GrammarFormat::JsonSchema;
+  options.schema.whitespace = JsonWhitespace::Compact;
+  options.schema.property_order = JsonPropertyOrder::Any;
+  return Grammar::parse(schema, "schema.json", options);
+}
+}  // namespace
+
+TEST_CASE("patternProperties: every key gets the schemas of its name, its patterns, or additionalProperties",
+          "[json-schema]") {
+  Grammar::Outcome outcome = parse_schema(R"({"type": "object",
+      "properties": {"ab": {"type": ["string", "integer"]}},
+      "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 5}, "^c{2}$": false},
+      "additionalProperties": {"type": "boolean"}})");
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  CHECK(outcome.diagnostics.render().empty());  // exact: no warning
+  auto oracle = oracle_grammar(*outcome.grammar);
+  std::vector<std::string> keys{""};
+  for (size_t begin = 0, end = 1, length = 0; length < 3; ++length, begin = end, end = keys.size())
+    for (size_t i = begin; i < end; ++i)
+      for (char c : std::string("abc")) keys.push_back(keys[i] + c);
+  const std::vector<std::string> values{"1", "7", "\"s\"", "true"};
+  for (const std::string& key : keys)
+    for (const std::string& value : values) {
+      const bool number = value == "1" || value == "7", is_string = value == "\"s\"", boolean = value == "true";
+      const bool a = std::regex_search(key, std::regex("^a")), b = std::regex_search(key, std::regex("b$")),
+                 cc = std::regex_search(key, std::regex("^c{2}$"));
+      bool allowed = true;
+      if (key == "ab") allowed = allowed && (is_string || number);
+      if (a) allowed = allowed && number;
+      if (b) allowed = allowed && (!number || value == "7");
+      if (cc) allowed = false;
+      if (key != "ab" && !a && !b && !cc) allowed = allowed && boolean;
+      const std::string document = fmt::format(R"({{"{}":{}}})", key, value);
+      INFO(document);
+      CHECK((verdict(oracle, document) == oracle::Verdict::Complete) == allowed);
+    }
+}
+
+TEST_CASE("allOf merges patternProperties where it is exact, and says where it is not", "[json-schema]") {
+  Grammar::Outcome outcome = parse_schema(R"({"allOf": [
+      {"type": "object", "patternProperties": {"^x": {"type": "integer"}}},
+      {"properties": {"xa": {"minimum": 3}, "y": {"type": "string"}}}]})");
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  auto oracle = oracle_grammar(*outcome.grammar);
+  auto ok = [&](std::string_view text) { return verdict(oracle, text) == oracle::Verdict::Complete; };
+  CHECK(ok(R"({"xa":4})"));
+  CHECK_FALSE(ok(R"({"xa":2})"));
+  CHECK_FALSE(ok(R"({"xa":"s"})"));  // the pattern's schema applies to the listed name too
+  CHECK_FALSE(ok(R"({"xb":"s"})"));
+  CHECK(ok(R"({"y":"s","xb":1})"));
+  Grammar::Outcome refused = parse_schema(R"({"allOf": [
+      {"type": "object", "patternProperties": {"^x": {"type": "integer"}}},
+      {"additionalProperties": false}]})");
+  CHECK_FALSE(refused.ok());
+  CHECK_THAT(refused.diagnostics.render(),
+             Catch::Contains("'patternProperties' of one part beside 'additionalProperties' of another"));
+}
+
+TEST_CASE("property order any: members in every order, each once, the required ones all there", "[json-schema]") {
+  Grammar::Outcome outcome = parse_schema_any_order(R"({"type": "object",
+      "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+      "required": ["a", "c"], "additionalProperties": {"type": "null"}})");
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  auto oracle = oracle_grammar(*outcome.grammar);
+  const std::map<std::string, std::string> member{
+      {"a", R"("a":1)"}, {"b", R"("b":"s")"}, {"c", R"("c":true)"}, {"x", R"("x":null)"}, {"y", R"("y":null)"}};
+  // Every sequence of up to four members (repeats included).
+  std::vector<std::string> sequences{""};
+  for (size_t begin = 0, end = 1, length = 0; length < 4; ++length, begin = end, end = sequences.size())
+    for (size_t i = begin; i < end; ++i)
+      for (char c : std::string("abcxy")) sequences.push_back(sequences[i] + c);
+  for (const std::string& sequence : sequences) {
+    std::string document = "{";
+    for (char c : sequence) document += (document.size() > 1 ? "," : "") + member.at(std::string(1, c));
+    document += "}";
+    auto count = [&](char c) { return std::count(sequence.begin(), sequence.end(), c); };
+    // (An additional key may come back: a grammar cannot remember every key
+    // string, and JSON leaves duplicate names to the reader. In schema order
+    // too.)
+    const bool valid = count('a') == 1 && count('c') == 1 && count('b') <= 1;
+    INFO(document);
+    CHECK((verdict(oracle, document) == oracle::Verdict::Complete) == valid);
+  }
+  // Past eight properties, any order without the checks: a warning says so.
+  std::string many = R"({"type": "object", "properties": {)";
+  for (int i = 0; i < 9; ++i) many += fmt::format(R"({}"p{}": {{"type": "integer"}})", i ? ", " : "", i);
+  many += R"(}, "required": ["p0"]})";
+  Grammar::Outcome loose = parse_schema_any_order(many);
+  REQUIRE(loose.ok());
+  CHECK_THAT(loose.diagnostics.render(), Catch::Contains("more than 8 properties"));
+  auto loose_oracle = oracle_grammar(*loose.grammar);
+  CHECK(verdict(loose_oracle, R"({"p8":1,"p0":2})") == oracle::Verdict::Complete);
+}
