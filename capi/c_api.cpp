@@ -397,12 +397,16 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
     cgram::CompileRequest request;
     request.text = std::string_view(source, source_length);
     request.filename = options->filename ? options->filename : "grammar.cgram";
+    // The format by the filename's extension, as the command line reads it.
+    request.parse.format = cgram::grammar_format("auto", request.filename).value_or(cgram::GrammarFormat::Cgram);
     if (options->start_rule) request.parse.start = options->start_rule;
     request.parse.max_memory_bytes = max_memory;
     request.compile.eager_index = options->eager_index;
     request.compile.canonical = options->canonical;
     request.compile.max_memory_bytes = max_memory;
     request.compile.mask_memo_bytes = options->mask_memo_bytes;
+    request.parse.schema.property_order =
+        options->any_property_order ? cgram::JsonPropertyOrder::Any : cgram::JsonPropertyOrder::Schema;
     request.tier = options->tier == CGRAM_TIER_JIT ? cgram::Tier::Jit : cgram::Tier::Table;
     cgram::CompileOutcome compiled = cgram::Compiler().compile(request, vocab->vocab);
     if (compiled.diagnostics && diagnostics) {

@@ -165,7 +165,8 @@ typedef enum cgram_tier {
 
 typedef struct cgram_compile_options {
   size_t struct_size;     /* sizeof(cgram_compile_options): set by cgram_compile_options_init */
-  const char* filename;   /* for diagnostics; NULL: "grammar.cgram" */
+  const char* filename;   /* for diagnostics, and the format by its extension: .json a JSON Schema,
+                             .gbnf llama.cpp's GBNF, anything else .cgram; NULL: "grammar.cgram" */
   const char* start_rule; /* NULL: "start" */
   bool eager_index;       /* build the whole token index now rather than on first use */
   cgram_tier tier;
@@ -177,9 +178,12 @@ typedef struct cgram_compile_options {
   size_t mask_memo_bytes;  /* the grammar's memo of masks, shared by its matchers (docs/LIMITS.md):
                               a cache, so it changes speed, never a mask. 0 turns it off;
                               cgram_compile_options_init sets the default, 8 MiB */
+  bool any_property_order; /* a JSON Schema (a filename ending in .json): object members in any order,
+                              each at most once, the required ones all there (docs/JSON_SCHEMA.md);
+                              false: the schema's order */
 } cgram_compile_options;
 
-/* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical, 1 GiB,
+/* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical, 1 GiB, schema order,
  * a memo of masks of 8 MiB. */
 void cgram_compile_options_init(cgram_compile_options* options);
 

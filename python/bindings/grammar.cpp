@@ -36,6 +36,7 @@ struct Reading {
   bool strict = false;
   std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
   size_t max_memory_bytes = kDefaultCompileMemoryBytes;
+  std::string property_order = "schema";
 };
 
 PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
@@ -69,9 +70,13 @@ GrammarPtr parse(std::string_view source, const Reading& reading) {
   std::optional<JsonWhitespace> whitespace = parse_json_whitespace(reading.whitespace);
   if (!whitespace)
     throw py::value_error(fmt::format("whitespace must be 'compact', 'pretty' or 'flexible', not '{}'", reading.whitespace));
+  std::optional<JsonPropertyOrder> property_order = parse_json_property_order(reading.property_order);
+  if (!property_order)
+    throw py::value_error(fmt::format("property_order must be 'schema' or 'any', not '{}'", reading.property_order));
   ParseOptions options;
   options.format = *format;
   options.start = reading.start;
+  options.schema.property_order = *property_order;
   options.schema.whitespace = *whitespace;
   options.schema.strict = reading.strict;
   options.schema.max_whitespace = reading.max_whitespace;
@@ -194,27 +199,33 @@ to .cgram). Parsing raises GrammarError, which carries the diagnostics;
 warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc");
   cls.def(py::init([](py::object source, const std::string& format, std::optional<std::string> filename,
                       const std::string& start, const std::string& whitespace, bool strict,
-                      std::optional<uint32_t> max_whitespace) {
+                      std::optional<uint32_t> max_whitespace, const std::string& property_order) {
             Reading reading{format, filename, start, whitespace, strict, max_whitespace};
+            reading.property_order = property_order;
             return parse(text_argument(source, "source"), reading);
           }),
           py::arg("source"), py::kw_only(), py::arg("format") = "auto", py::arg("filename") = py::none(),
           py::arg("start") = "start", py::arg("whitespace") = "flexible", py::arg("strict") = false,
-          py::arg("max_whitespace") = kDefaultMaxWhitespace,
+          py::arg("max_whitespace") = kDefaultMaxWhitespace, py::arg("property_order") = "schema",
           "Parses `source` (str or bytes). format: 'auto' (by the filename's extension: .gbnf GBNF, "
           ".json a JSON Schema, else .cgram), 'cgram', 'gbnf' or 'json-schema'. start: the start rule "
           "('start' means root for GBNF). whitespace and strict: JSON Schema documents' layout "
           "('compact', 'pretty', 'flexible') and whether ignored keywords are errors; max_whitespace: with "
-          "the flexible layout, the longest whitespace run between tokens (None: any length).")
+          "the flexible layout, the longest whitespace run between tokens (None: any length). property_order: "
+          "JSON Schema object members in the schema's order ('schema') or in any order ('any': each at most "
+          "once, the required ones all there).")
       .def_static(
           "from_file",
           [](const std::string& path, const std::string& format, const std::string& start,
-             const std::string& whitespace, bool strict, std::optional<uint32_t> max_whitespace) {
-            return parse_file(path, Reading{format, std::nullopt, start, whitespace, strict, max_whitespace});
+             const std::string& whitespace, bool strict, std::optional<uint32_t> max_whitespace,
+             const std::string& property_order) {
+            Reading reading{format, std::nullopt, start, whitespace, strict, max_whitespace};
+            reading.property_order = property_order;
+            return parse_file(path, reading);
           },
           py::arg("path"), py::kw_only(), py::arg("format") = "auto", py::arg("start") = "start",
           py::arg("whitespace") = "flexible", py::arg("strict") = false,
-          py::arg("max_whitespace") = kDefaultMaxWhitespace,
+          py::arg("max_whitespace") = kDefaultMaxWhitespace, py::arg("property_order") = "schema",
           "Reads and parses a grammar file (the format by its extension unless given).")
       .def_static(
           "from_gbnf",
@@ -226,14 +237,17 @@ warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc")
       .def_static(
           "from_json_schema",
           [](py::object schema, const std::string& whitespace, bool strict, const std::string& filename,
-             std::optional<uint32_t> max_whitespace) {
-            return parse(schema_text(schema),
-                         Reading{"json-schema", filename, "start", whitespace, strict, max_whitespace});
+             std::optional<uint32_t> max_whitespace, const std::string& property_order) {
+            Reading reading{"json-schema", filename, "start", whitespace, strict, max_whitespace};
+            reading.property_order = property_order;
+            return parse(schema_text(schema), reading);
           },
           py::arg("schema"), py::kw_only(), py::arg("whitespace") = "flexible", py::arg("strict") = false,
           py::arg("filename") = "schema.json", py::arg("max_whitespace") = kDefaultMaxWhitespace,
+          py::arg("property_order") = "schema",
           "Translates a JSON Schema: a dict (or bool), or its JSON text. With the flexible layout, runs of "
-          "whitespace are at most max_whitespace long (None: any length).")
+          "whitespace are at most max_whitespace long (None: any length). property_order: 'schema' (the "
+          "schema's order) or 'any' (any order, each member at most once, the required ones all there).")
       .def_property_readonly("format", [](const PyGrammar& g) { return grammar_format_name(g.format); })
       .def_property_readonly("filename", [](const PyGrammar& g) { return g.filename; })
       .def_property_readonly(

@@ -190,12 +190,15 @@ class Backend:
     bitmask rows are that wide. max_rollback_tokens: passed to every matcher
     (a speculative server needs at least its draft length). whitespace and
     max_whitespace: JSON Schema layout (flexible, whitespace runs at most 20
-    long by default). canonical: only the tokenizer's own tokenizations."""
+    long by default). property_order: JSON Schema object members in the
+    schema's order ("schema") or in any order ("any": each at most once, the
+    required ones all there). canonical: only the tokenizer's own
+    tokenizations."""
 
     def __init__(self, vocab: Vocabulary, *, vocab_size: Optional[int] = None, cache_size: int = 128,
                  max_rollback_tokens: Optional[int] = None, whitespace: str = "flexible",
                  max_whitespace: Optional[int] = 20, canonical: bool = False, tier: str = "table",
-                 pool: Optional[ThreadPool] = None):
+                 pool: Optional[ThreadPool] = None, property_order: str = "schema"):
         if not isinstance(vocab, Vocabulary):
             raise TypeError("vocab must be a cgram.Vocabulary, not %s" % type(vocab).__name__)
         if cache_size < 1:
@@ -208,6 +211,9 @@ class Backend:
         self.max_rollback_tokens = max_rollback_tokens
         self.whitespace = whitespace
         self.max_whitespace = max_whitespace
+        if property_order not in ("schema", "any"):
+            raise ValueError("property_order must be 'schema' or 'any', not %r" % (property_order,))
+        self.property_order = property_order
         self.canonical = canonical
         self.tier = tier
         self.pool = pool
@@ -229,7 +235,8 @@ class Backend:
             self.misses += 1
         options = {}
         if fmt == "json-schema":
-            options = {"whitespace": self.whitespace, "max_whitespace": self.max_whitespace}
+            options = {"whitespace": self.whitespace, "max_whitespace": self.max_whitespace,
+                       "property_order": self.property_order}
         grammar = Grammar(source, format=fmt, **options)
         compiled = compile(grammar, self.vocab, tier=self.tier, canonical=self.canonical)
         with self._lock:

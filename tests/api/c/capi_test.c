@@ -617,6 +617,43 @@ static void test_mask_memo_option(void) {
   cgram_vocab_free(vocab);
 }
 
+/* A JSON Schema (by its .json filename) with members in any order. */
+static void test_any_property_order(void) {
+  static const char* const tokens[] = {"{", "}", "\"", "a", "b", ":", ",", "1", "</s>"};
+  enum { OPEN, CLOSE, QUOTE, LA, LB, COLON, COMMA, ONE, END, N_TOKENS };
+  static const char schema[] =
+      "{\"type\": \"object\", \"properties\": {\"a\": {\"const\": 1}, \"b\": {\"const\": 1}},"
+      " \"required\": [\"a\", \"b\"], \"additionalProperties\": false}";
+  /* {"b":1,"a":1} */
+  static const uint32_t b_first[] = {OPEN, QUOTE, LB, QUOTE, COLON, ONE, COMMA, QUOTE, LA, QUOTE, COLON, ONE, CLOSE, END};
+  const uint32_t eos = END;
+  cgram_vocab* vocab = NULL;
+  cgram_compile_options options;
+  cgram_grammar *in_order = NULL, *any_order = NULL;
+  cgram_matcher *m1 = NULL, *m2 = NULL;
+  size_t accepted = 0;
+  CHECK_OK(cgram_vocab_from_tokens(tokens, NULL, N_TOKENS, &eos, 1, NULL, 0, &vocab));
+  cgram_compile_options_init(&options);
+  CHECK(!options.any_property_order);
+  options.filename = "schema.json";
+  CHECK_OK(cgram_grammar_compile(vocab, schema, strlen(schema), &options, &in_order, NULL));
+  options.any_property_order = true;
+  CHECK_OK(cgram_grammar_compile(vocab, schema, strlen(schema), &options, &any_order, NULL));
+  if (in_order && any_order) {
+    CHECK_OK(cgram_matcher_new(in_order, &m1));
+    CHECK_OK(cgram_matcher_new(any_order, &m2));
+    CHECK_OK(cgram_matcher_validate_tokens(m1, b_first, sizeof b_first / sizeof b_first[0], &accepted));
+    CHECK(accepted == 2); /* {" then b: "b" is not the schema's first member */
+    CHECK_OK(cgram_matcher_validate_tokens(m2, b_first, sizeof b_first / sizeof b_first[0], &accepted));
+    CHECK(accepted == sizeof b_first / sizeof b_first[0]);
+    cgram_matcher_free(m1);
+    cgram_matcher_free(m2);
+  }
+  cgram_grammar_free(in_order);
+  cgram_grammar_free(any_order);
+  cgram_vocab_free(vocab);
+}
+
 static void test_grammar_errors(void) {
   cgram_vocab* vocab = tiny_vocab();
   cgram_grammar* grammar = NULL;
@@ -1160,6 +1197,7 @@ int main(int argc, char** argv) {
   test_jump_forward();
   test_canonical();
   test_mask_memo_option();
+  test_any_property_order();
   test_grammar_errors();
   test_aot();
   test_batch();

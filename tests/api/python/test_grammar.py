@@ -71,6 +71,19 @@ class Parsing(unittest.TestCase):
         text = cgram.Grammar.from_json_schema('{"type": "boolean"}', whitespace="compact")
         self.assertTrue(accepts(cgram.compile(text), "false"))
 
+    def test_property_order_any(self):
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                  "required": ["a", "b"], "additionalProperties": False}
+        in_order = cgram.compile(cgram.Grammar.from_json_schema(schema, whitespace="compact"))
+        any_order = cgram.compile(cgram.Grammar.from_json_schema(schema, whitespace="compact", property_order="any"))
+        self.assertTrue(accepts(in_order, '{"a":1,"b":"x"}'))
+        self.assertFalse(accepts(in_order, '{"b":"x","a":1}'))
+        self.assertTrue(accepts(any_order, '{"b":"x","a":1}'))
+        self.assertFalse(accepts(any_order, '{"b":"x","a":1,"a":2}'))
+        self.assertFalse(accepts(any_order, '{"b":"x"}'))
+        with self.assertRaises(ValueError):
+            cgram.Grammar.from_json_schema(schema, property_order="sorted")
+
     def test_schema_warning_and_strict(self):
         schema = {"type": "integer", "multipleOf": 3}
         grammar = cgram.Grammar.from_json_schema(schema)
