@@ -146,6 +146,13 @@ Expr Converter::all_of(const Node& node, int depth) {
 
 // Both schemas at once, as one schema; nullopt (after an error) where they do not merge.
 std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::string& at) {
+  if (a == b) return a;
+  // Work: a merge copies what it merges, and merges the parts of nested allOfs.
+  if (++merge_steps_ > kMaxMergeSteps) {
+    if (merge_steps_ == kMaxMergeSteps + 1)
+      error(at, fmt::format("allOf: merging the schemas takes more than {} steps (the limit)", kMaxMergeSteps));
+    return std::nullopt;
+  }
   if (b.is_boolean()) return b.get<bool>() ? a : Json(false);
   if (a.is_boolean()) return a.get<bool>() ? b : Json(false);
   if (!b.is_object()) {
@@ -264,7 +271,8 @@ Json Converter::property_schema(const Json& s, const std::string& name) {
 }
 
 Json Converter::both(const Json& x, const Json& y) {
-  if (x == true) return y;
+  // A ∧ A = A: equal schemas merged would double at every level of a recursive one.
+  if (x == true || x == y) return y;
   if (y == true) return x;
   return Json{{"allOf", Json::array({x, y})}};
 }

@@ -322,15 +322,30 @@ Expr Converter::object(const Node& node, int depth) {
   // (a name no property lists but `required` does: additionalProperties
   // where no pattern matches it).
   auto member_value = [&](const std::string& name, const Json* schema, const std::string& at) -> Expr {
-    std::vector<const KeyPattern*> matching;
+    // The schemas of the patterns that match the name, but none that says
+    // nothing or repeats one already there (schemas often list a name and a
+    // pattern with the same schema; merged, a recursive one grows at every level).
+    std::vector<const Json*> parts;
+    if (schema) parts.push_back(schema);
+    std::string pointer = at;
     for (const KeyPattern& p : *patterns)
-      if (p.keys.matches(name)) matching.push_back(&p);
-    if (matching.empty()) return schema ? value({schema, at}, depth + 1) : value({extra, extra_pointer}, depth + 1);
-    if (!schema && matching.size() == 1) return value({matching[0]->schema, matching[0]->pointer}, depth + 1);
-    Json parts = Json::array();
-    if (schema) parts.push_back(*schema);
-    for (const KeyPattern* p : matching) parts.push_back(*p->schema);
-    return value_of_merged(Json{{"allOf", parts}}, at, depth + 1);
+      if (p.keys.matches(name) && (p.schema->is_object() ? has_constraints(*p.schema) : *p.schema != true) &&
+          std::none_of(parts.begin(), parts.end(), [&](const Json* q) { return *q == *p.schema; })) {
+        if (parts.empty()) pointer = p.pointer;
+        parts.push_back(p.schema);
+      }
+    if (parts.empty()) {
+      const bool pattern_allows_anything = std::any_of(patterns->begin(), patterns->end(), [&](const KeyPattern& p) {
+        return p.keys.matches(name);
+      });
+      static const Json anything = true;
+      return value({pattern_allows_anything ? &anything : extra, pattern_allows_anything ? at : extra_pointer},
+                   depth + 1);
+    }
+    if (parts.size() == 1) return value({parts[0], pointer}, depth + 1);
+    Json all = Json::array();
+    for (const Json* part : parts) all.push_back(*part);
+    return value_of_merged(Json{{"allOf", all}}, at, depth + 1);
   };
   std::vector<Member> members;
   std::vector<std::string> names;

@@ -164,6 +164,8 @@ class Converter {
 
   // === State ===================================================================
   static constexpr int kMaxMerges = 10000;
+  static constexpr size_t kMaxMergeSteps = 100000;  // merge() calls, nested allOf parts included
+  size_t merge_steps_ = 0;
 
   const Json& root_;
   const JsonLocator& where_;

@@ -208,8 +208,9 @@ int run(int argc, char** argv) {
   bench_cmd->add_option("--slowest", bench.slowest,
                         "Also list the N slowest mask steps: document, step, the text before and the next token");
   bench_cmd->add_option("--suite", bench.suite,
-                        "A benchmark suite folder (FORMAT/*.cgram, FORMAT/docs/): one table of format × spelling × "
-                        "vocabulary, eager index, with the first mask timed on the lazy index");
+                        "A benchmark suite folder (FORMAT/*.cgram, .gbnf or .json schemas, FORMAT/docs/): one table of "
+                        "format × spelling × vocabulary, eager index, with the first mask timed on the lazy index (a "
+                        "schema's from its translation on)");
   bench_cmd->add_option("--only", bench.only, "With --suite: just this format");
   bench_cmd->add_option("--docs", bench.docs, "A text file, or a folder of them, tokenized with the vocabulary");
   bench_cmd->add_option("--walks", bench.walks,

@@ -918,7 +918,7 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   CompileRequest request;
   request.text = text;
   request.filename = grammar_path.string();
-  request.parse = grammar_options(grammar_path.string(), "start");
+  request.parse = grammar_options(grammar_path.string(), "start", args);  // --whitespace, --property-order…
   request.compile.canonical = args.canonical;
   request.compile.max_memory_bytes = args.max_memory_mib << 20;
   request.compile.mask_memo_bytes = args.mask_memo_bytes;
@@ -1015,7 +1015,8 @@ int bench_suite(const BenchArgs& args) {
   for (const auto& format : formats) {
     std::vector<std::filesystem::path> grammars;
     for (const auto& e : list_folder(format, ec))
-      if (e.path().extension() == ".cgram") grammars.push_back(e.path());
+      if (e.path().extension() == ".cgram" || e.path().extension() == ".gbnf" || e.path().extension() == ".json")
+        grammars.push_back(e.path());  // a JSON Schema's first mask includes its translation
     if (ec) {
       print_error(fmt::format("cannot list the format folder '{}': {}", format.string(), ec.message()));
       return 3;
