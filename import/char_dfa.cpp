@@ -294,14 +294,17 @@ Label star(Label a) {
 
 Label alternate(Label a, Label b) {
   const bool optional = is_empty_string(a) || is_empty_string(b);
-  std::vector<Label> parts;
-  for (Label* l : {&a, &b})
-    if (!is_empty_string(*l)) spread(std::move(*l), RegexNode::Kind::Alternation, parts);
-  if (parts.empty()) return Label{};
+  // a's alternatives are merged among themselves already: only b's are
+  // compared with them (each put is linear in the alternatives, not quadratic).
+  std::vector<Label> merged, added;
+  if (!is_empty_string(a)) spread(std::move(a), RegexNode::Kind::Alternation, merged);
+  if (!is_empty_string(b)) spread(std::move(b), RegexNode::Kind::Alternation, added);
+  if (merged.empty() && added.empty()) return Label{};
   // Sets among the alternatives are one set; counts of one base are one count.
-  std::vector<Label> merged;
   std::optional<size_t> set_at;
-  for (Label& part : parts) {
+  for (size_t i = 0; i < merged.size() && !set_at; ++i)
+    if (merged[i].kind == RegexNode::Kind::Set) set_at = i;
+  for (Label& part : added) {
     if (part.kind == RegexNode::Kind::Set && set_at) {
       merged[*set_at].set.add(part.set);
       continue;
@@ -590,9 +593,6 @@ std::optional<RegexNode> CharDfa::to_regex(const CharDfaLimits& limits) const {
   // with a common exit reads better from its start (X{0,n}Y, which the
   // labels count, where the other order nests n groups). Both are tried,
   // and the smaller kept.
-  std::optional<RegexNode> cheapest = eliminate(Order::Cheapest, limits);
-  std::optional<RegexNode> from_start = eliminate(Order::FromStart, limits);
-  if (!cheapest || !from_start) return cheapest ? std::move(cheapest) : std::move(from_start);
   auto nodes = [](const RegexNode& r) {
     size_t count = 0;
     std::vector<const RegexNode*> work{&r};
@@ -604,6 +604,13 @@ std::optional<RegexNode> CharDfa::to_regex(const CharDfaLimits& limits) const {
     }
     return count;
   };
+  std::optional<RegexNode> cheapest = eliminate(Order::Cheapest, limits);
+  // The other order only while it stays smaller (a trie taken from its root
+  // grows quadratic labels: stopped early, not built to the limit).
+  CharDfaLimits smaller = limits;
+  if (cheapest) smaller.max_regex_nodes = std::min(limits.max_regex_nodes, nodes(*cheapest));
+  std::optional<RegexNode> from_start = eliminate(Order::FromStart, smaller);
+  if (!cheapest || !from_start) return cheapest ? std::move(cheapest) : std::move(from_start);
   return nodes(*from_start) < nodes(*cheapest) ? std::move(from_start) : std::move(cheapest);
 }
 
@@ -645,6 +652,11 @@ std::optional<RegexNode> CharDfa::eliminate(Order order, const CharDfaLimits& li
   for (int looped = 0; looped < 2; ++looped)
     for (uint32_t s = 0; s < n; ++s)
       if (out[s].count(s) == static_cast<size_t>(looped)) from_start.push_back(s);
+  // Weights change only where an elimination changed edges: they are kept,
+  // and recomputed for the neighbours of each state taken.
+  std::vector<size_t> weights(n, 0);
+  if (order == Order::Cheapest)
+    for (uint32_t s = 0; s < n; ++s) weights[s] = weight(s);
   for (uint32_t round = 0; round < n; ++round) {
     uint32_t q = kDead;
     if (order == Order::FromStart) {
@@ -652,17 +664,16 @@ std::optional<RegexNode> CharDfa::eliminate(Order order, const CharDfaLimits& li
     } else {
       size_t best = SIZE_MAX;
       for (uint32_t s = 0; s < n; ++s)
-        if (!gone[s]) {
-          const size_t w = weight(s);
-          if (w < best) best = w, q = s;
-        }
+        if (!gone[s] && weights[s] < best) best = weights[s], q = s;
     }
     gone[q] = 1;
+    std::vector<uint32_t> neighbours(in[q].begin(), in[q].end());
+    for (const auto& [r, label] : out[q]) neighbours.push_back(r);
     std::optional<Label> loop;
     if (auto it = out[q].find(q); it != out[q].end()) loop = star(it->second);
     for (uint32_t p : in[q]) {
       if (p == q) continue;
-      const Label into = out[p].at(q);
+      Label into = std::move(out[p].at(q));
       out[p].erase(q);
       for (const auto& [r, from] : out[q]) {
         if (r == q) continue;
@@ -676,6 +687,9 @@ std::optional<RegexNode> CharDfa::eliminate(Order order, const CharDfaLimits& li
     for (const auto& [r, label] : out[q]) in[r].erase(q);
     out[q].clear();
     in[q].clear();
+    if (order == Order::Cheapest)
+      for (uint32_t s : neighbours)
+        if (s < n && !gone[s]) weights[s] = weight(s);
   }
   auto it = out[first].find(last);
   if (it == out[first].end() || it->second.depth > limits.max_regex_depth) return std::nullopt;

@@ -265,7 +265,7 @@ Expr Converter::members_any_order(const MemberList& list, bool& may_be_empty) {
     const std::string one = add_rule("any_member", *alternation(member), list.pointer);
     return fmt::format("{0} ({1} {0})*", one, sep);
   }
-  const Expr extra = list.extra ? Expr(add_rule("other_member", *list.extra, list.pointer)) : std::nullopt;
+  const Expr& extra = list.extra;
   const std::string extras = extra ? fmt::format("({} {})*", sep, *extra) : "";
   std::map<uint32_t, std::string> rest;  // after a member: the members of the mask still to come
   std::function<std::string(uint32_t)> rest_of = [&](uint32_t left) -> std::string {
@@ -413,6 +413,9 @@ Expr Converter::object(const Node& node, int depth) {
     }
     extra_member = fmt::format("#'{}' {} {}", other_keys, colon(), *extra_value);
   }
+  // Written in several places (after each member, and alone): named once when long.
+  if (extra_member && extra_member->size() > kInlineBytes)
+    extra_member = add_rule("other_member", *extra_member, node.pointer);
   const MemberList list{written, is_required, extra_member, separator(d), node.pointer};
   bool may_be_empty = true;
   const Expr some = options_.property_order == JsonPropertyOrder::Any && written.size() > 1

@@ -916,9 +916,10 @@ std::optional<SuiteRow> bench_suite_row(const std::string& format, const std::fi
   row.vocabulary = std::filesystem::path(vocab->name()).filename().string();
   // First mask with the lazy index, from the grammar's text.
   CompileRequest request;
+  const std::string filename = grammar_path.string();  // request.filename is a view: kept alive here
   request.text = text;
-  request.filename = grammar_path.string();
-  request.parse = grammar_options(grammar_path.string(), "start", args);  // --whitespace, --property-order…
+  request.filename = filename;
+  request.parse = grammar_options(filename, "start", args);  // --whitespace, --property-order…
   request.compile.canonical = args.canonical;
   request.compile.max_memory_bytes = args.max_memory_mib << 20;
   request.compile.mask_memo_bytes = args.mask_memo_bytes;
