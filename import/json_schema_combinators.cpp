@@ -226,6 +226,10 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
       mine = pairs;
       if (key == "oneOf") permissive(at, "'oneOf' merged with another 'oneOf' is read as 'anyOf'");
     } else if (keyword_use(key) == KeywordUse::Annotation || keyword_use(key) == KeywordUse::NotAKeyword) {
+    } else if (keyword_use(key) == KeywordUse::IgnoredWarning) {
+      // Not enforced either way ('if', 'not', 'dependencies'…): the merged
+      // schema keeps one, and its translation warns that it is ignored (an
+      // error with --strict), as for one alone.
     } else if (!json_equal(mine, v)) {
       error(at, fmt::format("allOf: two different '{}' cannot be merged", key));
       return std::nullopt;
@@ -242,18 +246,21 @@ bool Converter::greater(const Json& x, const Json& y) {
   return dx && dy && json::compare(*dx, *dy) > 0;
 }
 
-// Whether a patternProperties pattern matches a key (false when it cannot
-// be read: converting the schema says why).
-bool Converter::pattern_matches(const std::string& pattern, const std::string& key) {
-  auto [entry, inserted] = pattern_automata_.try_emplace(pattern);
+// Whether a regex over decoded characters (cgram's syntax) matches the whole
+// text; false when it cannot be read (converting the schema says why).
+bool Converter::regex_matches(const std::string& regex, const std::string& text) {
+  auto [entry, inserted] = text_automata_.try_emplace(regex);
   if (inserted) {
-    auto converted = json::ecma_pattern_to_regex(pattern);
-    if (converted.ok()) {
-      auto parsed = ir::parse_regex(*converted, limits_.max_nesting);
-      if (auto* regex = std::get_if<ir::RegexNode>(&parsed)) entry->second = json::CharDfa::of_regex(*regex);
-    }
+    auto parsed = ir::parse_regex(regex, limits_.max_nesting);
+    if (auto* node = std::get_if<ir::RegexNode>(&parsed)) entry->second = json::CharDfa::of_regex(*node);
   }
-  return entry->second && entry->second->matches(key);
+  return entry->second && entry->second->matches(text);
+}
+
+// Whether an ECMAScript pattern (patternProperties, pattern) matches a string.
+bool Converter::pattern_matches(const std::string& pattern, const std::string& text) {
+  auto converted = json::ecma_pattern_to_regex(pattern);
+  return converted.ok() && regex_matches(*converted, text);
 }
 
 // A property's schema in `s`: its own and that of every pattern matching
@@ -440,7 +447,8 @@ namespace {
 // Keywords beside enum/const whose verdict on a value is checked here.
 bool checkable_beside_values(const std::string& key) {
   static const std::set<std::string> keys = {"minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
-                                             "exclusiveMaximum", "minItems", "maxItems", "required"};
+                                             "exclusiveMaximum", "minItems", "maxItems", "required", "pattern",
+                                             "format"};
   return keys.count(key) > 0;
 }
 
@@ -464,7 +472,12 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
                  : greater(bound, value) || (or_equal && !greater(value, bound));
   };
   if (value.is_string()) {
-    const size_t n = code_points(value.get<std::string>());
+    const std::string& text = value.get_ref<const std::string&>();
+    const size_t n = code_points(text);
+    if (s.contains("pattern") && !pattern_matches(s["pattern"].get<std::string>(), text)) return false;
+    if (s.contains("format"))
+      if (const auto format = json::format_regex(s["format"].get<std::string>()); format && !regex_matches(format->regex, text))
+        return false;
     return size_bound("minLength", n, true) && size_bound("maxLength", n, false);
   }
   if (value.is_number())
@@ -501,6 +514,21 @@ Expr Converter::enumeration(const Node& node, int depth) {
             fmt::format("'{}' together with 'enum' or 'const' is not supported", key));
       return std::nullopt;
     }
+  // A pattern or format beside the values, read as everywhere else (their
+  // errors; an unknown format is not checked, with a warning).
+  if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) error(node.pointer + "/pattern", "'pattern' must be a string");
+    else if (auto converted = json::ecma_pattern_to_regex(s["pattern"].get<std::string>()); !converted.ok())
+      error(node.pointer + "/pattern", "'pattern': " + converted.error().message);
+  }
+  if (s.contains("format")) {
+    const std::string name = s["format"].is_string() ? s["format"].get<std::string>() : "";
+    if (!s["format"].is_string()) error(node.pointer + "/format", "'format' must be a string");
+    else if (auto format = json::format_regex(name); !format)
+      permissive(node.pointer + "/format", fmt::format("format '{}' is not supported and is not checked", name));
+    else if (!format->not_enforced.empty())
+      permissive(node.pointer + "/format", fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
+  }
   // The bounds beside the values, read as everywhere else (their errors).
   for (const char* key : {"minLength", "maxLength", "minItems", "maxItems"}) count(node, key);
   for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})

@@ -109,7 +109,8 @@ class Converter {
   Expr all_of(const Node& node, int depth);
   std::optional<Json> merge(const Json& a, const Json& b, const std::string& at);
   static bool greater(const Json& x, const Json& y);
-  bool pattern_matches(const std::string& pattern, const std::string& key);
+  bool regex_matches(const std::string& regex, const std::string& text);
+  bool pattern_matches(const std::string& pattern, const std::string& text);
   Json property_schema(const Json& s, const std::string& name);
   static Json both(const Json& x, const Json& y);
   bool merge_properties(const Json& a, const Json& b, Json& out, const std::string& at);
@@ -125,7 +126,7 @@ class Converter {
 
   // --- enum, const ---------------------------------------------------------------
   Expr enumeration(const Node& node, int depth);
-  static bool satisfies_beside_values(const Json& s, const Json& value);
+  bool satisfies_beside_values(const Json& s, const Json& value);
   std::string literal_value(const Json& v, int depth);
 
   // === json_schema_scalars.cpp: types, numbers, strings =======================
@@ -200,7 +201,7 @@ class Converter {
   std::map<int, std::string> any_rules_;
   std::vector<std::unique_ptr<Json>> merged_;
   std::set<std::string> warned_;
-  std::map<std::string, std::optional<json::CharDfa>> pattern_automata_;  // patternProperties, by pattern
+  std::map<std::string, std::optional<json::CharDfa>> text_automata_;  // regex_matches, by regex
   std::string string_char_rule_;
   uint32_t nesting_ = 0;  // value() calls under way, through references too
   int merges_ = 0;

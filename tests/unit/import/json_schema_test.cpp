@@ -361,9 +361,9 @@ TEST_CASE("keys that are no JSON Schema keyword are annotations, beside enum too
   CHECK_FALSE(bad_bound.ok());
   CHECK(bad_bound.diagnostics.render().find("'minLength' must be a non-negative integer") != std::string::npos);
   // A keyword the values cannot be checked against here is still refused.
-  Grammar::Outcome pattern = parse_schema(R"({"enum": ["a", "b"], "pattern": "a"})");
-  CHECK_FALSE(pattern.ok());
-  CHECK(pattern.diagnostics.render().find("'pattern' together with 'enum' or 'const' is not supported") !=
+  Grammar::Outcome props = parse_schema(R"({"enum": [{"a": 1}], "properties": {"a": {"type": "string"}}})");
+  CHECK_FALSE(props.ok());
+  CHECK(props.diagnostics.render().find("'properties' together with 'enum' or 'const' is not supported") !=
         std::string::npos);
 }
 
@@ -540,4 +540,29 @@ TEST_CASE("property order any: members in every order, each once, the required o
   CHECK_THAT(loose.diagnostics.render(), Catch::Contains("more than 8 properties"));
   auto loose_oracle = oracle_grammar(*loose.grammar);
   CHECK(verdict(loose_oracle, R"({"p8":1,"p0":2})") == oracle::Verdict::Complete);
+}
+
+TEST_CASE("pattern and format beside enum keep the values they match", "[json-schema]") {
+  Grammar::Outcome outcome =
+      parse_schema(R"({"enum": ["abc", "ABC", "x1", "2024-01-01", "2024-13-01", 3], "pattern": "^[a-z0-9]", "format": "date"})");
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  auto oracle = oracle_grammar(*outcome.grammar);
+  auto ok = [&](std::string_view text) { return verdict(oracle, text) == oracle::Verdict::Complete; };
+  CHECK(ok(R"("2024-01-01")"));
+  CHECK(ok("3"));  // pattern and format say nothing of numbers
+  CHECK_FALSE(ok(R"("abc")"));  // not a date
+  CHECK_FALSE(ok(R"("ABC")"));
+  CHECK_FALSE(ok(R"("2024-13-01")"));
+}
+
+TEST_CASE("allOf keeps one of two different ignored keywords, with the warning one alone gets", "[json-schema]") {
+  Grammar::Outcome outcome = parse_schema(R"({"allOf": [
+      {"type": "integer", "not": {"const": 1}}, {"not": {"const": 2}, "minimum": 0}]})");
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  CHECK_THAT(outcome.diagnostics.render(), Catch::Contains("'not' is not supported and is ignored"));
+  Grammar::Outcome strict = parse_schema(R"({"allOf": [{"not": {"const": 1}}, {"not": {"const": 2}}]})",
+                                         JsonWhitespace::Compact, /*strict=*/true);
+  CHECK_FALSE(strict.ok());
 }
