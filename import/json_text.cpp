@@ -703,6 +703,8 @@ Result<std::string> ecma_pattern_to_regex(std::string_view written) {
   // elsewhere braces are literal.)
   bool after_quantifier = false;
   size_t counted_end = std::string_view::npos;  // the '}' of the last `{n,m}`
+  size_t class_start = 0;                        // where the open class's '[' is in the branch's body
+  bool class_negated = false, class_not_space = false;
   auto counted_quantifier_end = [&](size_t open) -> size_t {
     size_t j = open + 1;
     const size_t digits = j;
@@ -727,8 +729,9 @@ Result<std::string> ecma_pattern_to_regex(std::string_view written) {
       const char e = pattern[++i];
       if (e == 's') b.body += in_class ? kEcmaSpace : fmt::format("[{}]", kEcmaSpace);
       else if (e == 'S' && !in_class) b.body += fmt::format("[^{}]", kEcmaSpace);
-      else if (e == 'S')
-        return Error{ErrorCode::Unsupported, "'\\S' inside a class is not supported"};
+      else if (e == 'S' && class_negated)
+        return Error{ErrorCode::Unsupported, "'\\S' inside a negated class is not supported"};
+      else if (e == 'S') class_not_space = true;  // [X\S] is (?:[X]|\S): written when the class closes
       else if (e == 'p' || e == 'P')
         return Error{ErrorCode::Unsupported, "Unicode property escapes (\\p{…}) are not supported"};
       else if (e == 'c')
@@ -743,14 +746,26 @@ Result<std::string> ecma_pattern_to_regex(std::string_view written) {
       continue;
     }
     if (in_class) {
-      if (c == ']') in_class = false;
+      if (c == ']') {
+        in_class = false;
+        if (class_not_space) {
+          const std::string members = b.body.substr(class_start + 1);
+          const std::string not_space = fmt::format("[^{}]", kEcmaSpace);
+          b.body.resize(class_start);
+          b.body += members.empty() ? not_space : fmt::format("(?:[{}]|{})", members, not_space);
+          class_not_space = false;
+          continue;
+        }
+      }
       b.body += c;
       continue;
     }
     switch (c) {
       case '[':
         in_class = true;
+        class_start = b.body.size();
         b.body += c;
+        class_negated = i + 1 < pattern.size() && pattern[i + 1] == '^';
         if (i + 1 < pattern.size() && pattern[i + 1] == '^') b.body += pattern[++i];
         if (i + 1 < pattern.size() && pattern[i + 1] == ']')
           return Error{ErrorCode::Unsupported, "'[]' and '[^]' are not supported"};

@@ -131,7 +131,9 @@ TEST_CASE("ECMAScript patterns mean what std::regex (ECMAScript) finds in the st
                                              "a+?b", "^a*?$", "x(?:ab)??y", "^[a-c]{1,2}?c", "a??b", "[?]a",
                                              // Anchors inside groups that begin or end an alternative.
                                              "^$|(^a+$)", "(^ab)|(^c$)", "(^a|^b|c1)", "^(a$|b)", "(^a|b)c",
-                                             "^(x(y)?$)", "(?:^a|b)(?:c|d$)"};
+                                             "^(x(y)?$)", "(?:^a|b)(?:c|d$)",
+                                             // \S inside a class: the class or a character that is no space.
+                                             "^[\\S]+$", "^[a\\S ]+$", "[\\S\n]b", "^[ \\S]*$"};
   std::mt19937_64 rng(5);
   for (const std::string& pattern : patterns) {
     auto converted = json::ecma_pattern_to_regex(pattern);
