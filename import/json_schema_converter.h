@@ -137,6 +137,8 @@ class Converter {
   Expr number(const Node& node, bool integer);
   std::optional<uint64_t> count(const Node& node, const char* key);
   Expr string(const Node& node);
+  enum class LengthCut { Done, Empty, TooLarge };
+  LengthCut cut_to_length(ir::RegexNode& regex, uint64_t min, std::optional<uint64_t> max);
 
   // === json_schema_containers.cpp: arrays, objects ============================
   Expr array(const Node& node, int depth);

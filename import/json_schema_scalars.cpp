@@ -109,6 +109,28 @@ std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
   return std::nullopt;
 }
 
+// `regex` (over decoded characters) cut to the strings of `min` to `max`
+// characters: the two automata intersected and written back as one regex.
+Converter::LengthCut Converter::cut_to_length(ir::RegexNode& regex, uint64_t min, std::optional<uint64_t> max) {
+  if (min > ir::kMaxRegexRepeat || (max && *max > ir::kMaxRegexRepeat)) return LengthCut::TooLarge;
+  ir::RegexNode any;
+  any.kind = ir::RegexNode::Kind::Set;
+  any.set = ir::CodePointSet::all();
+  ir::RegexNode lengths;
+  lengths.kind = ir::RegexNode::Kind::Repeat;
+  lengths.min = static_cast<uint32_t>(min);
+  lengths.max = max ? static_cast<uint32_t>(*max) : ir::kRegexUnbounded;
+  lengths.children.push_back(std::move(any));
+  const std::optional<json::CharDfa> text = json::CharDfa::of_regex(regex), sized = json::CharDfa::of_regex(lengths);
+  const std::optional<json::CharDfa> both = text && sized ? text->intersect(*sized) : std::nullopt;
+  if (!both) return LengthCut::TooLarge;
+  if (both->empty()) return LengthCut::Empty;
+  std::optional<ir::RegexNode> written = both->to_regex();
+  if (!written) return LengthCut::TooLarge;
+  regex = std::move(*written);
+  return LengthCut::Done;
+}
+
 Expr Converter::string(const Node& node) {
   const Json& s = *node.schema;
   const auto min_length = count(node, "minLength");
@@ -143,15 +165,23 @@ Expr Converter::string(const Node& node) {
         permissive(at, fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
       decoded = format->regex;
     }
-    if (min_length || max_length)
-      permissive(at, "'minLength' and 'maxLength' beside 'pattern' or 'format' are ignored: the grammar accepts "
-                     "more than the schema");
     auto parsed = ir::parse_regex(*decoded, limits_.max_nesting);
     if (auto* e = std::get_if<ir::RegexError>(&parsed)) {
       error(at, "'pattern': " + e->message);
       return std::nullopt;
     }
-    auto encoded = json::encode_regex(std::get<ir::RegexNode>(parsed));
+    ir::RegexNode regex = std::move(std::get<ir::RegexNode>(parsed));
+    if (min_length || max_length) {
+      // The lengths beside a pattern or format: the two languages
+      // intersected, and written back as one regex, where the automata
+      // stay within their limits; otherwise the lengths are not enforced.
+      const LengthCut cut = cut_to_length(regex, min_length.value_or(0), max_length);
+      if (cut == LengthCut::Empty) return std::nullopt;  // no string has both: no value
+      if (cut == LengthCut::TooLarge)
+        permissive(at, "'minLength' and 'maxLength' beside 'pattern' or 'format' are ignored (the intersection "
+                       "is past the automaton limits): the grammar accepts more than the schema");
+    }
+    auto encoded = json::encode_regex(regex);
     if (!encoded) return std::nullopt;
     return fmt::format("#'{0}{1}{0}'", quote, *encoded);
   }

@@ -568,3 +568,30 @@ TEST_CASE("allOf keeps one of two different ignored keywords, with the warning o
                                          JsonWhitespace::Compact, /*strict=*/true);
   CHECK_FALSE(strict.ok());
 }
+
+TEST_CASE("minLength and maxLength beside a pattern or a format are the intersection", "[json-schema]") {
+  for (const auto& [pattern, lo, hi] : {std::tuple{"^[a-c]+$", 2, 4}, std::tuple{"b", 0, 3}, std::tuple{"^a|c$", 3, 5}}) {
+    Grammar::Outcome outcome = parse_schema(
+        fmt::format(R"({{"type": "string", "pattern": "{}", "minLength": {}, "maxLength": {}}})", pattern, lo, hi));
+    INFO(outcome.diagnostics.render());
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.render().empty());  // exact
+    auto oracle = oracle_grammar(*outcome.grammar);
+    const std::regex reference(pattern, std::regex::ECMAScript);
+    std::vector<std::string> texts{""};
+    for (size_t begin = 0, end = 1, length = 0; length < 6; ++length, begin = end, end = texts.size())
+      for (size_t i = begin; i < end; ++i)
+        for (char c : std::string("abx")) texts.push_back(texts[i] + c);
+    for (const std::string& text : texts) {
+      INFO(pattern << " on '" << text << "'");
+      const bool valid = std::regex_search(text, reference) && static_cast<int>(text.size()) >= lo &&
+                         static_cast<int>(text.size()) <= hi;
+      CHECK((verdict(oracle, json::json_string_text(text)) == oracle::Verdict::Complete) == valid);
+    }
+  }
+  // A format too: dates are ten characters long.
+  CHECK_FALSE(parse_schema(R"({"type": "string", "format": "date", "maxLength": 9})").ok());
+  Grammar::Outcome date = parse_schema(R"({"type": "string", "format": "date", "minLength": 10, "maxLength": 10})");
+  REQUIRE(date.ok());
+  CHECK(verdict(oracle_grammar(*date.grammar), R"("2024-02-29")") == oracle::Verdict::Complete);
+}
