@@ -14,7 +14,6 @@
 #include "memory_budget.h"
 
 namespace cgram::json_schema_detail {
-namespace {
 
 // Types a value of `type` may have; "number" includes "integer".
 bool type_allows(const std::set<std::string>& types, const std::string& t) {
@@ -57,8 +56,6 @@ bool json_equal(const Json& a, const Json& b) {
   }
   return a == b;
 }
-
-}  // namespace
 
 // --- allOf -------------------------------------------------------------------
 // A merged schema is converted once per layout depth. A recursive schema
@@ -246,21 +243,32 @@ bool Converter::greater(const Json& x, const Json& y) {
   return dx && dy && json::compare(*dx, *dy) > 0;
 }
 
-// Whether a regex over decoded characters (cgram's syntax) matches the whole
-// text; false when it cannot be read (converting the schema says why).
-bool Converter::regex_matches(const std::string& regex, const std::string& text) {
+// The strings a regex over decoded characters (cgram's syntax) matches;
+// nullptr when it cannot be read (converting the schema says why) or passes
+// the automaton limits.
+const json::CharDfa* Converter::regex_automaton(const std::string& regex) {
   auto [entry, inserted] = text_automata_.try_emplace(regex);
   if (inserted) {
     auto parsed = ir::parse_regex(regex, limits_.max_nesting);
     if (auto* node = std::get_if<ir::RegexNode>(&parsed)) entry->second = json::CharDfa::of_regex(*node);
   }
-  return entry->second && entry->second->matches(text);
+  return entry->second ? &*entry->second : nullptr;
 }
 
-// Whether an ECMAScript pattern (patternProperties, pattern) matches a string.
-bool Converter::pattern_matches(const std::string& pattern, const std::string& text) {
+// The strings an ECMAScript pattern (patternProperties, pattern) is found in.
+const json::CharDfa* Converter::pattern_automaton(const std::string& pattern) {
   auto converted = json::ecma_pattern_to_regex(pattern);
-  return converted.ok() && regex_matches(*converted, text);
+  return converted.ok() ? regex_automaton(*converted) : nullptr;
+}
+
+bool Converter::regex_matches(const std::string& regex, const std::string& text) {
+  const json::CharDfa* dfa = regex_automaton(regex);
+  return dfa && dfa->matches(text);
+}
+
+bool Converter::pattern_matches(const std::string& pattern, const std::string& text) {
+  const json::CharDfa* dfa = pattern_automaton(pattern);
+  return dfa && dfa->matches(text);
 }
 
 // A property's schema in `s`: its own and that of every pattern matching
@@ -357,11 +365,11 @@ Expr Converter::any_of(const Node& node, int depth) {
   Json rest = s;
   rest.erase(key);
   const bool others = has_constraints(rest);
-  if (std::string(key) == "oneOf" && !disjoint(s[key])) {
-    permissive(at,
-               "'oneOf' is read as 'anyOf': its alternatives may overlap, and a value that matches two of them "
-               "is accepted");
-  }
+  if (std::string(key) == "oneOf")
+    if (const auto pair = overlapping(s[key]))
+      permissive(at, fmt::format("'oneOf' is read as 'anyOf': alternatives {} and {} may overlap (no proof that "
+                                 "they do not), and a value that matches both is accepted",
+                                 pair->first, pair->second));
   std::vector<std::string> alternatives;
   for (size_t i = 0; i < s[key].size(); ++i) {
     const std::string branch_pointer = at + "/" + std::to_string(i);
@@ -379,67 +387,6 @@ Expr Converter::alternation(const std::vector<std::string>& alternatives) {
   std::string out = "(";
   for (size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
   return out + ")";
-}
-
-// Whether no value can match two alternatives: their types differ, or
-// they are objects that require one property with different constants.
-bool Converter::disjoint(const Json& alternatives) {
-  std::vector<std::set<std::string>> types;
-  for (const Json& a : alternatives) types.push_back(possible_types(a));
-  bool by_type = true;
-  for (size_t i = 0; i < types.size(); ++i)
-    for (size_t j = i + 1; j < types.size(); ++j)
-      for (const std::string& t : types[i])
-        if (types[j].count(t) || (t == "number" && types[j].count("integer")) ||
-            (t == "integer" && types[j].count("number")))
-          by_type = false;
-  if (by_type) return true;
-  // A discriminating property: required in each, with constants no two share.
-  if (!alternatives[0].is_object() || !alternatives[0].contains("properties")) return false;
-  for (const auto& [name, unused] : alternatives[0]["properties"].items()) {
-    std::vector<Json> seen;
-    bool ok = true;
-    for (const Json& a : alternatives) {
-      const Json values = constants_of_required(a, name);
-      if (values.empty()) {
-        ok = false;
-        break;
-      }
-      for (const Json& v : values) {
-        for (const Json& w : seen) ok = ok && !json_equal(v, w);
-        seen.push_back(v);
-      }
-    }
-    if (ok) return true;
-  }
-  return false;
-}
-
-Json Converter::constants_of_required(const Json& s, const std::string& name) {
-  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return Json::array();
-  if (std::find(s["required"].begin(), s["required"].end(), name) == s["required"].end()) return Json::array();
-  if (!s.contains("properties") || !s["properties"].contains(name)) return Json::array();
-  const Json& p = s["properties"][name];
-  if (!p.is_object()) return Json::array();
-  if (p.contains("const")) return Json::array({p["const"]});
-  if (p.contains("enum") && p["enum"].is_array() && !p["enum"].empty()) return p["enum"];
-  return Json::array();
-}
-
-std::set<std::string> Converter::possible_types(const Json& s) {
-  std::set<std::string> out;
-  if (!s.is_object()) {
-    if (s == false) return out;
-    return {"null", "boolean", "object", "array", "string", "number"};
-  }
-  if (s.contains("const")) return {json_type_of(s["const"])};
-  if (s.contains("enum") && s["enum"].is_array()) {
-    for (const Json& v : s["enum"]) out.insert(json_type_of(v));
-    return out;
-  }
-  if (s.contains("$ref") || s.contains("anyOf") || s.contains("oneOf") || s.contains("allOf"))
-    return {"null", "boolean", "object", "array", "string", "number"};
-  return declared_types(s);
 }
 
 // --- enum, const ---------------------------------------------------------------

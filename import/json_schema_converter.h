@@ -43,6 +43,13 @@ bool constrains(const std::string& key);
 // Whether a schema object says anything about the value (beyond annotations).
 bool has_constraints(const Json& s);
 
+// (json_schema_combinators.cpp) Whether values of a declared type set may
+// have type `t` ("number" takes "integer"); a value's JSON type ("integer"
+// for a whole number); JSON Schema equality (1 equals 1.0, objects unordered).
+bool type_allows(const std::set<std::string>& types, const std::string& t);
+std::string json_type_of(const Json& v);
+bool json_equal(const Json& a, const Json& b);
+
 struct Rule {
   std::string name;
   std::string body;
@@ -109,6 +116,10 @@ class Converter {
   Expr all_of(const Node& node, int depth);
   std::optional<Json> merge(const Json& a, const Json& b, const std::string& at);
   static bool greater(const Json& x, const Json& y);
+  // Whole-text matching of a regex over decoded characters, and of an
+  // ECMAScript pattern (found anywhere); automata kept by their regex.
+  const json::CharDfa* regex_automaton(const std::string& regex);
+  const json::CharDfa* pattern_automaton(const std::string& pattern);
   bool regex_matches(const std::string& regex, const std::string& text);
   bool pattern_matches(const std::string& pattern, const std::string& text);
   Json property_schema(const Json& s, const std::string& name);
@@ -120,9 +131,15 @@ class Converter {
   // --- anyOf, oneOf -------------------------------------------------------------
   Expr any_of(const Node& node, int depth);
   static Expr alternation(const std::vector<std::string>& alternatives);
-  bool disjoint(const Json& alternatives);
-  static Json constants_of_required(const Json& s, const std::string& name);
+
+  // === json_schema_disjoint.cpp: whether oneOf's alternatives can overlap =====
+  std::optional<std::pair<size_t, size_t>> overlapping(const Json& alternatives);
+  bool disjoint_pair(const Json& x, const Json& y, int depth);
+  bool told_apart(const Json& a, const Json& b, const std::string& type, int depth);
+  const Json* followed(const Json& s) const;
+  bool value_fails(const Json& s, const Json& value);
   std::set<std::string> possible_types(const Json& s);
+  static constexpr int kMaxDisjointDepth = 8;  // discriminators nested inside one another
 
   // --- enum, const ---------------------------------------------------------------
   Expr enumeration(const Node& node, int depth);

@@ -595,3 +595,40 @@ TEST_CASE("minLength and maxLength beside a pattern or a format are the intersec
   REQUIRE(date.ok());
   CHECK(verdict(oracle_grammar(*date.grammar), R"("2024-02-29")") == oracle::Verdict::Complete);
 }
+
+TEST_CASE("oneOf is exact where each pair of alternatives is proved disjoint, and names a pair where not",
+          "[json-schema]") {
+  // Disjoint: by type, by values, by a discriminator behind references, by
+  // a required property the other forbids, by patterns, lengths and ranges.
+  for (const char* schema : {
+           R"({"oneOf": [{"type": "string"}, {"type": "integer"}]})",
+           R"({"oneOf": [{"enum": ["a", "b"]}, {"type": "string", "pattern": "^[0-9]+$"}]})",
+           R"({"oneOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}],
+               "$defs": {"a": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+                         "b": {"properties": {"kind": {"enum": ["b", "c"]}}, "required": ["kind"]}}})",
+           R"({"oneOf": [{"type": "object", "properties": {"x": {}}, "required": ["x"]},
+                         {"type": "object", "properties": {"y": {}}, "additionalProperties": false}]})",
+           R"({"oneOf": [{"properties": {"p": {"properties": {"q": {"type": "string"}}, "required": ["q"]}},
+                          "required": ["p"]},
+                         {"properties": {"p": {"properties": {"q": {"type": "null"}}, "required": ["q"]}},
+                          "required": ["p"]}]})",
+           R"({"oneOf": [{"type": "string", "pattern": "^x"}, {"type": "string", "pattern": "^y"}]})",
+           R"({"oneOf": [{"type": "string", "maxLength": 2}, {"type": "string", "minLength": 3}]})",
+           R"({"oneOf": [{"type": "integer", "maximum": 0}, {"type": "number", "exclusiveMinimum": 0}]})"}) {
+    Grammar::Outcome outcome = parse_schema(schema);
+    INFO(schema << "\n" << outcome.diagnostics.render());
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.render().find("'oneOf' is read as 'anyOf'") == std::string::npos);
+  }
+  for (const char* schema : {
+           R"({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "number", "maximum": 0}]})",
+           R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "string", "pattern": "a"}]})",
+           R"({"oneOf": [{"properties": {"x": {}}, "required": ["x"]}, {"properties": {"y": {}}}]})"}) {
+    Grammar::Outcome outcome = parse_schema(schema);
+    INFO(schema << "\n" << outcome.diagnostics.render());
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.render().find("'oneOf' is read as 'anyOf': alternatives") != std::string::npos);
+  }
+  Grammar::Outcome named = parse_schema(R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "string"}]})");
+  CHECK_THAT(named.diagnostics.render(), Catch::Contains("alternatives 0 and 2 may overlap"));
+}
