@@ -366,7 +366,7 @@ Expr Converter::any_of(const Node& node, int depth) {
   rest.erase(key);
   const bool others = has_constraints(rest);
   if (std::string(key) == "oneOf")
-    if (const auto pair = overlapping(s[key]))
+    if (const auto pair = overlapping(s[key], rest))
       permissive(at, fmt::format("'oneOf' is read as 'anyOf': alternatives {} and {} may overlap (no proof that "
                                  "they do not), and a value that matches both is accepted",
                                  pair->first, pair->second));

@@ -133,8 +133,8 @@ class Converter {
   static Expr alternation(const std::vector<std::string>& alternatives);
 
   // === json_schema_disjoint.cpp: whether oneOf's alternatives can overlap =====
-  std::optional<std::pair<size_t, size_t>> overlapping(const Json& alternatives);
-  bool disjoint_pair(const Json& x, const Json& y, int depth);
+  std::optional<std::pair<size_t, size_t>> overlapping(const Json& alternatives, const Json& beside);
+  bool disjoint_pair(const Json& x, const Json& y, int depth, const std::set<std::string>& within);
   bool told_apart(const Json& a, const Json& b, const std::string& type, int depth);
   const Json* followed(const Json& s) const;
   bool value_fails(const Json& s, const Json& value);

@@ -76,7 +76,7 @@ bool Converter::value_fails(const Json& s, const Json& value) {
   return !satisfies_beside_values(s, value);
 }
 
-bool Converter::disjoint_pair(const Json& x, const Json& y, int depth) {
+bool Converter::disjoint_pair(const Json& x, const Json& y, int depth, const std::set<std::string>& within) {
   if (depth > kMaxDisjointDepth) return false;
   const Json* a = followed(x);
   const Json* b = followed(y);
@@ -93,7 +93,7 @@ bool Converter::disjoint_pair(const Json& x, const Json& y, int depth) {
       return true;
     }
   }
-  const std::set<std::string> types = common_types(possible_types(*a), possible_types(*b));
+  const std::set<std::string> types = common_types(common_types(possible_types(*a), possible_types(*b)), within);
   return std::all_of(types.begin(), types.end(), [&](const std::string& t) { return told_apart(*a, *b, t, depth); });
 }
 
@@ -121,7 +121,7 @@ bool Converter::told_apart(const Json& a, const Json& b, const std::string& type
     for (const std::string& name : required(a)) {
       const std::vector<std::string> in_b = required(b);
       if (std::find(in_b.begin(), in_b.end(), name) == in_b.end()) continue;
-      if (disjoint_pair(property_schema(a, name), property_schema(b, name), depth + 1)) return true;
+      if (disjoint_pair(property_schema(a, name), property_schema(b, name), depth + 1, kAllTypes)) return true;
     }
     return false;
   }
@@ -159,11 +159,13 @@ bool Converter::told_apart(const Json& a, const Json& b, const std::string& type
 }
 
 
-// The first pair of alternatives not proved disjoint, if any.
-std::optional<std::pair<size_t, size_t>> Converter::overlapping(const Json& alternatives) {
+// The first pair of alternatives not proved disjoint, if any; `beside` is
+// the rest of the schema, whose types every alternative shares.
+std::optional<std::pair<size_t, size_t>> Converter::overlapping(const Json& alternatives, const Json& beside) {
+  const std::set<std::string> within = beside.contains("type") ? declared_types(beside) : kAllTypes;
   for (size_t i = 0; i < alternatives.size(); ++i)
     for (size_t j = i + 1; j < alternatives.size(); ++j)
-      if (!disjoint_pair(alternatives[i], alternatives[j], 0)) return std::pair{i, j};
+      if (!disjoint_pair(alternatives[i], alternatives[j], 0, within)) return std::pair{i, j};
   return std::nullopt;
 }
 

@@ -604,13 +604,14 @@ TEST_CASE("oneOf is exact where each pair of alternatives is proved disjoint, an
            R"({"oneOf": [{"type": "string"}, {"type": "integer"}]})",
            R"({"oneOf": [{"enum": ["a", "b"]}, {"type": "string", "pattern": "^[0-9]+$"}]})",
            R"({"oneOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}],
-               "$defs": {"a": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]},
-                         "b": {"properties": {"kind": {"enum": ["b", "c"]}}, "required": ["kind"]}}})",
+               "$defs": {"a": {"type": "object", "properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+                         "b": {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}}, "required": ["kind"]}}})",
            R"({"oneOf": [{"type": "object", "properties": {"x": {}}, "required": ["x"]},
                          {"type": "object", "properties": {"y": {}}, "additionalProperties": false}]})",
-           R"({"oneOf": [{"properties": {"p": {"properties": {"q": {"type": "string"}}, "required": ["q"]}},
+           R"({"type": "object", "oneOf": [
+                         {"properties": {"p": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}},
                           "required": ["p"]},
-                         {"properties": {"p": {"properties": {"q": {"type": "null"}}, "required": ["q"]}},
+                         {"properties": {"p": {"type": "object", "properties": {"q": {"type": "null"}}, "required": ["q"]}},
                           "required": ["p"]}]})",
            R"({"oneOf": [{"type": "string", "pattern": "^x"}, {"type": "string", "pattern": "^y"}]})",
            R"({"oneOf": [{"type": "string", "maxLength": 2}, {"type": "string", "minLength": 3}]})",
@@ -623,7 +624,10 @@ TEST_CASE("oneOf is exact where each pair of alternatives is proved disjoint, an
   for (const char* schema : {
            R"({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "number", "maximum": 0}]})",
            R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "string", "pattern": "a"}]})",
-           R"({"oneOf": [{"properties": {"x": {}}, "required": ["x"]}, {"properties": {"y": {}}}]})"}) {
+           R"({"oneOf": [{"properties": {"x": {}}, "required": ["x"]}, {"properties": {"y": {}}}]})",
+           // Without "type": "object", a string matches both.
+           R"({"oneOf": [{"properties": {"k": {"const": 1}}, "required": ["k"]},
+                         {"properties": {"k": {"const": 2}}, "required": ["k"]}]})"}) {
     Grammar::Outcome outcome = parse_schema(schema);
     INFO(schema << "\n" << outcome.diagnostics.render());
     REQUIRE(outcome.ok());
