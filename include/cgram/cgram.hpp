@@ -247,12 +247,13 @@ enum class Tier { table = CGRAM_TIER_TABLE, jit = CGRAM_TIER_JIT };
 
 // cgram_compile_options, as C++ (the same fields and defaults).
 struct CompileOptions {
-  std::string filename;        // for diagnostics; "": "grammar.cgram"
+  std::string filename;        // for diagnostics and the format (.json a JSON Schema, .gbnf GBNF); "": "grammar.cgram"
   std::string start_rule;      // "": "start"
   bool eager_index = false;    // build the whole token index now rather than on first use
   Tier tier = Tier::table;
   bool canonical = false;      // only the tokenizer's own tokenization (merge-based vocabularies)
   size_t max_memory_bytes = 0; // the memory compiling may take; 0: the default, 1 GiB
+  bool any_property_order = false;  // a JSON Schema's object members in any order (docs/JSON_SCHEMA.md)
 };
 
 class Grammar {
@@ -271,6 +272,7 @@ class Grammar {
     o.tier = static_cast<cgram_tier>(options.tier);
     o.canonical = options.canonical;
     o.max_memory_bytes = options.max_memory_bytes;
+    o.any_property_order = options.any_property_order;
     cgram_grammar* out = nullptr;
     char* diagnostics = nullptr;
     cgram_status s = cgram_grammar_compile(vocab.native(), source.data() ? source.data() : "", source.size(), &o, &out,

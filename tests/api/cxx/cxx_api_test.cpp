@@ -369,6 +369,31 @@ void test_batch(const cgram::Grammar& json, const cgram::Grammar& jit) {
 
 }  // namespace
 
+// A JSON Schema (by its .json filename), members in any order or not.
+void test_any_property_order() {
+  auto vocab = cgram::Vocabulary::from_tokens({"{", "}", "\"", "a", "b", ":", ",", "1", "</s>"}, {8});
+  CHECK_OK(vocab);
+  if (!vocab) return;
+  const std::string schema = R"({"type": "object", "properties": {"a": {"const": 1}, "b": {"const": 1}},
+                                 "required": ["a", "b"], "additionalProperties": false})";
+  // {"b":1,"a":1}
+  const std::vector<uint32_t> b_first{0, 2, 4, 2, 5, 7, 6, 2, 3, 2, 5, 7, 1, 8};
+  cgram::CompileOptions options;
+  options.filename = "schema.json";
+  for (bool any : {false, true}) {
+    options.any_property_order = any;
+    auto grammar = cgram::Grammar::compile(*vocab, schema, options);
+    CHECK_OK(grammar);
+    if (!grammar) continue;
+    auto matcher = cgram::Matcher::create(*grammar);
+    CHECK_OK(matcher);
+    if (!matcher) continue;
+    auto accepted = matcher->validate_tokens(b_first);
+    CHECK_OK(accepted);
+    CHECK(accepted && *accepted == (any ? b_first.size() : 2));
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr, "usage: cxx_api_test TMPDIR EXAMPLES_DIR\n");
@@ -382,6 +407,7 @@ int main(int argc, char** argv) {
   test_exact_masks(cgram::Tier::table);
   test_exact_masks(cgram::Tier::jit);
   test_grammar_errors();
+  test_any_property_order();
   auto bundled = cgram::Vocabulary::bundled();
   CHECK_OK(bundled);
   const std::string source = read_file(examples_dir + "/json.cgram");
