@@ -305,7 +305,7 @@ Label alternate(Label a, Label b) {
   for (size_t i = 0; i < merged.size() && !set_at; ++i)
     if (merged[i].kind == RegexNode::Kind::Set) set_at = i;
   for (Label& part : added) {
-    if (part.kind == RegexNode::Kind::Set && set_at) {
+    if (part.kind == RegexNode::Kind::Set && set_at && merged[*set_at].kind == RegexNode::Kind::Set) {
       merged[*set_at].set.add(part.set);
       continue;
     }
@@ -394,7 +394,6 @@ std::optional<CharDfa> CharDfa::of_strings(std::span<const std::string> strings,
     word.kind = RegexNode::Kind::Concat;
     for (size_t pos = 0; pos < s.size();) {
       const std::optional<uint32_t> cp = decode_utf8(s, pos);
-      if (!cp) ++pos;
       RegexNode ch;
       ch.kind = RegexNode::Kind::Set;
       ch.set = CodePointSet::single(cp.value_or(0xFFFD));
@@ -579,7 +578,6 @@ bool CharDfa::matches(std::string_view utf8) const {
   uint32_t s = start_;
   for (size_t pos = 0; pos < utf8.size() && s != kDead;) {
     const std::optional<uint32_t> cp = decode_utf8(utf8, pos);
-    if (!cp) ++pos;
     s = next(s, class_of(cp.value_or(0xFFFD)));
   }
   return s != kDead && accepting_[s];

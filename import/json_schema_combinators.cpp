@@ -225,8 +225,11 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
     } else if (keyword_use(key) == KeywordUse::Annotation || keyword_use(key) == KeywordUse::NotAKeyword) {
     } else if (keyword_use(key) == KeywordUse::IgnoredWarning) {
       // Not enforced either way ('if', 'not', 'dependencies'…): the merged
-      // schema keeps one, and its translation warns that it is ignored (an
-      // error with --strict), as for one alone.
+      // schema keeps one, and the warning is given here, since the one kept
+      // may be a no-op the translation would not warn of (uniqueItems: false).
+      if (!json_equal(mine, v))
+        permissive(at, fmt::format("'{}' is not supported and is ignored: the grammar accepts more than the schema",
+                                   key));
     } else if (!json_equal(mine, v)) {
       error(at, fmt::format("allOf: two different '{}' cannot be merged", key));
       return std::nullopt;
@@ -261,14 +264,14 @@ const json::CharDfa* Converter::pattern_automaton(const std::string& pattern) {
   return converted.ok() ? regex_automaton(*converted) : nullptr;
 }
 
-bool Converter::regex_matches(const std::string& regex, const std::string& text) {
+std::optional<bool> Converter::regex_matches(const std::string& regex, const std::string& text) {
   const json::CharDfa* dfa = regex_automaton(regex);
-  return dfa && dfa->matches(text);
+  return dfa ? std::optional<bool>(dfa->matches(text)) : std::nullopt;
 }
 
-bool Converter::pattern_matches(const std::string& pattern, const std::string& text) {
+std::optional<bool> Converter::pattern_matches(const std::string& pattern, const std::string& text) {
   const json::CharDfa* dfa = pattern_automaton(pattern);
-  return dfa && dfa->matches(text);
+  return dfa ? std::optional<bool>(dfa->matches(text)) : std::nullopt;
 }
 
 // A property's schema in `s`: its own and that of every pattern matching
@@ -279,7 +282,7 @@ Json Converter::property_schema(const Json& s, const std::string& name) {
     parts.push_back(s["properties"][name]);
   if (s.contains("patternProperties") && s["patternProperties"].is_object())
     for (const auto& [pattern, schema] : s["patternProperties"].items())
-      if (pattern_matches(pattern, name)) parts.push_back(schema);
+      if (pattern_matches(pattern, name) != false) parts.push_back(schema);  // (unreadable: refused when translated)
   if (parts.empty()) return s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
   if (parts.size() == 1) return parts[0];
   return Json{{"allOf", parts}};
@@ -421,9 +424,13 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
   if (value.is_string()) {
     const std::string& text = value.get_ref<const std::string&>();
     const size_t n = code_points(text);
-    if (s.contains("pattern") && !pattern_matches(s["pattern"].get<std::string>(), text)) return false;
-    if (s.contains("format"))
-      if (const auto format = json::format_regex(s["format"].get<std::string>()); format && !regex_matches(format->regex, text))
+    // (A pattern or format that cannot be read or passes the automaton limits
+    // says nothing here: enumeration() refuses it first.)
+    if (s.contains("pattern") && s["pattern"].is_string() && pattern_matches(s["pattern"].get<std::string>(), text) == false)
+      return false;
+    if (s.contains("format") && s["format"].is_string())
+      if (const auto format = json::format_regex(s["format"].get<std::string>());
+          format && regex_matches(format->regex, text) == false)
         return false;
     return size_bound("minLength", n, true) && size_bound("maxLength", n, false);
   }
@@ -467,11 +474,16 @@ Expr Converter::enumeration(const Node& node, int depth) {
     if (!s["pattern"].is_string()) error(node.pointer + "/pattern", "'pattern' must be a string");
     else if (auto converted = json::ecma_pattern_to_regex(s["pattern"].get<std::string>()); !converted.ok())
       error(node.pointer + "/pattern", "'pattern': " + converted.error().message);
+    else if (!regex_automaton(*converted))
+      error(node.pointer + "/pattern",
+            fmt::format("'pattern' beside 'enum' or 'const': the pattern cannot be read as a regex, or its automaton "
+                        "needs more than {} states (the limit)",
+                        json::CharDfaLimits{}.max_states));
   }
   if (s.contains("format")) {
     const std::string name = s["format"].is_string() ? s["format"].get<std::string>() : "";
     if (!s["format"].is_string()) error(node.pointer + "/format", "'format' must be a string");
-    else if (auto format = json::format_regex(name); !format)
+    else if (auto format = json::format_regex(name); !format || !regex_automaton(format->regex))
       permissive(node.pointer + "/format", fmt::format("format '{}' is not supported and is not checked", name));
     else if (!format->not_enforced.empty())
       permissive(node.pointer + "/format", fmt::format("format '{}': {} is not enforced", name, format->not_enforced));

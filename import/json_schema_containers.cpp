@@ -418,7 +418,9 @@ Expr Converter::object(const Node& node, int depth) {
     extra_member = add_rule("other_member", *extra_member, node.pointer);
   const MemberList list{written, is_required, extra_member, separator(d), node.pointer};
   bool may_be_empty = true;
-  const Expr some = options_.property_order == JsonPropertyOrder::Any && written.size() > 1
+  // (Any order matters once two members can appear: one listed beside additional ones too.)
+  const Expr some = options_.property_order == JsonPropertyOrder::Any && !written.empty() &&
+                            (written.size() > 1 || extra_member)
                         ? members_any_order(list, may_be_empty)
                         : members_in_order(list, may_be_empty);
   std::vector<std::string> alternatives;

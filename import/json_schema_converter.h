@@ -120,8 +120,9 @@ class Converter {
   // ECMAScript pattern (found anywhere); automata kept by their regex.
   const json::CharDfa* regex_automaton(const std::string& regex);
   const json::CharDfa* pattern_automaton(const std::string& pattern);
-  bool regex_matches(const std::string& regex, const std::string& text);
-  bool pattern_matches(const std::string& pattern, const std::string& text);
+  // nullopt: the automaton cannot be made (unreadable, or past the limits).
+  std::optional<bool> regex_matches(const std::string& regex, const std::string& text);
+  std::optional<bool> pattern_matches(const std::string& pattern, const std::string& text);
   Json property_schema(const Json& s, const std::string& name);
   static Json both(const Json& x, const Json& y);
   bool merge_properties(const Json& a, const Json& b, Json& out, const std::string& at);
@@ -140,6 +141,8 @@ class Converter {
   bool value_fails(const Json& s, const Json& value);
   std::set<std::string> possible_types(const Json& s);
   static constexpr int kMaxDisjointDepth = 8;  // discriminators nested inside one another
+  static constexpr size_t kMaxDisjointSteps = 20000;  // pairs compared for one oneOf
+  size_t disjoint_steps_ = 0;
 
   // --- enum, const ---------------------------------------------------------------
   Expr enumeration(const Node& node, int depth);

@@ -77,7 +77,8 @@ bool Converter::value_fails(const Json& s, const Json& value) {
 }
 
 bool Converter::disjoint_pair(const Json& x, const Json& y, int depth, const std::set<std::string>& within) {
-  if (depth > kMaxDisjointDepth) return false;
+  // Bounded: each level compares the schemas of every name both require.
+  if (depth > kMaxDisjointDepth || ++disjoint_steps_ > kMaxDisjointSteps) return false;
   const Json* a = followed(x);
   const Json* b = followed(y);
   if (!a || !b) return false;
@@ -105,7 +106,7 @@ bool Converter::told_apart(const Json& a, const Json& b, const std::string& type
       if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name)) return false;
       if (s.contains("patternProperties") && s["patternProperties"].is_object())
         for (const auto& [pattern, unused] : s["patternProperties"].items())
-          if (pattern_matches(pattern, name)) return false;
+          if (pattern_matches(pattern, name) != false) return false;  // (unknown: it may match)
       return true;
     };
     auto required = [](const Json& s) {
@@ -163,6 +164,7 @@ bool Converter::told_apart(const Json& a, const Json& b, const std::string& type
 // the rest of the schema, whose types every alternative shares.
 std::optional<std::pair<size_t, size_t>> Converter::overlapping(const Json& alternatives, const Json& beside) {
   const std::set<std::string> within = beside.contains("type") ? declared_types(beside) : kAllTypes;
+  disjoint_steps_ = 0;
   for (size_t i = 0; i < alternatives.size(); ++i)
     for (size_t j = i + 1; j < alternatives.size(); ++j)
       if (!disjoint_pair(alternatives[i], alternatives[j], 0, within)) return std::pair{i, j};

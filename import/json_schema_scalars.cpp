@@ -112,6 +112,7 @@ std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
 // `regex` (over decoded characters) cut to the strings of `min` to `max`
 // characters: the two automata intersected and written back as one regex.
 Converter::LengthCut Converter::cut_to_length(ir::RegexNode& regex, uint64_t min, std::optional<uint64_t> max) {
+  if (max && *max < min) return LengthCut::Empty;
   if (min > ir::kMaxRegexRepeat || (max && *max > ir::kMaxRegexRepeat)) return LengthCut::TooLarge;
   ir::RegexNode any;
   any.kind = ir::RegexNode::Kind::Set;

@@ -636,3 +636,41 @@ TEST_CASE("oneOf is exact where each pair of alternatives is proved disjoint, an
   Grammar::Outcome named = parse_schema(R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "string"}]})");
   CHECK_THAT(named.diagnostics.render(), Catch::Contains("alternatives 0 and 2 may overlap"));
 }
+
+TEST_CASE("review cases: contradictory lengths, patterns past the limits, malformed branches, bounded proofs",
+          "[json-schema]") {
+  // minLength above maxLength beside a pattern: no string.
+  CHECK_FALSE(parse_schema(R"({"type": "string", "pattern": "^a+$", "minLength": 5, "maxLength": 3})").ok());
+  // A pattern whose automaton passes the limit proves nothing and filters nothing.
+  Grammar::Outcome unproved =
+      parse_schema(R"({"oneOf": [{"const": "abbbbbbbbbbbb"}, {"type": "string", "pattern": "a[ab]{12}$"}]})");
+  REQUIRE(unproved.ok());
+  CHECK_THAT(unproved.diagnostics.render(), Catch::Contains("alternatives 0 and 1 may overlap"));
+  Grammar::Outcome enum_pattern = parse_schema(R"({"enum": ["abbbbbbbbbbbb"], "pattern": "a[ab]{12}$"})");
+  CHECK_FALSE(enum_pattern.ok());
+  CHECK_THAT(enum_pattern.diagnostics.render(), Catch::Contains("needs more than 4096 states"));
+  // A malformed alternative is an error, not a crash in the proof.
+  Grammar::Outcome malformed = parse_schema(R"({"oneOf": [{"const": "x"}, {"pattern": 1}, {"format": 2}]})");
+  CHECK_FALSE(malformed.ok());
+  CHECK_THAT(malformed.diagnostics.render(), Catch::Contains("'pattern' must be a string"));
+  // Discriminators nested in a recursive schema: the proof gives up in bounded time.
+  std::string names, properties;
+  for (char c = 'a'; c <= 'h'; ++c) {
+    names += fmt::format(R"({}"{}")", c == 'a' ? "" : ", ", c);
+    properties += fmt::format(R"({}"{}": {{"$ref": "#/$defs/T"}})", c == 'a' ? "" : ", ", c);
+  }
+  Grammar::Outcome recursive = parse_schema(fmt::format(
+      R"({{"$defs": {{"T": {{"type": ["object", "string"], "required": [{}], "properties": {{{}}}}}}},
+          "oneOf": [{{"$ref": "#/$defs/T"}}, {{"$ref": "#/$defs/T"}}]}})",
+      names, properties));
+  REQUIRE(recursive.ok());
+  CHECK_THAT(recursive.diagnostics.render(), Catch::Contains("may overlap"));
+  // Two different ignored keywords merged: warned at the merge, even where the one kept is a no-op.
+  Grammar::Outcome unique = parse_schema(R"({"allOf": [{"type": "array", "uniqueItems": false}, {"uniqueItems": true}]})");
+  REQUIRE(unique.ok());
+  CHECK_THAT(unique.diagnostics.render(), Catch::Contains("'uniqueItems' is not supported"));
+  // Any order with one listed property and additional ones.
+  Grammar::Outcome one = parse_schema_any_order(R"({"properties": {"a": {"type": "integer"}}})");
+  REQUIRE(one.ok());
+  CHECK(verdict(oracle_grammar(*one.grammar), R"({"b":1,"a":2})") == oracle::Verdict::Complete);
+}
