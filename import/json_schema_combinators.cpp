@@ -199,9 +199,11 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
     } else if (key == "required") {
       for (const Json& name : v)
         if (std::find(mine.begin(), mine.end(), name) == mine.end()) mine.push_back(name);
-    } else if (key == "minimum" || key == "exclusiveMinimum" || key == "minLength" || key == "minItems") {
+    } else if (key == "minimum" || key == "exclusiveMinimum" || key == "minLength" || key == "minItems" ||
+               key == "minProperties") {
       if (greater(v, mine)) mine = v;
-    } else if (key == "maximum" || key == "exclusiveMaximum" || key == "maxLength" || key == "maxItems") {
+    } else if (key == "maximum" || key == "exclusiveMaximum" || key == "maxLength" || key == "maxItems" ||
+               key == "maxProperties") {
       if (greater(mine, v)) mine = v;
     } else if (key == "enum" || key == "const") {
       const Json va = key == "const" ? Json::array({mine}) : mine, vb = key == "const" ? Json::array({v}) : v;

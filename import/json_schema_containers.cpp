@@ -416,8 +416,29 @@ Expr Converter::object(const Node& node, int depth) {
   // Written in several places (after each member, and alone): named once when long.
   if (extra_member && extra_member->size() > kInlineBytes)
     extra_member = add_rule("other_member", *extra_member, node.pointer);
+  // minProperties and maxProperties of 0 or 1 are said exactly (larger ones
+  // are ignored with a warning, check_keywords).
+  auto property_count = [&](const char* key) -> std::optional<uint64_t> {
+    if (!s.contains(key) || !s[key].is_number_unsigned()) return std::nullopt;
+    return s[key].get<uint64_t>();
+  };
+  const uint64_t at_least = property_count("minProperties").value_or(0);
+  const std::optional<uint64_t> at_most = property_count("maxProperties");
+  const size_t required_count = static_cast<size_t>(std::count(is_required.begin(), is_required.end(), true));
+  if (at_most && at_least > *at_most) return std::nullopt;  // no object has both
+  if (at_most && *at_most <= 1) {
+    // No member, or one: a required one if there is one.
+    std::vector<std::string> alternatives;
+    if (required_count == 0 && at_least == 0) alternatives.push_back(empty_container('{'));
+    if (*at_most == 1 && required_count <= 1) {
+      for (size_t i = 0; i < written.size(); ++i)
+        if (required_count == 0 || is_required[i]) alternatives.push_back(container('{', written[i], d));
+      if (required_count == 0 && extra_member) alternatives.push_back(container('{', *extra_member, d));
+    }
+    return alternation(alternatives);
+  }
   const MemberList list{written, is_required, extra_member, separator(d), node.pointer};
-  bool may_be_empty = true;
+  bool may_be_empty = at_least == 0;
   // (Any order matters once two members can appear: one listed beside additional ones too.)
   const Expr some = options_.property_order == JsonPropertyOrder::Any && !written.empty() &&
                             (written.size() > 1 || extra_member)

@@ -244,7 +244,7 @@ TEST_CASE("flexible whitespace: runs of at most 20 by default, any length on req
 }
 
 TEST_CASE("schema diagnostics point into the schema; --strict makes ignored keywords errors", "[json-schema]") {
-  const std::string schema = "{\n  \"type\": \"object\",\n  \"minProperties\": 1\n}";
+  const std::string schema = "{\n  \"type\": \"object\",\n  \"minProperties\": 3\n}";
   Grammar::Outcome relaxed = parse_schema(schema);
   REQUIRE(relaxed.ok());
   CHECK(relaxed.diagnostics.render().find("schema.json:3:20: warning: 'minProperties' is not supported") !=
@@ -673,4 +673,33 @@ TEST_CASE("review cases: contradictory lengths, patterns past the limits, malfor
   Grammar::Outcome one = parse_schema_any_order(R"({"properties": {"a": {"type": "integer"}}})");
   REQUIRE(one.ok());
   CHECK(verdict(oracle_grammar(*one.grammar), R"({"b":1,"a":2})") == oracle::Verdict::Complete);
+}
+
+TEST_CASE("minProperties and maxProperties of 0 or 1 are exact", "[json-schema]") {
+  auto ok_in = [](const Grammar::Outcome& outcome, std::string_view text) {
+    return verdict(oracle_grammar(*outcome.grammar), text) == oracle::Verdict::Complete;
+  };
+  Grammar::Outcome non_empty = parse_schema(R"({"type": "object", "minProperties": 1})");
+  REQUIRE(non_empty.ok());
+  CHECK(non_empty.diagnostics.render().empty());
+  CHECK_FALSE(ok_in(non_empty, "{}"));
+  CHECK(ok_in(non_empty, R"({"x":1})"));
+  Grammar::Outcome at_most_one = parse_schema(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "maxProperties": 1, "minProperties": 0})");
+  REQUIRE(at_most_one.ok());
+  CHECK(at_most_one.diagnostics.render().empty());
+  CHECK(ok_in(at_most_one, "{}"));
+  CHECK(ok_in(at_most_one, R"({"a":1})"));
+  CHECK(ok_in(at_most_one, R"({"z":"s"})"));
+  CHECK_FALSE(ok_in(at_most_one, R"({"a":1,"z":"s"})"));
+  Grammar::Outcome just_required =
+      parse_schema(R"({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["b"], "maxProperties": 1})");
+  REQUIRE(just_required.ok());
+  CHECK(ok_in(just_required, R"({"b":1})"));
+  CHECK_FALSE(ok_in(just_required, R"({"a":1})"));
+  CHECK_FALSE(ok_in(just_required, "{}"));
+  CHECK_FALSE(parse_schema(R"({"type": "object", "minProperties": 1, "maxProperties": 0})").ok());
+  Grammar::Outcome two = parse_schema(R"({"type": "object", "minProperties": 2})");
+  REQUIRE(two.ok());
+  CHECK_THAT(two.diagnostics.render(), Catch::Contains("'minProperties' is not supported"));
 }
