@@ -486,7 +486,7 @@ Expr Converter::enumeration(const Node& node, int depth) {
     const std::string name = s["format"].is_string() ? s["format"].get<std::string>() : "";
     if (!s["format"].is_string()) error(node.pointer + "/format", "'format' must be a string");
     else if (auto format = json::format_regex(name); !format || !regex_automaton(format->regex))
-      permissive(node.pointer + "/format", fmt::format("format '{}' is not supported and is not checked", name));
+      unchecked_format(node.pointer + "/format", name);
     else if (!format->not_enforced.empty())
       permissive(node.pointer + "/format", fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
   }

@@ -157,6 +157,7 @@ class Converter {
   Expr number(const Node& node, bool integer);
   std::optional<uint64_t> count(const Node& node, const char* key);
   Expr string(const Node& node);
+  void unchecked_format(const std::string& pointer, const std::string& name);
   enum class LengthCut { Done, Empty, TooLarge };
   LengthCut cut_to_length(ir::RegexNode& regex, uint64_t min, std::optional<uint64_t> max);
 
