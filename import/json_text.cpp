@@ -852,8 +852,10 @@ std::string email() {
   return fmt::format("(?:{}|{})@(?:{})", dot_atom, quoted, domain);
 }
 
-std::string uri() {
-  // RFC 3986: scheme ":" hier-part [ "?" query ] [ "#" fragment ].
+// RFC 3986: a URI is scheme ":" hier-part [ "?" query ] [ "#" fragment ]; a
+// URI reference is a URI or a relative reference, relative-part [ "?" query ]
+// [ "#" fragment ], whose first segment has no colon (path-noscheme).
+std::string uri_or_reference(bool reference) {
   const std::string unreserved = "A-Za-z0-9\\-._~";
   const std::string sub_delims = "!$&'()*+,;=";
   const std::string pct = "%[0-9A-Fa-f]{2}";
@@ -865,10 +867,26 @@ std::string uri() {
   const std::string authority = fmt::format("(?:{}@)?{}(?::[0-9]*)?", userinfo, host);
   const std::string segment = pchar + "*";
   const std::string segment_nz = pchar + "+";
+  const std::string tail = fmt::format("(?:[/?]|{})*", pchar);
+  const std::string query_fragment = fmt::format("(?:\\?{0})?(?:#{0})?", tail);
   const std::string hier = fmt::format("(?://{0}(?:/{1})*|/(?:{2}(?:/{1})*)?|{2}(?:/{1})*|)", authority, segment,
                                        segment_nz);
-  const std::string tail = fmt::format("(?:[/?]|{})*", pchar);
-  return fmt::format("[A-Za-z][A-Za-z0-9+\\-.]*:{}(?:\\?{})?(?:#{})?", hier, tail, tail);
+  const std::string absolute = fmt::format("[A-Za-z][A-Za-z0-9+\\-.]*:{}{}", hier, query_fragment);
+  if (!reference) return absolute;
+  const std::string segment_nz_nc = fmt::format("(?:[{}{}@]|{})+", unreserved, sub_delims, pct);
+  const std::string relative = fmt::format("(?://{0}(?:/{1})*|/(?:{2}(?:/{1})*)?|{3}(?:/{1})*|){4}", authority,
+                                           segment, segment_nz, segment_nz_nc, query_fragment);
+  return fmt::format("(?:{}|{})", absolute, relative);
+}
+
+// RFC 6901 and draft-handrews-relative-json-pointer.
+constexpr const char* kJsonPointer = "(?:/(?:[^~/]|~[01])*)*";
+
+// RFC 3339 appendix A (ISO 8601 durations).
+std::string duration() {
+  const std::string time = "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)";
+  const std::string date = "(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?)";
+  return fmt::format("P(?:{0}(?:{1})?|{1}|[0-9]+W)", date, time);
 }
 }  // namespace
 
@@ -881,7 +899,11 @@ std::optional<FormatRegex> format_regex(std::string_view format) {
   if (format == "uuid") return FormatRegex{"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}", ""};
   if (format == "hostname") return FormatRegex{hostname(), "the 253-character limit of a hostname"};
   if (format == "email") return FormatRegex{email(), ""};
-  if (format == "uri") return FormatRegex{uri(), ""};
+  if (format == "uri") return FormatRegex{uri_or_reference(false), ""};
+  if (format == "uri-reference") return FormatRegex{uri_or_reference(true), ""};
+  if (format == "json-pointer") return FormatRegex{kJsonPointer, ""};
+  if (format == "relative-json-pointer") return FormatRegex{fmt::format("(?:0|[1-9][0-9]*)(?:#|{})", kJsonPointer), ""};
+  if (format == "duration") return FormatRegex{duration(), ""};
   return std::nullopt;
 }
 
