@@ -42,6 +42,8 @@ std::optional<std::string> keyword_like(const std::string& key);
 bool constrains(const std::string& key);
 // Whether a schema object says anything about the value (beyond annotations).
 bool has_constraints(const Json& s);
+// (json_schema_scalars.cpp) multipleOf as 10^e, which numbers' spelling says exactly.
+std::optional<int> power_of_ten_step(const Json& s);
 
 // (json_schema_combinators.cpp) Whether values of a declared type set may
 // have type `t` ("number" takes "integer"); a value's JSON type ("integer"

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "char_dfa.h"
 #include "json_text.h"
 #include "regex.h"
 
@@ -87,11 +88,48 @@ std::optional<json::NumberBound> Converter::bound(const Node& node, const char* 
   return out;
 }
 
+// multipleOf as a power of ten, 10^e with |e| <= 20 (0.01, 1, 100): said
+// exactly by the numbers' spelling; nullopt for any other step.
+std::optional<int> power_of_ten_step(const Json& s) {
+  if (!s.is_object() || !s.contains("multipleOf") || !s["multipleOf"].is_number()) return std::nullopt;
+  const std::optional<json::Decimal> step = json::parse_decimal(s["multipleOf"].dump());
+  if (!step || step->negative || step->is_zero()) return std::nullopt;
+  const std::string& whole = step->integer;
+  const std::string& fraction = step->fraction;
+  if (fraction.empty() && whole[0] == '1' && whole.find_first_not_of('0', 1) == std::string::npos &&
+      whole.size() <= 21)
+    return static_cast<int>(whole.size()) - 1;
+  if (whole == "0" && !fraction.empty() && fraction.back() == '1' && fraction.size() <= 20 &&
+      fraction.find_first_not_of('0') == fraction.size() - 1)
+    return -static_cast<int>(fraction.size());
+  return std::nullopt;
+}
+
 Expr Converter::number(const Node& node, bool integer) {
   auto lower = bound(node, "minimum", "exclusiveMinimum", true);
   auto upper = bound(node, "maximum", "exclusiveMaximum", false);
   auto regex = json::number_regex(lower, upper, integer);
   if (!regex) return std::nullopt;
+  if (const std::optional<int> e = power_of_ten_step(*node.schema); e && (!integer || *e > 0)) {
+    // Multiples of 10^e, written in fixed point: at most -e fraction digits,
+    // or e zeros at the end of the integer; the bounds' numbers meet them.
+    const std::string multiples =
+        *e < 0   ? fmt::format("-?(?:0|[1-9][0-9]*)(?:\\.[0-9]{{1,{}}})?", -*e)
+        : *e == 0 ? std::string("-?(?:0|[1-9][0-9]*)")
+                  : fmt::format("-?(?:0|[1-9][0-9]*0{{{}}})", *e);
+    auto spelled = ir::parse_regex(multiples), bounded = ir::parse_regex(*regex);
+    const auto a = json::CharDfa::of_regex(std::get<ir::RegexNode>(spelled));
+    const auto b = json::CharDfa::of_regex(std::get<ir::RegexNode>(bounded));
+    const auto both = a && b ? a->intersect(*b) : std::nullopt;
+    if (both && both->empty()) return std::nullopt;
+    const auto written = both ? both->to_regex() : std::nullopt;
+    const auto text = written ? json::encode_regex(*written) : std::nullopt;  // (no number character is escaped)
+    if (!text) {
+      permissive(node.pointer + "/multipleOf", "'multipleOf' is not enforced here (its automaton passes the limits)");
+      return "#'" + *regex + "'";
+    }
+    return "#'" + *text + "'";
+  }
   return "#'" + *regex + "'";
 }
 

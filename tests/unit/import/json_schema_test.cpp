@@ -703,3 +703,31 @@ TEST_CASE("minProperties and maxProperties of 0 or 1 are exact", "[json-schema]"
   REQUIRE(two.ok());
   CHECK_THAT(two.diagnostics.render(), Catch::Contains("'minProperties' is not supported"));
 }
+
+TEST_CASE("multipleOf a power of ten is exact, written in fixed point", "[json-schema]") {
+  struct Case {
+    const char* schema;
+    std::vector<std::pair<const char*, bool>> numbers;
+  };
+  const std::vector<Case> cases = {
+      {R"({"type": "number", "multipleOf": 0.01})",
+       {{"1", true}, {"1.5", true}, {"-3.25", true}, {"1.255", false}, {"0.001", false}}},
+      {R"({"type": "number", "multipleOf": 0.1, "minimum": 0, "maximum": 1})",
+       {{"0.5", true}, {"1", true}, {"0.55", false}, {"1.1", false}, {"-0.1", false}}},
+      {R"({"type": "integer", "multipleOf": 100})", {{"0", true}, {"-300", true}, {"1000", true}, {"150", false}}},
+      {R"({"type": "number", "multipleOf": 1})", {{"7", true}, {"7.5", false}}}};
+  for (const Case& c : cases) {
+    Grammar::Outcome outcome = parse_schema(c.schema);
+    INFO(c.schema << "\n" << outcome.diagnostics.render());
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.render().empty());
+    auto oracle = oracle_grammar(*outcome.grammar);
+    for (const auto& [number, in] : c.numbers) {
+      INFO(number);
+      CHECK((verdict(oracle, number) == oracle::Verdict::Complete) == in);
+    }
+  }
+  CHECK_THAT(parse_schema(R"({"type": "number", "multipleOf": 0.25})").diagnostics.render(),
+             Catch::Contains("'multipleOf' is not supported"));
+  CHECK_FALSE(parse_schema(R"({"type": "integer", "multipleOf": 10, "minimum": 1, "maximum": 9})").ok());
+}
