@@ -386,6 +386,11 @@ Expr Converter::value_inner(const Node& node, int depth) {
     error(node.pointer, "a schema must be an object or a boolean");
     return std::nullopt;
   }
+  if (s.contains("not"))
+    if (std::optional<Json> said = not_said_otherwise(s)) {
+      if (*said == false) return std::nullopt;  // no value: nothing else to say
+      return value_of_merged(*said, node.pointer, depth);
+    }
   check_keywords(node);
   if (s.contains("$ref")) return reference(node, depth);
   if (s.contains("allOf")) return all_of(node, depth);
@@ -442,6 +447,40 @@ bool Converter::known_meta_schema(const Json& uri) {
 }
 
 // then/else without if, minContains/maxContains without contains: no effect.
+// A schema with `not` said with the other keywords, where that is exact:
+// `not: {}` (or true) accepts no value (false); `not: false` says nothing;
+// `not: {"type": T}` takes T from the types; `not: {"required": [n]}`
+// forbids member n (`properties: {n: false}`). nullopt for any other `not`,
+// which is ignored with a warning.
+std::optional<Json> Converter::not_said_otherwise(const Json& s) {
+  const Json& inner = s["not"];
+  Json rest = s;
+  rest.erase("not");
+  if (inner.is_boolean()) return inner.get<bool>() ? Json(false) : rest;
+  if (!inner.is_object()) return std::nullopt;
+  if (!has_constraints(inner)) return Json(false);
+  std::vector<std::string> keys;
+  for (const auto& [key, unused] : inner.items())
+    if (constrains(key) || key == "enum" || key == "const") keys.push_back(key);
+  if (keys == std::vector<std::string>{"type"}) {
+    const std::set<std::string> excluded = declared_types(inner);
+    if (excluded.count("integer") && !excluded.count("number")) return std::nullopt;  // numbers that are no integer
+    Json types = Json::array();
+    for (const std::string& t : declared_types(s))
+      if (!excluded.count(t) && !(t == "integer" && excluded.count("number"))) types.push_back(t);
+    if (types.empty()) return Json(false);
+    rest["type"] = types;
+    return rest;
+  }
+  if (keys == std::vector<std::string>{"required"} && inner["required"].is_array() && inner["required"].size() == 1 &&
+      inner["required"][0].is_string()) {
+    if (rest.contains("properties") && !rest["properties"].is_object()) return std::nullopt;
+    rest["properties"][inner["required"][0].get<std::string>()] = false;
+    return rest;
+  }
+  return std::nullopt;
+}
+
 bool Converter::ignorable_no_op(const std::string& key, const Json& s) {
   if ((key == "then" || key == "else") && !s.contains("if")) return true;
   if ((key == "minContains" || key == "maxContains") && !s.contains("contains")) return true;

@@ -105,6 +105,7 @@ class Converter {
   void check_keywords(const Node& node);
   static bool known_meta_schema(const Json& uri);
   static bool ignorable_no_op(const std::string& key, const Json& s);
+  std::optional<Json> not_said_otherwise(const Json& s);
 
   // === json_schema_refs.cpp: $ref =============================================
   const Json* resolve(const std::string& ref, const std::string& at, std::string& target_pointer);

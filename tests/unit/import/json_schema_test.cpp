@@ -731,3 +731,27 @@ TEST_CASE("multipleOf a power of ten is exact, written in fixed point", "[json-s
              Catch::Contains("'multipleOf' is not supported"));
   CHECK_FALSE(parse_schema(R"({"type": "integer", "multipleOf": 10, "minimum": 1, "maximum": 9})").ok());
 }
+
+TEST_CASE("not: {} accepts nothing, not a type takes it away, not one required name forbids it", "[json-schema]") {
+  auto ok_in = [](const Grammar::Outcome& outcome, std::string_view text) {
+    return verdict(oracle_grammar(*outcome.grammar), text) == oracle::Verdict::Complete;
+  };
+  Grammar::Outcome forbidden = parse_schema(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"not": {}}}, "not": {"required": ["c"]}})");
+  INFO(forbidden.diagnostics.render());
+  REQUIRE(forbidden.ok());
+  CHECK(forbidden.diagnostics.render().empty());
+  CHECK(ok_in(forbidden, R"({"a":1,"d":2})"));
+  CHECK_FALSE(ok_in(forbidden, R"({"a":1,"b":2})"));
+  CHECK_FALSE(ok_in(forbidden, R"({"a":1,"c":2})"));
+  CHECK_FALSE(ok_in(forbidden, R"({"c":2})"));
+  Grammar::Outcome not_string = parse_schema(R"({"type": ["string", "null", "number"], "not": {"type": "number"}})");
+  REQUIRE(not_string.ok());
+  CHECK(not_string.diagnostics.render().empty());
+  CHECK(ok_in(not_string, R"("s")"));
+  CHECK(ok_in(not_string, "null"));
+  CHECK_FALSE(ok_in(not_string, "1"));
+  CHECK_FALSE(parse_schema(R"({"type": "object", "required": ["c"], "not": {"required": ["c"]}})").ok());
+  // Numbers that are no integer cannot be said: ignored, with the warning.
+  CHECK_THAT(parse_schema(R"({"not": {"type": "integer"}})").diagnostics.render(), Catch::Contains("'not' is not supported"));
+}
