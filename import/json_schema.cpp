@@ -485,6 +485,7 @@ bool Converter::ignorable_no_op(const std::string& key, const Json& s) {
   if ((key == "then" || key == "else") && !s.contains("if")) return true;
   if ((key == "minContains" || key == "maxContains") && !s.contains("contains")) return true;
   if (key == "multipleOf" && power_of_ten_step(s)) return true;  // said by the numbers' spelling (scalars.cpp)
+  if (key == "not" && excluded_strings(s)) return true;            // said by the strings (scalars.cpp)
   // Said exactly by the object's grammar (containers.cpp).
   if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1)
     return true;

@@ -430,6 +430,9 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
     // says nothing here: enumeration() refuses it first.)
     if (s.contains("pattern") && s["pattern"].is_string() && pattern_matches(s["pattern"].get<std::string>(), text) == false)
       return false;
+    // A `not` the strings say (excluded_strings): the value must miss it.
+    if (const std::optional<std::string> excluded = excluded_strings(s); excluded && !excluded->empty())
+      if (regex_matches(*excluded, text) != false) return false;  // (unknown: not kept)
     if (s.contains("format") && s["format"].is_string())
       if (const auto format = json::format_regex(s["format"].get<std::string>());
           format && regex_matches(format->regex, text) == false)

@@ -162,7 +162,9 @@ class Converter {
   Expr string(const Node& node);
   void unchecked_format(const std::string& pointer, const std::string& name);
   enum class LengthCut { Done, Empty, TooLarge };
-  LengthCut cut_to_length(ir::RegexNode& regex, uint64_t min, std::optional<uint64_t> max);
+  LengthCut strings_of(const std::vector<ir::RegexNode>& all, const std::vector<ir::RegexNode>& none,
+                       ir::RegexNode& out);
+  static std::optional<std::string> excluded_strings(const Json& s);
 
   // === json_schema_containers.cpp: arrays, objects ============================
   Expr array(const Node& node, int depth);

@@ -147,29 +147,6 @@ std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
   return std::nullopt;
 }
 
-// `regex` (over decoded characters) cut to the strings of `min` to `max`
-// characters: the two automata intersected and written back as one regex.
-Converter::LengthCut Converter::cut_to_length(ir::RegexNode& regex, uint64_t min, std::optional<uint64_t> max) {
-  if (max && *max < min) return LengthCut::Empty;
-  if (min > ir::kMaxRegexRepeat || (max && *max > ir::kMaxRegexRepeat)) return LengthCut::TooLarge;
-  ir::RegexNode any;
-  any.kind = ir::RegexNode::Kind::Set;
-  any.set = ir::CodePointSet::all();
-  ir::RegexNode lengths;
-  lengths.kind = ir::RegexNode::Kind::Repeat;
-  lengths.min = static_cast<uint32_t>(min);
-  lengths.max = max ? static_cast<uint32_t>(*max) : ir::kRegexUnbounded;
-  lengths.children.push_back(std::move(any));
-  const std::optional<json::CharDfa> text = json::CharDfa::of_regex(regex), sized = json::CharDfa::of_regex(lengths);
-  const std::optional<json::CharDfa> both = text && sized ? text->intersect(*sized) : std::nullopt;
-  if (!both) return LengthCut::TooLarge;
-  if (both->empty()) return LengthCut::Empty;
-  std::optional<ir::RegexNode> written = both->to_regex();
-  if (!written) return LengthCut::TooLarge;
-  regex = std::move(*written);
-  return LengthCut::Done;
-}
-
 // A format cgram does not check. One the specification defines (uri-reference,
 // duration…) is a loosening, with a warning; any other (OpenAPI's byte, a
 // vendor's own) is an annotation, as the specification says of unknown
@@ -189,55 +166,133 @@ void Converter::unchecked_format(const std::string& pointer, const std::string& 
                                                name));
 }
 
+// A `not` that the strings say: {pattern: P}, or {enum}/{const} of strings
+// where the schema allows nothing but strings. The strings excluded, as a
+// regex over decoded characters; nullopt for any other `not`.
+std::optional<std::string> Converter::excluded_strings(const Json& s) {
+  if (!s.contains("not") || !s["not"].is_object()) return std::nullopt;
+  const Json& inner = s["not"];
+  std::vector<std::string> keys;
+  for (const auto& [key, unused] : inner.items())
+    if (constrains(key) || key == "enum" || key == "const") keys.push_back(key);
+  if (keys == std::vector<std::string>{"pattern"} && inner["pattern"].is_string()) {
+    auto converted = json::ecma_pattern_to_regex(inner["pattern"].get<std::string>());
+    return converted.ok() ? std::optional<std::string>(*converted) : std::nullopt;
+  }
+  if (keys.size() != 1 || (keys[0] != "enum" && keys[0] != "const")) return std::nullopt;
+  const std::set<std::string> types = declared_types(s);
+  if (types != std::set<std::string>{"string"}) return std::nullopt;
+  const Json values = keys[0] == "const" ? Json::array({inner["const"]}) : inner["enum"];
+  if (!values.is_array()) return std::nullopt;
+  std::string alternatives;
+  for (const Json& v : values) {
+    if (!v.is_string()) continue;  // (no string is it)
+    alternatives += (alternatives.empty() ? "(?:" : "|(?:") + json::regex_literal(v.get<std::string>()) + ")";
+  }
+  return alternatives;  // empty: no string is excluded
+}
+
+// The decoded strings in every language of `all` and in none of `none`, as
+// one regex: Empty when there is none, TooLarge past the automaton limits.
+Converter::LengthCut Converter::strings_of(const std::vector<ir::RegexNode>& all,
+                                           const std::vector<ir::RegexNode>& none, ir::RegexNode& out) {
+  std::optional<json::CharDfa> language = json::CharDfa::everything();
+  for (const ir::RegexNode& r : all) {
+    const std::optional<json::CharDfa> one = json::CharDfa::of_regex(r);
+    language = one && language ? language->intersect(*one) : std::nullopt;
+  }
+  for (const ir::RegexNode& r : none) {
+    const std::optional<json::CharDfa> one = json::CharDfa::of_regex(r);
+    language = one && language ? language->minus(*one) : std::nullopt;
+  }
+  if (!language) return LengthCut::TooLarge;
+  if (language->empty()) return LengthCut::Empty;
+  std::optional<ir::RegexNode> written = language->to_regex();
+  if (!written) return LengthCut::TooLarge;
+  out = std::move(*written);
+  return LengthCut::Done;
+}
+
 Expr Converter::string(const Node& node) {
   const Json& s = *node.schema;
   const auto min_length = count(node, "minLength");
   const auto max_length = count(node, "maxLength");
   const std::string quote = "\\\"";
-  if (s.contains("pattern") || s.contains("format")) {
-    std::optional<std::string> decoded;
-    std::string at;
-    if (s.contains("pattern")) {
-      at = node.pointer + "/pattern";
-      if (!s["pattern"].is_string()) {
-        error(at, "'pattern' must be a string");
-        return std::nullopt;
-      }
-      auto converted = json::ecma_pattern_to_regex(s["pattern"].get<std::string>());
-      if (auto* e = converted.if_error()) {
-        error(at, "'pattern': " + e->message);
-        return std::nullopt;
-      }
-      decoded = std::move(*converted);
-      if (s.contains("format"))
-        permissive(node.pointer + "/format", "'format' beside 'pattern' is ignored: the grammar accepts more than the schema");
-    } else {
-      at = node.pointer + "/format";
-      const std::string name = s["format"].is_string() ? s["format"].get<std::string>() : "";
-      auto format = json::format_regex(name);
-      if (!format) {
-        unchecked_format(at, name);
-        return fmt::format("#'{0}(?:{1})*{0}'", quote, json::any_string_char_regex());
-      }
-      if (!format->not_enforced.empty())
-        permissive(at, fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
-      decoded = format->regex;
-    }
-    auto parsed = ir::parse_regex(*decoded, limits_.max_nesting);
+  // The languages a string must be in (pattern, format, lengths) and not in
+  // (`not`), intersected on automata over code points where there is more
+  // than a length alone.
+  std::vector<ir::RegexNode> all, none;
+  std::string at = node.pointer;
+  auto read = [&](const std::string& regex, const std::string& where, std::vector<ir::RegexNode>& into) {
+    auto parsed = ir::parse_regex(regex, limits_.max_nesting);
     if (auto* e = std::get_if<ir::RegexError>(&parsed)) {
+      error(where, "'pattern': " + e->message);
+      return false;
+    }
+    into.push_back(std::move(std::get<ir::RegexNode>(parsed)));
+    return true;
+  };
+  if (s.contains("pattern")) {
+    at = node.pointer + "/pattern";
+    if (!s["pattern"].is_string()) {
+      error(at, "'pattern' must be a string");
+      return std::nullopt;
+    }
+    auto converted = json::ecma_pattern_to_regex(s["pattern"].get<std::string>());
+    if (auto* e = converted.if_error()) {
       error(at, "'pattern': " + e->message);
       return std::nullopt;
     }
-    ir::RegexNode regex = std::move(std::get<ir::RegexNode>(parsed));
-    if (min_length || max_length) {
-      // The lengths beside a pattern or format: the two languages
-      // intersected, and written back as one regex, where the automata
-      // stay within their limits; otherwise the lengths are not enforced.
-      const LengthCut cut = cut_to_length(regex, min_length.value_or(0), max_length);
-      if (cut == LengthCut::Empty) return std::nullopt;  // no string has both: no value
-      if (cut == LengthCut::TooLarge)
-        permissive(at, "'minLength' and 'maxLength' beside 'pattern' or 'format' are ignored (the intersection "
-                       "is past the automaton limits): the grammar accepts more than the schema");
+    if (!read(*converted, at, all)) return std::nullopt;
+  }
+  if (s.contains("format")) {
+    const std::string where = node.pointer + "/format";
+    const std::string name = s["format"].is_string() ? s["format"].get<std::string>() : "";
+    if (auto format = json::format_regex(name)) {
+      if (!format->not_enforced.empty())
+        permissive(where, fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
+      if (!read(format->regex, where, all)) return std::nullopt;
+      if (all.size() == 1) at = where;
+    } else {
+      unchecked_format(where, name);
+    }
+  }
+  if (const std::optional<std::string> excluded = excluded_strings(s); excluded && !excluded->empty())
+    if (!read(*excluded, node.pointer + "/not", none)) return std::nullopt;
+  if (!all.empty() || !none.empty()) {
+    const bool lengths = (min_length || max_length) && min_length.value_or(0) <= ir::kMaxRegexRepeat &&
+                         max_length.value_or(0) <= ir::kMaxRegexRepeat;
+    if (max_length && *max_length < min_length.value_or(0)) return std::nullopt;
+    std::vector<ir::RegexNode> every = all;
+    if (lengths) {
+      ir::RegexNode any;
+      any.kind = ir::RegexNode::Kind::Set;
+      any.set = ir::CodePointSet::all();
+      ir::RegexNode sized;
+      sized.kind = ir::RegexNode::Kind::Repeat;
+      sized.min = static_cast<uint32_t>(min_length.value_or(0));
+      sized.max = max_length ? static_cast<uint32_t>(*max_length) : ir::kRegexUnbounded;
+      sized.children.push_back(std::move(any));
+      every.push_back(std::move(sized));
+    }
+    ir::RegexNode regex;
+    switch (strings_of(every, none, regex)) {
+      case LengthCut::Empty: return std::nullopt;  // no string has them all: no value
+      case LengthCut::Done:
+        if ((min_length || max_length) && !lengths)
+          permissive(at, "'minLength' and 'maxLength' above 1000 beside 'pattern' or 'format' are not enforced");
+        break;
+      case LengthCut::TooLarge:
+        // The first language alone, the others not enforced.
+        if (all.empty()) {
+          permissive(node.pointer + "/not", "'not' is not supported here (its automaton passes the limits) and is "
+                                            "ignored: the grammar accepts more than the schema");
+          return fmt::format("#'{0}(?:{1})*{0}'", quote, json::any_string_char_regex());
+        }
+        regex = all[0];
+        permissive(at, "the pattern, format, lengths and 'not' of this string are not all enforced (their "
+                       "intersection is past the automaton limits): the grammar accepts more than the schema");
+        break;
     }
     auto encoded = json::encode_regex(regex);
     if (!encoded) return std::nullopt;

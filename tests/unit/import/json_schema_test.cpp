@@ -755,3 +755,30 @@ TEST_CASE("not: {} accepts nothing, not a type takes it away, not one required n
   // Numbers that are no integer cannot be said: ignored, with the warning.
   CHECK_THAT(parse_schema(R"({"not": {"type": "integer"}})").diagnostics.render(), Catch::Contains("'not' is not supported"));
 }
+
+TEST_CASE("a string's pattern, format, lengths and not are one language", "[json-schema]") {
+  auto ok_in = [](const Grammar::Outcome& outcome, std::string_view text) {
+    return verdict(oracle_grammar(*outcome.grammar), text) == oracle::Verdict::Complete;
+  };
+  Grammar::Outcome both = parse_schema(R"({"type": "string", "pattern": "^2024", "format": "date"})");
+  REQUIRE(both.ok());
+  CHECK(both.diagnostics.render().empty());
+  CHECK(ok_in(both, R"("2024-02-29")"));
+  CHECK_FALSE(ok_in(both, R"("2023-01-01")"));
+  CHECK_FALSE(ok_in(both, R"("2024-02-30")"));
+  Grammar::Outcome not_pattern = parse_schema(R"({"type": "string", "maxLength": 3, "not": {"pattern": "^x"}})");
+  REQUIRE(not_pattern.ok());
+  CHECK(not_pattern.diagnostics.render().empty());
+  CHECK(ok_in(not_pattern, R"("abc")"));
+  CHECK(ok_in(not_pattern, R"("")"));
+  CHECK_FALSE(ok_in(not_pattern, R"("xab")"));
+  CHECK_FALSE(ok_in(not_pattern, R"("abcd")"));
+  Grammar::Outcome not_values = parse_schema(R"({"type": "string", "not": {"enum": ["", "a", 3]}})");
+  REQUIRE(not_values.ok());
+  CHECK(not_values.diagnostics.render().empty());
+  CHECK(ok_in(not_values, R"("b")"));
+  CHECK(ok_in(not_values, R"("aa")"));
+  CHECK_FALSE(ok_in(not_values, R"("a")"));
+  CHECK_FALSE(ok_in(not_values, R"("")"));
+  CHECK_FALSE(parse_schema(R"({"type": "string", "const": "a", "not": {"const": "a"}})").ok());
+}
