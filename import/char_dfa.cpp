@@ -634,6 +634,7 @@ std::optional<RegexNode> CharDfa::eliminate(Order order, const CharDfaLimits& li
   }
   put(first, start_, Label{});
   std::vector<uint8_t> gone(n, 0);
+  size_t work = 0;
   auto weight = [&](uint32_t q) {
     size_t in_count = 0, out_count = 0, in_size = 0, out_size = 0, loop = 0;
     for (uint32_t p : in[q])
@@ -676,7 +677,9 @@ std::optional<RegexNode> CharDfa::eliminate(Order order, const CharDfaLimits& li
       for (const auto& [r, from] : out[q]) {
         if (r == q) continue;
         Label path = loop ? concat(concat(into, *loop), from) : concat(into, from);
-        if (path.size > limits.max_regex_nodes || path.depth > limits.max_regex_depth) return std::nullopt;
+        work += path.size;  // nodes copied: bounded, or a large automaton takes seconds to fail
+        if (path.size > limits.max_regex_nodes || path.depth > limits.max_regex_depth || work > limits.max_regex_work)
+          return std::nullopt;
         put(p, r, std::move(path));
         if (const Label& now = out[p].at(r); now.size > limits.max_regex_nodes || now.depth > limits.max_regex_depth)
           return std::nullopt;

@@ -29,6 +29,7 @@ struct CharDfaLimits {
   size_t max_states = size_t{1} << 12;        // of one DFA, before minimising too
   size_t max_regex_nodes = size_t{1} << 15;   // of the regex to_regex writes
   size_t max_regex_depth = 200;               // its nodes inside one another (groups nest below kMaxRegexNesting)
+  size_t max_regex_work = size_t{1} << 19;    // nodes written while eliminating states, in all
 };
 
 class CharDfa {

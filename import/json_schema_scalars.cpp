@@ -196,14 +196,19 @@ std::optional<std::string> Converter::excluded_strings(const Json& s) {
 // one regex: Empty when there is none, TooLarge past the automaton limits.
 Converter::LengthCut Converter::strings_of(const std::vector<ir::RegexNode>& all,
                                            const std::vector<ir::RegexNode>& none, ir::RegexNode& out) {
+  // A language of more states than this is written back as a regex whose
+  // lexer automaton takes seconds to build (an email pattern cut to 254
+  // characters): the first language alone is kept instead.
+  json::CharDfaLimits limits;
+  limits.max_states = kMaxStringStates;
   std::optional<json::CharDfa> language = json::CharDfa::everything();
   for (const ir::RegexNode& r : all) {
     const std::optional<json::CharDfa> one = json::CharDfa::of_regex(r);
-    language = one && language ? language->intersect(*one) : std::nullopt;
+    language = one && language ? language->intersect(*one, limits) : std::nullopt;
   }
   for (const ir::RegexNode& r : none) {
     const std::optional<json::CharDfa> one = json::CharDfa::of_regex(r);
-    language = one && language ? language->minus(*one) : std::nullopt;
+    language = one && language ? language->minus(*one, limits) : std::nullopt;
   }
   if (!language) return LengthCut::TooLarge;
   if (language->empty()) return LengthCut::Empty;
