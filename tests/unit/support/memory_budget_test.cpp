@@ -112,15 +112,19 @@ TEST_CASE("real schemas that exhausted memory convert within 256 MiB, or are ref
   auto o61026 = Grammar::parse(read_file(dir + "Github_hard-o61026.json"), "o61026.json", options);
   INFO(errors_of(o61026));
   CHECK(o61026.ok());
+  // Refused once for the regex of its keys; the shorter character classes
+  // (negated where shorter) bring it within the limit, and within the budget.
+  auto o47197 = Grammar::parse(read_file(dir + "Github_hard-o47197.json"), "o47197.json", options);
+  INFO(errors_of(o47197));
+  CHECK(o47197.ok());
   // Schemas that took 10 to 41 s: refused at once, each with its reason (the
   // keys beside hundreds of properties need a regex of megabytes; merges that
   // repeat large definitions).
   const std::pair<const char*, const char*> refused[] = {
       {"Github_ultra-o43012.json", "412 properties (additionalProperties is not false) need a regex of"},
-      {"Github_hard-o47197.json", "need a regex of"},
-      {"JsonSchemaStore-detekt-1.22.0.json", "need regexes of more than 256 KiB in all"},
+      {"JsonSchemaStore-detekt-1.22.0.json", "need regexes of more than 512 KiB in all"},
       {"JsonSchemaStore-jscsrc.json", "need a regex of"},
-      {"JsonSchemaStore-pantsbuild-2.16.0.json", "need regexes of more than 256 KiB in all"},
+      {"JsonSchemaStore-pantsbuild-2.16.0.json", "need regexes of more than 512 KiB in all"},
       // (Its merges reach the 256 MiB budget here; the 8 MiB of merged JSON
       // with the default budget.)
       {"JsonSchemaStore-renovate-schema.json", "it was reached while translating the JSON Schema"},
