@@ -111,6 +111,7 @@ class Converter {
   const Json* resolve(const std::string& ref, const std::string& at, std::string& target_pointer);
   const Json* find_anchor(const Json& s, const std::string& name, const std::string& pointer, std::string& found);
   Expr reference(const Node& node, int depth);
+  bool refs_stand_alone() const;
   Expr rule_for(const Json* target, const std::string& pointer, int depth);
 
   // === json_schema_combinators.cpp: allOf, anyOf, oneOf, enum, const ==========

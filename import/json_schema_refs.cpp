@@ -59,6 +59,15 @@ const Json* Converter::find_anchor(const Json& s, const std::string& name, const
   return nullptr;
 }
 
+// Whether the root names draft 04, 06 or 07, where $ref stands alone.
+bool Converter::refs_stand_alone() const {
+  if (!root_.is_object() || !root_.contains("$schema") || !root_["$schema"].is_string()) return false;
+  const std::string uri = root_["$schema"].get<std::string>();
+  for (const char* draft : {"draft-04", "draft-06", "draft-07"})
+    if (uri.find(draft) != std::string::npos) return true;
+  return false;
+}
+
 Expr Converter::reference(const Node& node, int depth) {
   const Json& s = *node.schema;
   const std::string at = node.pointer + "/$ref";
@@ -69,10 +78,13 @@ Expr Converter::reference(const Node& node, int depth) {
   std::string target_pointer;
   const Json* target = resolve(s["$ref"].get<std::string>(), at, target_pointer);
   if (!target) return std::nullopt;
-  // Other constraints beside $ref apply too (2020-12): merge them.
+  // Other constraints beside $ref apply too (2019-09 and 2020-12): merge
+  // them. Drafts 04 to 07 ignore them ("All other properties in a $ref
+  // object MUST be ignored"), and a schema that names one of them says so.
   Json rest = s;
   rest.erase("$ref");
-  if (has_constraints(rest)) return value_of_merged(Json{{"allOf", Json::array({*target, rest})}}, node.pointer, depth);
+  if (has_constraints(rest) && !refs_stand_alone())
+    return value_of_merged(Json{{"allOf", Json::array({*target, rest})}}, node.pointer, depth);
   return rule_for(target, target_pointer, depth);
 }
 

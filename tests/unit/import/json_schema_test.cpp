@@ -782,3 +782,14 @@ TEST_CASE("a string's pattern, format, lengths and not are one language", "[json
   CHECK_FALSE(ok_in(not_values, R"("")"));
   CHECK_FALSE(parse_schema(R"({"type": "string", "const": "a", "not": {"const": "a"}})").ok());
 }
+
+TEST_CASE("keywords beside $ref: merged in 2020-12, ignored where the schema names draft 04 to 07", "[json-schema]") {
+  const char* body = R"("type": "object", "properties": {"s": {"type": "string", "$ref": "#/definitions/o"}},
+                        "definitions": {"o": {"type": "object"}}})";
+  Grammar::Outcome draft7 = parse_schema(std::string(R"({"$schema": "http://json-schema.org/draft-07/schema#", )") + body);
+  REQUIRE(draft7.ok());
+  CHECK(verdict(oracle_grammar(*draft7.grammar), R"({"s":{}})") == oracle::Verdict::Complete);
+  Grammar::Outcome modern = parse_schema(std::string("{") + body);
+  REQUIRE(modern.ok());
+  CHECK_FALSE(verdict(oracle_grammar(*modern.grammar), R"({"s":{}})") == oracle::Verdict::Complete);
+}
