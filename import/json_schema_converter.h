@@ -162,9 +162,9 @@ class Converter {
   std::optional<uint64_t> count(const Node& node, const char* key);
   Expr string(const Node& node);
   void unchecked_format(const std::string& pointer, const std::string& name);
-  enum class LengthCut { Done, Empty, TooLarge };
+  enum class Intersection { Done, Empty, TooLarge };
   static constexpr size_t kMaxStringStates = 512;  // of a string's intersected language (docs/LIMITS.md)
-  LengthCut strings_of(const std::vector<ir::RegexNode>& all, const std::vector<ir::RegexNode>& none,
+  Intersection strings_of(const std::vector<ir::RegexNode>& all, const std::vector<ir::RegexNode>& none,
                        ir::RegexNode& out);
   static std::optional<std::string> excluded_strings(const Json& s);
 

@@ -194,7 +194,7 @@ std::optional<std::string> Converter::excluded_strings(const Json& s) {
 
 // The decoded strings in every language of `all` and in none of `none`, as
 // one regex: Empty when there is none, TooLarge past the automaton limits.
-Converter::LengthCut Converter::strings_of(const std::vector<ir::RegexNode>& all,
+Converter::Intersection Converter::strings_of(const std::vector<ir::RegexNode>& all,
                                            const std::vector<ir::RegexNode>& none, ir::RegexNode& out) {
   // A language of more states than this is written back as a regex whose
   // lexer automaton takes seconds to build (an email pattern cut to 254
@@ -210,12 +210,12 @@ Converter::LengthCut Converter::strings_of(const std::vector<ir::RegexNode>& all
     const std::optional<json::CharDfa> one = json::CharDfa::of_regex(r);
     language = one && language ? language->minus(*one, limits) : std::nullopt;
   }
-  if (!language) return LengthCut::TooLarge;
-  if (language->empty()) return LengthCut::Empty;
+  if (!language) return Intersection::TooLarge;
+  if (language->empty()) return Intersection::Empty;
   std::optional<ir::RegexNode> written = language->to_regex();
-  if (!written) return LengthCut::TooLarge;
+  if (!written) return Intersection::TooLarge;
   out = std::move(*written);
-  return LengthCut::Done;
+  return Intersection::Done;
 }
 
 Expr Converter::string(const Node& node) {
@@ -282,12 +282,12 @@ Expr Converter::string(const Node& node) {
     }
     ir::RegexNode regex;
     switch (strings_of(every, none, regex)) {
-      case LengthCut::Empty: return std::nullopt;  // no string has them all: no value
-      case LengthCut::Done:
+      case Intersection::Empty: return std::nullopt;  // no string has them all: no value
+      case Intersection::Done:
         if ((min_length || max_length) && !lengths)
           permissive(at, "'minLength' and 'maxLength' above 1000 beside 'pattern' or 'format' are not enforced");
         break;
-      case LengthCut::TooLarge:
+      case Intersection::TooLarge:
         // The first language alone, the others not enforced.
         if (all.empty()) {
           permissive(node.pointer + "/not", "'not' is not supported here (its automaton passes the limits) and is "
