@@ -113,7 +113,7 @@ const std::map<std::string, KeywordUse>& keywords() {
     for (const char* k : {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
                           "prefixItems", "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref",
                           "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-                          "exclusiveMaximum", "patternProperties"})
+                          "exclusiveMaximum", "patternProperties", kMorePatterns})
       out[k] = KeywordUse::Supported;
     for (const char* k : {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"})
       out[k] = KeywordUse::Refused;
@@ -160,6 +160,15 @@ std::optional<std::string> keyword_like(const std::string& key) {
     }
   }
   return nearest;
+}
+
+std::vector<std::string> patterns_of(const Json& s) {
+  std::vector<std::string> out;
+  if (s.contains("pattern") && s["pattern"].is_string()) out.push_back(s["pattern"].get<std::string>());
+  if (s.contains(kMorePatterns) && s[kMorePatterns].is_array())
+    for (const Json& p : s[kMorePatterns])
+      if (p.is_string()) out.push_back(p.get<std::string>());
+  return out;
 }
 
 bool constrains(const std::string& key) {
@@ -248,8 +257,41 @@ void Converter::error(const std::string& pointer, std::string message) {
 void Converter::permissive(const std::string& pointer, const std::string& message) {
   const std::string key = pointer + "\n" + message;
   if (!warned_.insert(key).second) return;
+  if (attempts_) warned_journal_.push_back(key);
   if (options_.strict) error(pointer, message + " (--strict)");
   else diags_.warning(range_of(pointer), message);
+}
+
+Converter::Attempt Converter::begin_attempt() {
+  ++attempts_;
+  return {diags_.mark(),    merged_journal_.size(), ref_journal_.size(), warned_journal_.size(),
+          merges_,          merge_steps_,           merged_bytes_,       key_regex_bytes_,
+          all_key_regexes_refused_};
+}
+
+bool Converter::failed(const Attempt& attempt) {
+  const bool failed = diags_.error_count() > attempt.diagnostics.errors;
+  if (failed) {
+    diags_.rewind(attempt.diagnostics);
+    for (size_t i = attempt.merged_keys; i < merged_journal_.size(); ++i) merged_rules_.erase(merged_journal_[i]);
+    for (size_t i = attempt.ref_keys; i < ref_journal_.size(); ++i) ref_rules_.erase(ref_journal_[i]);
+    for (size_t i = attempt.warned_keys; i < warned_journal_.size(); ++i) warned_.erase(warned_journal_[i]);
+    merged_journal_.resize(attempt.merged_keys);
+    ref_journal_.resize(attempt.ref_keys);
+    warned_journal_.resize(attempt.warned_keys);
+    merges_ = attempt.merges;
+    merge_steps_ = attempt.merge_steps;
+    merged_bytes_ = attempt.merged_bytes;
+    key_regex_bytes_ = attempt.key_regex_bytes;
+    all_key_regexes_refused_ = attempt.all_key_regexes_refused;
+    // (Rules the attempt made stay, unreached: the grammar leaves them out.)
+  }
+  if (--attempts_ == 0) {
+    merged_journal_.clear();
+    ref_journal_.clear();
+    warned_journal_.clear();
+  }
+  return failed;
 }
 
 const char* Converter::whitespace_name() const {
@@ -386,11 +428,21 @@ Expr Converter::value_inner(const Node& node, int depth) {
     error(node.pointer, "a schema must be an object or a boolean");
     return std::nullopt;
   }
-  if (s.contains("not"))
-    if (std::optional<Json> said = not_said_otherwise(s)) {
-      if (*said == false) return std::nullopt;  // no value: nothing else to say
-      return value_of_merged(*said, node.pointer, depth);
-    }
+  // Said without them where that is exact (and within the limits): `not`,
+  // then `if` and dependencies (beside a $ref, once the reference is merged
+  // or dropped, by the draft).
+  std::optional<Json> said;
+  if (s.contains("not")) said = not_said_otherwise(s);
+  if (!said && s.contains("if") && !s.contains("$ref")) said = conditional_said(s);
+  if (!said && (s.contains("dependencies") || s.contains("dependentRequired") || s.contains("dependentSchemas")) &&
+      !s.contains("$ref"))
+    said = dependencies_said(s);
+  if (said) {
+    if (*said == false) return std::nullopt;  // no value: nothing else to say
+    const Attempt attempt = begin_attempt();
+    Expr e = value_of_merged(*said, node.pointer, depth);
+    if (!failed(attempt)) return e;
+  }
   check_keywords(node);
   if (s.contains("$ref")) return reference(node, depth);
   if (s.contains("allOf")) return all_of(node, depth);
@@ -449,9 +501,10 @@ bool Converter::known_meta_schema(const Json& uri) {
 // then/else without if, minContains/maxContains without contains: no effect.
 // A schema with `not` said with the other keywords, where that is exact:
 // `not: {}` (or true) accepts no value (false); `not: false` says nothing;
-// `not: {"type": T}` takes T from the types; `not: {"required": [n]}`
-// forbids member n (`properties: {n: false}`). nullopt for any other `not`,
-// which is ignored with a warning.
+// `not: {"type": T}` takes T from the types; any other `not` whose
+// complement can be written is merged with the rest (negation.cpp), except
+// the strings' own (scalars.cpp). nullopt for any other `not`, which is
+// ignored with a warning.
 std::optional<Json> Converter::not_said_otherwise(const Json& s) {
   const Json& inner = s["not"];
   Json rest = s;
@@ -472,20 +525,24 @@ std::optional<Json> Converter::not_said_otherwise(const Json& s) {
     rest["type"] = types;
     return rest;
   }
-  if (keys == std::vector<std::string>{"required"} && inner["required"].is_array() && inner["required"].size() == 1 &&
-      inner["required"][0].is_string()) {
-    if (rest.contains("properties") && !rest["properties"].is_object()) return std::nullopt;
-    rest["properties"][inner["required"][0].get<std::string>()] = false;
-    return rest;
-  }
+  if (s.contains("type") && declared_types(s).empty()) return Json(false);  // (no value: nothing else to say)
+  // Said by the strings (scalars.cpp) where nothing but strings is allowed
+  // (`not: {pattern}` fails every value of another type).
+  if (excluded_strings(s) && only_strings(s)) return std::nullopt;
+  if (std::optional<Json> failing = negation(inner)) return Json{{"allOf", Json::array({rest, *failing})}};
   return std::nullopt;
+}
+
+bool Converter::only_strings(const Json& s) {
+  const std::set<std::string> types = declared_types(s);
+  return types.empty() || types == std::set<std::string>{"string"};
 }
 
 bool Converter::ignorable_no_op(const std::string& key, const Json& s) {
   if ((key == "then" || key == "else") && !s.contains("if")) return true;
   if ((key == "minContains" || key == "maxContains") && !s.contains("contains")) return true;
   if (key == "multipleOf" && power_of_ten_step(s)) return true;  // said by the numbers' spelling (scalars.cpp)
-  if (key == "not" && excluded_strings(s)) return true;            // said by the strings (scalars.cpp)
+  if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
   // Said exactly by the object's grammar (containers.cpp).
   if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1)
     return true;

@@ -81,6 +81,7 @@ Expr Converter::value_of_merged(const Json& merged_source, const std::string& po
     return std::nullopt;
   }
   auto [entry, inserted] = merged_rules_.try_emplace({std::move(dumped), layout_depth(depth)});
+  if (inserted && attempts_) merged_journal_.push_back(entry->first);
   Merged& merged = entry->second;
   if (!inserted) {
     const bool name_it = merged.converting || (merged.expr && merged.expr->size() > kInlineBytes);
@@ -205,6 +206,21 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
     } else if (key == "maximum" || key == "exclusiveMaximum" || key == "maxLength" || key == "maxItems" ||
                key == "maxProperties") {
       if (greater(mine, v)) mine = v;
+    } else if (key == "pattern" || key == kMorePatterns) {
+      // Every pattern of both: the first stays `pattern`, the others are added.
+      if (!mine.is_string() && key == "pattern") {
+        error(at, "'pattern' must be a string");
+        return std::nullopt;
+      }
+      Json more = out.contains(kMorePatterns) ? out[kMorePatterns] : Json::array();
+      for (const Json& p : key == "pattern" ? Json::array({v}) : v) {
+        if (!p.is_string()) {
+          error(at, "'pattern' must be a string");
+          return std::nullopt;
+        }
+        if (p != out.value("pattern", Json()) && std::find(more.begin(), more.end(), p) == more.end()) more.push_back(p);
+      }
+      if (!more.empty()) out[kMorePatterns] = more;
     } else if (key == "enum" || key == "const") {
       const Json va = key == "const" ? Json::array({mine}) : mine, vb = key == "const" ? Json::array({v}) : v;
       Json both = Json::array();
@@ -370,20 +386,35 @@ Expr Converter::any_of(const Node& node, int depth) {
   Json rest = s;
   rest.erase(key);
   const bool others = has_constraints(rest);
+  // The alternatives as they are, or (`exclusive`) each excluding the others it may meet.
+  auto union_of = [&](const std::vector<Json>* exclusive) {
+    std::vector<std::string> alternatives;
+    for (size_t i = 0; i < s[key].size(); ++i) {
+      const std::string branch_pointer = at + "/" + std::to_string(i);
+      const Json& alternative = exclusive ? (*exclusive)[i] : s[key][i];
+      Expr branch = others || exclusive
+                        ? value_of_merged(others ? Json{{"allOf", Json::array({rest, alternative})}} : alternative,
+                                          branch_pointer, depth)
+                        : value({&alternative, branch_pointer}, depth);
+      if (branch && std::find(alternatives.begin(), alternatives.end(), *branch) == alternatives.end())
+        alternatives.push_back(*branch);
+    }
+    return alternation(alternatives);
+  };
   if (std::string(key) == "oneOf")
-    if (const auto pair = overlapping(s[key], rest))
+    if (const auto pairs = overlapping_pairs(s[key], rest); !pairs.empty()) {
+      std::string why = "no complement to exclude";
+      if (const std::optional<std::vector<Json>> exclusive = exclusive_alternatives(s[key], pairs)) {
+        const Attempt attempt = begin_attempt();
+        Expr e = union_of(&*exclusive);
+        if (!failed(attempt)) return e;
+        why = "excluding it passes the limits";
+      }
       permissive(at, fmt::format("'oneOf' is read as 'anyOf': alternatives {} and {} may overlap (no proof that "
-                                 "they do not), and a value that matches both is accepted",
-                                 pair->first, pair->second));
-  std::vector<std::string> alternatives;
-  for (size_t i = 0; i < s[key].size(); ++i) {
-    const std::string branch_pointer = at + "/" + std::to_string(i);
-    Expr branch = others ? value_of_merged(Json{{"allOf", Json::array({rest, s[key][i]})}}, branch_pointer, depth)
-                         : value({&s[key][i], branch_pointer}, depth);
-    if (branch && std::find(alternatives.begin(), alternatives.end(), *branch) == alternatives.end())
-      alternatives.push_back(*branch);
-  }
-  return alternation(alternatives);
+                                 "they do not, and {}), and a value that matches both is accepted",
+                                 pairs[0].first, pairs[0].second, why));
+    }
+  return union_of(nullptr);
 }
 
 Expr Converter::alternation(const std::vector<std::string>& alternatives) {
@@ -400,7 +431,7 @@ namespace {
 bool checkable_beside_values(const std::string& key) {
   static const std::set<std::string> keys = {"minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
                                              "exclusiveMaximum", "minItems", "maxItems", "required", "pattern",
-                                             "format"};
+                                             "format", kMorePatterns};
   return keys.count(key) > 0;
 }
 
@@ -428,8 +459,8 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
     const size_t n = code_points(text);
     // (A pattern or format that cannot be read or passes the automaton limits
     // says nothing here: enumeration() refuses it first.)
-    if (s.contains("pattern") && s["pattern"].is_string() && pattern_matches(s["pattern"].get<std::string>(), text) == false)
-      return false;
+    for (const std::string& pattern : patterns_of(s))
+      if (pattern_matches(pattern, text) == false) return false;
     // A `not` the strings say (excluded_strings): the value must miss it.
     if (const std::optional<std::string> excluded = excluded_strings(s); excluded && !excluded->empty())
       if (regex_matches(*excluded, text) != false) return false;  // (unknown: not kept)
@@ -465,19 +496,28 @@ Expr Converter::enumeration(const Node& node, int depth) {
   const std::set<std::string> types = declared_types(s);
   // Beside the values, other keywords only take some of them away: those
   // the values can be checked against here are; the others are refused
-  // (the keywords cgram ignores were warned about already).
+  // (the keywords cgram ignores were warned about already), unless no value
+  // has the type they apply to (`properties` beside null).
+  auto some_value = [&](bool object) {
+    return std::any_of(values.begin(), values.end(), [&](const Json& v) {
+      return (object ? v.is_object() : v.is_array()) && type_allows(types, json_type_of(v));
+    });
+  };
+  static const std::set<std::string> of_objects = {"properties", "additionalProperties", "patternProperties"};
+  static const std::set<std::string> of_arrays = {"items", "prefixItems", "additionalItems"};
   for (const auto& [key, v] : s.items())
     if (keyword_use(key) == KeywordUse::Supported && key != "type" && key != "enum" && key != "const" &&
-        !checkable_beside_values(key)) {
+        !checkable_beside_values(key) && !(of_objects.count(key) && !some_value(true)) &&
+        !(of_arrays.count(key) && !some_value(false))) {
       error(node.pointer + "/" + pointer_token(key),
             fmt::format("'{}' together with 'enum' or 'const' is not supported", key));
       return std::nullopt;
     }
   // A pattern or format beside the values, read as everywhere else (their
   // errors; an unknown format is not checked, with a warning).
-  if (s.contains("pattern")) {
-    if (!s["pattern"].is_string()) error(node.pointer + "/pattern", "'pattern' must be a string");
-    else if (auto converted = json::ecma_pattern_to_regex(s["pattern"].get<std::string>()); !converted.ok())
+  if (s.contains("pattern") && !s["pattern"].is_string()) error(node.pointer + "/pattern", "'pattern' must be a string");
+  for (const std::string& pattern : patterns_of(s)) {
+    if (auto converted = json::ecma_pattern_to_regex(pattern); !converted.ok())
       error(node.pointer + "/pattern", "'pattern': " + converted.error().message);
     else if (!regex_automaton(*converted))
       error(node.pointer + "/pattern",

@@ -36,6 +36,11 @@ class JsonLocator;
 enum class KeywordUse { Annotation, Supported, IgnoredWarning, Refused, NotAKeyword };
 
 KeywordUse keyword_use(const std::string& key);
+// The patterns an allOf merge adds beside a different `pattern` (an array of
+// them; a string must match every one). Internal: no draft has this key.
+inline constexpr const char* kMorePatterns = "$cgram-patterns";
+// A schema's patterns: `pattern` and those a merge added.
+std::vector<std::string> patterns_of(const Json& s);
 // The keyword `key` is a near miss of, if any (a typo, for a note).
 std::optional<std::string> keyword_like(const std::string& key);
 // Keywords that constrain a value whatever its type (enum and const aside).
@@ -83,6 +88,22 @@ class Converter {
   void permissive(const std::string& pointer, const std::string& message);
   const char* whitespace_name() const;
 
+  // --- Trying an exact form first ----------------------------------------------
+  // A keyword said exactly through complements (oneOf, not, if, dependencies)
+  // may pass a limit where the loose form would not: the attempt's errors,
+  // work and cache entries are then taken back, and the loose form (with its
+  // warning) is written instead.
+  struct Attempt {
+    Diagnostics::Mark diagnostics;
+    size_t merged_keys, ref_keys, warned_keys;
+    int merges;
+    size_t merge_steps, merged_bytes, key_regex_bytes;
+    bool all_key_regexes_refused;
+  };
+  Attempt begin_attempt();
+  // Ends the attempt: whether it failed (an error), in which case it is taken back.
+  bool failed(const Attempt& attempt);
+
   // --- Layout ----------------------------------------------------------------
   int layout_depth(int depth) const;
   std::string newline_indent(int depth) const;
@@ -105,6 +126,8 @@ class Converter {
   void check_keywords(const Node& node);
   static bool known_meta_schema(const Json& uri);
   static bool ignorable_no_op(const std::string& key, const Json& s);
+  // Whether the types a schema declares are strings at most.
+  static bool only_strings(const Json& s);
   std::optional<Json> not_said_otherwise(const Json& s);
 
   // === json_schema_refs.cpp: $ref =============================================
@@ -139,6 +162,8 @@ class Converter {
 
   // === json_schema_disjoint.cpp: whether oneOf's alternatives can overlap =====
   std::optional<std::pair<size_t, size_t>> overlapping(const Json& alternatives, const Json& beside);
+  // Every pair not proved disjoint (i < j), in order.
+  std::vector<std::pair<size_t, size_t>> overlapping_pairs(const Json& alternatives, const Json& beside);
   bool disjoint_pair(const Json& x, const Json& y, int depth, const std::set<std::string>& within);
   bool told_apart(const Json& a, const Json& b, const std::string& type, int depth);
   const Json* followed(const Json& s) const;
@@ -147,6 +172,26 @@ class Converter {
   static constexpr int kMaxDisjointDepth = 8;  // discriminators nested inside one another
   static constexpr size_t kMaxDisjointSteps = 20000;  // pairs compared for one oneOf
   size_t disjoint_steps_ = 0;
+
+  // === json_schema_negation.cpp: the complement of a schema ===================
+  // ¬s as a schema the converter says exactly (no `not` but the strings'
+  // own), or nullopt where it cannot be written.
+  std::optional<Json> negation(const Json& s, int depth = 0);
+  std::optional<Json> keyword_failing(const Json& s, const std::string& key, const Json& value, int depth);
+  static std::optional<Json> values_failing(const Json& values);
+  // `if`/`then`/`else` as (if ∧ then) ∨ (¬if ∧ else), and dependencies as
+  // (no member n) ∨ (n and what it needs): the schema without them, or
+  // nullopt where they cannot be said so.
+  std::optional<Json> conditional_said(const Json& s);
+  std::optional<Json> dependencies_said(const Json& s);
+  // oneOf's alternatives, each excluding those it may overlap: nullopt where
+  // a complement cannot be written or the union grows past the limit.
+  std::optional<std::vector<Json>> exclusive_alternatives(const Json& alternatives,
+                                                          const std::vector<std::pair<size_t, size_t>>& pairs);
+  static constexpr int kMaxNegationDepth = 8;
+  // Alternatives of one complement, of one oneOf branch made exclusive, and
+  // of an object's dependencies (2^n for n dependencies).
+  static constexpr size_t kMaxNegationAlternatives = 64;
 
   // --- enum, const ---------------------------------------------------------------
   Expr enumeration(const Node& node, int depth);
@@ -231,6 +276,10 @@ class Converter {
   std::map<int, std::string> any_rules_;
   std::vector<std::unique_ptr<Json>> merged_;
   std::set<std::string> warned_;
+  // Keys added to merged_rules_, ref_rules_ and warned_ while an attempt is under way.
+  int attempts_ = 0;
+  std::vector<std::pair<std::string, int>> merged_journal_, ref_journal_;
+  std::vector<std::string> warned_journal_;
   std::map<std::string, std::optional<json::CharDfa>> text_automata_;  // regex_matches, by regex
   std::string string_char_rule_;
   uint32_t nesting_ = 0;  // value() calls under way, through references too

@@ -163,12 +163,18 @@ bool Converter::told_apart(const Json& a, const Json& b, const std::string& type
 // The first pair of alternatives not proved disjoint, if any; `beside` is
 // the rest of the schema, whose types every alternative shares.
 std::optional<std::pair<size_t, size_t>> Converter::overlapping(const Json& alternatives, const Json& beside) {
+  const auto pairs = overlapping_pairs(alternatives, beside);
+  return pairs.empty() ? std::nullopt : std::optional(pairs.front());
+}
+
+std::vector<std::pair<size_t, size_t>> Converter::overlapping_pairs(const Json& alternatives, const Json& beside) {
   const std::set<std::string> within = beside.contains("type") ? declared_types(beside) : kAllTypes;
+  std::vector<std::pair<size_t, size_t>> out;
   disjoint_steps_ = 0;
   for (size_t i = 0; i < alternatives.size(); ++i)
     for (size_t j = i + 1; j < alternatives.size(); ++j)
-      if (!disjoint_pair(alternatives[i], alternatives[j], 0, within)) return std::pair{i, j};
-  return std::nullopt;
+      if (!disjoint_pair(alternatives[i], alternatives[j], 0, within)) out.emplace_back(i, j);
+  return out;
 }
 
 std::set<std::string> Converter::possible_types(const Json& s) {

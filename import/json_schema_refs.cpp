@@ -99,6 +99,7 @@ Expr Converter::rule_for(const Json* target, const std::string& pointer, int dep
   const size_t index = reserve_rule(base, pointer);
   const std::string name = rules_[index].name;
   ref_rules_[key] = name;
+  if (attempts_) ref_journal_.push_back(key);
   Expr body = value({target, pointer}, depth);
   // No value: the rule must not be used (.cgram has no empty language).
   if (!body) ref_rules_[key] = std::nullopt;

@@ -160,10 +160,12 @@ void Converter::unchecked_format(const std::string& pointer, const std::string& 
     permissive(pointer, fmt::format("format '{}' is not supported and is not checked", name));
     return;
   }
-  if (warned_.insert(pointer + "\nformat note").second)
-    diags_.note(range_of(pointer), fmt::format("format '{}' is no JSON Schema format: an annotation, not checked "
-                                               "(as the specification says of unknown formats)",
-                                               name));
+  const std::string key = pointer + "\nformat note";
+  if (!warned_.insert(key).second) return;
+  if (attempts_) warned_journal_.push_back(key);
+  diags_.note(range_of(pointer), fmt::format("format '{}' is no JSON Schema format: an annotation, not checked "
+                                             "(as the specification says of unknown formats)",
+                                             name));
 }
 
 // A `not` that the strings say: {pattern: P}, or {enum}/{const} of strings
@@ -243,12 +245,14 @@ Expr Converter::string(const Node& node) {
       error(at, "'pattern' must be a string");
       return std::nullopt;
     }
-    auto converted = json::ecma_pattern_to_regex(s["pattern"].get<std::string>());
-    if (auto* e = converted.if_error()) {
-      error(at, "'pattern': " + e->message);
-      return std::nullopt;
+    for (const std::string& pattern : patterns_of(s)) {  // (more than one after a merge)
+      auto converted = json::ecma_pattern_to_regex(pattern);
+      if (auto* e = converted.if_error()) {
+        error(at, "'pattern': " + e->message);
+        return std::nullopt;
+      }
+      if (!read(*converted, at, all)) return std::nullopt;
     }
-    if (!read(*converted, at, all)) return std::nullopt;
   }
   if (s.contains("format")) {
     const std::string where = node.pointer + "/format";

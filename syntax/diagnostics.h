@@ -34,6 +34,19 @@ class Diagnostics {
   void set_max_kept(size_t n) { max_kept_ = n; }
   size_t dropped() const { return dropped_; }
 
+  // Where the list stands, and back to there: a caller that tries one way
+  // and falls back to another takes back what the first said. (Past the
+  // cap, a warning an error replaced is not brought back.)
+  struct Mark {
+    size_t size, errors, dropped;
+  };
+  Mark mark() const { return {list_.size(), error_count_, dropped_}; }
+  void rewind(Mark m) {
+    if (list_.size() > m.size) list_.resize(m.size);
+    error_count_ = m.errors;
+    dropped_ = m.dropped;
+  }
+
   bool has_errors() const { return error_count_ > 0; }
   size_t error_count() const { return error_count_; }
   size_t warning_count() const;

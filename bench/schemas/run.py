@@ -21,6 +21,7 @@ row). Figures go to docs/BENCHMARKS.md; nothing here is a unit test.
 import argparse
 import collections
 import concurrent.futures
+import json
 import os
 import re
 import resource
@@ -92,6 +93,7 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="at most this many schemas per collection (0: all)")
     parser.add_argument("--examples", type=int, default=0, help="name this many schemas of each refusal and warning")
     parser.add_argument("--only", help="a file listing the schemas to run (paths relative to DATA, one per line)")
+    parser.add_argument("--save", help="also write every schema's result to this JSON file")
     args = parser.parse_args()
 
     only = set(open(args.only).read().split()) if args.only else None
@@ -119,6 +121,9 @@ def main():
             result["path"] = path
             results[collection].append(result)
 
+    if args.save:
+        with open(args.save, "w") as out:
+            json.dump({c: rows for c, rows in results.items()}, out, indent=1)
     outcomes = ("exact", "loosened", "refused", "crashed")
     print("| collection | schemas | converted | exact | loosened | refused | crashed | p50 / p99 / max s |")
     print("|---|---|---|---|---|---|---|---|")

@@ -63,12 +63,23 @@ void const_order(const Json& value, std::map<std::string, size_t>& rank) {
 }
 
 // The order the grammar writes members in: each property name at its first
-// place in the schema text, other names after them.
+// place in the schema text (where `properties`, `required` or a dependency
+// names it), other names after them.
 void property_order(const Json& schema, std::map<std::string, size_t>& rank) {
   if (schema.is_object()) {
     for (const auto& [key, value] : schema.items()) {
       if (key == "properties" && value.is_object())
         for (const auto& [name, unused] : value.items()) rank.emplace(name, rank.size());
+      if (key == "required" && value.is_array())
+        for (const Json& name : value)
+          if (name.is_string()) rank.emplace(name.get<std::string>(), rank.size());
+      if ((key == "dependentRequired" || key == "dependencies") && value.is_object())
+        for (const auto& [name, needs] : value.items()) {
+          rank.emplace(name, rank.size());
+          if (needs.is_array())
+            for (const Json& n : needs)
+              if (n.is_string()) rank.emplace(n.get<std::string>(), rank.size());
+        }
       // Objects inside const and enum are written in the schema's order too.
       if ((key == "const" || key == "enum") && (value.is_object() || value.is_array())) const_order(value, rank);
       property_order(value, rank);

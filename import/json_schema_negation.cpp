@@ -1,0 +1,287 @@
+// JSON Schema → .cgram: the complement of a schema, written as a schema the
+// rest of the converter says exactly, where one can be written. It makes
+// exact what a grammar cannot say directly: `not`, `if`/`then`/`else`, and
+// the alternatives of a oneOf that may overlap (each one then excludes the
+// others it may meet). Dependencies, said as alternatives too, live here.
+//
+// A schema is the conjunction of its keywords, so its complement is the
+// union of theirs: ¬(k1 ∧ k2 ∧ …) = ¬k1 ∨ ¬k2 ∨ …. A keyword about one type
+// (minLength, required, …) holds on every value of another type, so its
+// complement is "of that type, and failing it": ¬{required: [n]} is
+// {type: object, properties: {n: false}}, not every value without n. A
+// keyword whose complement cannot be written (additionalProperties, items,
+// format, multipleOf…) makes the whole complement unavailable, and the
+// caller keeps its warning.
+#include "json_schema_converter.h"
+
+#include <algorithm>
+
+namespace cgram::json_schema_detail {
+
+namespace {
+
+// The union of `alternatives` as one schema (`false` for none).
+Json union_of(std::vector<Json> alternatives) {
+  if (alternatives.empty()) return Json(false);
+  if (alternatives.size() == 1) return std::move(alternatives[0]);
+  return Json{{"anyOf", std::move(alternatives)}};
+}
+
+// Values of `type` with `keyword` set to `value`.
+Json typed(const char* type, const char* keyword, Json value) { return Json{{"type", type}, {keyword, std::move(value)}}; }
+
+// The complement of a bound on a size (a count of characters, items or
+// members): `minX: n` fails exactly on sizes up to n - 1, `maxX: n` on sizes
+// from n + 1.
+std::optional<Json> size_bound_failing(const char* type, const std::string& key, const Json& bound) {
+  if (!bound.is_number_unsigned() && !(bound.is_number_integer() && bound.get<int64_t>() >= 0)) return std::nullopt;
+  const uint64_t n = bound.get<uint64_t>();
+  const bool lower = key.starts_with("min");
+  const std::string other = (lower ? "max" : "min") + key.substr(3);
+  if (lower && n == 0) return Json(false);  // every size is at least 0
+  return typed(type, other.c_str(), lower ? n - 1 : n + 1);
+}
+
+}  // namespace
+
+std::optional<Json> Converter::negation(const Json& s, int depth) {
+  if (depth > kMaxNegationDepth) return std::nullopt;
+  if (s.is_boolean()) return Json(!s.get<bool>());
+  if (!s.is_object()) return std::nullopt;
+  if (s.contains("$ref")) {
+    const Json* target = followed(s);  // (a reference with constraints beside it is not followed)
+    if (!target || target == &s) return std::nullopt;
+    return negation(*target, depth + 1);
+  }
+  std::vector<Json> failing;  // a value fails s exactly when it matches one of these
+  for (const auto& [key, value] : s.items()) {
+    if (!constrains(key) && key != "enum" && key != "const") continue;  // annotations
+    std::optional<Json> one = keyword_failing(s, key, value, depth);
+    if (!one) return std::nullopt;
+    if (one->is_boolean() && !one->get<bool>()) continue;  // no value fails it
+    if (one->is_object() && one->size() == 1 && one->contains("anyOf"))
+      for (const Json& alternative : (*one)["anyOf"]) failing.push_back(alternative);
+    else
+      failing.push_back(std::move(*one));
+    if (failing.size() > kMaxNegationAlternatives) return std::nullopt;
+  }
+  return union_of(std::move(failing));
+}
+
+// The values that fail keyword `key` (of schema `s`, valued `value`), as a schema.
+std::optional<Json> Converter::keyword_failing(const Json& s, const std::string& key, const Json& value, int depth) {
+  if (key == "type") {
+    const std::set<std::string> allowed = declared_types(s);
+    if (allowed.count("integer") && !allowed.count("number")) return std::nullopt;  // numbers with a fraction
+    Json others = Json::array();
+    for (const char* t : {"null", "boolean", "object", "array", "string", "number"})
+      if (!allowed.count(t)) others.push_back(t);
+    return others.empty() ? Json(false) : Json{{"type", others}};
+  }
+  if (key == "required") {
+    if (!value.is_array()) return std::nullopt;
+    std::vector<Json> out;
+    for (const Json& name : value) {
+      if (!name.is_string()) return std::nullopt;
+      out.push_back(Json{{"type", "object"}, {"properties", Json{{name.get<std::string>(), false}}}});
+    }
+    return union_of(std::move(out));
+  }
+  if (key == "properties") {
+    if (!value.is_object()) return std::nullopt;
+    std::vector<Json> out;
+    for (const auto& [name, schema] : value.items()) {
+      std::optional<Json> bad = negation(schema, depth + 1);
+      if (!bad) return std::nullopt;
+      if (bad->is_boolean() && !bad->get<bool>()) continue;  // every value of the member passes
+      out.push_back(Json{{"type", "object"}, {"required", Json::array({name})}, {"properties", Json{{name, *bad}}}});
+    }
+    return union_of(std::move(out));
+  }
+  if (key == "minLength" || key == "maxLength") return size_bound_failing("string", key, value);
+  if (key == "minItems" || key == "maxItems") return size_bound_failing("array", key, value);
+  if (key == "minProperties" || key == "maxProperties") return size_bound_failing("object", key, value);
+  if (key == "pattern" || key == kMorePatterns) {
+    std::vector<Json> out;
+    for (const Json& p : key == "pattern" ? Json::array({value}) : value) {
+      if (!p.is_string()) return std::nullopt;
+      out.push_back(typed("string", "not", Json{{"pattern", p}}));
+    }
+    return union_of(std::move(out));
+  }
+  if (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" || key == "exclusiveMaximum") {
+    // Draft 04's boolean exclusive bounds change what minimum means: not read here.
+    for (const char* k : {"exclusiveMinimum", "exclusiveMaximum"})
+      if (s.contains(k) && !s[k].is_number()) return std::nullopt;
+    if (!value.is_number()) return std::nullopt;
+    static const std::map<std::string, const char*> opposite = {{"minimum", "exclusiveMaximum"},
+                                                                {"exclusiveMinimum", "maximum"},
+                                                                {"maximum", "exclusiveMinimum"},
+                                                                {"exclusiveMaximum", "minimum"}};
+    return typed("number", opposite.at(key), value);
+  }
+  if (key == "enum" || key == "const") return values_failing(key == "const" ? Json::array({value}) : value);
+  if (key == "anyOf" || key == "oneOf" || key == "allOf") {
+    if (!value.is_array() || value.empty()) return std::nullopt;
+    // oneOf as anyOf only where no two alternatives meet.
+    if (key == "oneOf" && overlapping(value, Json::object())) return std::nullopt;
+    std::vector<Json> parts;
+    for (const Json& part : value) {
+      std::optional<Json> bad = negation(part, depth + 1);
+      if (!bad) return std::nullopt;
+      parts.push_back(std::move(*bad));
+    }
+    if (key == "allOf") return union_of(std::move(parts));  // fails one part
+    return Json{{"allOf", std::move(parts)}};               // fails every alternative
+  }
+  if (key == "not") return value.is_object() || value.is_boolean() ? std::optional<Json>(value) : std::nullopt;
+  if (key == "if") {  // with then and else: (if ∧ ¬then) ∨ (¬if ∧ ¬else)
+    std::vector<Json> out;
+    for (const auto& [branch, met] : {std::pair{"then", true}, std::pair{"else", false}}) {
+      if (!s.contains(branch)) continue;
+      std::optional<Json> bad = negation(s[branch], depth + 1);
+      std::optional<Json> condition = met ? std::optional<Json>(value) : negation(value, depth + 1);
+      if (!bad || !condition) return std::nullopt;
+      out.push_back(Json{{"allOf", Json::array({*condition, *bad})}});
+    }
+    return union_of(std::move(out));
+  }
+  if (key == "then" || key == "else") return Json(false);  // said with `if`, or nothing without it
+  if (key == "dependencies" || key == "dependentRequired" || key == "dependentSchemas") {
+    // Member n there, and one of its needs missing or its schema failed.
+    if (!value.is_object()) return std::nullopt;
+    std::vector<Json> out;
+    for (const auto& [name, needs] : value.items()) {
+      const Json there{{"type", "object"}, {"required", Json::array({name})}};
+      if (needs.is_array()) {
+        for (const Json& n : needs) {
+          if (!n.is_string()) return std::nullopt;
+          if (n != name) out.push_back(Json{{"allOf", Json::array({there, Json{{"properties", Json{{n, false}}}}})}});
+        }
+        continue;
+      }
+      std::optional<Json> bad = negation(needs, depth + 1);
+      if (!bad) return std::nullopt;
+      out.push_back(Json{{"allOf", Json::array({there, *bad})}});
+    }
+    return union_of(std::move(out));
+  }
+  // Keywords that say nothing here.
+  if ((key == "additionalProperties" || key == "items") && (value == true || value == Json::object()))
+    return Json(false);
+  if (key == "uniqueItems" && value == false) return Json(false);
+  return std::nullopt;
+}
+
+// The values other than `values` (an enum's), where they are strings,
+// booleans and null: the types without any of them, strings but those, and
+// the boolean not listed.
+std::optional<Json> Converter::values_failing(const Json& values) {
+  if (!values.is_array()) return std::nullopt;
+  Json strings = Json::array();
+  bool null = false, yes = false, no = false;
+  for (const Json& v : values) {
+    if (v.is_string()) strings.push_back(v);
+    else if (v.is_null()) null = true;
+    else if (v.is_boolean()) (v.get<bool>() ? yes : no) = true;
+    else return std::nullopt;  // numbers, arrays, objects: no complement written here
+  }
+  Json untouched = Json::array();
+  if (!null) untouched.push_back("null");
+  if (!yes && !no) untouched.push_back("boolean");
+  for (const char* t : {"object", "array", "number"}) untouched.push_back(t);
+  if (strings.empty()) untouched.push_back("string");
+  std::vector<Json> out{Json{{"type", untouched}}};
+  if (!strings.empty()) out.push_back(typed("string", "not", Json{{"enum", strings}}));
+  if (yes != no) out.push_back(Json{{"const", !yes}});
+  return union_of(std::move(out));
+}
+
+}  // namespace cgram::json_schema_detail
+
+namespace cgram::json_schema_detail {
+
+std::optional<Json> Converter::conditional_said(const Json& s) {
+  const Json& condition = s["if"];
+  std::optional<Json> failing = negation(condition);
+  if (!failing) return std::nullopt;
+  Json rest = s;
+  for (const char* k : {"if", "then", "else"}) rest.erase(k);
+  Json met = s.contains("then") ? Json{{"allOf", Json::array({condition, s["then"]})}} : condition;
+  Json unmet = s.contains("else") ? Json{{"allOf", Json::array({*failing, s["else"]})}} : *failing;
+  return Json{{"allOf", Json::array({rest, Json{{"anyOf", Json::array({met, unmet})}}})}};
+}
+
+std::optional<Json> Converter::dependencies_said(const Json& s) {
+  Json rest = s;
+  std::vector<Json> parts;
+  size_t alternatives = 1;
+  std::set<std::string> required;
+  if (s.contains("required") && s["required"].is_array())
+    for (const Json& r : s["required"])
+      if (r.is_string()) required.insert(r.get<std::string>());
+  for (const char* key : {"dependencies", "dependentRequired", "dependentSchemas"}) {
+    if (!s.contains(key)) continue;
+    rest.erase(key);
+    if (!s[key].is_object()) return std::nullopt;
+    for (const auto& [name, needs] : s[key].items()) {
+      Json present;  // the object has member `name`, and what that needs
+      if (needs.is_array()) {
+        if (needs.empty()) continue;
+        // (In the schema's order: where they are no listed property, the
+        // object's members follow this one.)
+        Json names = Json::array({name});
+        for (const Json& n : needs) {
+          if (!n.is_string()) return std::nullopt;
+          names.push_back(n);
+        }
+        if (required.count(name)) {  // always there in an object: its needs are required too
+          parts.push_back(Json{{"required", names}});
+          continue;
+        }
+        present = Json{{"type", "object"}, {"required", names}};
+      } else if (needs.is_object() || needs.is_boolean()) {
+        if (needs == true || needs == Json::object()) continue;
+        present = Json{{"allOf", Json::array({Json{{"type", "object"}, {"required", Json::array({name})}}, needs})}};
+      } else {
+        return std::nullopt;
+      }
+      alternatives *= 2;
+      if (alternatives > kMaxNegationAlternatives) return std::nullopt;
+      parts.push_back(Json{{"anyOf", Json::array({Json{{"properties", Json{{name, false}}}}, present})}});
+    }
+  }
+  parts.insert(parts.begin(), std::move(rest));
+  return Json{{"allOf", std::move(parts)}};
+}
+
+std::optional<std::vector<Json>> Converter::exclusive_alternatives(
+    const Json& alternatives, const std::vector<std::pair<size_t, size_t>>& pairs) {
+  std::vector<std::optional<Json>> failing(alternatives.size());
+  std::vector<std::vector<size_t>> meets(alternatives.size());
+  for (const auto& [i, j] : pairs) {
+    meets[i].push_back(j);
+    meets[j].push_back(i);
+  }
+  auto width = [](const Json& s) -> size_t { return s.is_object() && s.contains("anyOf") ? s["anyOf"].size() : 1; };
+  std::vector<Json> out;
+  for (size_t i = 0; i < alternatives.size(); ++i) {
+    if (meets[i].empty()) {
+      out.push_back(alternatives[i]);
+      continue;
+    }
+    Json parts = Json::array({alternatives[i]});
+    size_t product = 1;
+    for (size_t j : meets[i]) {
+      if (!failing[j]) failing[j] = negation(alternatives[j]);
+      if (!failing[j]) return std::nullopt;
+      product *= width(*failing[j]);
+      if (product > kMaxNegationAlternatives) return std::nullopt;
+      parts.push_back(*failing[j]);
+    }
+    out.push_back(Json{{"allOf", std::move(parts)}});
+  }
+  return out;
+}
+
+}  // namespace cgram::json_schema_detail
