@@ -35,14 +35,19 @@ class Diagnostics {
   size_t dropped() const { return dropped_; }
 
   // Where the list stands, and back to there: a caller that tries one way
-  // and falls back to another takes back what the first said. (Past the
-  // cap, a warning an error replaced is not brought back.)
+  // and falls back to another takes back what the first said. Under a cap
+  // the list is copied, since an error may take the place of an earlier
+  // warning (at most max_kept diagnostics).
   struct Mark {
     size_t size, errors, dropped;
+    std::vector<Diagnostic> capped;
   };
-  Mark mark() const { return {list_.size(), error_count_, dropped_}; }
-  void rewind(Mark m) {
-    if (list_.size() > m.size) list_.resize(m.size);
+  Mark mark() const {
+    return {list_.size(), error_count_, dropped_, max_kept_ != SIZE_MAX ? list_ : std::vector<Diagnostic>{}};
+  }
+  void rewind(const Mark& m) {
+    if (max_kept_ != SIZE_MAX) list_ = m.capped;
+    else if (list_.size() > m.size) list_.resize(m.size);
     error_count_ = m.errors;
     dropped_ = m.dropped;
   }

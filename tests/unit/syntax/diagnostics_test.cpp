@@ -224,3 +224,24 @@ TEST_CASE("rendering escapes control characters and invalid bytes, the caret sta
         "r ::= '\xC3\xA9\\x00\\x07' \t\\x7F\\xC2\\x9B\\xFF zz;\n" +
         std::string(18, ' ') + "\t" + std::string(17, ' ') + "^~\n");
 }
+
+TEST_CASE("a rewound mark takes back what was said after it, under the cap too", "[diagnostics]") {
+  for (const size_t cap : {SIZE_MAX, size_t{3}}) {
+    cgram::Diagnostics diags;
+    diags.set_max_kept(cap);
+    cgram::SourceRange at;
+    diags.warning(at, "w1");
+    diags.warning(at, "w2");
+    const cgram::Diagnostics::Mark mark = diags.mark();
+    diags.warning(at, "w3");
+    diags.error(at, "e1");  // under the cap of 3: takes the place of a warning
+    diags.error(at, "e2");
+    CHECK(diags.error_count() == 2);
+    diags.rewind(mark);
+    CHECK(diags.error_count() == 0);
+    CHECK(diags.dropped() == 0);
+    REQUIRE(diags.all().size() == 2);
+    CHECK(diags.all()[0].message == "w1");
+    CHECK(diags.all()[1].message == "w2");
+  }
+}
