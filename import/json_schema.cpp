@@ -113,7 +113,7 @@ const std::map<std::string, KeywordUse>& keywords() {
     for (const char* k : {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
                           "prefixItems", "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref",
                           "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-                          "exclusiveMaximum", "patternProperties", kMorePatterns})
+                          "exclusiveMaximum", "patternProperties", kMorePatterns, kFraction})
       out[k] = KeywordUse::Supported;
     for (const char* k : {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"})
       out[k] = KeywordUse::Refused;
@@ -529,7 +529,7 @@ std::optional<Json> Converter::not_said_otherwise(const Json& s) {
   // Said by the strings (scalars.cpp) where nothing but strings is allowed
   // (`not: {pattern}` fails every value of another type).
   if (excluded_strings(s) && only_strings(s)) return std::nullopt;
-  if (std::optional<Json> failing = negation(inner)) return Json{{"allOf", Json::array({rest, *failing})}};
+  if (std::optional<Json> failing = negation(inner, 0, closed_keys(rest))) return Json{{"allOf", Json::array({rest, *failing})}};
   return std::nullopt;
 }
 
@@ -541,7 +541,9 @@ bool Converter::only_strings(const Json& s) {
 bool Converter::ignorable_no_op(const std::string& key, const Json& s) {
   if ((key == "then" || key == "else") && !s.contains("if")) return true;
   if ((key == "minContains" || key == "maxContains") && !s.contains("contains")) return true;
-  if (key == "multipleOf" && power_of_ten_step(s)) return true;  // said by the numbers' spelling (scalars.cpp)
+  if (key == "multipleOf" && power_of_ten_step(s)) return true;
+  if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const"))
+    return true;  // said by the array's grammar (containers.cpp)  // said by the numbers' spelling (scalars.cpp)
   if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
   // Said exactly by the object's grammar (containers.cpp).
   if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1)

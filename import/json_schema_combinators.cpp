@@ -240,6 +240,11 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
         for (const Json& y : v) pairs.push_back(Json{{"allOf", Json::array({x, y})}});
       mine = pairs;
       if (key == "oneOf") permissive(at, "'oneOf' merged with another 'oneOf' is read as 'anyOf'");
+    } else if (key == "not") {
+      // Neither: not the union (said where the union's complement can be).
+      Json parts = mine.is_object() && mine.size() == 1 && mine.contains("anyOf") ? mine["anyOf"] : Json::array({mine});
+      if (std::find(parts.begin(), parts.end(), v) == parts.end()) parts.push_back(v);
+      mine = parts.size() == 1 ? parts[0] : Json{{"anyOf", parts}};
     } else if (keyword_use(key) == KeywordUse::Annotation || keyword_use(key) == KeywordUse::NotAKeyword) {
     } else if (keyword_use(key) == KeywordUse::IgnoredWarning) {
       // Not enforced either way ('if', 'not', 'dependencies'…): the merged
@@ -404,7 +409,7 @@ Expr Converter::any_of(const Node& node, int depth) {
   if (std::string(key) == "oneOf")
     if (const auto pairs = overlapping_pairs(s[key], rest); !pairs.empty()) {
       std::string why = "no complement to exclude";
-      if (const std::optional<std::vector<Json>> exclusive = exclusive_alternatives(s[key], pairs)) {
+      if (const std::optional<std::vector<Json>> exclusive = exclusive_alternatives(s[key], rest, pairs)) {
         const Attempt attempt = begin_attempt();
         Expr e = union_of(&*exclusive);
         if (!failed(attempt)) return e;
@@ -431,7 +436,7 @@ namespace {
 bool checkable_beside_values(const std::string& key) {
   static const std::set<std::string> keys = {"minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
                                              "exclusiveMaximum", "minItems", "maxItems", "required", "pattern",
-                                             "format", kMorePatterns};
+                                             "format", kMorePatterns, kFraction};
   return keys.count(key) > 0;
 }
 
@@ -470,6 +475,8 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
         return false;
     return size_bound("minLength", n, true) && size_bound("maxLength", n, false);
   }
+  if (value.is_number() && s.contains(kFraction) && (value.is_number_integer() || std::trunc(value.get<double>()) == value.get<double>()))
+    return false;
   if (value.is_number())
     return within("minimum", true, true) && within("maximum", false, true) && within("exclusiveMinimum", true, false) &&
            within("exclusiveMaximum", false, false);

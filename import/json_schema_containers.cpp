@@ -90,10 +90,28 @@ Expr Converter::array(const Node& node, int depth) {
     if (!with_it) return may_stop ? Expr("") : std::nullopt;
     return may_stop ? fmt::format("({})?", *with_it) : *with_it;
   };
+  if (simple_contains(s)) {
+    // Some item (any one) matches `contains` as well as the items' schema:
+    // the items before it and after it are any items.
+    Json both = Json{{"allOf", Json::array({rest ? *rest : Json(true), s["contains"]})}};
+    const Expr found = value_of_merged(both, node.pointer + "/contains", depth + 1);
+    if (!found) return std::nullopt;
+    if (!rest_value) return container('[', *found, layout_depth(depth));
+    return container('[', fmt::format("({0} {1})* {2} ({1} {0})*", *rest_value, sep, *found), layout_depth(depth));
+  }
   std::vector<std::string> alternatives;
   if (min_items == 0) alternatives.push_back(empty_container('['));
   if (Expr items = from(0)) alternatives.push_back(container('[', *items, layout_depth(depth)));
   return alternation(alternatives);
+}
+
+bool Converter::simple_contains(const Json& s) {
+  auto at_most_one = [&](const char* key) {
+    return !s.contains(key) || (s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1);
+  };
+  return s.contains("contains") && !s.contains("prefixItems") && !(s.contains("items") && s["items"].is_array()) &&
+         !s.contains("maxItems") && at_most_one("minItems") && !s.contains("maxContains") &&
+         (!s.contains("minContains") || s["minContains"] == 1);
 }
 
 // The keys each patternProperties pattern matches, in schema order; nullopt

@@ -39,6 +39,10 @@ KeywordUse keyword_use(const std::string& key);
 // The patterns an allOf merge adds beside a different `pattern` (an array of
 // them; a string must match every one). Internal: no draft has this key.
 inline constexpr const char* kMorePatterns = "$cgram-patterns";
+// Numbers that are no integer (`true`): the complement of the integers
+// among numbers, written in fixed point with a fraction digit other than 0
+// (1.5, not 15e-1: numbers are written one way, as integers are). Internal.
+inline constexpr const char* kFraction = "$cgram-fraction";
 // A schema's patterns: `pattern` and those a merge added.
 std::vector<std::string> patterns_of(const Json& s);
 // The keyword `key` is a near miss of, if any (a typo, for a note).
@@ -176,8 +180,15 @@ class Converter {
   // === json_schema_negation.cpp: the complement of a schema ===================
   // ¬s as a schema the converter says exactly (no `not` but the strings'
   // own), or nullopt where it cannot be written.
-  std::optional<Json> negation(const Json& s, int depth = 0);
-  std::optional<Json> keyword_failing(const Json& s, const std::string& key, const Json& value, int depth);
+  // `keys`: the names the objects of the context may have, where they are
+  // listed (a complement of additionalProperties needs them).
+  using Keys = std::optional<std::set<std::string>>;
+  std::optional<Json> negation(const Json& s, int depth = 0, const Keys& keys = std::nullopt);
+  std::optional<Json> keyword_failing(const Json& s, const std::string& key, const Json& value, int depth,
+                                      const Keys& keys);
+  std::optional<Json> members_failing(const Json& s, const std::string& key, const Json& value, int depth,
+                                      const Keys& keys);
+  Keys closed_keys(const Json& s);
   static std::optional<Json> values_failing(const Json& values);
   // `if`/`then`/`else` as (if ∧ then) ∨ (¬if ∧ else), and dependencies as
   // (no member n) ∨ (n and what it needs): the schema without them, or
@@ -186,7 +197,7 @@ class Converter {
   std::optional<Json> dependencies_said(const Json& s);
   // oneOf's alternatives, each excluding those it may overlap: nullopt where
   // a complement cannot be written or the union grows past the limit.
-  std::optional<std::vector<Json>> exclusive_alternatives(const Json& alternatives,
+  std::optional<std::vector<Json>> exclusive_alternatives(const Json& alternatives, const Json& rest,
                                                           const std::vector<std::pair<size_t, size_t>>& pairs);
   static constexpr int kMaxNegationDepth = 8;
   // Alternatives of one complement, of one oneOf branch made exclusive, and
@@ -207,14 +218,20 @@ class Converter {
   std::optional<uint64_t> count(const Node& node, const char* key);
   Expr string(const Node& node);
   void unchecked_format(const std::string& pointer, const std::string& name);
+  // A format some draft defines (others are annotations).
+  static bool specified_format(const std::string& name);
   enum class Intersection { Done, Empty, TooLarge };
   static constexpr size_t kMaxStringStates = 512;  // of a string's intersected language (docs/LIMITS.md)
   Intersection strings_of(const std::vector<ir::RegexNode>& all, const std::vector<ir::RegexNode>& none,
                        ir::RegexNode& out);
   static std::optional<std::string> excluded_strings(const Json& s);
+  static std::optional<std::string> strings_excluded_by(const Json& inner, const std::set<std::string>& types);
 
   // === json_schema_containers.cpp: arrays, objects ============================
   Expr array(const Node& node, int depth);
+  // `contains` said by the array's grammar: one item matches it, with no
+  // other bound on the items (no maxItems, maxContains, prefixItems).
+  static bool simple_contains(const Json& s);
   Expr object(const Node& node, int depth);
   // An object's members as written: "key": value of each listed one that can
   // appear, whether it is required, and the additional members (a key regex

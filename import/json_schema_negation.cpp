@@ -16,6 +16,8 @@
 
 #include <algorithm>
 
+#include "json_text.h"
+
 namespace cgram::json_schema_detail {
 
 namespace {
@@ -44,19 +46,21 @@ std::optional<Json> size_bound_failing(const char* type, const std::string& key,
 
 }  // namespace
 
-std::optional<Json> Converter::negation(const Json& s, int depth) {
+std::optional<Json> Converter::negation(const Json& s, int depth, const Keys& keys) {
   if (depth > kMaxNegationDepth) return std::nullopt;
   if (s.is_boolean()) return Json(!s.get<bool>());
   if (!s.is_object()) return std::nullopt;
   if (s.contains("$ref")) {
     const Json* target = followed(s);  // (a reference with constraints beside it is not followed)
+    if ((!target || target == &s) && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL $ref\n");
     if (!target || target == &s) return std::nullopt;
-    return negation(*target, depth + 1);
+    return negation(*target, depth + 1, keys);
   }
   std::vector<Json> failing;  // a value fails s exactly when it matches one of these
   for (const auto& [key, value] : s.items()) {
     if (!constrains(key) && key != "enum" && key != "const") continue;  // annotations
-    std::optional<Json> one = keyword_failing(s, key, value, depth);
+    std::optional<Json> one = keyword_failing(s, key, value, depth, keys);
+    if (!one && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL %s %s\n", key.c_str(), value.dump().substr(0, 80).c_str());
     if (!one) return std::nullopt;
     if (one->is_boolean() && !one->get<bool>()) continue;  // no value fails it
     if (one->is_object() && one->size() == 1 && one->contains("anyOf"))
@@ -69,15 +73,25 @@ std::optional<Json> Converter::negation(const Json& s, int depth) {
 }
 
 // The values that fail keyword `key` (of schema `s`, valued `value`), as a schema.
-std::optional<Json> Converter::keyword_failing(const Json& s, const std::string& key, const Json& value, int depth) {
+std::optional<Json> Converter::keyword_failing(const Json& s, const std::string& key, const Json& value, int depth,
+                                               const Keys& keys) {
   if (key == "type") {
     const std::set<std::string> allowed = declared_types(s);
-    if (allowed.count("integer") && !allowed.count("number")) return std::nullopt;  // numbers with a fraction
     Json others = Json::array();
     for (const char* t : {"null", "boolean", "object", "array", "string", "number"})
       if (!allowed.count(t)) others.push_back(t);
-    return others.empty() ? Json(false) : Json{{"type", others}};
+    std::vector<Json> out;
+    if (!others.empty()) out.push_back(Json{{"type", others}});
+    // Integers but no other number: the numbers with a fraction are left.
+    if (allowed.count("integer") && !allowed.count("number")) {
+      others.erase(std::find(others.begin(), others.end(), "number"));
+      out.back() = others.empty() ? Json(false) : Json{{"type", others}};
+      if (out.back() == false) out.pop_back();
+      out.push_back(Json{{"type", "number"}, {kFraction, true}});
+    }
+    return union_of(std::move(out));
   }
+  if (key == kFraction) return Json{{"type", Json::array({"null", "boolean", "object", "array", "string", "integer"})}};
   if (key == "required") {
     if (!value.is_array()) return std::nullopt;
     std::vector<Json> out;
@@ -109,6 +123,14 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     }
     return union_of(std::move(out));
   }
+  if (key == "format") {
+    if (!value.is_string()) return std::nullopt;
+    const std::string name = value.get<std::string>();
+    if (const auto format = json::format_regex(name); format && format->not_enforced.empty())
+      return typed("string", "not", Json{{"format", value}});
+    if (!specified_format(name)) return Json(false);  // an annotation: no value fails it
+    return std::nullopt;
+  }
   if (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" || key == "exclusiveMaximum") {
     // Draft 04's boolean exclusive bounds change what minimum means: not read here.
     for (const char* k : {"exclusiveMinimum", "exclusiveMaximum"})
@@ -127,7 +149,7 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     if (key == "oneOf" && overlapping(value, Json::object())) return std::nullopt;
     std::vector<Json> parts;
     for (const Json& part : value) {
-      std::optional<Json> bad = negation(part, depth + 1);
+      std::optional<Json> bad = negation(part, depth + 1, keys);
       if (!bad) return std::nullopt;
       parts.push_back(std::move(*bad));
     }
@@ -139,8 +161,8 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     std::vector<Json> out;
     for (const auto& [branch, met] : {std::pair{"then", true}, std::pair{"else", false}}) {
       if (!s.contains(branch)) continue;
-      std::optional<Json> bad = negation(s[branch], depth + 1);
-      std::optional<Json> condition = met ? std::optional<Json>(value) : negation(value, depth + 1);
+      std::optional<Json> bad = negation(s[branch], depth + 1, keys);
+      std::optional<Json> condition = met ? std::optional<Json>(value) : negation(value, depth + 1, keys);
       if (!bad || !condition) return std::nullopt;
       out.push_back(Json{{"allOf", Json::array({*condition, *bad})}});
     }
@@ -160,17 +182,81 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
         }
         continue;
       }
-      std::optional<Json> bad = negation(needs, depth + 1);
+      std::optional<Json> bad = negation(needs, depth + 1, keys);
       if (!bad) return std::nullopt;
       out.push_back(Json{{"allOf", Json::array({there, *bad})}});
     }
     return union_of(std::move(out));
   }
-  // Keywords that say nothing here.
-  if ((key == "additionalProperties" || key == "items") && (value == true || value == Json::object()))
-    return Json(false);
+  if (key == "additionalProperties" || key == "patternProperties") {
+    if (value == true || value == Json::object()) return Json(false);
+    return members_failing(s, key, value, depth, keys);
+  }
+  if (key == "items" && (value == true || value == Json::object())) return Json(false);  // says nothing
+  if (key == "items" && value.is_object() && !s.contains("prefixItems")) {
+    // Some item fails it.
+    std::optional<Json> bad = negation(value, depth + 1);
+    if (!bad) return std::nullopt;
+    return *bad == false ? Json(false) : typed("array", "contains", *bad);
+  }
+  if (key == "contains" && !s.contains("minContains") && !s.contains("maxContains")) {
+    // Every item fails it (the empty array too).
+    std::optional<Json> bad = negation(value, depth + 1);
+    if (!bad) return std::nullopt;
+    return typed("array", "items", *bad);
+  }
   if (key == "uniqueItems" && value == false) return Json(false);
   return std::nullopt;
+}
+
+// The objects with a member that fails additionalProperties or a pattern's
+// schema. The member's name can be anything, which no schema can say: this
+// is written only where the objects of the context have names from a known
+// list (`keys`; the other side of a oneOf or the rest of the schema has
+// additionalProperties false), one alternative per name that can fail.
+std::optional<Json> Converter::members_failing(const Json& s, const std::string& key, const Json& value, int depth,
+                                               const Keys& keys) {
+  if (!keys) return std::nullopt;
+  auto listed = [&](const std::string& name) {
+    return s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name);
+  };
+  std::vector<Json> out;
+  for (const std::string& name : *keys) {
+    // The schemas this member's value must meet under `key`.
+    std::vector<const Json*> schemas;
+    bool by_pattern = false;
+    if (s.contains("patternProperties")) {
+      if (!s["patternProperties"].is_object()) return std::nullopt;
+      for (const auto& [pattern, schema] : s["patternProperties"].items()) {
+        const std::optional<bool> match = pattern_matches(pattern, name);
+        if (!match) return std::nullopt;
+        if (!*match) continue;
+        by_pattern = true;
+        if (key == "patternProperties") schemas.push_back(&schema);
+      }
+    }
+    if (key == "additionalProperties" && !listed(name) && !by_pattern) schemas.push_back(&value);
+    for (const Json* schema : schemas) {
+      std::optional<Json> bad = negation(*schema, depth + 1);
+      if (!bad) return std::nullopt;
+      if (*bad == false) continue;
+      out.push_back(Json{{"type", "object"}, {"required", Json::array({name})}, {"properties", Json{{name, *bad}}}});
+    }
+  }
+  return union_of(std::move(out));
+}
+
+// The names an object of `s` may have, where they are listed
+// (additionalProperties false, no patternProperties); nullopt where any.
+Converter::Keys Converter::closed_keys(const Json& s) {
+  const Json* at = followed(s);
+  if (!at || !at->is_object() || !at->contains("additionalProperties") || (*at)["additionalProperties"] != false ||
+      at->contains("patternProperties"))
+    return std::nullopt;
+  std::set<std::string> names;
+  if (at->contains("properties") && (*at)["properties"].is_object())
+    for (const auto& [name, unused] : (*at)["properties"].items()) names.insert(name);
+  return names;
 }
 
 // The values other than `values` (an enum's), where they are strings,
@@ -203,7 +289,9 @@ namespace cgram::json_schema_detail {
 
 std::optional<Json> Converter::conditional_said(const Json& s) {
   const Json& condition = s["if"];
-  std::optional<Json> failing = negation(condition);
+  Json rest_only = s;
+  for (const char* k : {"if", "then", "else"}) rest_only.erase(k);
+  std::optional<Json> failing = negation(condition, 0, closed_keys(rest_only));
   if (!failing) return std::nullopt;
   Json rest = s;
   for (const char* k : {"if", "then", "else"}) rest.erase(k);
@@ -256,8 +344,7 @@ std::optional<Json> Converter::dependencies_said(const Json& s) {
 }
 
 std::optional<std::vector<Json>> Converter::exclusive_alternatives(
-    const Json& alternatives, const std::vector<std::pair<size_t, size_t>>& pairs) {
-  std::vector<std::optional<Json>> failing(alternatives.size());
+    const Json& alternatives, const Json& rest, const std::vector<std::pair<size_t, size_t>>& pairs) {
   std::vector<std::vector<size_t>> meets(alternatives.size());
   for (const auto& [i, j] : pairs) {
     meets[i].push_back(j);
@@ -272,12 +359,20 @@ std::optional<std::vector<Json>> Converter::exclusive_alternatives(
     }
     Json parts = Json::array({alternatives[i]});
     size_t product = 1;
+    // The names an object of this alternative may have (it and the rest of the schema).
+    Keys keys = closed_keys(alternatives[i]);
+    if (const Keys around = closed_keys(rest); around) {
+      if (!keys) keys = around;
+      else
+        std::erase_if(*keys, [&](const std::string& name) { return !around->count(name); });
+    }
     for (size_t j : meets[i]) {
-      if (!failing[j]) failing[j] = negation(alternatives[j]);
-      if (!failing[j]) return std::nullopt;
-      product *= width(*failing[j]);
+      std::optional<Json> failing = negation(alternatives[j], 0, keys);
+      if (!failing) return std::nullopt;
+      product *= width(*failing);
+      if (product > kMaxNegationAlternatives && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL product\n");
       if (product > kMaxNegationAlternatives) return std::nullopt;
-      parts.push_back(*failing[j]);
+      parts.push_back(std::move(*failing));
     }
     out.push_back(Json{{"allOf", std::move(parts)}});
   }

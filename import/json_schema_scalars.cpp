@@ -110,27 +110,33 @@ Expr Converter::number(const Node& node, bool integer) {
   auto upper = bound(node, "maximum", "exclusiveMaximum", false);
   auto regex = json::number_regex(lower, upper, integer);
   if (!regex) return std::nullopt;
-  if (const std::optional<int> e = power_of_ten_step(*node.schema); e && (!integer || *e > 0)) {
-    // Multiples of 10^e, written in fixed point: at most -e fraction digits,
-    // or e zeros at the end of the integer; the bounds' numbers meet them.
-    const std::string multiples =
-        *e < 0   ? fmt::format("-?(?:0|[1-9][0-9]*)(?:\\.[0-9]{{1,{}}})?", -*e)
-        : *e == 0 ? std::string("-?(?:0|[1-9][0-9]*)")
-                  : fmt::format("-?(?:0|[1-9][0-9]*0{{{}}})", *e);
-    auto spelled = ir::parse_regex(multiples), bounded = ir::parse_regex(*regex);
-    const auto a = json::CharDfa::of_regex(std::get<ir::RegexNode>(spelled));
-    const auto b = json::CharDfa::of_regex(std::get<ir::RegexNode>(bounded));
-    const auto both = a && b ? a->intersect(*b) : std::nullopt;
-    if (both && both->empty()) return std::nullopt;
-    const auto written = both ? both->to_regex() : std::nullopt;
-    const auto text = written ? json::encode_regex(*written) : std::nullopt;  // (no number character is escaped)
-    if (!text) {
-      permissive(node.pointer + "/multipleOf", "'multipleOf' is not enforced here (its automaton passes the limits)");
-      return "#'" + *regex + "'";
-    }
-    return "#'" + *text + "'";
+  const bool fraction = node.schema->contains(kFraction);
+  if (fraction && integer) return std::nullopt;  // integers that are no integer
+  // Languages the bounds' numbers are intersected with, written in fixed
+  // point: multiples of 10^e (at most -e fraction digits, or e zeros at the
+  // end of the integer), numbers no integer (a fraction digit other than 0).
+  std::vector<std::string> spellings;
+  const std::optional<int> e = power_of_ten_step(*node.schema);
+  if (e && (!integer || *e > 0))
+    spellings.push_back(*e < 0    ? fmt::format("-?(?:0|[1-9][0-9]*)(?:\\.[0-9]{{1,{}}})?", -*e)
+                        : *e == 0 ? std::string("-?(?:0|[1-9][0-9]*)")
+                                  : fmt::format("-?(?:0|[1-9][0-9]*0{{{}}})", *e));
+  if (fraction) spellings.push_back("-?(?:0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*");
+  if (spellings.empty()) return "#'" + *regex + "'";
+  std::optional<json::CharDfa> language = json::CharDfa::of_regex(std::get<ir::RegexNode>(ir::parse_regex(*regex)));
+  for (const std::string& spelling : spellings) {
+    const auto one = json::CharDfa::of_regex(std::get<ir::RegexNode>(ir::parse_regex(spelling)));
+    language = language && one ? language->intersect(*one) : std::nullopt;
   }
-  return "#'" + *regex + "'";
+  if (language && language->empty()) return std::nullopt;
+  const auto written = language ? language->to_regex() : std::nullopt;
+  const auto text = written ? json::encode_regex(*written) : std::nullopt;  // (no number character is escaped)
+  if (!text) {
+    permissive(node.pointer + (e ? "/multipleOf" : ""),
+               "'multipleOf' or a number's being no integer is not enforced here (its automaton passes the limits)");
+    return "#'" + *regex + "'";
+  }
+  return "#'" + *text + "'";
 }
 
 std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
@@ -151,12 +157,16 @@ std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
 // duration…) is a loosening, with a warning; any other (OpenAPI's byte, a
 // vendor's own) is an annotation, as the specification says of unknown
 // formats: a note, which --strict accepts.
-void Converter::unchecked_format(const std::string& pointer, const std::string& name) {
+bool Converter::specified_format(const std::string& name) {
   static const std::set<std::string> specified = {
       "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
       "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
       "relative-json-pointer", "regex"};
-  if (specified.count(name)) {
+  return specified.count(name) > 0;
+}
+
+void Converter::unchecked_format(const std::string& pointer, const std::string& name) {
+  if (specified_format(name)) {
     permissive(pointer, fmt::format("format '{}' is not supported and is not checked", name));
     return;
   }
@@ -168,12 +178,28 @@ void Converter::unchecked_format(const std::string& pointer, const std::string& 
                                              name));
 }
 
-// A `not` that the strings say: {pattern: P}, or {enum}/{const} of strings
+// A `not` that the strings say: {pattern: P}, {format: F} (one enforced
+// whole), or {enum}/{const} of strings
 // where the schema allows nothing but strings. The strings excluded, as a
 // regex over decoded characters; nullopt for any other `not`.
 std::optional<std::string> Converter::excluded_strings(const Json& s) {
   if (!s.contains("not") || !s["not"].is_object()) return std::nullopt;
-  const Json& inner = s["not"];
+  return strings_excluded_by(s["not"], declared_types(s));
+}
+
+// The strings `inner` matches, as a regex, where it says nothing but
+// strings (of a schema of `types`); an anyOf of such schemas too.
+std::optional<std::string> Converter::strings_excluded_by(const Json& inner, const std::set<std::string>& types) {
+  if (!inner.is_object()) return std::nullopt;
+  if (inner.size() == 1 && inner.contains("anyOf") && inner["anyOf"].is_array()) {
+    std::string alternatives;
+    for (const Json& part : inner["anyOf"]) {
+      const std::optional<std::string> one = strings_excluded_by(part, types);
+      if (!one) return std::nullopt;
+      if (!one->empty()) alternatives += (alternatives.empty() ? "(?:" : "|(?:") + *one + ")";
+    }
+    return alternatives;
+  }
   std::vector<std::string> keys;
   for (const auto& [key, unused] : inner.items())
     if (constrains(key) || key == "enum" || key == "const") keys.push_back(key);
@@ -181,8 +207,11 @@ std::optional<std::string> Converter::excluded_strings(const Json& s) {
     auto converted = json::ecma_pattern_to_regex(inner["pattern"].get<std::string>());
     return converted.ok() ? std::optional<std::string>(*converted) : std::nullopt;
   }
+  if (keys == std::vector<std::string>{"format"} && inner["format"].is_string()) {
+    const auto format = json::format_regex(inner["format"].get<std::string>());
+    return format && format->not_enforced.empty() ? std::optional<std::string>(format->regex) : std::nullopt;
+  }
   if (keys.size() != 1 || (keys[0] != "enum" && keys[0] != "const")) return std::nullopt;
-  const std::set<std::string> types = declared_types(s);
   if (types != std::set<std::string>{"string"}) return std::nullopt;
   const Json values = keys[0] == "const" ? Json::array({inner["const"]}) : inner["enum"];
   if (!values.is_array()) return std::nullopt;
