@@ -264,13 +264,21 @@ void Converter::permissive(const std::string& pointer, const std::string& messag
 
 Converter::Attempt Converter::begin_attempt() {
   ++attempts_;
-  return {diags_.mark(),    merged_journal_.size(), ref_journal_.size(), warned_journal_.size(),
-          merges_,          merge_steps_,           merged_bytes_,       key_regex_bytes_,
-          all_key_regexes_refused_};
+  Attempt attempt{diags_.mark(),    merged_journal_.size(), ref_journal_.size(), warned_journal_.size(),
+                  merges_cap_,      merge_steps_cap_,       merged_bytes_cap_,   key_regex_bytes_,
+                  all_key_regexes_refused_};
+  auto half_left = [](auto used, auto cap) { return used >= cap ? cap : used + (cap - used) / 2; };
+  merges_cap_ = half_left(merges_, merges_cap_);
+  merge_steps_cap_ = half_left(merge_steps_, merge_steps_cap_);
+  merged_bytes_cap_ = half_left(merged_bytes_, merged_bytes_cap_);
+  return attempt;
 }
 
 bool Converter::failed(const Attempt& attempt) {
   const bool failed = diags_.error_count() > attempt.diagnostics.errors;
+  merges_cap_ = attempt.merges_cap;
+  merge_steps_cap_ = attempt.merge_steps_cap;
+  merged_bytes_cap_ = attempt.merged_bytes_cap;
   if (failed) {
     diags_.rewind(attempt.diagnostics);
     for (size_t i = attempt.merged_keys; i < merged_journal_.size(); ++i) merged_rules_.erase(merged_journal_[i]);
@@ -279,12 +287,10 @@ bool Converter::failed(const Attempt& attempt) {
     merged_journal_.resize(attempt.merged_keys);
     ref_journal_.resize(attempt.ref_keys);
     warned_journal_.resize(attempt.warned_keys);
-    merges_ = attempt.merges;
-    merge_steps_ = attempt.merge_steps;
-    merged_bytes_ = attempt.merged_bytes;
+    // (The key regexes the attempt wrote are left out of the grammar with
+    // its rules, which nothing reaches.)
     key_regex_bytes_ = attempt.key_regex_bytes;
     all_key_regexes_refused_ = attempt.all_key_regexes_refused;
-    // (Rules the attempt made stay, unreached: the grammar leaves them out.)
   }
   if (--attempts_ == 0) {
     merged_journal_.clear();

@@ -65,7 +65,7 @@ bool json_equal(const Json& a, const Json& b) {
 // nesting limit. A long translation met again is named too, so the text
 // never repeats it.
 Expr Converter::value_of_merged(const Json& merged_source, const std::string& pointer, int depth) {
-  if (++merges_ > kMaxMerges) {
+  if (++merges_ > merges_cap_) {
     error(pointer, "allOf: too many schemas to merge (a recursive schema merged with another)");
     return std::nullopt;
   }
@@ -73,7 +73,7 @@ Expr Converter::value_of_merged(const Json& merged_source, const std::string& po
   charge_memory(3 * dumped.size() + sizeof(Json) * 4);  // the key, the copy converted, their nodes
   // Work: every merge copies and writes out what it merges.
   merged_bytes_ += dumped.size();
-  if (merged_bytes_ > kMaxMergedBytes) {
+  if (merged_bytes_ > merged_bytes_cap_) {
     error(pointer, fmt::format("allOf: the schemas merged (allOf, and $ref beside other keywords) come to more "
                                "than {} MiB of JSON in all (the limit): the schema repeats large definitions in "
                                "its merges",
@@ -146,8 +146,8 @@ Expr Converter::all_of(const Node& node, int depth) {
 std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::string& at) {
   if (a == b) return a;
   // Work: a merge copies what it merges, and merges the parts of nested allOfs.
-  if (++merge_steps_ > kMaxMergeSteps) {
-    if (merge_steps_ == kMaxMergeSteps + 1)
+  if (++merge_steps_ > merge_steps_cap_) {
+    if (merge_steps_ == merge_steps_cap_ + 1)
       error(at, fmt::format("allOf: merging the schemas takes more than {} steps (the limit)", kMaxMergeSteps));
     return std::nullopt;
   }
@@ -234,7 +234,12 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
     } else if (key == "prefixItems" || key == "items") {
       // Handled below, together.
     } else if (key == "anyOf" || key == "oneOf") {
-      // (∪A) ∩ (∪B) = ∪ (a ∩ b).
+      // (∪A) ∩ (∪B) = ∪ (a ∩ b), within a bound on the pairs.
+      if (!mine.is_array() || !v.is_array() || mine.size() * v.size() > kMaxAlternativePairs) {
+        error(at, fmt::format("allOf: the alternatives of two '{}' make more than {} pairs (the limit)", key,
+                              kMaxAlternativePairs));
+        return std::nullopt;
+      }
       Json pairs = Json::array();
       for (const Json& x : mine)
         for (const Json& y : v) pairs.push_back(Json{{"allOf", Json::array({x, y})}});

@@ -97,11 +97,14 @@ class Converter {
   // may pass a limit where the loose form would not: the attempt's errors,
   // work and cache entries are then taken back, and the loose form (with its
   // warning) is written instead.
+  // The work an attempt does stays counted (the limits bound all of it),
+  // but an attempt may take only half of what is left, so the loose form
+  // always has the other half.
   struct Attempt {
     Diagnostics::Mark diagnostics;
     size_t merged_keys, ref_keys, warned_keys;
-    int merges;
-    size_t merge_steps, merged_bytes, key_regex_bytes;
+    int merges_cap;
+    size_t merge_steps_cap, merged_bytes_cap, key_regex_bytes;
     bool all_key_regexes_refused;
   };
   Attempt begin_attempt();
@@ -258,7 +261,12 @@ class Converter {
   // === State ===================================================================
   static constexpr int kMaxMerges = 10000;
   static constexpr size_t kMaxMergeSteps = 100000;  // merge() calls, nested allOf parts included
+  static constexpr size_t kMaxAlternativePairs = 256;  // anyOf × anyOf in one merge
   size_t merge_steps_ = 0;
+  // The limits in force: the constants', or less in an attempt.
+  int merges_cap_ = kMaxMerges;
+  size_t merge_steps_cap_ = kMaxMergeSteps;
+  size_t merged_bytes_cap_ = kMaxMergedBytes;
 
   const Json& root_;
   const JsonLocator& where_;

@@ -52,7 +52,6 @@ std::optional<Json> Converter::negation(const Json& s, int depth, const Keys& ke
   if (!s.is_object()) return std::nullopt;
   if (s.contains("$ref")) {
     const Json* target = followed(s);  // (a reference with constraints beside it is not followed)
-    if ((!target || target == &s) && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL $ref\n");
     if (!target || target == &s) return std::nullopt;
     return negation(*target, depth + 1, keys);
   }
@@ -60,7 +59,6 @@ std::optional<Json> Converter::negation(const Json& s, int depth, const Keys& ke
   for (const auto& [key, value] : s.items()) {
     if (!constrains(key) && key != "enum" && key != "const") continue;  // annotations
     std::optional<Json> one = keyword_failing(s, key, value, depth, keys);
-    if (!one && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL %s %s\n", key.c_str(), value.dump().substr(0, 80).c_str());
     if (!one) return std::nullopt;
     if (one->is_boolean() && !one->get<bool>()) continue;  // no value fails it
     if (one->is_object() && one->size() == 1 && one->contains("anyOf"))
@@ -370,7 +368,6 @@ std::optional<std::vector<Json>> Converter::exclusive_alternatives(
       std::optional<Json> failing = negation(alternatives[j], 0, keys);
       if (!failing) return std::nullopt;
       product *= width(*failing);
-      if (product > kMaxNegationAlternatives && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL product\n");
       if (product > kMaxNegationAlternatives) return std::nullopt;
       parts.push_back(std::move(*failing));
     }
