@@ -439,7 +439,7 @@ Expr Converter::value_inner(const Node& node, int depth) {
   // or dropped, by the draft).
   std::optional<Json> said;
   if (s.contains("not")) said = not_said_otherwise(s);
-  if (!said && s.contains("if") && !s.contains("$ref")) said = conditional_said(s);
+  if (!said && s.contains("if") && in_draft("if") && !s.contains("$ref")) said = conditional_said(s);
   if (!said && (s.contains("dependencies") || s.contains("dependentRequired") || s.contains("dependentSchemas")) &&
       !s.contains("$ref"))
     said = dependencies_said(s);
@@ -466,6 +466,7 @@ void Converter::check_keywords(const Node& node) {
                       s["$schema"].dump()));
   for (const auto& [key, v] : s.items()) {
     const std::string at = node.pointer + "/" + pointer_token(key);
+    if (!in_draft(key)) continue;  // no keyword of the schema's draft: ignored
     switch (keyword_use(key)) {
       case KeywordUse::Annotation:
       case KeywordUse::Supported: break;
@@ -535,7 +536,7 @@ std::optional<Json> Converter::not_said_otherwise(const Json& s) {
   // Said by the strings (scalars.cpp) where nothing but strings is allowed
   // (`not: {pattern}` fails every value of another type).
   if (excluded_strings(s) && only_strings(s)) return std::nullopt;
-  if (std::optional<Json> failing = negation(inner, 0, closed_keys(rest))) return Json{{"allOf", Json::array({rest, *failing})}};
+  if (std::optional<Json> failing = negation(inner, 0, {&rest})) return Json{{"allOf", Json::array({rest, *failing})}};
   return std::nullopt;
 }
 
@@ -544,11 +545,12 @@ bool Converter::only_strings(const Json& s) {
   return types.empty() || types == std::set<std::string>{"string"};
 }
 
-bool Converter::ignorable_no_op(const std::string& key, const Json& s) {
+bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
   if ((key == "then" || key == "else") && !s.contains("if")) return true;
   if ((key == "minContains" || key == "maxContains") && !s.contains("contains")) return true;
   if (key == "multipleOf" && power_of_ten_step(s)) return true;
-  if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const"))
+  if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const") &&
+      in_draft("contains"))
     return true;  // said by the array's grammar (containers.cpp)  // said by the numbers' spelling (scalars.cpp)
   if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
   // Said exactly by the object's grammar (containers.cpp).

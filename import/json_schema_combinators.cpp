@@ -418,6 +418,7 @@ Expr Converter::any_of(const Node& node, int depth) {
         const Attempt attempt = begin_attempt();
         Expr e = union_of(&*exclusive);
         if (!failed(attempt)) return e;
+        if (getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL attempt\n");
         why = "excluding it passes the limits";
       }
       permissive(at, fmt::format("'oneOf' is read as 'anyOf': alternatives {} and {} may overlap (no proof that "

@@ -90,7 +90,7 @@ Expr Converter::array(const Node& node, int depth) {
     if (!with_it) return may_stop ? Expr("") : std::nullopt;
     return may_stop ? fmt::format("({})?", *with_it) : *with_it;
   };
-  if (simple_contains(s)) {
+  if (simple_contains(s) && in_draft("contains")) {
     // Some item (any one) matches `contains` as well as the items' schema:
     // the items before it and after it are any items.
     Json both = Json{{"allOf", Json::array({rest ? *rest : Json(true), s["contains"]})}};

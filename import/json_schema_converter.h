@@ -132,7 +132,7 @@ class Converter {
   Expr value_inner(const Node& node, int depth);
   void check_keywords(const Node& node);
   static bool known_meta_schema(const Json& uri);
-  static bool ignorable_no_op(const std::string& key, const Json& s);
+  bool ignorable_no_op(const std::string& key, const Json& s) const;
   // Whether the types a schema declares are strings at most.
   static bool only_strings(const Json& s);
   std::optional<Json> not_said_otherwise(const Json& s);
@@ -142,6 +142,13 @@ class Converter {
   const Json* find_anchor(const Json& s, const std::string& name, const std::string& pointer, std::string& found);
   Expr reference(const Node& node, int depth);
   bool refs_stand_alone() const;
+  // The draft the root's $schema names (4, 6, 7, 2019, 2020; 0 where none),
+  // and whether a keyword is one of it: a keyword of another draft is no
+  // keyword there (`if` in draft 04, `dependencies` in 2020-12), ignored as
+  // the specification says of unknown keywords. With no $schema, every
+  // draft's keywords are read.
+  int declared_draft() const;
+  bool in_draft(const std::string& key) const;
   Expr rule_for(const Json* target, const std::string& pointer, int depth);
 
   // === json_schema_combinators.cpp: allOf, anyOf, oneOf, enum, const ==========
@@ -175,7 +182,7 @@ class Converter {
   bool told_apart(const Json& a, const Json& b, const std::string& type, int depth);
   const Json* followed(const Json& s) const;
   bool value_fails(const Json& s, const Json& value);
-  std::set<std::string> possible_types(const Json& s);
+  std::set<std::string> possible_types(const Json& s, int depth = 0);
   static constexpr int kMaxDisjointDepth = 8;  // discriminators nested inside one another
   static constexpr size_t kMaxDisjointSteps = 20000;  // pairs compared for one oneOf
   size_t disjoint_steps_ = 0;
@@ -183,15 +190,18 @@ class Converter {
   // === json_schema_negation.cpp: the complement of a schema ===================
   // ¬s as a schema the converter says exactly (no `not` but the strings'
   // own), or nullopt where it cannot be written.
-  // `keys`: the names the objects of the context may have, where they are
-  // listed (a complement of additionalProperties needs them).
+  // `around`: schemas the value meets anyway (the context the complement is
+  // merged into). A complement of additionalProperties needs one that lists
+  // the names an object may have.
+  using Around = std::vector<const Json*>;
   using Keys = std::optional<std::set<std::string>>;
-  std::optional<Json> negation(const Json& s, int depth = 0, const Keys& keys = std::nullopt);
+  std::optional<Json> negation(const Json& s, int depth = 0, const Around& around = {});
   std::optional<Json> keyword_failing(const Json& s, const std::string& key, const Json& value, int depth,
-                                      const Keys& keys);
+                                      const Around& around);
   std::optional<Json> members_failing(const Json& s, const std::string& key, const Json& value, int depth,
-                                      const Keys& keys);
-  Keys closed_keys(const Json& s);
+                                      const Around& around);
+  Keys closed_keys(const Around& around);
+  Around member_context(const Around& around, const std::string& name);
   static std::optional<Json> values_failing(const Json& values);
   // `if`/`then`/`else` as (if ∧ then) ∨ (¬if ∧ else), and dependencies as
   // (no member n) ∨ (n and what it needs): the schema without them, or

@@ -177,7 +177,7 @@ std::vector<std::pair<size_t, size_t>> Converter::overlapping_pairs(const Json& 
   return out;
 }
 
-std::set<std::string> Converter::possible_types(const Json& s) {
+std::set<std::string> Converter::possible_types(const Json& s, int depth) {
   std::set<std::string> out;
   if (!s.is_object()) return s == false ? out : kAllTypes;
   if (s.contains("const")) return {json_type_of(s["const"])};
@@ -185,8 +185,23 @@ std::set<std::string> Converter::possible_types(const Json& s) {
     for (const Json& v : s["enum"]) out.insert(json_type_of(v));
     return out;
   }
-  if (s.contains("$ref") || s.contains("anyOf") || s.contains("oneOf") || s.contains("allOf")) return kAllTypes;
-  return declared_types(s);
+  if (depth > kMaxDisjointDepth) return kAllTypes;
+  out = declared_types(s);
+  if (s.contains("$ref")) {
+    const Json* target = followed(s);
+    return target && target != &s ? common_types(out, possible_types(*target, depth + 1)) : kAllTypes;
+  }
+  // The types of some alternative; of every part.
+  for (const char* key : {"anyOf", "oneOf"})
+    if (s.contains(key) && s[key].is_array()) {
+      std::set<std::string> some;
+      for (const Json& alternative : s[key])
+        for (const std::string& t : possible_types(alternative, depth + 1)) some.insert(t);
+      out = common_types(out, some);
+    }
+  if (s.contains("allOf") && s["allOf"].is_array())
+    for (const Json& part : s["allOf"]) out = common_types(out, possible_types(part, depth + 1));
+  return out;
 }
 
 }  // namespace cgram::json_schema_detail

@@ -46,19 +46,21 @@ std::optional<Json> size_bound_failing(const char* type, const std::string& key,
 
 }  // namespace
 
-std::optional<Json> Converter::negation(const Json& s, int depth, const Keys& keys) {
+std::optional<Json> Converter::negation(const Json& s, int depth, const Around& around) {
   if (depth > kMaxNegationDepth) return std::nullopt;
   if (s.is_boolean()) return Json(!s.get<bool>());
   if (!s.is_object()) return std::nullopt;
   if (s.contains("$ref")) {
     const Json* target = followed(s);  // (a reference with constraints beside it is not followed)
     if (!target || target == &s) return std::nullopt;
-    return negation(*target, depth + 1, keys);
+    return negation(*target, depth + 1, around);
   }
   std::vector<Json> failing;  // a value fails s exactly when it matches one of these
   for (const auto& [key, value] : s.items()) {
     if (!constrains(key) && key != "enum" && key != "const") continue;  // annotations
-    std::optional<Json> one = keyword_failing(s, key, value, depth, keys);
+    if (!in_draft(key)) continue;  // no keyword of the schema's draft
+    std::optional<Json> one = keyword_failing(s, key, value, depth, around);
+    if (!one && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL %s %s\n", key.c_str(), value.dump().substr(0, 80).c_str());
     if (!one) return std::nullopt;
     if (one->is_boolean() && !one->get<bool>()) continue;  // no value fails it
     if (one->is_object() && one->size() == 1 && one->contains("anyOf"))
@@ -72,7 +74,7 @@ std::optional<Json> Converter::negation(const Json& s, int depth, const Keys& ke
 
 // The values that fail keyword `key` (of schema `s`, valued `value`), as a schema.
 std::optional<Json> Converter::keyword_failing(const Json& s, const std::string& key, const Json& value, int depth,
-                                               const Keys& keys) {
+                                               const Around& around) {
   if (key == "type") {
     const std::set<std::string> allowed = declared_types(s);
     Json others = Json::array();
@@ -103,7 +105,9 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     if (!value.is_object()) return std::nullopt;
     std::vector<Json> out;
     for (const auto& [name, schema] : value.items()) {
-      std::optional<Json> bad = negation(schema, depth + 1);
+      // What the member's value also meets: the context's schemas of it.
+      const Around inside = member_context(around, name);
+      std::optional<Json> bad = negation(schema, depth + 1, inside);
       if (!bad) return std::nullopt;
       if (bad->is_boolean() && !bad->get<bool>()) continue;  // every value of the member passes
       out.push_back(Json{{"type", "object"}, {"required", Json::array({name})}, {"properties", Json{{name, *bad}}}});
@@ -147,7 +151,7 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     if (key == "oneOf" && overlapping(value, Json::object())) return std::nullopt;
     std::vector<Json> parts;
     for (const Json& part : value) {
-      std::optional<Json> bad = negation(part, depth + 1, keys);
+      std::optional<Json> bad = negation(part, depth + 1, around);
       if (!bad) return std::nullopt;
       parts.push_back(std::move(*bad));
     }
@@ -159,8 +163,8 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     std::vector<Json> out;
     for (const auto& [branch, met] : {std::pair{"then", true}, std::pair{"else", false}}) {
       if (!s.contains(branch)) continue;
-      std::optional<Json> bad = negation(s[branch], depth + 1, keys);
-      std::optional<Json> condition = met ? std::optional<Json>(value) : negation(value, depth + 1, keys);
+      std::optional<Json> bad = negation(s[branch], depth + 1, around);
+      std::optional<Json> condition = met ? std::optional<Json>(value) : negation(value, depth + 1, around);
       if (!bad || !condition) return std::nullopt;
       out.push_back(Json{{"allOf", Json::array({*condition, *bad})}});
     }
@@ -180,7 +184,7 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
         }
         continue;
       }
-      std::optional<Json> bad = negation(needs, depth + 1, keys);
+      std::optional<Json> bad = negation(needs, depth + 1, around);
       if (!bad) return std::nullopt;
       out.push_back(Json{{"allOf", Json::array({there, *bad})}});
     }
@@ -188,7 +192,7 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
   }
   if (key == "additionalProperties" || key == "patternProperties") {
     if (value == true || value == Json::object()) return Json(false);
-    return members_failing(s, key, value, depth, keys);
+    return members_failing(s, key, value, depth, around);
   }
   if (key == "items" && (value == true || value == Json::object())) return Json(false);  // says nothing
   if (key == "items" && value.is_object() && !s.contains("prefixItems")) {
@@ -213,7 +217,8 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
 // list (`keys`; the other side of a oneOf or the rest of the schema has
 // additionalProperties false), one alternative per name that can fail.
 std::optional<Json> Converter::members_failing(const Json& s, const std::string& key, const Json& value, int depth,
-                                               const Keys& keys) {
+                                               const Around& around) {
+  const Keys keys = closed_keys(around);
   if (!keys) return std::nullopt;
   auto listed = [&](const std::string& name) {
     return s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name);
@@ -244,17 +249,35 @@ std::optional<Json> Converter::members_failing(const Json& s, const std::string&
   return union_of(std::move(out));
 }
 
-// The names an object of `s` may have, where they are listed
-// (additionalProperties false, no patternProperties); nullopt where any.
-Converter::Keys Converter::closed_keys(const Json& s) {
-  const Json* at = followed(s);
-  if (!at || !at->is_object() || !at->contains("additionalProperties") || (*at)["additionalProperties"] != false ||
-      at->contains("patternProperties"))
-    return std::nullopt;
-  std::set<std::string> names;
-  if (at->contains("properties") && (*at)["properties"].is_object())
-    for (const auto& [name, unused] : (*at)["properties"].items()) names.insert(name);
-  return names;
+// The names an object that meets every schema of `around` may have, where
+// one lists them (additionalProperties false, no patternProperties); nullopt
+// where any.
+Converter::Keys Converter::closed_keys(const Around& around) {
+  Keys out;
+  for (const Json* s : around) {
+    const Json* at = followed(*s);
+    if (!at || !at->is_object() || !at->contains("additionalProperties") ||
+        (*at)["additionalProperties"] != false || at->contains("patternProperties"))
+      continue;
+    std::set<std::string> names;
+    if (at->contains("properties") && (*at)["properties"].is_object())
+      for (const auto& [name, unused] : (*at)["properties"].items())
+        if (!out || out->count(name)) names.insert(name);
+    out = std::move(names);
+  }
+  return out;
+}
+
+// The schemas a member `name` of such an object meets: each one's
+// `properties` entry for it (patterns, which may or may not match, are left out).
+Converter::Around Converter::member_context(const Around& around, const std::string& name) {
+  Around out;
+  for (const Json* s : around)
+    if (const Json* at = followed(*s);
+        at && at->is_object() && at->contains("properties") && (*at)["properties"].is_object() &&
+        (*at)["properties"].contains(name))
+      out.push_back(&(*at)["properties"][name]);
+  return out;
 }
 
 // The values other than `values` (an enum's), where they are strings,
@@ -289,7 +312,7 @@ std::optional<Json> Converter::conditional_said(const Json& s) {
   const Json& condition = s["if"];
   Json rest_only = s;
   for (const char* k : {"if", "then", "else"}) rest_only.erase(k);
-  std::optional<Json> failing = negation(condition, 0, closed_keys(rest_only));
+  std::optional<Json> failing = negation(condition, 0, {&rest_only});
   if (!failing) return std::nullopt;
   Json rest = s;
   for (const char* k : {"if", "then", "else"}) rest.erase(k);
@@ -306,8 +329,10 @@ std::optional<Json> Converter::dependencies_said(const Json& s) {
   if (s.contains("required") && s["required"].is_array())
     for (const Json& r : s["required"])
       if (r.is_string()) required.insert(r.get<std::string>());
+  bool any = false;
   for (const char* key : {"dependencies", "dependentRequired", "dependentSchemas"}) {
-    if (!s.contains(key)) continue;
+    if (!s.contains(key) || !in_draft(key)) continue;
+    any = true;
     rest.erase(key);
     if (!s[key].is_object()) return std::nullopt;
     for (const auto& [name, needs] : s[key].items()) {
@@ -337,6 +362,7 @@ std::optional<Json> Converter::dependencies_said(const Json& s) {
       parts.push_back(Json{{"anyOf", Json::array({Json{{"properties", Json{{name, false}}}}, present})}});
     }
   }
+  if (!any) return std::nullopt;
   parts.insert(parts.begin(), std::move(rest));
   return Json{{"allOf", std::move(parts)}};
 }
@@ -357,17 +383,13 @@ std::optional<std::vector<Json>> Converter::exclusive_alternatives(
     }
     Json parts = Json::array({alternatives[i]});
     size_t product = 1;
-    // The names an object of this alternative may have (it and the rest of the schema).
-    Keys keys = closed_keys(alternatives[i]);
-    if (const Keys around = closed_keys(rest); around) {
-      if (!keys) keys = around;
-      else
-        std::erase_if(*keys, [&](const std::string& name) { return !around->count(name); });
-    }
+    // What a value of this alternative meets: it and the rest of the schema.
+    const Around around{&alternatives[i], &rest};
     for (size_t j : meets[i]) {
-      std::optional<Json> failing = negation(alternatives[j], 0, keys);
+      std::optional<Json> failing = negation(alternatives[j], 0, around);
       if (!failing) return std::nullopt;
       product *= width(*failing);
+      if (product > kMaxNegationAlternatives && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL product\n");
       if (product > kMaxNegationAlternatives) return std::nullopt;
       parts.push_back(std::move(*failing));
     }

@@ -61,11 +61,27 @@ const Json* Converter::find_anchor(const Json& s, const std::string& name, const
 
 // Whether the root names draft 04, 06 or 07, where $ref stands alone.
 bool Converter::refs_stand_alone() const {
-  if (!root_.is_object() || !root_.contains("$schema") || !root_["$schema"].is_string()) return false;
+  const int draft = declared_draft();
+  return draft == 4 || draft == 6 || draft == 7;
+}
+
+int Converter::declared_draft() const {
+  if (!root_.is_object() || !root_.contains("$schema") || !root_["$schema"].is_string()) return 0;
   const std::string uri = root_["$schema"].get<std::string>();
-  for (const char* draft : {"draft-04", "draft-06", "draft-07"})
-    if (uri.find(draft) != std::string::npos) return true;
-  return false;
+  for (const auto& [name, draft] : {std::pair{"draft-04", 4}, std::pair{"draft-06", 6}, std::pair{"draft-07", 7},
+                                    std::pair{"2019-09", 2019}, std::pair{"2020-12", 2020}})
+    if (uri.find(name) != std::string::npos) return draft;
+  return 0;
+}
+
+bool Converter::in_draft(const std::string& key) const {
+  const int draft = declared_draft();
+  if (draft == 0) return true;
+  if (key == "if" || key == "then" || key == "else") return draft >= 7;
+  if (key == "contains" || key == "propertyNames") return draft >= 6;
+  if (key == "dependentRequired" || key == "dependentSchemas") return draft >= 2019;
+  if (key == "dependencies") return draft <= 7;
+  return true;
 }
 
 Expr Converter::reference(const Node& node, int depth) {

@@ -64,6 +64,19 @@ TokenIndex::TokenIndex(const ir::LexicalGrammar& lexical, const VocabTrie& trie,
   }
   charge_memory(slot_count_ * sizeof(Slot));
   slots_ = std::make_unique<Slot[]>(slot_count_);
+  classes_ = std::make_unique<Classes[]>(lexical.terminals.size());
+}
+
+uint32_t TokenIndex::same_walk_as(uint32_t terminal, uint32_t state) const {
+  const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
+  if (dfa.size() < kLazyClassesMin) return state;
+  Classes& c = classes_[terminal];
+  // The first entries of a terminal are walked as they come (the first
+  // mask stays quick); from the kLazyClassesAfter-th on, its states' classes
+  // are found once and shared.
+  if (c.walked.fetch_add(1, std::memory_order_relaxed) < kLazyClassesAfter) return state;
+  std::call_once(c.once, [&] { c.first = walk_classes(dfa, trie_.max_depth()); });
+  return c.first[state];
 }
 
 TokenIndex::Walk TokenIndex::walk(uint32_t root, uint32_t terminal, uint32_t state) const {
@@ -293,6 +306,12 @@ void TokenIndex::into_subtree(uint32_t node, uint32_t u, CrossInto& into, std::v
 const StateIndex& TokenIndex::get(uint32_t terminal, uint32_t state) const {
   Slot& slot = slots_[offset_[terminal] + state];
   std::call_once(slot.once, [&] {
+    // A state whose walk is like a smaller one's shares its entry (a counted
+    // repetition's states: each character of a bounded string is a state).
+    if (const uint32_t same = same_walk_as(terminal, state); same != state) {
+      slot.value = &get(terminal, same);
+      return;
+    }
     slot.value = own(build(0, terminal, state));
     built_bytes_.fetch_add(entry_bytes(*slot.value), std::memory_order_relaxed);
   });

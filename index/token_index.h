@@ -108,6 +108,11 @@ class TokenIndex {
   // The same for the tokens below trie node `root`, reading their bytes
   // after root's depth (cached for subtrees of at least kSubtreeMin nodes).
   static constexpr uint32_t kSubtreeMin = 256;
+  // A terminal whose DFA has kLazyClassesMin states or more shares the
+  // entries of states alike (walk_classes) on the lazy index too, once
+  // kLazyClassesAfter of its entries have been walked one by one.
+  static constexpr size_t kLazyClassesMin = 64;
+  static constexpr size_t kLazyClassesAfter = 4;
   const StateIndex& get_subtree(uint32_t root, uint32_t terminal, uint32_t state) const;
   // Union of the inside sets of these terminals from their start states.
   // (Mask words: it is ORed into every mask between lexemes.)
@@ -145,6 +150,15 @@ class TokenIndex {
     std::vector<uint32_t> inside;  // mask words
     std::vector<Crossing> crossing;  // in the trie's order
   };
+  // The smallest state whose entry equals `state`'s (walk_classes), found
+  // lazily for large DFAs; `state` itself before that.
+  uint32_t same_walk_as(uint32_t terminal, uint32_t state) const;
+  struct Classes {
+    std::atomic<size_t> walked{0};
+    std::once_flag once;
+    std::vector<uint32_t> first;
+  };
+  std::unique_ptr<Classes[]> classes_;
   std::unique_ptr<StateIndex> build(uint32_t root, uint32_t terminal, uint32_t state) const;
   Walk walk(uint32_t root, uint32_t terminal, uint32_t state) const;
   // Walks of the whole trie from several states at once (the same result as one by one).

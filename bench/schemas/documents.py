@@ -252,12 +252,15 @@ def main():
     parser.add_argument("--timing-sample", type=int, default=0, help="time this many exact schemas (needs --vocab)")
     parser.add_argument("--vocab", help="the vocabulary for the timing (Llama 3's tokenizer.json)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", help="a file listing the schemas to run, as run.py names them "
+                                       "(COLLECTION/NAME.json, one per line)")
     args = parser.parse_args()
+    only = {line.replace("/", "---", 1) for line in open(args.only).read().split()} if args.only else None
 
     by_collection = collections.defaultdict(list)
     for name in sorted(os.listdir(args.data)):
         collection = name.split("---")[0]
-        if collection in COLLECTIONS and name.endswith(".json"):
+        if collection in COLLECTIONS and name.endswith(".json") and (only is None or name in only):
             by_collection[collection].append(os.path.join(args.data, name))
     paths = [p for c in sorted(by_collection) for p in (by_collection[c][:args.limit] if args.limit else by_collection[c])]
     if not paths:

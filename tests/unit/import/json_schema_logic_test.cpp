@@ -331,3 +331,16 @@ TEST_CASE("complements of additionalProperties where the names are listed, and o
   check_exact(R"({"oneOf": [{"type": "string", "format": "uuid"}, {"type": "string", "maxLength": 5}]})",
               {R"("abc")", R"("123e4567-e89b-12d3-a456-426614174000")"}, {R"("abcdef")", "1"});
 }
+
+TEST_CASE("keywords of another draft than the schema's are no keywords: ignored", "[json-schema][json-schema-logic]") {
+  // Draft 04 has no if/then: python-jsonschema's Draft4Validator ignores them, and so does the grammar.
+  check_exact(R"({"$schema": "http://json-schema.org/draft-04/schema#", "type": "string",
+                  "if": {"maxLength": 1}, "then": {"pattern": "^x"}})",
+              {R"("a")", R"("xa")"}, {"1"});
+  // 2020-12 has dependentRequired, and no dependencies.
+  check_exact(R"({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+                  "dependencies": {"a": ["b"]}, "dependentRequired": {"b": ["c"]}})",
+              {R"({"a":1})", R"({"b":1,"c":2})"}, {R"({"b":1})"});
+  // Without $schema every draft's keywords are read.
+  check_exact(R"({"type": "object", "dependencies": {"a": ["b"]}})", {R"({"a":1,"b":2})"}, {R"({"a":1})"});
+}

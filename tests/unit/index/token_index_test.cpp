@@ -5,6 +5,8 @@
 // saved and loaded, with its memory accounted.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -391,11 +393,13 @@ TEST_CASE("token index: equal dense sets are one copy, counted once", "[index-un
 }
 
 namespace {
-// A string of at most 12 letters, for the states a counted repetition makes.
+// A string of at most `letters` letters (12 by default), for the states a
+// counted repetition makes.
 struct CountedString {
+  explicit CountedString(int letters = 12) : g(grammar(fmt::format("start ::= #'\"[a-z]{{0,{}}}\"' ;", letters))) {}
   // The longest token has 4 bytes.
   std::shared_ptr<const Vocabulary> vocab = vocabulary({"\"", "a", "ab", "abc", "abcd", "\"a", "a\"", "ab\"", "<eos>"});
-  std::shared_ptr<const Grammar> g = grammar("start ::= #'\"[a-z]{0,12}\"' ;");
+  std::shared_ptr<const Grammar> g;
   ir::LexicalGrammar lex = ir::lower_lexical(g->ir());
   const VocabTrie& trie = vocab->trie();
   const ir::Dfa& dfa = lex.terminals.at(0).dfa;
@@ -467,4 +471,27 @@ TEST_CASE("token index: states alike share one entry, equal to the one each buil
   ir::BinaryReader bad(broken);
   CHECK_FALSE(TokenIndex::load(bad, s.lex, s.trie, (s.vocab->size() + 31) / 32, s.vocab->size()));
   CHECK(bad.error() == "a token index entry shared with a later state");
+}
+
+TEST_CASE("token index: a large DFA's states alike share an entry on the lazy index too, after the first few",
+          "[index-unit]") {
+  CountedString s(100);  // 103 states: past TokenIndex::kLazyClassesMin
+  REQUIRE(s.dfa.size() >= TokenIndex::kLazyClassesMin);
+  TokenIndex lazy = s.index();
+  TokenIndex eager = s.index();
+  eager.build_all();
+  // Letter by letter, as a model writes the string.
+  for (size_t i = 0; i <= 100; ++i) {
+    INFO(i << " letters");
+    expect_same_entry(lazy.get(0, s.after(i)), eager.get(0, s.after(i)));
+  }
+  // The first entries were walked one by one; after them, the states that
+  // still take 4 more letters share one entry.
+  const StateIndex* shared = &lazy.get(0, s.after(TokenIndex::kLazyClassesAfter));
+  for (size_t i = TokenIndex::kLazyClassesAfter + 1; i <= 96; ++i) {
+    INFO(i << " letters");
+    CHECK(&lazy.get(0, s.after(i)) == shared);
+  }
+  CHECK(&lazy.get(0, s.after(97)) != shared);
+  CHECK(lazy.memory_bytes() < eager.memory_bytes() + 8 * 1024);
 }
