@@ -243,8 +243,11 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
       Json pairs = Json::array();
       for (const Json& x : mine)
         for (const Json& y : v) pairs.push_back(Json{{"allOf", Json::array({x, y})}});
+      // For oneOf too: the pairs a value matches are as many as the product
+      // of the alternatives it matches on each side, which is 1 exactly
+      // when it is 1 on both. So the pairs stay a oneOf (said exactly where
+      // its alternatives are disjoint or exclude each other).
       mine = pairs;
-      if (key == "oneOf") permissive(at, "'oneOf' merged with another 'oneOf' is read as 'anyOf'");
     } else if (key == "not") {
       // Neither: not the union (said where the union's complement can be).
       Json parts = mine.is_object() && mine.size() == 1 && mine.contains("anyOf") ? mine["anyOf"] : Json::array({mine});

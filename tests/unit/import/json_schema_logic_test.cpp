@@ -344,3 +344,9 @@ TEST_CASE("keywords of another draft than the schema's are no keywords: ignored"
   // Without $schema every draft's keywords are read.
   check_exact(R"({"type": "object", "dependencies": {"a": ["b"]}})", {R"({"a":1,"b":2})"}, {R"({"a":1})"});
 }
+
+TEST_CASE("allOf of two oneOfs: one pair of alternatives, as exactly one of each", "[json-schema][json-schema-logic]") {
+  check_exact(R"({"allOf": [{"oneOf": [{"type": "string"}, {"minLength": 2}]},
+                            {"oneOf": [{"maxLength": 3}, {"type": "integer"}]}]})",
+              {R"("a")", "null", "true"}, {R"("ab")", "1", R"("abcd")"});
+}
