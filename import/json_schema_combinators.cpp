@@ -415,18 +415,17 @@ Expr Converter::any_of(const Node& node, int depth) {
     return alternation(alternatives);
   };
   if (std::string(key) == "oneOf")
-    if (const auto pairs = overlapping_pairs(s[key], rest); !pairs.empty()) {
+    if (const auto pairs = overlaps(s[key], rest); !pairs.empty()) {
       std::string why = "no complement to exclude";
       if (const std::optional<std::vector<Json>> exclusive = exclusive_alternatives(s[key], rest, pairs)) {
         const Attempt attempt = begin_attempt();
         Expr e = union_of(&*exclusive);
         if (!failed(attempt)) return e;
-        if (getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL attempt\n");
         why = "excluding it passes the limits";
       }
       permissive(at, fmt::format("'oneOf' is read as 'anyOf': alternatives {} and {} may overlap (no proof that "
                                  "they do not, and {}), and a value that matches both is accepted",
-                                 pairs[0].first, pairs[0].second, why));
+                                 pairs[0].i, pairs[0].j, why));
     }
   return union_of(nullptr);
 }

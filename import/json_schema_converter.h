@@ -176,8 +176,15 @@ class Converter {
 
   // === json_schema_disjoint.cpp: whether oneOf's alternatives can overlap =====
   std::optional<std::pair<size_t, size_t>> overlapping(const Json& alternatives, const Json& beside);
-  // Every pair not proved disjoint (i < j), in order.
+  // Every pair not proved disjoint (i < j), in order; with the types of
+  // values they may both match (those not told apart).
   std::vector<std::pair<size_t, size_t>> overlapping_pairs(const Json& alternatives, const Json& beside);
+  struct Overlap {
+    size_t i, j;
+    std::set<std::string> types;
+  };
+  std::vector<Overlap> overlaps(const Json& alternatives, const Json& beside);
+  std::set<std::string> overlap_types(const Json& x, const Json& y, int depth, const std::set<std::string>& within);
   bool disjoint_pair(const Json& x, const Json& y, int depth, const std::set<std::string>& within);
   bool told_apart(const Json& a, const Json& b, const std::string& type, int depth);
   const Json* followed(const Json& s) const;
@@ -201,6 +208,8 @@ class Converter {
   std::optional<Json> members_failing(const Json& s, const std::string& key, const Json& value, int depth,
                                       const Around& around);
   Keys closed_keys(const Around& around);
+  Json within_types(Json failing, const Around& around);
+  Json beyond_overlap(Json failing, const std::set<std::string>& overlap);
   Around member_context(const Around& around, const std::string& name);
   static std::optional<Json> values_failing(const Json& values);
   // `if`/`then`/`else` as (if ∧ then) ∨ (¬if ∧ else), and dependencies as
@@ -211,11 +220,14 @@ class Converter {
   // oneOf's alternatives, each excluding those it may overlap: nullopt where
   // a complement cannot be written or the union grows past the limit.
   std::optional<std::vector<Json>> exclusive_alternatives(const Json& alternatives, const Json& rest,
-                                                          const std::vector<std::pair<size_t, size_t>>& pairs);
+                                                          const std::vector<Overlap>& pairs);
   static constexpr int kMaxNegationDepth = 8;
   // Alternatives of one complement, of one oneOf branch made exclusive, and
   // of an object's dependencies (2^n for n dependencies).
   static constexpr size_t kMaxNegationAlternatives = 64;
+  // Alternatives a oneOf branch made exclusive may distribute into (the
+  // product of its complements' alternatives; an attempt bounds the work).
+  static constexpr size_t kMaxExclusiveProduct = 256;
 
   // --- enum, const ---------------------------------------------------------------
   Expr enumeration(const Node& node, int depth);

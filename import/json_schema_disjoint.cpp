@@ -77,25 +77,31 @@ bool Converter::value_fails(const Json& s, const Json& value) {
 }
 
 bool Converter::disjoint_pair(const Json& x, const Json& y, int depth, const std::set<std::string>& within) {
+  return overlap_types(x, y, depth, within).empty();
+}
+
+std::set<std::string> Converter::overlap_types(const Json& x, const Json& y, int depth,
+                                               const std::set<std::string>& within) {
   // Bounded: each level compares the schemas of every name both require.
-  if (depth > kMaxDisjointDepth || ++disjoint_steps_ > kMaxDisjointSteps) return false;
+  if (depth > kMaxDisjointDepth || ++disjoint_steps_ > kMaxDisjointSteps) return within;
   const Json* a = followed(x);
   const Json* b = followed(y);
-  if (!a || !b) return false;
-  if (is_false(*a) || is_false(*b)) return true;
-  if (!a->is_object() || !b->is_object()) return false;
+  if (!a || !b) return within;
+  if (is_false(*a) || is_false(*b)) return {};
+  if (!a->is_object() || !b->is_object()) return within;
   // Values on one side, all failing the other.
   for (const auto& [one, other] : {std::pair{a, b}, std::pair{b, a}}) {
     const Json* values = one->contains("const") ? nullptr : (one->contains("enum") ? &(*one)["enum"] : nullptr);
     if (one->contains("const")) {
-      if (value_fails(*other, (*one)["const"])) return true;
+      if (value_fails(*other, (*one)["const"])) return {};
     } else if (values && values->is_array() &&
                std::all_of(values->begin(), values->end(), [&](const Json& v) { return value_fails(*other, v); })) {
-      return true;
+      return {};
     }
   }
-  const std::set<std::string> types = common_types(common_types(possible_types(*a), possible_types(*b)), within);
-  return std::all_of(types.begin(), types.end(), [&](const std::string& t) { return told_apart(*a, *b, t, depth); });
+  std::set<std::string> types = common_types(common_types(possible_types(*a), possible_types(*b)), within);
+  std::erase_if(types, [&](const std::string& t) { return told_apart(*a, *b, t, depth); });
+  return types;
 }
 
 // Whether no value of type `type` matches both.
@@ -168,12 +174,19 @@ std::optional<std::pair<size_t, size_t>> Converter::overlapping(const Json& alte
 }
 
 std::vector<std::pair<size_t, size_t>> Converter::overlapping_pairs(const Json& alternatives, const Json& beside) {
-  const std::set<std::string> within = beside.contains("type") ? declared_types(beside) : kAllTypes;
   std::vector<std::pair<size_t, size_t>> out;
+  for (const Overlap& o : overlaps(alternatives, beside)) out.emplace_back(o.i, o.j);
+  return out;
+}
+
+std::vector<Converter::Overlap> Converter::overlaps(const Json& alternatives, const Json& beside) {
+  const std::set<std::string> within = beside.contains("type") ? declared_types(beside) : kAllTypes;
+  std::vector<Overlap> out;
   disjoint_steps_ = 0;
   for (size_t i = 0; i < alternatives.size(); ++i)
     for (size_t j = i + 1; j < alternatives.size(); ++j)
-      if (!disjoint_pair(alternatives[i], alternatives[j], 0, within)) out.emplace_back(i, j);
+      if (std::set<std::string> types = overlap_types(alternatives[i], alternatives[j], 0, within); !types.empty())
+        out.push_back({i, j, std::move(types)});
   return out;
 }
 

@@ -60,7 +60,6 @@ std::optional<Json> Converter::negation(const Json& s, int depth, const Around& 
     if (!constrains(key) && key != "enum" && key != "const") continue;  // annotations
     if (!in_draft(key)) continue;  // no keyword of the schema's draft
     std::optional<Json> one = keyword_failing(s, key, value, depth, around);
-    if (!one && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL %s %s\n", key.c_str(), value.dump().substr(0, 80).c_str());
     if (!one) return std::nullopt;
     if (one->is_boolean() && !one->get<bool>()) continue;  // no value fails it
     if (one->is_object() && one->size() == 1 && one->contains("anyOf"))
@@ -104,7 +103,9 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
   if (key == "properties") {
     if (!value.is_object()) return std::nullopt;
     std::vector<Json> out;
+    const Keys keys = closed_keys(around);
     for (const auto& [name, schema] : value.items()) {
+      if (keys && !keys->count(name)) continue;  // the context has no such member
       // What the member's value also meets: the context's schemas of it.
       const Around inside = member_context(around, name);
       std::optional<Json> bad = negation(schema, depth + 1, inside);
@@ -367,12 +368,64 @@ std::optional<Json> Converter::dependencies_said(const Json& s) {
   return Json{{"allOf", std::move(parts)}};
 }
 
-std::optional<std::vector<Json>> Converter::exclusive_alternatives(
-    const Json& alternatives, const Json& rest, const std::vector<std::pair<size_t, size_t>>& pairs) {
-  std::vector<std::vector<size_t>> meets(alternatives.size());
-  for (const auto& [i, j] : pairs) {
-    meets[i].push_back(j);
-    meets[j].push_back(i);
+// The complement of the other alternative, or any value of a type the two
+// were told apart on (only values of the `overlap` types may match both):
+// the complement's alternatives of those types alone are kept.
+Json Converter::beyond_overlap(Json failing, const std::set<std::string>& overlap) {
+  Json apart = Json::array();
+  for (const char* t : {"null", "boolean", "object", "array", "string", "number"})
+    if (!overlap.count(t) && !(std::string(t) == "number" && overlap.count("integer"))) apart.push_back(t);
+  if (apart.empty()) return failing;
+  std::vector<Json> out{Json{{"type", apart}}};
+  // Integers may overlap where numbers do not: the numbers that are no integer are apart too.
+  if (overlap.count("integer") && !overlap.count("number")) out.push_back(Json{{"type", "number"}, {kFraction, true}});
+  const std::vector<Json> parts = failing.is_object() && failing.size() == 1 && failing.contains("anyOf")
+                                      ? failing["anyOf"].get<std::vector<Json>>()
+                                      : std::vector<Json>{failing};
+  for (const Json& part : parts) {
+    if (part == false) continue;
+    const std::set<std::string> theirs = possible_types(part);
+    // (Within the types apart, it adds nothing.)
+    if (std::all_of(theirs.begin(), theirs.end(), [&](const std::string& t) {
+          return t != "integer" && std::find(apart.begin(), apart.end(), t) != apart.end();
+        }))
+      continue;
+    out.push_back(part);
+  }
+  return union_of(std::move(out));
+}
+
+// The alternatives of a complement that some value of the context's types
+// can match (the others are empty once merged, and would only multiply the
+// branches).
+Json Converter::within_types(Json failing, const Around& around) {
+  if (!failing.is_object() || !failing.contains("anyOf") || failing.size() != 1) return failing;
+  std::set<std::string> types = {"null", "boolean", "object", "array", "string", "number"};
+  for (const Json* s : around) {
+    std::set<std::string> keep;
+    const std::set<std::string> theirs = possible_types(*s);
+    for (const std::string& t : types)
+      if (theirs.count(t) || (t == "number" && theirs.count("integer"))) keep.insert(t);
+    types = std::move(keep);
+  }
+  std::vector<Json> kept;
+  for (const Json& alternative : failing["anyOf"]) {
+    const std::set<std::string> theirs = possible_types(alternative);
+    if (std::any_of(theirs.begin(), theirs.end(), [&](const std::string& t) {
+          return types.count(t) || (t == "integer" && types.count("number"));
+        }))
+      kept.push_back(alternative);
+  }
+  return union_of(std::move(kept));
+}
+
+std::optional<std::vector<Json>> Converter::exclusive_alternatives(const Json& alternatives, const Json& rest,
+                                                                   const std::vector<Overlap>& pairs) {
+  // Per alternative: the others it may meet, and on values of which types.
+  std::vector<std::vector<std::pair<size_t, const std::set<std::string>*>>> meets(alternatives.size());
+  for (const Overlap& o : pairs) {
+    meets[o.i].emplace_back(o.j, &o.types);
+    meets[o.j].emplace_back(o.i, &o.types);
   }
   auto width = [](const Json& s) -> size_t { return s.is_object() && s.contains("anyOf") ? s["anyOf"].size() : 1; };
   std::vector<Json> out;
@@ -385,12 +438,13 @@ std::optional<std::vector<Json>> Converter::exclusive_alternatives(
     size_t product = 1;
     // What a value of this alternative meets: it and the rest of the schema.
     const Around around{&alternatives[i], &rest};
-    for (size_t j : meets[i]) {
+    for (const auto& [j, types] : meets[i]) {
       std::optional<Json> failing = negation(alternatives[j], 0, around);
       if (!failing) return std::nullopt;
+      failing = beyond_overlap(std::move(*failing), *types);
+      failing = within_types(std::move(*failing), around);
       product *= width(*failing);
-      if (product > kMaxNegationAlternatives && getenv("CGRAM_DEBUG")) fprintf(stderr, "NEG-FAIL product\n");
-      if (product > kMaxNegationAlternatives) return std::nullopt;
+      if (product > kMaxExclusiveProduct) return std::nullopt;
       parts.push_back(std::move(*failing));
     }
     out.push_back(Json{{"allOf", std::move(parts)}});

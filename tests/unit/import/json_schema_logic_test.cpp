@@ -350,3 +350,14 @@ TEST_CASE("allOf of two oneOfs: one pair of alternatives, as exactly one of each
                             {"oneOf": [{"maxLength": 3}, {"type": "integer"}]}]})",
               {R"("a")", "null", "true"}, {R"("ab")", "1", R"("abcd")"});
 }
+
+TEST_CASE("oneOf alternatives told apart on objects exclude each other on the other types only",
+          "[json-schema][json-schema-logic]") {
+  // No "type": every value that is no object matches both (their keywords
+  // are about objects), so the oneOf takes objects only.
+  check_exact(R"({"oneOf": [{"properties": {"kind": {"enum": ["a"]}, "x": {"type": "number"}}, "required": ["kind"],
+                             "additionalProperties": false},
+                            {"properties": {"kind": {"enum": ["b"]}, "y": {"type": "string"}}, "required": ["kind"],
+                             "additionalProperties": false}]})",
+              {R"({"kind":"a","x":1})", R"({"kind":"b"})"}, {R"("s")", "1", "null", "[]", R"({"kind":"c"})"});
+}
