@@ -540,6 +540,19 @@ std::optional<Json> Converter::not_said_otherwise(const Json& s) {
   return std::nullopt;
 }
 
+// propertyNames says nothing (it accepts every string, or the schema no
+// object), or the object's grammar says it (containers.cpp: no name is
+// listed, so the keys are its strings).
+bool Converter::property_names_said(const Json& s) const {
+  const Json* names = followed(s["propertyNames"]);
+  if (!names) return false;
+  if (*names == true || (names->is_object() && !has_constraints(*names))) return true;
+  if (names->is_object() && names->size() == 1 && names->contains("type") && declared_types(*names).count("string"))
+    return true;
+  if (!declared_types(s).count("object")) return true;
+  return !s.contains("properties") && !s.contains("required") && !s.contains("patternProperties");
+}
+
 bool Converter::only_strings(const Json& s) {
   const std::set<std::string> types = declared_types(s);
   return types.empty() || types == std::set<std::string>{"string"};
@@ -549,6 +562,7 @@ bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
   if ((key == "then" || key == "else") && !s.contains("if")) return true;
   if ((key == "minContains" || key == "maxContains") && !s.contains("contains")) return true;
   if (key == "multipleOf" && power_of_ten_step(s)) return true;
+  if (key == "propertyNames" && property_names_said(s)) return true;
   if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const") &&
       in_draft("contains"))
     return true;  // said by the array's grammar (containers.cpp)  // said by the numbers' spelling (scalars.cpp)

@@ -401,6 +401,12 @@ Expr Converter::object(const Node& node, int depth) {
     bool failed = false;
     extra_member = other_members(node, names, *patterns, extra, depth, failed);
     if (failed) return std::nullopt;
+  } else if (names.empty() && s.contains("propertyNames") && in_draft("propertyNames")) {
+    // No name listed: the keys are the strings propertyNames accepts.
+    Expr keys = value_of_merged(Json{{"allOf", Json::array({Json{{"type", "string"}}, s["propertyNames"]})}},
+                                node.pointer + "/propertyNames", depth + 1);
+    Expr extra_value = value({extra, extra_pointer}, depth + 1);
+    if (keys && extra_value) extra_member = fmt::format("{} {} {}", *keys, colon(), *extra_value);
   } else if (Expr extra_value = value({extra, extra_pointer}, depth + 1)) {
     // A key other than the listed ones is a regex that grows with the
     // names (a trie of them, with "any string" after each place a key

@@ -133,6 +133,7 @@ class Converter {
   void check_keywords(const Node& node);
   static bool known_meta_schema(const Json& uri);
   bool ignorable_no_op(const std::string& key, const Json& s) const;
+  bool property_names_said(const Json& s) const;
   // Whether the types a schema declares are strings at most.
   static bool only_strings(const Json& s);
   std::optional<Json> not_said_otherwise(const Json& s);

@@ -361,3 +361,12 @@ TEST_CASE("oneOf alternatives told apart on objects exclude each other on the ot
                              "additionalProperties": false}]})",
               {R"({"kind":"a","x":1})", R"({"kind":"b"})"}, {R"("s")", "1", "null", "[]", R"({"kind":"c"})"});
 }
+
+TEST_CASE("propertyNames: the keys of an object that lists no name", "[json-schema][json-schema-logic]") {
+  check_exact(R"({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "additionalProperties": {"type": "integer"}})",
+              {"{}", R"({"ab":1})", R"({"ab":1,"c":2})"}, {R"({"Ab":1})", R"({"ab":"x"})", R"({"":1})"});
+  check_exact(R"({"type": "object", "propertyNames": {"enum": ["x", "y"]}})", {R"({"x":1,"y":[2]})"}, {R"({"z":1})"});
+  // Keys are strings anyway: a propertyNames of strings says nothing.
+  check_exact(R"({"type": "object", "properties": {"a": {}}, "propertyNames": {"type": "string"}})",
+              {R"({"a":1,"b":2})"}, {"[]"});
+}
