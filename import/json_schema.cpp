@@ -553,6 +553,16 @@ bool Converter::property_names_said(const Json& s) const {
   return !s.contains("properties") && !s.contains("required") && !s.contains("patternProperties");
 }
 
+size_t Converter::listed_names(const Json& s) {
+  std::set<std::string> names;
+  if (s.contains("properties") && s["properties"].is_object())
+    for (const auto& [name, unused] : s["properties"].items()) names.insert(name);
+  if (s.contains("required") && s["required"].is_array())
+    for (const Json& r : s["required"])
+      if (r.is_string()) names.insert(r.get<std::string>());
+  return names.size();
+}
+
 bool Converter::only_strings(const Json& s) {
   const std::set<std::string> types = declared_types(s);
   return types.empty() || types == std::set<std::string>{"string"};
@@ -568,7 +578,8 @@ bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
     return true;  // said by the array's grammar (containers.cpp)  // said by the numbers' spelling (scalars.cpp)
   if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
   // Said exactly by the object's grammar (containers.cpp).
-  if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1)
+  if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() &&
+      (s[key].get<uint64_t>() <= 1 || counted_members(s, listed_names(s))))
     return true;
   return false;
 }

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <utility>
 
 #include "cgram_text.h"
@@ -262,6 +264,64 @@ Expr Converter::members_in_order(const MemberList& list, bool& may_be_empty) {
   return some[0];
 }
 
+// Whether minProperties/maxProperties past 1 are said by counting members
+// (schema order, bounds up to kMaxCountedMembers), given how many names the
+// object lists.
+bool Converter::counted_members(const Json& s, size_t listed) const {
+  if (options_.property_order != JsonPropertyOrder::Schema) return false;
+  bool any = false;
+  for (const char* key : {"minProperties", "maxProperties"}) {
+    if (!s.contains(key)) continue;
+    if (!s[key].is_number_unsigned() || s[key].get<uint64_t>() > kMaxCountedMembers) return false;
+    any = any || s[key].get<uint64_t>() > 1;
+  }
+  return any && listed <= kMaxCountedMembers;
+}
+
+// The members in the schema's order, at least one, between `at_least` and
+// `at_most` of them in all (listed and additional): one rule per member and
+// count written so far (the count stops mattering past at_least when there
+// is no at_most).
+Expr Converter::members_counted(const MemberList& list, uint64_t at_least, std::optional<uint64_t> at_most) {
+  const size_t n = list.written.size();
+  const std::string& sep = list.separator;
+  std::map<std::tuple<size_t, uint64_t, bool>, Expr> memo;
+  std::function<Expr(size_t, uint64_t, bool)> rest = [&](size_t i, uint64_t c, bool first) -> Expr {
+    if (!at_most) c = std::min(c, at_least);
+    const auto key = std::tuple{i, c, first};
+    if (auto found = memo.find(key); found != memo.end()) return found->second;
+    Expr out;
+    if (i == n) {
+      // k additional members, c + k within the bounds (at least one if none was written).
+      const uint64_t lo = std::max<uint64_t>(at_least > c ? at_least - c : 0, first ? 1 : 0);
+      const std::optional<uint64_t> hi = at_most ? std::optional<uint64_t>(*at_most - c) : std::nullopt;
+      if (hi && *hi < lo) out = std::nullopt;
+      else if (!list.extra) out = lo == 0 ? Expr("") : std::nullopt;
+      else if (hi == 0u) out = "";
+      else {
+        const uint64_t skip = first ? 1 : 0;  // the first one is written without a separator
+        const std::string more =
+            hi ? fmt::format("({} {}){{{},{}}}", sep, *list.extra, lo - skip, *hi - skip)
+               : fmt::format("({} {}){{{},}}", sep, *list.extra, lo - skip);
+        out = first ? *list.extra + (hi == 1u ? "" : " " + more) : more;
+      }
+    } else {
+      std::vector<std::string> ways;
+      if (!at_most || c < *at_most)
+        if (Expr after = rest(i + 1, c + 1, false))
+          ways.push_back((first ? "" : sep + " ") + list.written[i] + (after->empty() ? "" : " " + *after));
+      if (!list.required[i])
+        if (Expr without = rest(i + 1, c, first)) ways.push_back(*without);
+      if (ways.size() == 1) out = ways[0];
+      else if (ways.size() == 2) out = ways[1].empty() ? fmt::format("({})?", ways[0]) : *alternation(ways);
+    }
+    if (out && out->size() > 200) out = add_rule("counted_members", *out, list.pointer);
+    memo[key] = out;
+    return out;
+  };
+  return rest(0, 0, true);
+}
+
 // The members in any order, each at most once, the required ones all there,
 // additional ones anywhere: one rule per set of members still to come (2^n
 // rules, so exact up to kMaxAnyOrderMembers members). A larger object takes
@@ -462,6 +522,13 @@ Expr Converter::object(const Node& node, int depth) {
     return alternation(alternatives);
   }
   const MemberList list{written, is_required, extra_member, separator(d), node.pointer};
+  if (counted_members(s, written.size())) {
+    // Other counts, in the schema's order: how many members are written so far.
+    std::vector<std::string> alternatives;
+    if (at_least == 0 && required_count == 0) alternatives.push_back(empty_container('{'));
+    if (Expr some = members_counted(list, at_least, at_most)) alternatives.push_back(container('{', *some, d));
+    return alternation(alternatives);
+  }
   bool may_be_empty = at_least == 0;
   // (Any order matters once two members can appear: one listed beside additional ones too.)
   const Expr some = options_.property_order == JsonPropertyOrder::Any && !written.empty() &&

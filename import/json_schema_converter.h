@@ -134,6 +134,7 @@ class Converter {
   static bool known_meta_schema(const Json& uri);
   bool ignorable_no_op(const std::string& key, const Json& s) const;
   bool property_names_said(const Json& s) const;
+  static size_t listed_names(const Json& s);  // in properties and required
   // Whether the types a schema declares are strings at most.
   static bool only_strings(const Json& s);
   std::optional<Json> not_said_otherwise(const Json& s);
@@ -272,6 +273,9 @@ class Converter {
   Expr members_in_order(const MemberList& list, bool& may_be_empty);
   Expr members_any_order(const MemberList& list, bool& may_be_empty);
   static constexpr size_t kMaxAnyOrderMembers = 8;
+  bool counted_members(const Json& s, size_t listed) const;
+  Expr members_counted(const MemberList& list, uint64_t at_least, std::optional<uint64_t> at_most);
+  static constexpr uint64_t kMaxCountedMembers = 64;  // min/maxProperties, and names listed, counted exactly
   struct KeyPattern {
     json::CharDfa keys;
     const Json* schema;

@@ -370,3 +370,38 @@ TEST_CASE("propertyNames: the keys of an object that lists no name", "[json-sche
   check_exact(R"({"type": "object", "properties": {"a": {}}, "propertyNames": {"type": "string"}})",
               {R"({"a":1,"b":2})"}, {"[]"});
 }
+
+TEST_CASE("minProperties and maxProperties past 1: the members counted, in the schema's order",
+          "[json-schema][json-schema-logic]") {
+  ParseOptions options;
+  options.format = GrammarFormat::JsonSchema;
+  options.schema.whitespace = JsonWhitespace::Compact;
+  const Json schemas = Json::parse(R"([
+    {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "additionalProperties": false, "minProperties": 2},
+    {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "additionalProperties": false, "maxProperties": 2},
+    {"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a"], "minProperties": 2, "maxProperties": 3},
+    {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 2, "maxProperties": 3}])");
+  // Objects in the schemas' order: a, b, c, then others.
+  const std::vector<Json> objects = [] {
+    std::vector<Json> out;
+    const std::vector<std::string> names = {"a", "b", "c", "x", "y", "z"};
+    for (int mask = 0; mask < 64; ++mask) {
+      Json o = Json::object();
+      for (int i = 0; i < 6; ++i)
+        if (mask & (1 << i)) o[names[i]] = i;
+      out.push_back(o);
+    }
+    return out;
+  }();
+  for (const Json& schema : schemas) {
+    const Grammar::Outcome outcome = Grammar::parse(schema.dump(), "schema.json", options);
+    INFO(schema.dump() << "\n" << outcome.diagnostics.render());
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.render().find("warning") == std::string::npos);
+    const auto oracle = oracle_grammar(*outcome.grammar);
+    for (const Json& o : objects) {
+      INFO(o.dump());
+      CHECK((verdict(oracle, o.dump()) == oracle::Verdict::Complete) == valid(schema, o));
+    }
+  }
+}
