@@ -414,6 +414,51 @@ CharDfa CharDfa::everything() {
   return dfa;
 }
 
+CharDfa CharDfa::multiples(uint64_t m, uint32_t e) {
+  // Classes: '-', '.', each digit, and the rest (three runs of it).
+  CharDfa dfa;
+  dfa.bounds_ = {0, '-', '-' + 1, '.' + 1, '0'};
+  for (uint32_t d = 1; d <= 10; ++d) dfa.bounds_.push_back('0' + d);
+  dfa.bounds_.push_back(0x110000);
+  const uint32_t minus = 1, dot = 2, digit0 = 4, classes = static_cast<uint32_t>(dfa.bounds_.size() - 1);
+  // States: 0 start, 1 after '-', 2 a lone 0, then INT(r), DOT(r), FRAC(r, k) for k = 1..e.
+  const uint32_t n = static_cast<uint32_t>(3 + m * (2 + e));
+  auto int_state = [&](uint64_t r) { return static_cast<uint32_t>(3 + r); };
+  auto dot_state = [&](uint64_t r) { return static_cast<uint32_t>(3 + m + r); };
+  auto frac_state = [&](uint64_t r, uint32_t k) { return static_cast<uint32_t>(3 + m * (1 + k) + r); };
+  dfa.next_.assign(size_t{n} * classes, kDead);
+  dfa.accepting_.assign(n, 0);
+  auto set = [&](uint32_t from, uint32_t cls, uint32_t to) { dfa.next_[size_t{from} * classes + cls] = to; };
+  // r · 10^k mod m: whether the integer the digits so far make, padded to e
+  // fraction digits, is a multiple of m.
+  auto multiple = [&](uint64_t r, uint32_t missing) {
+    for (uint32_t i = 0; i < missing; ++i) r = r * 10 % m;
+    return r == 0;
+  };
+  dfa.start_ = 0;
+  set(0, minus, 1);
+  for (uint32_t from : {0u, 1u}) {
+    set(from, digit0, 2);
+    for (uint32_t d = 1; d <= 9; ++d) set(from, digit0 + d, int_state(d % m));
+  }
+  dfa.accepting_[2] = 1;  // 0
+  if (e > 0) set(2, dot, dot_state(0));
+  for (uint64_t r = 0; r < m; ++r) {
+    for (uint32_t d = 0; d <= 9; ++d) set(int_state(r), digit0 + d, int_state((r * 10 + d) % m));
+    dfa.accepting_[int_state(r)] = multiple(r, e);
+    if (e == 0) continue;
+    set(int_state(r), dot, dot_state(r));
+    for (uint32_t d = 0; d <= 9; ++d) set(dot_state(r), digit0 + d, frac_state((r * 10 + d) % m, 1));
+    for (uint32_t k = 1; k <= e; ++k) {
+      dfa.accepting_[frac_state(r, k)] = multiple(r, e - k);
+      if (k < e)
+        for (uint32_t d = 0; d <= 9; ++d) set(frac_state(r, k), digit0 + d, frac_state((r * 10 + d) % m, k + 1));
+    }
+  }
+  dfa.minimize();
+  return dfa;
+}
+
 uint32_t CharDfa::class_of(uint32_t code_point) const {
   return static_cast<uint32_t>(std::upper_bound(bounds_.begin(), bounds_.end(), code_point) - bounds_.begin() - 1);
 }

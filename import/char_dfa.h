@@ -40,6 +40,10 @@ class CharDfa {
   static std::optional<CharDfa> of_strings(std::span<const std::string> strings, const CharDfaLimits& limits = {});
   // Every string of scalar values.
   static CharDfa everything();
+  // Numbers in fixed point (`-?(0|[1-9][0-9]*)(\.[0-9]{1,e})?`) whose value
+  // times 10^e is a multiple of m: the multiples of m·10^-e, by the
+  // remainder of the digits read so far (3 + m·(e+2) states).
+  static CharDfa multiples(uint64_t m, uint32_t e);
 
   std::optional<CharDfa> intersect(const CharDfa& other, const CharDfaLimits& limits = {}) const;
   std::optional<CharDfa> minus(const CharDfa& other, const CharDfaLimits& limits = {}) const;

@@ -571,7 +571,9 @@ bool Converter::only_strings(const Json& s) {
 bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
   if ((key == "then" || key == "else") && !s.contains("if")) return true;
   if ((key == "minContains" || key == "maxContains") && !s.contains("contains")) return true;
-  if (key == "multipleOf" && power_of_ten_step(s)) return true;
+  // Said by the numbers' spelling, or their digits' remainder (scalars.cpp); beside values, not checked.
+  if (key == "multipleOf" && (power_of_ten_step(s) || decimal_step(s)) && !s.contains("enum") && !s.contains("const"))
+    return true;
   if (key == "propertyNames" && property_names_said(s)) return true;
   if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const") &&
       in_draft("contains"))

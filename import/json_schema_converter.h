@@ -51,8 +51,11 @@ std::optional<std::string> keyword_like(const std::string& key);
 bool constrains(const std::string& key);
 // Whether a schema object says anything about the value (beyond annotations).
 bool has_constraints(const Json& s);
-// (json_schema_scalars.cpp) multipleOf as 10^e, which numbers' spelling says exactly.
+// (json_schema_scalars.cpp) multipleOf as 10^e, which numbers' spelling says exactly;
+// as m·10^-e, which a remainder automaton of kMaxMultipleStates at most says.
 std::optional<int> power_of_ten_step(const Json& s);
+inline constexpr uint64_t kMaxMultipleStates = 4000;
+std::optional<std::pair<uint64_t, uint32_t>> decimal_step(const Json& s);
 
 // (json_schema_combinators.cpp) Whether values of a declared type set may
 // have type `t` ("number" takes "integer"); a value's JSON type ("integer"

@@ -105,6 +105,23 @@ std::optional<int> power_of_ten_step(const Json& s) {
   return std::nullopt;
 }
 
+// multipleOf as m·10^-e (m an integer, e its fraction digits), where the
+// remainder automaton of its multiples stays small; nullopt otherwise.
+std::optional<std::pair<uint64_t, uint32_t>> decimal_step(const Json& s) {
+  if (!s.is_object() || !s.contains("multipleOf") || !s["multipleOf"].is_number()) return std::nullopt;
+  const std::optional<json::Decimal> step = json::parse_decimal(s["multipleOf"].dump());
+  if (!step || step->negative || step->is_zero()) return std::nullopt;
+  std::string fraction = step->fraction;
+  while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+  std::string digits = step->integer + fraction;
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+  if (digits.empty() || digits.size() > 6 || fraction.size() > 12) return std::nullopt;
+  const uint64_t m = std::stoull(digits);
+  const uint32_t e = static_cast<uint32_t>(fraction.size());
+  if (m * (e + 2) + 3 > kMaxMultipleStates) return std::nullopt;
+  return std::pair{m, e};
+}
+
 Expr Converter::number(const Node& node, bool integer) {
   auto lower = bound(node, "minimum", "exclusiveMinimum", true);
   auto upper = bound(node, "maximum", "exclusiveMaximum", false);
@@ -122,8 +139,11 @@ Expr Converter::number(const Node& node, bool integer) {
                         : *e == 0 ? std::string("-?(?:0|[1-9][0-9]*)")
                                   : fmt::format("-?(?:0|[1-9][0-9]*0{{{}}})", *e));
   if (fraction) spellings.push_back("-?(?:0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*");
-  if (spellings.empty()) return "#'" + *regex + "'";
+  // Other steps: the multiples of m·10^-e by the remainder of their digits.
+  const std::optional<std::pair<uint64_t, uint32_t>> step = e ? std::nullopt : decimal_step(*node.schema);
+  if (spellings.empty() && !step) return "#'" + *regex + "'";
   std::optional<json::CharDfa> language = json::CharDfa::of_regex(std::get<ir::RegexNode>(ir::parse_regex(*regex)));
+  if (step && language) language = language->intersect(json::CharDfa::multiples(step->first, step->second));
   for (const std::string& spelling : spellings) {
     const auto one = json::CharDfa::of_regex(std::get<ir::RegexNode>(ir::parse_regex(spelling)));
     language = language && one ? language->intersect(*one) : std::nullopt;
@@ -132,7 +152,7 @@ Expr Converter::number(const Node& node, bool integer) {
   const auto written = language ? language->to_regex() : std::nullopt;
   const auto text = written ? json::encode_regex(*written) : std::nullopt;  // (no number character is escaped)
   if (!text) {
-    permissive(node.pointer + (e ? "/multipleOf" : ""),
+    permissive(node.pointer + (e || step ? "/multipleOf" : ""),
                "'multipleOf' or a number's being no integer is not enforced here (its automaton passes the limits)");
     return "#'" + *regex + "'";
   }
