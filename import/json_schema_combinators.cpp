@@ -158,20 +158,18 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
     return std::nullopt;
   }
   // A part's if/then/else go together, and belong to it alone (another
-  // part's `then` is not this `if`'s): said as alternatives before merging,
-  // as are dependencies both parts have.
+  // part's `then` is not this `if`'s): then/else without if say nothing, and
+  // a second part's conditional beside the first's is not enforced (saying
+  // both as alternatives here multiplies them at every merge).
   if ((b.contains("if") || b.contains("then") || b.contains("else")) && in_draft("if") &&
       (a.contains("if") || a.contains("then") || a.contains("else") || !b.contains("if"))) {
     Json rest = b;
     for (const char* k : {"if", "then", "else"}) rest.erase(k);
-    if (!b.contains("if")) return merge(a, rest, at);  // then/else without if: nothing
-    if (std::optional<Json> said = conditional_said(b)) return merge(a, *said, at);
-    permissive(at, "'if' is not supported and is ignored: the grammar accepts more than the schema");
+    if (b.contains("if") && b != a)
+      permissive(at, "'if' beside another part's 'if' is not supported and is ignored: the grammar accepts more "
+                     "than the schema");
     return merge(a, rest, at);
   }
-  for (const char* key : {"dependencies", "dependentRequired", "dependentSchemas"})
-    if (b.contains(key) && a.contains(key) && in_draft(key))
-      if (std::optional<Json> said = dependencies_said(b)) return merge(a, *said, at);
   if (b.contains("allOf") && !b.contains("$ref") && b["allOf"].is_array() && !b["allOf"].empty()) {
     // Its parts, one by one: kept nested, the merge would meet itself again
     // when converted (allOf [x] beside the rest is the same schema).
