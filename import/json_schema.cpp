@@ -121,6 +121,7 @@ const std::map<std::string, KeywordUse>& keywords() {
     for (const char* k : {"not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies",
                           "propertyNames", "unevaluatedProperties", "unevaluatedItems",
                           "contains", "minContains", "maxContains", "uniqueItems", "multipleOf", "minProperties",
+                          kConditionals,
                           "maxProperties"})
       out[k] = KeywordUse::IgnoredWarning;
     return out;
@@ -439,7 +440,8 @@ Expr Converter::value_inner(const Node& node, int depth) {
   // or dropped, by the draft).
   std::optional<Json> said;
   if (s.contains("not")) said = not_said_otherwise(s);
-  if (!said && s.contains("if") && in_draft("if") && !s.contains("$ref")) said = conditional_said(s);
+  if (!said && (s.contains("if") || s.contains(kConditionals)) && in_draft("if") && !s.contains("$ref"))
+    said = conditional_said(s);
   if (!said && (s.contains("dependencies") || s.contains("dependentRequired") || s.contains("dependentSchemas")) &&
       !s.contains("$ref"))
     said = dependencies_said(s);
@@ -482,6 +484,11 @@ void Converter::check_keywords(const Node& node) {
         break;
       case KeywordUse::IgnoredWarning:
         if (key == "uniqueItems" && v == false) break;
+        if (key == kConditionals) {
+          permissive(node.pointer, "'if' beside another part's 'if' is not supported and is ignored: the grammar "
+                                   "accepts more than the schema");
+          break;
+        }
         else if (!ignorable_no_op(key, s))
           permissive(at, fmt::format("'{}' is not supported and is ignored: the grammar accepts more than the schema",
                                      key));

@@ -164,11 +164,19 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
   if ((b.contains("if") || b.contains("then") || b.contains("else")) && in_draft("if") &&
       (a.contains("if") || a.contains("then") || a.contains("else") || !b.contains("if"))) {
     Json rest = b;
-    for (const char* k : {"if", "then", "else"}) rest.erase(k);
-    if (b.contains("if") && b != a)
-      permissive(at, "'if' beside another part's 'if' is not supported and is ignored: the grammar accepts more "
-                     "than the schema");
-    return merge(a, rest, at);
+    Json conditional = Json::object();
+    for (const char* k : {"if", "then", "else"})
+      if (b.contains(k)) {
+        conditional[k] = b[k];
+        rest.erase(k);
+      }
+    std::optional<Json> out = merge(a, rest, at);
+    if (out && b.contains("if")) {
+      Json& list = (*out)[kConditionals];
+      if (!list.is_array()) list = Json::array();
+      if (std::find(list.begin(), list.end(), conditional) == list.end()) list.push_back(conditional);
+    }
+    return out;
   }
   if (b.contains("allOf") && !b.contains("$ref") && b["allOf"].is_array() && !b["allOf"].empty()) {
     // Its parts, one by one: kept nested, the merge would meet itself again
@@ -261,6 +269,10 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
       // when it is 1 on both. So the pairs stay a oneOf (said exactly where
       // its alternatives are disjoint or exclude each other).
       mine = pairs;
+    } else if (key == kConditionals) {
+      if (!mine.is_array() || !v.is_array()) continue;
+      for (const Json& c : v)
+        if (std::find(mine.begin(), mine.end(), c) == mine.end()) mine.push_back(c);
     } else if (key == "not") {
       // Neither: not the union (said where the union's complement can be).
       Json parts = mine.is_object() && mine.size() == 1 && mine.contains("anyOf") ? mine["anyOf"] : Json::array({mine});

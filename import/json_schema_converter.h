@@ -43,6 +43,9 @@ inline constexpr const char* kMorePatterns = "$cgram-patterns";
 // among numbers, written in fixed point with a fraction digit other than 0
 // (1.5, not 15e-1: numbers are written one way, as integers are). Internal.
 inline constexpr const char* kFraction = "$cgram-fraction";
+// The if/then/else of the other parts an allOf merged (an array of
+// {if, then, else}): each holds on its own. Internal.
+inline constexpr const char* kConditionals = "$cgram-conditionals";
 // A schema's patterns: `pattern` and those a merge added.
 std::vector<std::string> patterns_of(const Json& s);
 // The keyword `key` is a near miss of, if any (a typo, for a note).
@@ -233,6 +236,9 @@ class Converter {
   // Alternatives a oneOf branch made exclusive may distribute into (the
   // product of its complements' alternatives; an attempt bounds the work).
   static constexpr size_t kMaxExclusiveProduct = 256;
+  // if/then/else said together on one schema (its own and its allOf parts'):
+  // 2^n alternatives of the whole schema.
+  static constexpr size_t kMaxConditionals = 3;
 
   // --- enum, const ---------------------------------------------------------------
   Expr enumeration(const Node& node, int depth);

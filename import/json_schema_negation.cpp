@@ -172,6 +172,17 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     return union_of(std::move(out));
   }
   if (key == "then" || key == "else") return Json(false);  // said with `if`, or nothing without it
+  if (key == kConditionals) {  // fails one of them
+    if (!value.is_array()) return std::nullopt;
+    std::vector<Json> out;
+    for (const Json& c : value) {
+      if (!c.is_object() || !c.contains("if")) continue;
+      std::optional<Json> bad = keyword_failing(c, "if", c["if"], depth, around);
+      if (!bad) return std::nullopt;
+      out.push_back(std::move(*bad));
+    }
+    return union_of(std::move(out));
+  }
   if (key == "dependencies" || key == "dependentRequired" || key == "dependentSchemas") {
     // Member n there, and one of its needs missing or its schema failed.
     if (!value.is_object()) return std::nullopt;
@@ -310,16 +321,31 @@ std::optional<Json> Converter::values_failing(const Json& values) {
 namespace cgram::json_schema_detail {
 
 std::optional<Json> Converter::conditional_said(const Json& s) {
-  const Json& condition = s["if"];
-  Json rest_only = s;
-  for (const char* k : {"if", "then", "else"}) rest_only.erase(k);
-  std::optional<Json> failing = negation(condition, 0, {&rest_only});
-  if (!failing) return std::nullopt;
   Json rest = s;
-  for (const char* k : {"if", "then", "else"}) rest.erase(k);
-  Json met = s.contains("then") ? Json{{"allOf", Json::array({condition, s["then"]})}} : condition;
-  Json unmet = s.contains("else") ? Json{{"allOf", Json::array({*failing, s["else"]})}} : *failing;
-  return Json{{"allOf", Json::array({rest, Json{{"anyOf", Json::array({met, unmet})}}})}};
+  for (const char* k : {"if", "then", "else", kConditionals}) rest.erase(k);
+  // The schema's own if/then/else, and those of the parts an allOf merged.
+  std::vector<Json> conditionals;
+  if (s.contains("if")) {
+    Json own = Json::object();
+    for (const char* k : {"if", "then", "else"})
+      if (s.contains(k)) own[k] = s[k];
+    conditionals.push_back(own);
+  }
+  if (s.contains(kConditionals) && s[kConditionals].is_array())
+    for (const Json& c : s[kConditionals]) conditionals.push_back(c);
+  // Each doubles the alternatives the object is written in.
+  if (conditionals.size() > kMaxConditionals) return std::nullopt;
+  Json parts = Json::array({rest});
+  for (const Json& c : conditionals) {
+    if (!c.is_object() || !c.contains("if")) continue;
+    const Json& condition = c["if"];
+    std::optional<Json> failing = negation(condition, 0, {&rest});
+    if (!failing) return std::nullopt;
+    Json met = c.contains("then") ? Json{{"allOf", Json::array({condition, c["then"]})}} : condition;
+    Json unmet = c.contains("else") ? Json{{"allOf", Json::array({*failing, c["else"]})}} : *failing;
+    parts.push_back(Json{{"anyOf", Json::array({met, unmet})}});
+  }
+  return Json{{"allOf", std::move(parts)}};
 }
 
 std::optional<Json> Converter::dependencies_said(const Json& s) {

@@ -406,3 +406,13 @@ TEST_CASE("minProperties and maxProperties past 1: the members counted, in the s
     }
   }
 }
+
+TEST_CASE("allOf parts with an if/then each: every one holds, none mixed with another's",
+          "[json-schema][json-schema-logic]") {
+  check_exact(R"({"type": "object", "properties": {"a": {"type": ["integer", "null"]}, "b": {"type": ["integer", "null"]}},
+                  "allOf": [{"if": {"not": {"properties": {"a": {"const": null}}}}, "then": {"properties": {"b": {"const": null}}}},
+                            {"if": {"not": {"properties": {"b": {"const": null}}}}, "then": {"properties": {"a": {"const": null}}}},
+                            {"then": {"required": ["zzz"]}}]})",
+              {"{}", R"({"a":1})", R"({"b":2})", R"({"a":null,"b":null})", R"({"a":1,"b":null})"},
+              {R"({"a":1,"b":2})"});
+}
