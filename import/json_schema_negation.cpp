@@ -207,8 +207,8 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     return members_failing(s, key, value, depth, around);
   }
   if (key == "items" && (value == true || value == Json::object())) return Json(false);  // says nothing
-  if (key == "items" && value.is_object() && !s.contains("prefixItems")) {
-    // Some item fails it.
+  if (key == "items" && value.is_object() && !s.contains("prefixItems") && in_draft("contains")) {
+    // Some item fails it (`contains`, which draft 04 does not have).
     std::optional<Json> bad = negation(value, depth + 1);
     if (!bad) return std::nullopt;
     return *bad == false ? Json(false) : typed("array", "contains", *bad);

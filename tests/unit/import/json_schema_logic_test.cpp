@@ -416,3 +416,13 @@ TEST_CASE("allOf parts with an if/then each: every one holds, none mixed with an
               {"{}", R"({"a":1})", R"({"b":2})", R"({"a":null,"b":null})", R"({"a":1,"b":null})"},
               {R"({"a":1,"b":2})"});
 }
+
+TEST_CASE("a complement written with contains only where the schema's draft has it", "[json-schema][json-schema-logic]") {
+  // Draft 04 has no contains: an array's `not items` has no complement there (a warning), never a contains ignored.
+  const Grammar::Outcome draft4 = compact(R"({"$schema": "http://json-schema.org/draft-04/schema#", "type": "array",
+                                              "not": {"items": {"type": "integer"}}})");
+  REQUIRE(draft4.ok());
+  CHECK_THAT(draft4.diagnostics.render(), Catch::Contains("'not' is not supported"));
+  check_exact(R"({"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "not": {"items": {"type": "integer"}}})",
+              {R"([1,"a"])"}, {"[]", "[1]"});
+}
