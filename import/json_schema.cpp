@@ -113,7 +113,7 @@ const std::map<std::string, KeywordUse>& keywords() {
     for (const char* k : {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
                           "prefixItems", "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref",
                           "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-                          "exclusiveMaximum", "patternProperties", kMorePatterns, kFraction})
+                          "exclusiveMaximum", "patternProperties", kMorePatterns, kFraction, kContains})
       out[k] = KeywordUse::Supported;
     for (const char* k : {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"})
       out[k] = KeywordUse::Refused;
@@ -583,7 +583,7 @@ bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
     return true;
   if (key == "propertyNames" && property_names_said(s)) return true;
   if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const") &&
-      in_draft("contains"))
+      in_draft("contains") && !s.contains(kContains))
     return true;  // said by the array's grammar (containers.cpp)  // said by the numbers' spelling (scalars.cpp)
   if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
   // Said exactly by the object's grammar (containers.cpp).

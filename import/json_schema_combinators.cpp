@@ -269,6 +269,9 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
       // when it is 1 on both. So the pairs stay a oneOf (said exactly where
       // its alternatives are disjoint or exclude each other).
       mine = pairs;
+    } else if (key == kContains) {
+      if (!json_equal(mine, v))
+        permissive(at, "'contains' is not supported and is ignored: the grammar accepts more than the schema");
     } else if (key == kConditionals) {
       if (!mine.is_array() || !v.is_array()) continue;
       for (const Json& c : v)
@@ -544,7 +547,7 @@ Expr Converter::enumeration(const Node& node, int depth) {
     });
   };
   static const std::set<std::string> of_objects = {"properties", "additionalProperties", "patternProperties"};
-  static const std::set<std::string> of_arrays = {"items", "prefixItems", "additionalItems"};
+  static const std::set<std::string> of_arrays = {"items", "prefixItems", "additionalItems", kContains};
   for (const auto& [key, v] : s.items())
     if (keyword_use(key) == KeywordUse::Supported && key != "type" && key != "enum" && key != "const" &&
         !checkable_beside_values(key) && !(of_objects.count(key) && !some_value(true)) &&

@@ -92,10 +92,13 @@ Expr Converter::array(const Node& node, int depth) {
     if (!with_it) return may_stop ? Expr("") : std::nullopt;
     return may_stop ? fmt::format("({})?", *with_it) : *with_it;
   };
-  if (simple_contains(s) && in_draft("contains")) {
+  const bool user = s.contains("contains") && in_draft("contains"), internal = s.contains(kContains);
+  if (internal && (user || !simple_contains(s)))
+    permissive(node.pointer, "'contains' is not supported and is ignored: the grammar accepts more than the schema");
+  else if (user || internal) {
     // Some item (any one) matches `contains` as well as the items' schema:
     // the items before it and after it are any items.
-    Json both = Json{{"allOf", Json::array({rest ? *rest : Json(true), s["contains"]})}};
+    Json both = Json{{"allOf", Json::array({rest ? *rest : Json(true), s[internal ? kContains : "contains"]})}};
     const Expr found = value_of_merged(both, node.pointer + "/contains", depth + 1);
     if (!found) return std::nullopt;
     if (!rest_value) return container('[', *found, layout_depth(depth));
@@ -111,7 +114,7 @@ bool Converter::simple_contains(const Json& s) {
   auto at_most_one = [&](const char* key) {
     return !s.contains(key) || (s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1);
   };
-  return s.contains("contains") && !s.contains("prefixItems") && !(s.contains("items") && s["items"].is_array()) &&
+  return (s.contains("contains") || s.contains(kContains)) && !s.contains("prefixItems") && !(s.contains("items") && s["items"].is_array()) &&
          !s.contains("maxItems") && at_most_one("minItems") && !s.contains("maxContains") &&
          (!s.contains("minContains") || s["minContains"] == 1);
 }

@@ -43,6 +43,9 @@ inline constexpr const char* kMorePatterns = "$cgram-patterns";
 // among numbers, written in fixed point with a fraction digit other than 0
 // (1.5, not 15e-1: numbers are written one way, as integers are). Internal.
 inline constexpr const char* kFraction = "$cgram-fraction";
+// `contains` as a complement writes it (¬items: some item fails), read
+// whatever the schema's draft (draft 04 has no contains). Internal.
+inline constexpr const char* kContains = "$cgram-contains";
 // The if/then/else of the other parts an allOf merged (an array of
 // {if, then, else}): each holds on its own. Internal.
 inline constexpr const char* kConditionals = "$cgram-conditionals";

@@ -207,13 +207,14 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
     return members_failing(s, key, value, depth, around);
   }
   if (key == "items" && (value == true || value == Json::object())) return Json(false);  // says nothing
-  if (key == "items" && value.is_object() && !s.contains("prefixItems") && in_draft("contains")) {
-    // Some item fails it (`contains`, which draft 04 does not have).
+  if (key == "items" && value.is_object() && !s.contains("prefixItems")) {
+    // Some item fails it (written as the converter's own contains, which
+    // every draft reads: draft 04 has no contains).
     std::optional<Json> bad = negation(value, depth + 1);
     if (!bad) return std::nullopt;
-    return *bad == false ? Json(false) : typed("array", "contains", *bad);
+    return *bad == false ? Json(false) : typed("array", kContains, *bad);
   }
-  if (key == "contains" && !s.contains("minContains") && !s.contains("maxContains")) {
+  if ((key == "contains" || key == kContains) && !s.contains("minContains") && !s.contains("maxContains")) {
     // Every item fails it (the empty array too).
     std::optional<Json> bad = negation(value, depth + 1);
     if (!bad) return std::nullopt;
