@@ -256,11 +256,15 @@ void Converter::error(const std::string& pointer, std::string message) {
 
 // Something ignored that makes the grammar accept more than the schema.
 void Converter::permissive(const std::string& pointer, const std::string& message) {
-  const std::string key = pointer + "\n" + message;
-  if (!warned_.insert(key).second) return;
-  if (attempts_) warned_journal_.push_back(key);
+  if (!first_time(pointer + "\n" + message)) return;
   if (options_.strict) error(pointer, message + " (--strict)");
   else diags_.warning(range_of(pointer), message);
+}
+
+bool Converter::first_time(const std::string& key) {
+  if (!warned_.insert(key).second) return false;
+  if (attempts_) warned_journal_.push_back(key);  // (taken back with a failed attempt)
+  return true;
 }
 
 Converter::Attempt Converter::begin_attempt() {
@@ -484,11 +488,9 @@ void Converter::check_keywords(const Node& node) {
         break;
       case KeywordUse::IgnoredWarning:
         if (key == "uniqueItems" && v == false) break;
-        if (key == kConditionals) {
+        if (key == kConditionals)
           permissive(node.pointer, "'if' beside another part's 'if' is not supported and is ignored: the grammar "
                                    "accepts more than the schema");
-          break;
-        }
         else if (!ignorable_no_op(key, s))
           permissive(at, fmt::format("'{}' is not supported and is ignored: the grammar accepts more than the schema",
                                      key));
@@ -584,7 +586,7 @@ bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
   if (key == "propertyNames" && property_names_said(s)) return true;
   if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const") &&
       in_draft("contains") && !s.contains(kContains))
-    return true;  // said by the array's grammar (containers.cpp)  // said by the numbers' spelling (scalars.cpp)
+    return true;  // said by the array's grammar (containers.cpp)
   if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
   // Said exactly by the object's grammar (containers.cpp).
   if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() &&

@@ -239,7 +239,8 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
           error(at, "'pattern' must be a string");
           return std::nullopt;
         }
-        if (p != out.value("pattern", Json()) && std::find(more.begin(), more.end(), p) == more.end()) more.push_back(p);
+        if (p != out.value("pattern", Json()) && std::find(more.begin(), more.end(), p) == more.end())
+          more.push_back(p);
       }
       if (!more.empty()) out[kMorePatterns] = more;
     } else if (key == "enum" || key == "const") {
@@ -428,7 +429,7 @@ Expr Converter::any_of(const Node& node, int depth) {
   rest.erase(key);
   const bool others = has_constraints(rest);
   // The alternatives as they are, or (`exclusive`) each excluding the others it may meet.
-  auto union_of = [&](const std::vector<Json>* exclusive) {
+  auto alternatives_of = [&](const std::vector<Json>* exclusive) {
     std::vector<std::string> alternatives;
     for (size_t i = 0; i < s[key].size(); ++i) {
       const std::string branch_pointer = at + "/" + std::to_string(i);
@@ -447,7 +448,7 @@ Expr Converter::any_of(const Node& node, int depth) {
       std::string why = "no complement to exclude";
       if (const std::optional<std::vector<Json>> exclusive = exclusive_alternatives(s[key], rest, pairs)) {
         const Attempt attempt = begin_attempt();
-        Expr e = union_of(&*exclusive);
+        Expr e = alternatives_of(&*exclusive);
         if (!failed(attempt)) return e;
         why = "excluding it passes the limits";
       }
@@ -455,7 +456,7 @@ Expr Converter::any_of(const Node& node, int depth) {
                                  "they do not, and {}), and a value that matches both is accepted",
                                  pairs[0].i, pairs[0].j, why));
     }
-  return union_of(nullptr);
+  return alternatives_of(nullptr);
 }
 
 Expr Converter::alternation(const std::vector<std::string>& alternatives) {
@@ -511,8 +512,8 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
         return false;
     return size_bound("minLength", n, true) && size_bound("maxLength", n, false);
   }
-  if (value.is_number() && s.contains(kFraction) && (value.is_number_integer() || std::trunc(value.get<double>()) == value.get<double>()))
-    return false;
+  const bool whole = value.is_number_integer() || (value.is_number() && std::trunc(value.get<double>()) == value.get<double>());
+  if (value.is_number() && s.contains(kFraction) && whole) return false;  // a number that must be no integer
   if (value.is_number())
     return within("minimum", true, true) && within("maximum", false, true) && within("exclusiveMinimum", true, false) &&
            within("exclusiveMaximum", false, false);

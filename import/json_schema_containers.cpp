@@ -114,9 +114,9 @@ bool Converter::simple_contains(const Json& s) {
   auto at_most_one = [&](const char* key) {
     return !s.contains(key) || (s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1);
   };
-  return (s.contains("contains") || s.contains(kContains)) && !s.contains("prefixItems") && !(s.contains("items") && s["items"].is_array()) &&
-         !s.contains("maxItems") && at_most_one("minItems") && !s.contains("maxContains") &&
-         (!s.contains("minContains") || s["minContains"] == 1);
+  return (s.contains("contains") || s.contains(kContains)) && !s.contains("prefixItems") &&
+         !(s.contains("items") && s["items"].is_array()) && !s.contains("maxItems") && at_most_one("minItems") &&
+         !s.contains("maxContains") && (!s.contains("minContains") || s["minContains"] == 1);
 }
 
 // The keys each patternProperties pattern matches, in schema order; nullopt
@@ -525,7 +525,7 @@ Expr Converter::object(const Node& node, int depth) {
     return alternation(alternatives);
   }
   const MemberList list{written, is_required, extra_member, separator(d), node.pointer};
-  if (counted_members(s, written.size())) {
+  if (counted_members(s, listed_names(s))) {  // (as check_keywords asks it)
     // Other counts, in the schema's order: how many members are written so far.
     std::vector<std::string> alternatives;
     if (at_least == 0 && required_count == 0) alternatives.push_back(empty_container('{'));

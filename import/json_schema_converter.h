@@ -99,6 +99,8 @@ class Converter {
   SourceRange range_of(const std::string& pointer) const;
   void error(const std::string& pointer, std::string message);
   void permissive(const std::string& pointer, const std::string& message);
+  // Whether a diagnostic of this key is said for the first time (each is said once).
+  bool first_time(const std::string& key);
   const char* whitespace_name() const;
 
   // --- Trying an exact form first ----------------------------------------------

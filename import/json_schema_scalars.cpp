@@ -190,9 +190,7 @@ void Converter::unchecked_format(const std::string& pointer, const std::string& 
     permissive(pointer, fmt::format("format '{}' is not supported and is not checked", name));
     return;
   }
-  const std::string key = pointer + "\nformat note";
-  if (!warned_.insert(key).second) return;
-  if (attempts_) warned_journal_.push_back(key);
+  if (!first_time(pointer + "\nformat note")) return;
   diags_.note(range_of(pointer), fmt::format("format '{}' is no JSON Schema format: an annotation, not checked "
                                              "(as the specification says of unknown formats)",
                                              name));

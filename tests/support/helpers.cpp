@@ -11,6 +11,16 @@
 
 namespace cgram::test {
 
+Grammar::Outcome parse_json_schema(std::string_view schema, JsonWhitespace layout, JsonPropertyOrder order,
+                                   bool strict) {
+  ParseOptions options;
+  options.format = GrammarFormat::JsonSchema;
+  options.schema.whitespace = layout;
+  options.schema.property_order = order;
+  options.schema.strict = strict;
+  return Grammar::parse(schema, "schema.json", options);
+}
+
 Grammar::Outcome parse(std::string_view source, std::string start) {
   ParseOptions options;
   options.start = std::move(start);

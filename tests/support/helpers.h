@@ -18,6 +18,9 @@ Grammar::Outcome parse(std::string_view source, std::string start = "start");
 // Parses and requires success (the test fails with the rendered diagnostics).
 std::shared_ptr<const Grammar> grammar(std::string_view source, std::string start = "start");
 std::shared_ptr<const oracle::OracleGrammar> oracle_grammar(const Grammar& g);
+// A JSON Schema read as "schema.json" with these options.
+Grammar::Outcome parse_json_schema(std::string_view schema, JsonWhitespace layout = JsonWhitespace::Compact,
+                                   JsonPropertyOrder order = JsonPropertyOrder::Schema, bool strict = false);
 // The oracle's verdict for `text` (unsegmented).
 oracle::Verdict verdict(const std::shared_ptr<const oracle::OracleGrammar>& g, std::string_view text);
 oracle::Verdict verdict_of(std::string_view grammar_source, std::string_view text);

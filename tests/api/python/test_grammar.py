@@ -85,16 +85,16 @@ class Parsing(unittest.TestCase):
             cgram.Grammar.from_json_schema(schema, property_order="sorted")
 
     def test_schema_warning_and_strict(self):
-        schema = {"type": "integer", "multipleOf": 3}
+        schema = {"type": "array", "uniqueItems": True}
         grammar = cgram.Grammar.from_json_schema(schema)
         self.assertEqual(len(grammar.warnings), 1)
         warning = grammar.warnings[0]
         self.assertEqual(warning.severity, "warning")
-        self.assertIn("multipleOf", warning.message)
+        self.assertIn("uniqueItems", warning.message)
         self.assertGreater(warning.line, 0)
         with self.assertRaises(cgram.GrammarError) as caught:
             cgram.Grammar.from_json_schema(schema, strict=True)
-        self.assertIn("multipleOf", str(caught.exception))
+        self.assertIn("uniqueItems", str(caught.exception))
 
 
 class Diagnostics(unittest.TestCase):

@@ -96,6 +96,11 @@ bool valid(const Json& s, const Json& v) {
   return true;
 }
 
+// Compact, members in any order (the documents' order is not the schemas').
+Grammar::Outcome compact(std::string_view schema) {
+  return parse_json_schema(schema, JsonWhitespace::Compact, JsonPropertyOrder::Any);
+}
+
 // --- Random schemas of the shapes the complements say, and documents to try.
 
 const std::vector<std::string> kNames = {"a", "b", "c"};
@@ -197,11 +202,7 @@ TEST_CASE("not, oneOf, if/then/else and dependencies: random schemas against a r
   int exact = 0, tried = 0;
   for (int round = 0; round < (getenv("LOGIC_ROUNDS") ? std::stoi(getenv("LOGIC_ROUNDS")) : 1500); ++round) {
     const Json schema = random_schema(rng, 2);
-    ParseOptions options;
-    options.format = GrammarFormat::JsonSchema;
-    options.schema.whitespace = JsonWhitespace::Compact;
-    options.schema.property_order = JsonPropertyOrder::Any;
-    const Grammar::Outcome outcome = Grammar::parse(schema.dump(), "schema.json", options);
+    const Grammar::Outcome outcome = compact(schema.dump());
     const std::string diagnostics = outcome.diagnostics.render();
     INFO(schema.dump() << "\n" << diagnostics);
     ++tried;
@@ -231,13 +232,6 @@ TEST_CASE("not, oneOf, if/then/else and dependencies: random schemas against a r
 
 namespace {
 
-Grammar::Outcome compact(std::string_view schema) {
-  ParseOptions options;
-  options.format = GrammarFormat::JsonSchema;
-  options.schema.whitespace = JsonWhitespace::Compact;
-  options.schema.property_order = JsonPropertyOrder::Any;
-  return Grammar::parse(schema, "schema.json", options);
-}
 
 // Every text of `in` complete and every one of `out` not, with no warning.
 void check_exact(std::string_view schema, std::initializer_list<const char*> in,
@@ -374,9 +368,6 @@ TEST_CASE("propertyNames: the keys of an object that lists no name", "[json-sche
 
 TEST_CASE("minProperties and maxProperties past 1: the members counted, in the schema's order",
           "[json-schema][json-schema-logic]") {
-  ParseOptions options;
-  options.format = GrammarFormat::JsonSchema;
-  options.schema.whitespace = JsonWhitespace::Compact;
   const Json schemas = Json::parse(R"([
     {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "additionalProperties": false, "minProperties": 2},
     {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "additionalProperties": false, "maxProperties": 2},
@@ -395,7 +386,7 @@ TEST_CASE("minProperties and maxProperties past 1: the members counted, in the s
     return out;
   }();
   for (const Json& schema : schemas) {
-    const Grammar::Outcome outcome = Grammar::parse(schema.dump(), "schema.json", options);
+    const Grammar::Outcome outcome = parse_json_schema(schema.dump());  // (the schema's order)
     INFO(schema.dump() << "\n" << outcome.diagnostics.render());
     REQUIRE(outcome.ok());
     CHECK(outcome.diagnostics.render().find("warning") == std::string::npos);

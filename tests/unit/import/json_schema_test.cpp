@@ -35,11 +35,7 @@ bool complete(const std::shared_ptr<const Grammar>& g, std::string_view text) {
 
 Grammar::Outcome parse_schema(std::string_view schema, JsonWhitespace layout = JsonWhitespace::Compact,
                               bool strict = false) {
-  ParseOptions options;
-  options.format = GrammarFormat::JsonSchema;
-  options.schema.whitespace = layout;
-  options.schema.strict = strict;
-  return Grammar::parse(schema, "schema.json", options);
+  return parse_json_schema(schema, layout, JsonPropertyOrder::Schema, strict);
 }
 
 // A random fixed-point number of few digits (as the grammar of bounds writes them).
@@ -448,11 +444,7 @@ TEST_CASE("allOf with a reference to a recursive allOf merges its parts, not its
 
 namespace {
 Grammar::Outcome parse_schema_any_order(std::string_view schema) {
-  ParseOptions options;
-  options.format = GrammarFormat::JsonSchema;
-  options.schema.whitespace = JsonWhitespace::Compact;
-  options.schema.property_order = JsonPropertyOrder::Any;
-  return Grammar::parse(schema, "schema.json", options);
+  return parse_json_schema(schema, JsonWhitespace::Compact, JsonPropertyOrder::Any);
 }
 }  // namespace
 
