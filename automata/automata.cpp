@@ -183,8 +183,44 @@ NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits) {
   return std::move(builder.nfa);
 }
 
-DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subset_elements) {
-  Dfa dfa;
+namespace {
+
+// A DFA whose rows have one column per class of bytes that every edge of its
+// NFA treats alike. The subset construction and the minimisation work on it:
+// a state costs its classes (a few dozen for text), not 256 targets, and only
+// the minimal DFA gets full rows.
+struct ClassDfa {
+  std::array<uint8_t, 256> class_of{};
+  uint32_t width = 0;
+  std::vector<uint32_t> next;  // state * width + class
+  std::vector<uint8_t> accepting;
+  uint32_t start = Dfa::kDead;
+
+  size_t size() const { return accepting.size(); }
+  uint32_t add_state(bool accept) {
+    next.resize(next.size() + width, Dfa::kDead);
+    accepting.push_back(accept);
+    return static_cast<uint32_t>(accepting.size() - 1);
+  }
+};
+
+// The classes: runs of bytes between the ends of the NFA's edges.
+void byte_classes(const Nfa& nfa, ClassDfa& out) {
+  std::array<bool, 257> cut{};
+  cut[0] = true;
+  for (const Nfa::State& state : nfa.states())
+    for (const Nfa::Edge& e : state.edges) cut[e.lo] = cut[e.hi + 1] = true;
+  int cls = -1;
+  for (int b = 0; b < 256; ++b) {
+    if (cut[b]) ++cls;
+    out.class_of[b] = static_cast<uint8_t>(cls);
+  }
+  out.width = static_cast<uint32_t>(cls + 1);
+}
+
+Result<ClassDfa> class_subsets(const Nfa& nfa, const AutomatonLimits& limits, size_t* subset_elements) {
+  ClassDfa dfa;
+  byte_classes(nfa, dfa);
   std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
   std::vector<std::vector<uint32_t>> sets;
   std::vector<uint8_t> mark(nfa.size(), 0);
@@ -208,10 +244,11 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
   };
   std::vector<uint32_t> initial{nfa.start};
   epsilon_closure(nfa, initial, mark);
-  dfa.set_start(intern(std::move(initial)));
+  dfa.start = intern(std::move(initial));
   // The subset's edges cut the bytes into intervals that every edge covers
   // whole or not at all: each interval's targets are found, closed and
   // looked up once (a character class is a few intervals, not 256 bytes).
+  // An interval is a run of whole classes.
   std::vector<Nfa::Edge> edges;
   std::vector<uint16_t> cuts;
   std::vector<uint32_t> raw, previous;
@@ -260,10 +297,62 @@ DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subs
         previous_id = intern(std::move(target));
       }
       after_previous = true;
-      for (uint32_t b = lo; b <= hi; ++b) dfa.set(d, static_cast<uint8_t>(b), previous_id);
+      for (uint32_t c = dfa.class_of[lo]; c <= dfa.class_of[hi]; ++c) dfa.next[size_t(d) * dfa.width + c] = previous_id;
     }
   }
   return dfa;
+}
+
+// What the minimisation reads of a DFA: `width` columns that tell states
+// apart (every byte's target is one of them), and every byte's target.
+struct ClassView {
+  const ClassDfa& dfa;
+  size_t size() const { return dfa.size(); }
+  size_t width() const { return dfa.width; }
+  uint32_t column(uint32_t s, size_t i) const { return dfa.next[size_t(s) * dfa.width + i]; }
+  uint32_t next(uint32_t s, uint8_t b) const { return column(s, dfa.class_of[b]); }
+  bool accepting(uint32_t s) const { return dfa.accepting[s]; }
+  uint32_t start() const { return dfa.start; }
+};
+
+struct ByteView {
+  const Dfa& dfa;
+  // Bytes whose columns are the same in every state split alike: one of
+  // each group is enough (a character class is one group, not dozens).
+  std::vector<uint8_t> bytes = distinct_columns(dfa);
+  size_t size() const { return dfa.size(); }
+  size_t width() const { return bytes.size(); }
+  uint32_t column(uint32_t s, size_t i) const { return dfa.next(s, bytes[i]); }
+  uint32_t next(uint32_t s, uint8_t b) const { return dfa.next(s, b); }
+  bool accepting(uint32_t s) const { return dfa.accepting(s); }
+  uint32_t start() const { return dfa.start(); }
+};
+
+template <class View>
+Dfa minimize_view(const View& dfa);
+
+}  // namespace
+
+DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subset_elements) {
+  Result<ClassDfa> classes = class_subsets(nfa, limits, subset_elements);
+  if (auto* e = classes.if_error()) return *e;
+  Dfa dfa;
+  dfa.reserve(classes->size());
+  for (uint32_t s = 0; s < classes->size(); ++s) {
+    dfa.add_state(classes->accepting[s]);
+    for (int b = 0; b < 256; ++b)
+      dfa.set(s, static_cast<uint8_t>(b), classes->next[size_t(s) * classes->width + classes->class_of[b]]);
+  }
+  dfa.set_start(classes->start);
+  return dfa;
+}
+
+DfaResult nfa_to_minimal_dfa(const Nfa& nfa, const AutomatonLimits& limits, size_t* subset_elements,
+                             size_t* subset_states) {
+  Result<ClassDfa> classes = class_subsets(nfa, limits, subset_elements);
+  if (auto* e = classes.if_error()) return *e;
+  if (subset_states) *subset_states = classes->size();
+  return minimize_view(ClassView{*classes});
 }
 
 std::vector<uint8_t> distinct_columns(const Dfa& dfa) {
@@ -292,26 +381,26 @@ std::vector<uint8_t> distinct_columns(const Dfa& dfa) {
   return kept;
 }
 
-Dfa minimize(const Dfa& dfa) {
+namespace {
+
+template <class View>
+Dfa minimize_view(const View& dfa) {
   const size_t n = dfa.size();
-  if (dfa.empty_language()) return Dfa{};
-  // Bytes whose columns are the same in every state split alike: one of
-  // each group is enough (a character class is one group, not dozens).
-  const std::vector<uint8_t> bytes = distinct_columns(dfa);
-  const size_t width = bytes.size();
+  if (dfa.start() == Dfa::kDead) return Dfa{};
+  const size_t width = dfa.width();
   // 1. Live states: those that reach acceptance (reverse reachability over
   // the edges of one byte per group, which reach every target).
   std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
   for (uint32_t s = 0; s < n; ++s)
-    for (uint8_t b : bytes)
-      if (const uint32_t t = dfa.next(s, b); t != Dfa::kDead) ++reverse_begin[t + 1];
+    for (size_t i = 0; i < width; ++i)
+      if (const uint32_t t = dfa.column(s, i); t != Dfa::kDead) ++reverse_begin[t + 1];
   for (size_t i = 0; i < n; ++i) reverse_begin[i + 1] += reverse_begin[i];
   reverse.resize(reverse_begin[n]);
   {
     std::vector<uint32_t> fill(reverse_begin.begin(), reverse_begin.end() - 1);
     for (uint32_t s = 0; s < n; ++s)
-      for (uint8_t b : bytes)
-        if (const uint32_t t = dfa.next(s, b); t != Dfa::kDead) reverse[fill[t]++] = s;
+      for (size_t i = 0; i < width; ++i)
+        if (const uint32_t t = dfa.column(s, i); t != Dfa::kDead) reverse[fill[t]++] = s;
   }
   std::vector<uint8_t> live(n, 0);
   std::vector<uint32_t> stack;
@@ -344,7 +433,7 @@ Dfa minimize(const Dfa& dfa) {
   for (uint32_t s = 0; s < n; ++s)
     if (live[s])
       for (size_t i = 0; i < width; ++i) {
-        const uint32_t t = dfa.next(s, bytes[i]);
+        const uint32_t t = dfa.column(s, i);
         if (t != Dfa::kDead && live[t]) ++offset[size_t(t) * width + i + 1];
       }
   for (size_t i = 1; i < offset.size(); ++i) offset[i] += offset[i - 1];
@@ -354,7 +443,7 @@ Dfa minimize(const Dfa& dfa) {
     for (uint32_t s = 0; s < n; ++s)
       if (live[s])
         for (size_t i = 0; i < width; ++i) {
-          const uint32_t t = dfa.next(s, bytes[i]);
+          const uint32_t t = dfa.column(s, i);
           if (t != Dfa::kDead && live[t]) pred[fill[size_t(t) * width + i]++] = s;
         }
   }
@@ -434,6 +523,10 @@ Dfa minimize(const Dfa& dfa) {
   return out;
 }
 
+}  // namespace
+
+Dfa minimize(const Dfa& dfa) { return minimize_view(ByteView{dfa}); }
+
 uint32_t embed_dfa(const Dfa& dfa, Nfa& nfa, uint32_t accept) {
   const uint32_t base = static_cast<uint32_t>(nfa.size());
   for (uint32_t s = 0; s < dfa.size(); ++s) nfa.add_state();
@@ -499,9 +592,9 @@ class MinimalBuilder {
   Dfa finish(const Nfa& nfa) {
     AutomatonLimits work = limits_;
     work.max_dfa_states = limits_.max_intermediate_dfa_states;
-    DfaResult dfa = nfa_to_dfa(nfa, work);
+    DfaResult dfa = nfa_to_minimal_dfa(nfa, work);  // a part may be larger than the whole
     if (!dfa.ok()) throw TooLarge{};
-    return minimize(*dfa);  // a part may be larger than the whole
+    return std::move(*dfa);
   }
 
   static Dfa empty_string() {
@@ -559,8 +652,8 @@ class MinimalBuilder {
 DfaResult compile_regex(const RegexNode& regex, const AutomatonLimits& limits) {
   NfaResult nfa = regex_to_nfa(regex, limits);
   if (auto* e = nfa.if_error()) return *e;
-  DfaResult dfa = nfa_to_dfa(*nfa, limits);
-  if (dfa.ok()) return minimize(*dfa);
+  DfaResult dfa = nfa_to_minimal_dfa(*nfa, limits);
+  if (dfa.ok()) return dfa;
   // The subset construction outgrew the limit before minimisation could
   // shrink it: build part by part instead, and judge the minimal DFA.
   try {

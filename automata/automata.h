@@ -120,6 +120,12 @@ NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits = {
 DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits = {}, size_t* subset_elements = nullptr);
 // Removes states that cannot reach acceptance, then merges equivalent states.
 Dfa minimize(const Dfa& dfa);
+// minimize(nfa_to_dfa(nfa)), without the full rows in between: the subsets
+// and their refinement work on the classes of bytes the NFA's edges tell
+// apart. `subset_states`, when given, gets the DFA's states before
+// minimisation (what a budget on DFAs built counts).
+DfaResult nfa_to_minimal_dfa(const Nfa& nfa, const AutomatonLimits& limits = {}, size_t* subset_elements = nullptr,
+                             size_t* subset_states = nullptr);
 // One byte of each group whose column of the transition table is the same
 // in every state (in order): what tells states apart needs only those.
 std::vector<uint8_t> distinct_columns(const Dfa& dfa);

@@ -405,8 +405,8 @@ class RegularRules {
       limits.max_intermediate_dfa_states = limits.max_dfa_states;
       limits.max_subset_elements =
           limits_.max_total_subset_elements - std::min(subset_elements_, limits_.max_total_subset_elements);
-      size_t work = 0;
-      DfaResult result = nfa_to_dfa(nfa, limits, &work);
+      size_t work = 0, built = 0;
+      DfaResult result = nfa_to_minimal_dfa(nfa, limits, &work, &built);
       subset_elements_ += work;
       Dfa* d = result.if_value();
       if (!d) {
@@ -415,8 +415,8 @@ class RegularRules {
         if (limits.max_dfa_states < limits_.max_rule_states) return spent();
         return fmt::format("as a DFA it would need more than {} states", limits_.max_rule_states);
       }
-      states_built_ += d->size();
-      dfa_[a] = minimize(*d);
+      states_built_ += built;
+      dfa_[a] = std::move(*d);
     }
     return "";
   }

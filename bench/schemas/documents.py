@@ -6,7 +6,7 @@ holds each schema with valid and invalid documents. This reads that folder (no
 download, no copy in the repository) for the ten collections run.py measures:
 
     bench/schemas/documents.py MASKBENCH_DATA [--property-order any] [--limit N]
-        [--timing-sample N --vocab tokenizer.json]
+        [--timing-sample N --vocab tokenizer.json [--keep-suite DIR]]
 
 Verdicts. Each schema is translated as run.py does (`cgram schema S --whitespace
 compact`, plus --property-order); each document, written compactly as JSON
@@ -201,10 +201,10 @@ def list_mismatches(runs, folder, at_most):
                 shown += 1
 
 
-def timing(cgram, vocab, runs, sample, property_order, seed):
+def timing(cgram, vocab, runs, sample, property_order, seed, keep_suite=None):
     exact = [r for r in runs if r["outcome"] == "exact" and any(t["expected"] and t["accepted"] for t in r["results"])]
     random.Random(seed).shuffle(exact)
-    suite = tempfile.mkdtemp(prefix="cgram-schema-suite-")
+    suite = keep_suite or tempfile.mkdtemp(prefix="cgram-schema-suite-")
     try:
         for n, r in enumerate(exact[:sample]):
             with open(r["path"], encoding="utf-8") as f:
@@ -223,7 +223,8 @@ def timing(cgram, vocab, runs, sample, property_order, seed):
             sys.exit(f"cgram bench --suite failed:\n{done.stderr[-2000:]}")
         rows = json.loads(done.stdout)
     finally:
-        shutil.rmtree(suite)
+        if not keep_suite:
+            shutil.rmtree(suite)
 
     def spread(values):
         values = sorted(values)
@@ -252,6 +253,8 @@ def main():
     parser.add_argument("--timing-sample", type=int, default=0, help="time this many exact schemas (needs --vocab)")
     parser.add_argument("--vocab", help="the vocabulary for the timing (Llama 3's tokenizer.json)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep-suite", help="write the timing suite into this new folder and keep it "
+                                             "(for `cgram bench --suite` and profiling)")
     parser.add_argument("--only", help="a file listing the schemas to run, as run.py names them "
                                        "(COLLECTION/NAME.json, one per line)")
     args = parser.parse_args()
@@ -279,7 +282,7 @@ def main():
     if args.timing_sample:
         if not args.vocab:
             sys.exit("--timing-sample needs --vocab")
-        timing(args.cgram, args.vocab, runs, args.timing_sample, args.property_order, args.seed)
+        timing(args.cgram, args.vocab, runs, args.timing_sample, args.property_order, args.seed, args.keep_suite)
 
 
 if __name__ == "__main__":

@@ -186,6 +186,35 @@ TEST_CASE("additional property keys are exactly the names not declared", "[json-
   CHECK_FALSE(complete(g, "\"\\u0061x\""));
 }
 
+TEST_CASE("additional property keys: random name sets, every key up to three characters", "[json-schema]") {
+  // Characters of every kind the key regex writes apart: letters, one that
+  // needs two bytes, one that needs an escape, and one no name uses.
+  const std::vector<std::string> alphabet = {"a", "b", "é", "\"", "\n", "z"};
+  std::vector<std::string> keys{""};
+  for (size_t length = 1, from = 0; length <= 3; ++length) {
+    const size_t to = keys.size();
+    for (size_t i = from; i < to; ++i)
+      for (const std::string& c : alphabet) keys.push_back(keys[i] + c);
+    from = to;
+  }
+  std::mt19937 random(7);
+  for (int round = 0; round < 12; ++round) {
+    std::vector<std::string> names;
+    const size_t count = 1 + random() % 5;
+    for (size_t i = 0; i < count; ++i) {
+      std::string name;
+      for (size_t n = random() % 4; n > 0; --n) name += alphabet[random() % (alphabet.size() - 1)];  // never z
+      names.push_back(name);
+    }
+    auto g = grammar_of(fmt::format("start ::= #'{}' ;", *json::key_not_in_regex(names)));
+    for (const std::string& key : keys) {
+      const bool declared = std::find(names.begin(), names.end(), key) != names.end();
+      INFO(fmt::format("names {}, key '{}'", fmt::join(names, " | "), key));
+      CHECK(complete(g, json::json_string_text(key)) == !declared);
+    }
+  }
+}
+
 TEST_CASE("the compact and pretty layouts are exactly what JSON serialisers write", "[json-schema]") {
   const std::string schema = R"({
     "type": "object",
