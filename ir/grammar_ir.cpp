@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <list>
 #include <map>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "memory_budget.h"
 
@@ -136,6 +139,62 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 namespace {
+
+// The DFAs of the regexes that most grammars share (a JSON string, a
+// number, white space), built once per process: a JSON Schema's grammar
+// repeats them, and each costs its UTF-8 classes' subsets again (0.1 ms of
+// a first mask of 2). Small DFAs only, the most recently used, each under
+// the limits it was built with.
+class RegexMemo {
+ public:
+  static constexpr size_t kEntries = 64;
+  static constexpr size_t kMaxStates = 32;  // 32 KiB a DFA: 2 MiB at most in all
+
+  static RegexMemo& instance() {
+    static RegexMemo memo;
+    return memo;
+  }
+
+  std::optional<Dfa> find(const std::string& text, const AutomatonLimits& limits) {
+    std::lock_guard lock(mutex_);
+    auto it = index_.find(text);
+    if (it == index_.end() || it->second->limits != limits) return std::nullopt;
+    recent_.splice(recent_.begin(), recent_, it->second);
+    return it->second->dfa;
+  }
+
+  void keep(const std::string& text, const AutomatonLimits& limits, const Dfa& dfa) {
+    if (dfa.size() > kMaxStates) return;
+    std::lock_guard lock(mutex_);
+    if (auto it = index_.find(text); it != index_.end()) {
+      recent_.erase(it->second);
+      index_.erase(it);
+    }
+    recent_.push_front(Entry{text, limits, dfa});
+    index_[text] = recent_.begin();
+    if (recent_.size() > kEntries) {
+      index_.erase(recent_.back().text);
+      recent_.pop_back();
+    }
+  }
+
+ private:
+  struct Entry {
+    std::string text;
+    AutomatonLimits limits;
+    Dfa dfa;
+  };
+  std::mutex mutex_;
+  std::list<Entry> recent_;  // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
+DfaResult compile_regex_memoized(const std::string& text, const RegexNode& regex, const AutomatonLimits& limits) {
+  if (std::optional<Dfa> known = RegexMemo::instance().find(text, limits)) return std::move(*known);
+  DfaResult dfa = compile_regex(regex, limits);
+  if (const Dfa* built = dfa.if_value()) RegexMemo::instance().keep(text, limits, *built);
+  return dfa;
+}
 
 class Lowering {
  public:
@@ -379,7 +438,7 @@ class Lowering {
     t.text = e.text;
     t.regex = std::get<RegexNode>(std::move(parsed));
     t.range = e.range;
-    DfaResult dfa = compile_regex(t.regex, options_.limits);
+    DfaResult dfa = compile_regex_memoized(e.text, t.regex, options_.limits);
     if (auto* err = dfa.if_error()) {
       diags_.error(e.range, err->message);
       return std::nullopt;

@@ -106,7 +106,9 @@ class TokenLocator {
   SourceLoc end(const antlr4::Token* token) const {
     SourceLoc b = begin(token);
     if (!token || token->getType() == antlr4::Token::EOF) return b;
-    return file_.location_of(b.offset + token->getText().size());
+    // In ASCII text a token's characters are its bytes (getText() would copy them).
+    const size_t length = file_.ascii() ? token->getStopIndex() + 1 - token->getStartIndex() : token->getText().size();
+    return file_.location_of(b.offset + length);
   }
   SourceRange range(const antlr4::Token* token) const { return {begin(token), end(token)}; }
   SourceRange range(antlr4::ParserRuleContext* ctx) const {

@@ -17,9 +17,11 @@ SourceFile::SourceFile(std::string name, std::string text)
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
   }
   checkpoints_.push_back(characters);
+  ascii_ = characters == text_.size();
 }
 
 uint32_t SourceFile::character_index(uint32_t byte_offset) const {
+  if (ascii_) return std::min<uint32_t>(byte_offset, text_.size());
   uint32_t block = byte_offset / kCheckpointBytes;
   if (block >= checkpoints_.size()) return checkpoints_.back();
   uint32_t index = checkpoints_[block];
@@ -47,6 +49,7 @@ std::string_view SourceFile::line_text(uint32_t line) const {
 
 uint32_t SourceFile::offset_of(uint32_t line, uint32_t column) const {
   if (line == 0 || line > line_starts_.size()) return text_.size();
+  if (ascii_) return std::min<uint64_t>(uint64_t{line_starts_[line - 1]} + (column == 0 ? 0 : column - 1), text_.size());
   // The character with index `wanted` in the whole text: find its block
   // through the checkpoints, then walk at most one block.
   uint64_t wanted = uint64_t{character_index(line_starts_[line - 1])} + (column == 0 ? 0 : column - 1);

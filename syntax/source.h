@@ -35,6 +35,10 @@ class SourceFile {
   // Byte offset of the character at (line, column), both 1-based; column
   // counts Unicode characters as ANTLR does.
   uint32_t offset_of(uint32_t line, uint32_t column) const;
+  // Whether every character is one byte (a character index is a byte
+  // offset): what translations usually are, and what the parser's token
+  // positions then map in constant time.
+  bool ascii() const { return ascii_; }
 
  private:
   // Characters before byte `byte_offset`. Constant time (at most one block
@@ -46,6 +50,7 @@ class SourceFile {
   std::string text_;
   std::vector<uint32_t> line_starts_;
   std::vector<uint32_t> checkpoints_;  // characters before each 64-byte block
+  bool ascii_ = true;
 };
 
 // A text translated to .cgram (GBNF, a JSON Schema) keeps (offset in the
