@@ -59,15 +59,18 @@ int main(int argc, char** argv) {
   int status = 0;
   for (const std::string& file : files) {
     std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      fmt::print(stderr, "{}: cannot read the file\n", file);
+      status = 1;
+      continue;
+    }
     std::stringstream buffer;
     buffer << in.rdbuf();
     const std::string text = buffer.str();
     cgram::CompileRequest request;
     request.text = text;
     request.filename = file;
-    request.parse.format = file.ends_with(".json") ? cgram::GrammarFormat::JsonSchema
-                           : file.ends_with(".gbnf") ? cgram::GrammarFormat::Gbnf
-                                                     : cgram::GrammarFormat::Cgram;
+    request.parse.format = cgram::grammar_format("auto", file).value_or(cgram::GrammarFormat::Cgram);
     request.parse.schema.whitespace = cgram::parse_json_whitespace(whitespace).value_or(cgram::JsonWhitespace::Compact);
     request.parse.schema.property_order =
         cgram::parse_json_property_order(property_order).value_or(cgram::JsonPropertyOrder::Any);
