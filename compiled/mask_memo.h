@@ -107,10 +107,10 @@ class MaskMemo {
   size_t chunk_words_;
   size_t max_words_ = 0;    // words of masks kept before the memo starts again
   mutable std::shared_mutex mutex_;
-  // Answers: a mask's number in kept_. The table is the budget's share,
-  // made at the first mask kept (its pages the system's zero pages until
-  // written: most grammars keep few masks), so that no token waits for a
-  // rehash (one cost a C mask 250 µs).
+  // Answers: a mask's number in kept_. The table grows with the masks
+  // kept, its doublings spread over the inserts (support/path_trie.h): a
+  // whole rehash once cost a C mask 250 µs, and a table of the whole
+  // budget from the start cost a fault per entry of the first masks kept.
   PathTrie trie_{0};
   std::vector<Kept> kept_;
   std::vector<std::unique_ptr<uint32_t[]>> chunks_;  // chunk_words_ each; filled in order

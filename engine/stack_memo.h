@@ -31,8 +31,8 @@ class StackMemo {
   static constexpr uint32_t kRoot = PathTrie::kRoot;  // the parent of the top level
   static constexpr uint32_t kNone = PathTrie::kNone;  // no such entry / no answer here
 
-  // The table is allocated once, whole, at the first insert: masks insert
-  // on the per-token path.
+  // The table starts at a page and grows without stopping a token
+  // (support/path_trie.h): masks insert on the per-token path.
   explicit StackMemo(size_t max_entries = size_t{1} << 15) : trie_(max_entries) {}
 
   // The entry below `parent` (kRoot: the top) for `state`, or kNone.

@@ -1,0 +1,193 @@
+// The tail of the mask latency over a suite of schemas (or grammars) and
+// their documents, pooled over every step: each grammar is compiled first
+// (eager index), then each document is masked step by step once, by a fresh
+// matcher, as a server meets a schema's first requests. For profiling the
+// slow steps: with --perf-control FIFO, "enable" is written there once the
+// compiles are done (perf record -D -1 --control fifo:FIFO), so that the
+// profile holds the masks alone ("disable" follows them); --copies K compiles each grammar K times
+// for K times the samples. Figures go to docs/BENCHMARKS.md.
+//   bench_mask_tails --vocab tokenizer.json SUITE [--property-order any]
+//                    [--mask-memo off] [--slowest N] [--copies K]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler.h"
+#include "matcher.h"
+#include "tokenizer/encoder.h"
+#include "vocabulary.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::optional<std::string> read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+struct Entry {
+  std::string name;
+  std::vector<std::shared_ptr<const cgram::CompiledGrammar>> copies;
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> documents;  // text, tokens
+};
+
+struct Step {
+  double us;
+  size_t entry, document, step;
+};
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(p * static_cast<double>(values.size())))];
+}
+
+// The grammar file of a suite folder: its one .json, .cgram or .gbnf.
+std::optional<fs::path> grammar_in(const fs::path& folder) {
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(folder)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".json" || ext == ".cgram" || ext == ".gbnf")) found.push_back(e.path());
+  }
+  std::sort(found.begin(), found.end());
+  if (found.empty()) return std::nullopt;
+  return found.front();
+}
+
+std::string shown(std::string_view text) {
+  std::string out;
+  for (char c : text) out += (c == '\n' ? std::string("\\n") : std::string(1, c));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Mask latency tails over a suite's documents, pooled over every step (eager index)"};
+  std::string vocab_path, suite, whitespace = "compact", property_order = "any", mask_memo = "document", fifo;
+  size_t slowest = 10, copies = 1;
+  app.add_option("--vocab", vocab_path, "The vocabulary (tokenizer.json)")->required();
+  app.add_option("SUITE", suite, "A suite folder: NAME/grammar and NAME/docs/* per entry")->required();
+  app.add_option("--whitespace", whitespace, "A JSON Schema's layout: compact, pretty or flexible");
+  app.add_option("--property-order", property_order, "A JSON Schema's property order: schema or any");
+  app.add_option("--mask-memo", mask_memo, "document (each grammar's memo starts empty) or off")
+      ->check(CLI::IsMember({"document", "off"}));
+  app.add_option("--slowest", slowest, "List the N slowest steps");
+  app.add_option("--copies", copies, "Compile each grammar K times and mask its documents on each")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--perf-control", fifo, "A perf control FIFO: 'enable' is written there before the masks, 'disable' after");
+  CLI11_PARSE(app, argc, argv);
+
+  cgram::VocabularyResult loaded = cgram::Vocabulary::load(vocab_path);
+  if (auto* e = loaded.if_error()) {
+    fmt::print(stderr, "{}\n", e->message);
+    return 1;
+  }
+  std::shared_ptr<const cgram::Vocabulary> vocab = std::move(*loaded);
+  auto created = cgram::Encoder::create(vocab);
+  if (auto* e = created.if_error()) {
+    fmt::print(stderr, "{}\n", e->message);
+    return 1;
+  }
+  const std::unique_ptr<cgram::Encoder> encoder = std::move(*created);
+
+  std::vector<fs::path> folders;
+  for (const auto& e : fs::directory_iterator(suite))
+    if (e.is_directory()) folders.push_back(e.path());
+  std::sort(folders.begin(), folders.end());
+
+  std::vector<Entry> entries;
+  for (const fs::path& folder : folders) {
+    const std::optional<fs::path> file = grammar_in(folder);
+    const std::optional<std::string> text = file ? read_text(*file) : std::nullopt;
+    if (!text) continue;
+    const std::string path = file->string();  // the request keeps views of it
+    cgram::CompileRequest request;
+    request.text = *text;
+    request.filename = path;
+    request.parse.format = cgram::grammar_format("auto", path).value_or(cgram::GrammarFormat::Cgram);
+    request.parse.schema.whitespace = cgram::parse_json_whitespace(whitespace).value_or(cgram::JsonWhitespace::Compact);
+    request.parse.schema.property_order =
+        cgram::parse_json_property_order(property_order).value_or(cgram::JsonPropertyOrder::Any);
+    request.compile.eager_index = true;
+    if (mask_memo == "off") request.compile.mask_memo_bytes = 0;
+    Entry entry{folder.filename().string(), {}, {}};
+    for (size_t k = 0; k < copies; ++k) {
+      cgram::Compiler compiler;  // no cache: every copy is compiled afresh
+      cgram::CompileOutcome outcome = compiler.compile(request, vocab);
+      if (!outcome.ok()) {
+        fmt::print(stderr, "{}: {}\n", path, outcome.message);
+        break;
+      }
+      entry.copies.push_back(outcome.grammar);
+    }
+    if (entry.copies.size() != copies) continue;
+    std::vector<fs::path> docs;
+    if (fs::is_directory(folder / "docs"))
+      for (const auto& d : fs::directory_iterator(folder / "docs"))
+        if (d.is_regular_file()) docs.push_back(d.path());
+    std::sort(docs.begin(), docs.end());
+    for (const fs::path& d : docs) {
+      const std::optional<std::string> doc = read_text(d);
+      if (!doc) continue;
+      auto tokens = encoder->try_encode_continuation(*doc);
+      if (tokens.if_error()) continue;
+      entry.documents.emplace_back(*doc, std::move(*tokens));
+    }
+    entries.push_back(std::move(entry));
+  }
+
+  const auto tell_perf = [&](const char* command) {
+    if (fifo.empty()) return;
+    std::ofstream control(fifo);
+    control << command << '\n' << std::flush;
+  };
+  tell_perf("enable");
+  std::vector<Step> steps;
+  std::vector<uint32_t> words;
+  for (size_t k = 0; k < copies; ++k)
+    for (size_t e = 0; e < entries.size(); ++e)
+      for (size_t d = 0; d < entries[e].documents.size(); ++d) {
+        cgram::Matcher matcher(entries[e].copies[k]);
+        words.assign(matcher.mask_words(), 0u);
+        const std::vector<uint32_t>& tokens = entries[e].documents[d].second;
+        for (size_t i = 0; i < tokens.size(); ++i) {
+          const auto t0 = Clock::now();
+          matcher.fill_mask(words);
+          const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+          if (matcher.has_error() || !(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) break;
+          steps.push_back({us, e, d, i});
+          matcher.advance(tokens[i]);
+        }
+      }
+
+  tell_perf("disable");
+  std::vector<double> all;
+  for (const Step& s : steps) all.push_back(s.us);
+  fmt::print("{} grammars × {} copies, {} mask steps (µs): p50 {:.2f}  p90 {:.2f}  p99 {:.2f}  p99.9 {:.2f}  max {:.2f}\n",
+             entries.size(), copies, steps.size(), percentile(all, 0.5), percentile(all, 0.9), percentile(all, 0.99),
+             percentile(all, 0.999), percentile(all, 1.0));
+  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.us > b.us; });
+  for (size_t i = 0; i < std::min(slowest, steps.size()); ++i) {
+    const Step& s = steps[i];
+    const auto& tokens = entries[s.entry].documents[s.document].second;
+    std::string before;
+    for (size_t j = 0; j < s.step; ++j) before += vocab->bytes(tokens[j]);
+    if (before.size() > 40) before = before.substr(before.size() - 40);
+    fmt::print("  {:8.1f} µs  {} doc {} step {}: after '{}', next '{}'\n", s.us, entries[s.entry].name, s.document,
+               s.step, shown(before), shown(vocab->bytes(tokens[s.step])));
+  }
+  return 0;
+}
