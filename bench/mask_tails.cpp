@@ -1,11 +1,12 @@
 // The tail of the mask latency over a suite of schemas (or grammars) and
-// their documents, pooled over every step: each grammar is compiled first
-// (eager index), then each document is masked step by step once, by a fresh
-// matcher, as a server meets a schema's first requests. For profiling the
-// slow steps: with --perf-control FIFO, "enable" is written there once the
-// compiles are done (perf record -D -1 --control fifo:FIFO), so that the
-// profile holds the masks alone ("disable" follows them); --copies K compiles each grammar K times
-// for K times the samples. Figures go to docs/BENCHMARKS.md.
+// their documents, pooled over every step: each grammar is compiled (eager
+// index), then each of its documents is masked step by step once, by a
+// fresh matcher, as a server meets a schema's first requests. For profiling
+// the slow steps: with --perf-control FIFO, "enable" is written there
+// before a grammar's masks and "disable" after them (perf record -D -1
+// --control fifo:FIFO), so that the profile holds the masks alone;
+// --copies K goes over the suite K times for K times the samples. Figures
+// go to docs/BENCHMARKS.md.
 //   bench_mask_tails --vocab tokenizer.json SUITE [--property-order any]
 //                    [--mask-memo off] [--slowest N] [--copies K]
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "compiled_grammar.h"
 #include "compiler.h"
 #include "matcher.h"
 #include "tokenizer/encoder.h"
@@ -38,8 +40,8 @@ std::optional<std::string> read_text(const fs::path& path) {
 }
 
 struct Entry {
-  std::string name;
-  std::vector<std::shared_ptr<const cgram::CompiledGrammar>> copies;
+  std::string name, path, text;
+  std::vector<std::shared_ptr<const cgram::CompiledGrammar>> copies;  // --all-first
   std::vector<std::pair<std::string, std::vector<uint32_t>>> documents;  // text, tokens
 };
 
@@ -77,7 +79,8 @@ std::string shown(std::string_view text) {
 int main(int argc, char** argv) {
   CLI::App app{"Mask latency tails over a suite's documents, pooled over every step (eager index)"};
   std::string vocab_path, suite, whitespace = "compact", property_order = "any", mask_memo = "document", fifo;
-  size_t slowest = 10, copies = 1;
+  size_t slowest = 10, copies = 1, visits = 1;
+  bool all_first = false;
   app.add_option("--vocab", vocab_path, "The vocabulary (tokenizer.json)")->required();
   app.add_option("SUITE", suite, "A suite folder: NAME/grammar and NAME/docs/* per entry")->required();
   app.add_option("--whitespace", whitespace, "A JSON Schema's layout: compact, pretty or flexible");
@@ -85,8 +88,15 @@ int main(int argc, char** argv) {
   app.add_option("--mask-memo", mask_memo, "document (each grammar's memo starts empty) or off")
       ->check(CLI::IsMember({"document", "off"}));
   app.add_option("--slowest", slowest, "List the N slowest steps");
-  app.add_option("--copies", copies, "Compile each grammar K times and mask its documents on each")
+  app.add_option("--copies", copies, "Go over the suite K times, each grammar compiled afresh")
       ->check(CLI::Range(1, 100));
+  app.add_option("--visits", visits,
+                 "Mask each grammar's documents V times, each by a fresh matcher; the visits after the first are "
+                 "reported apart (what a grammar's first use costs beyond a matcher's)")
+      ->check(CLI::Range(1, 100));
+  app.add_flag("--all-first", all_first,
+               "Compile every grammar before the first mask (the default compiles each right before its documents, "
+               "as a server meeting a new schema)");
   app.add_option("--perf-control", fifo, "A perf control FIFO: 'enable' is written there before the masks, 'disable' after");
   CLI11_PARSE(app, argc, argv);
 
@@ -113,27 +123,7 @@ int main(int argc, char** argv) {
     const std::optional<fs::path> file = grammar_in(folder);
     const std::optional<std::string> text = file ? read_text(*file) : std::nullopt;
     if (!text) continue;
-    const std::string path = file->string();  // the request keeps views of it
-    cgram::CompileRequest request;
-    request.text = *text;
-    request.filename = path;
-    request.parse.format = cgram::grammar_format("auto", path).value_or(cgram::GrammarFormat::Cgram);
-    request.parse.schema.whitespace = cgram::parse_json_whitespace(whitespace).value_or(cgram::JsonWhitespace::Compact);
-    request.parse.schema.property_order =
-        cgram::parse_json_property_order(property_order).value_or(cgram::JsonPropertyOrder::Any);
-    request.compile.eager_index = true;
-    if (mask_memo == "off") request.compile.mask_memo_bytes = 0;
-    Entry entry{folder.filename().string(), {}, {}};
-    for (size_t k = 0; k < copies; ++k) {
-      cgram::Compiler compiler;  // no cache: every copy is compiled afresh
-      cgram::CompileOutcome outcome = compiler.compile(request, vocab);
-      if (!outcome.ok()) {
-        fmt::print(stderr, "{}: {}\n", path, outcome.message);
-        break;
-      }
-      entry.copies.push_back(outcome.grammar);
-    }
-    if (entry.copies.size() != copies) continue;
+    Entry entry{folder.filename().string(), file->string(), *text, {}, {}};
     std::vector<fs::path> docs;
     if (fs::is_directory(folder / "docs"))
       for (const auto& d : fs::directory_iterator(folder / "docs"))
@@ -149,18 +139,40 @@ int main(int argc, char** argv) {
     entries.push_back(std::move(entry));
   }
 
-  const auto tell_perf = [&](const char* command) {
-    if (fifo.empty()) return;
-    std::ofstream control(fifo);
-    control << command << '\n' << std::flush;
+  const auto compile = [&](const Entry& entry) -> std::shared_ptr<const cgram::CompiledGrammar> {
+    cgram::CompileRequest request;
+    request.text = entry.text;
+    request.filename = entry.path;
+    request.parse.format = cgram::grammar_format("auto", entry.path).value_or(cgram::GrammarFormat::Cgram);
+    request.parse.schema.whitespace = cgram::parse_json_whitespace(whitespace).value_or(cgram::JsonWhitespace::Compact);
+    request.parse.schema.property_order =
+        cgram::parse_json_property_order(property_order).value_or(cgram::JsonPropertyOrder::Any);
+    request.compile.eager_index = true;
+    if (mask_memo == "off") request.compile.mask_memo_bytes = 0;
+    cgram::Compiler compiler;  // no cache: every copy is compiled afresh
+    cgram::CompileOutcome outcome = compiler.compile(request, vocab);
+    if (!outcome.ok()) fmt::print(stderr, "{}: {}\n", entry.path, outcome.message);
+    return outcome.ok() ? outcome.grammar : nullptr;
   };
-  tell_perf("enable");
-  std::vector<Step> steps;
+  std::ofstream control;  // perf's: open for the whole run
+  if (!fifo.empty()) control.open(fifo);
+  const auto tell_perf = [&](const char* command) {
+    if (control.is_open()) control << command << '\n' << std::flush;
+  };
+  if (all_first)
+    for (size_t k = 0; k < copies; ++k)
+      for (Entry& e : entries) e.copies.push_back(compile(e));
+  std::vector<Step> steps, later;  // first visits, and the visits after
   std::vector<uint32_t> words;
+  cgram::MaskMemo::Stats memo;
   for (size_t k = 0; k < copies; ++k)
-    for (size_t e = 0; e < entries.size(); ++e)
+    for (size_t e = 0; e < entries.size(); ++e) {
+      const std::shared_ptr<const cgram::CompiledGrammar> grammar = all_first ? entries[e].copies[k] : compile(entries[e]);
+      if (!grammar) continue;
+      tell_perf("enable");
+      for (size_t visit = 0; visit < visits; ++visit)
       for (size_t d = 0; d < entries[e].documents.size(); ++d) {
-        cgram::Matcher matcher(entries[e].copies[k]);
+        cgram::Matcher matcher(grammar);
         words.assign(matcher.mask_words(), 0u);
         const std::vector<uint32_t>& tokens = entries[e].documents[d].second;
         for (size_t i = 0; i < tokens.size(); ++i) {
@@ -168,17 +180,30 @@ int main(int argc, char** argv) {
           matcher.fill_mask(words);
           const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
           if (matcher.has_error() || !(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) break;
-          steps.push_back({us, e, d, i});
+          (visit == 0 ? steps : later).push_back({us, e, d, i});
           matcher.advance(tokens[i]);
         }
       }
+      tell_perf("disable");
+      const cgram::MaskMemo::Stats s = grammar->mask_memo().stats();
+      memo.hits += s.hits, memo.misses += s.misses, memo.masks += s.masks, memo.mask_bytes += s.mask_bytes;
+    }
 
-  tell_perf("disable");
   std::vector<double> all;
   for (const Step& s : steps) all.push_back(s.us);
-  fmt::print("{} grammars × {} copies, {} mask steps (µs): p50 {:.2f}  p90 {:.2f}  p99 {:.2f}  p99.9 {:.2f}  max {:.2f}\n",
+  fmt::print("{} grammars × {} copies, first visits, {} mask steps (µs): p50 {:.2f}  p90 {:.2f}  p99 {:.2f}  p99.9 {:.2f}  max {:.2f}\n",
              entries.size(), copies, steps.size(), percentile(all, 0.5), percentile(all, 0.9), percentile(all, 0.99),
              percentile(all, 0.999), percentile(all, 1.0));
+  if (!later.empty()) {
+    std::vector<double> again;
+    for (const Step& s : later) again.push_back(s.us);
+    fmt::print("visits after the first, {} mask steps (µs): p50 {:.2f}  p90 {:.2f}  p99 {:.2f}  p99.9 {:.2f}  max {:.2f}\n",
+               again.size(), percentile(again, 0.5), percentile(again, 0.9), percentile(again, 0.99),
+               percentile(again, 0.999), percentile(again, 1.0));
+  }
+  fmt::print("the grammars' memos: {} of {} lookups answered, {} masks kept ({:.1f} KB a grammar)\n", memo.hits,
+             memo.hits + memo.misses, memo.masks,
+             entries.empty() ? 0.0 : static_cast<double>(memo.mask_bytes) / 1024.0 / static_cast<double>(entries.size() * copies));
   std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.us > b.us; });
   for (size_t i = 0; i < std::min(slowest, steps.size()); ++i) {
     const Step& s = steps[i];

@@ -28,6 +28,26 @@ uint32_t count_nonzero(std::span<const uint32_t> words) {
   for (; w < words.size(); ++w) n += words[w] != 0 ? 1u : 0u;
   return n;
 }
+// The words of `mask` with bits outside `base`, or UINT32_MAX where `base`
+// has a bit the mask lacks; in blocks as count_nonzero.
+uint32_t count_outside(std::span<const uint32_t> mask, const uint32_t* base) {
+  uint32_t n = 0, stray = 0;
+  size_t w = 0;
+  for (; w + 16 <= mask.size(); w += 16) {
+    uint32_t block = 0, block_stray = 0;
+    for (size_t j = 0; j < 16; ++j) {
+      block += (mask[w + j] & ~base[w + j]) != 0 ? 1u : 0u;
+      block_stray |= base[w + j] & ~mask[w + j];
+    }
+    n += block;
+    stray |= block_stray;
+  }
+  for (; w < mask.size(); ++w) {
+    n += (mask[w] & ~base[w]) != 0 ? 1u : 0u;
+    stray |= base[w] & ~mask[w];
+  }
+  return stray != 0 ? UINT32_MAX : n;
+}
 }  // namespace
 
 MaskMemo::MaskMemo(size_t mask_words, size_t budget_bytes)
@@ -49,8 +69,17 @@ bool MaskMemo::or_into(uint32_t entry, std::span<uint32_t> words) const {
     or_words(words, std::span<const uint32_t>(at, mask_words_));
     return true;
   }
+  if (kept.base) or_words(words, std::span<const uint32_t>(kept.base, mask_words_));
   for (uint32_t i = 0; i < kept.size; i += 2) words[at[i]] |= at[i + 1];
   return true;
+}
+
+std::pair<const uint32_t*, uint32_t> MaskMemo::best_base(std::span<const uint32_t> mask,
+                                                         std::span<const uint32_t* const> bases) const {
+  std::pair<const uint32_t*, uint32_t> best{nullptr, UINT32_MAX};
+  for (const uint32_t* base : bases)
+    if (const uint32_t n = count_outside(mask, base); n < best.second) best = {base, n};
+  return best;
 }
 
 void MaskMemo::clear() {
@@ -95,11 +124,15 @@ uint32_t* MaskMemo::room_for(size_t words, Kept& kept) {
   return chunks_[chunk_at_].get() + kept.offset;
 }
 
-void MaskMemo::insert(std::span<const uint32_t> path, std::span<const uint32_t> mask) {
+void MaskMemo::insert(std::span<const uint32_t> path, std::span<const uint32_t> mask,
+                      std::span<const uint32_t* const> bases) {
   if (!enabled() || path.empty() || mask.size() != mask_words_) return;
   const uint32_t nonzero = count_nonzero(mask);
-  const bool sparse = nonzero <= mask_words_ / kSparseDivisor;
-  const size_t words = sparse ? 2 * nonzero : mask_words_;
+  const auto [base, outside] = nonzero > mask_words_ / kSparseDivisor ? best_base(mask, bases)
+                                                                      : std::pair<const uint32_t*, uint32_t>{};
+  const bool based = base && outside <= mask_words_ / kSparseDivisor;
+  const bool sparse = based || nonzero <= mask_words_ / kSparseDivisor;
+  const size_t words = based ? 2 * outside : sparse ? 2 * nonzero : mask_words_;
   std::unique_lock lock(mutex_);
   if (words_used_ + words > max_words_ || !trie_.fits(path.size())) clear();
   if (!trie_.fits(path.size())) return;  // longer than the whole bound
@@ -107,6 +140,7 @@ void MaskMemo::insert(std::span<const uint32_t> path, std::span<const uint32_t> 
   if (trie_.answer(entry) != kNone) return;  // another thread kept it first
   Kept kept;
   kept.sparse = sparse;
+  kept.base = based ? base : nullptr;
   uint32_t* out = room_for(words, kept);
   if (sparse) {
     // No branch per word (whether a word is zero is not predictable): each
@@ -114,9 +148,10 @@ void MaskMemo::insert(std::span<const uint32_t> path, std::span<const uint32_t> 
     // pair after the last lands in the two words of slack room_for leaves.
     size_t at = 0;
     for (uint32_t w = 0; w < mask_words_; ++w) {
+      const uint32_t bits = based ? mask[w] & ~base[w] : mask[w];
       out[at] = w;
-      out[at + 1] = mask[w];
-      at += mask[w] != 0 ? 2 : 0;
+      out[at + 1] = bits;
+      at += bits != 0 ? 2 : 0;
     }
   } else {
     std::copy(mask.begin(), mask.end(), out);

@@ -66,7 +66,13 @@ class MaskMemo {
 
   // Keeps `mask` under `path`. A path of another length than the memo holds
   // for its prefix is the caller's error (the first answer met would win).
-  void insert(std::span<const uint32_t> path, std::span<const uint32_t> mask);
+  // `bases`: whole-vocabulary sets (mask_words words each) that live as long
+  // as the memo (the grammar's token index), of which the mask may hold one
+  // or more. A mask that is one of them plus a few words is kept as a
+  // pointer to it and those words: most of a JSON string's mask is the
+  // string's own set, and a copy of it was 16 KB of fresh pages a mask.
+  void insert(std::span<const uint32_t> path, std::span<const uint32_t> mask,
+              std::span<const uint32_t* const> bases = {});
 
   // Empties the memo, and forgets the work averages (a benchmark that wants
   // each text cold, as for a grammar just compiled).
@@ -94,11 +100,17 @@ class MaskMemo {
 
  private:
   // Where a mask is: dense (mask_words_ words) or sparse ((index, word)
-  // pairs, `size` words in all).
+  // pairs, `size` words in all), the sparse pairs ORed over `base` where
+  // there is one.
   struct Kept {
     uint32_t chunk = 0, offset = 0, size = 0;
     bool sparse = false;
+    const uint32_t* base = nullptr;
   };
+  // The base that leaves the fewest words of `mask` outside it (null: none
+  // is inside the mask), and how many.
+  std::pair<const uint32_t*, uint32_t> best_base(std::span<const uint32_t> mask,
+                                                 std::span<const uint32_t* const> bases) const;
   bool or_into(uint32_t entry, std::span<uint32_t> words) const;
   void clear();
   uint32_t* room_for(size_t words, Kept& kept);

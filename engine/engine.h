@@ -13,13 +13,18 @@
 // survives its bytes.
 #include <array>
 #include <bitset>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -196,13 +201,43 @@ class Engine {
   // Ending a lexeme of terminal t on node v gives the same nodes wherever in
   // the text it happens: a small direct-mapped cache of those results,
   // validated by serial numbers (no allocation, nothing to undo).
+  // A zeroed entry is an empty one (serials start at 1).
   struct EndCacheEntry {
-    uint32_t node = UINT32_MAX, serial = 0, terminal = 0, count = 0;
+    uint32_t node = 0, serial = 0, terminal = 0, count = 0;
     std::array<uint32_t, 4> results{}, serials{};
   };
-  // 1024 entries (48 KB), allocated on first use: a server holds thousands
-  // of matchers.
+  // 1024 entries (48 KB), allocated on first use (a server holds thousands
+  // of matchers) with calloc: fresh pages are the system's zero pages until
+  // an entry on them is written, instead of 12 page faults at a matcher's
+  // first mask.
   static constexpr size_t kEndCacheSize = 1024;
+  class EndCache {
+   public:
+    EndCache() = default;
+    EndCache(const EndCache& other) {
+      if (other.entries_) std::memcpy(allocate(), other.entries_.get(), kEndCacheSize * sizeof(EndCacheEntry));
+    }
+    EndCache& operator=(const EndCache& other) {
+      if (this != &other) *this = EndCache(other);
+      return *this;
+    }
+    EndCache(EndCache&&) noexcept = default;
+    EndCache& operator=(EndCache&&) noexcept = default;
+    EndCacheEntry& at(size_t i) { return (entries_ ? entries_.get() : allocate())[i]; }
+
+   private:
+    static_assert(std::is_trivially_copyable_v<EndCacheEntry>);
+    struct Free {
+      void operator()(EndCacheEntry* p) const { std::free(p); }
+    };
+    EndCacheEntry* allocate() {
+      entries_.reset(static_cast<EndCacheEntry*>(std::calloc(kEndCacheSize, sizeof(EndCacheEntry))));
+      if (!entries_) throw std::bad_alloc();
+      return entries_.get();
+    }
+    std::unique_ptr<EndCacheEntry[], Free> entries_;
+  };
+  EndCache end_cache_;
   void remember_in_cache(EndCacheEntry& entry, uint32_t node, uint32_t terminal, const std::vector<uint32_t>& out);
 
   struct Edge {
@@ -522,11 +557,23 @@ class Engine {
     if (work_done_ > call_work_limit_ && exhausted_.empty()) exhaust_work();
   }
   void exhaust_work();
-  // words |= set, unless the sink of the current fill takes the set.
+  // words |= set, unless the sink of the current fill takes the set. The
+  // set is the grammar's (its index, its any! sets: they live as long as the
+  // grammar), and a whole-vocabulary one is noted as a base the mask may be
+  // kept against (MaskMemo::insert).
   void or_set(std::span<uint32_t> words, std::span<const uint32_t> set) {
     if (sink_ && sink_->take(set)) return;
     or_words(words, set);
+    if (set.size() == words.size()) note_base(set.data());
   }
+  static constexpr size_t kMaxBases = 4;
+  std::array<const uint32_t*, kMaxBases> bases_{};  // of the current public call
+  size_t base_count_ = 0;
+  void note_base(const uint32_t* set) {
+    if (base_count_ == kMaxBases || std::find(bases_.begin(), bases_.begin() + base_count_, set) != bases_.begin() + base_count_) return;
+    bases_[base_count_++] = set;
+  }
+  std::span<const uint32_t* const> bases() const { return {bases_.data(), base_count_}; }
   // A sink takes whole-vocabulary sets only: a few ids reach the mask itself.
   void or_set(std::span<uint32_t> words, const TokenSet& set) {
     if (set.dense()) return or_set(words, set.words());
@@ -560,7 +607,6 @@ class Engine {
   std::vector<Edge> edges_;
   std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
   uint32_t next_serial_ = 1;
-  std::vector<EndCacheEntry> end_cache_;
   struct ExceptMaskEntry {
     uint32_t node = UINT32_MAX, serial = 0, terminal = 0, state = 0;
     uint64_t used = 0;

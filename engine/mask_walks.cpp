@@ -447,7 +447,9 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
       terminals_here = &*allowed;
     }
     const std::vector<uint32_t>& terminals = *terminals_here;
-    or_set(words, index.inside_from_start(terminals));
+    if (const std::vector<uint32_t>* together = index.inside_from_start(terminals, /*now=*/sink_ != nullptr))
+      or_set(words, *together);
+    else index.inside_from_start_parts(terminals, [&](const TokenSet& inside) { or_set(words, inside); });
     if (std::none_of(terminals.begin(), terminals.end(), [&](uint32_t t) { return start_crosses(t); })) continue;
     if (cross_memo_applies(v)) {
       cross_from_through_memo(v, terminals, words);
@@ -591,6 +593,7 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink,
                               bool words_are_zero) {
   refresh_tier();
+  base_count_ = 0;
   if (!sink && memo_applies(heads)) {
     if (!remembered_mask(heads, words)) record_mask(heads, words, words_are_zero);
     return;

@@ -214,7 +214,7 @@ void Engine::end_recording(Recording& r, std::span<const uint32_t> answer) {
   if (!r.valid || !exhausted_.empty()) return;
   while (r.path_ends.size() <= r.depth)
     if (!extend_key_walk(r)) return;
-  g_.mask_memo().insert(std::span<const uint32_t>(r.path.data(), r.path_ends[r.depth]), answer);
+  g_.mask_memo().insert(std::span<const uint32_t>(r.path.data(), r.path_ends[r.depth]), answer, bases());
 }
 
 template <class Make, class Note>

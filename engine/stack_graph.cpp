@@ -277,8 +277,7 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
   EndCacheEntry* cached = nullptr;
   if (tops.size() == 1) {
     const uint32_t v = tops[0];
-    if (end_cache_.empty()) end_cache_.resize(kEndCacheSize);
-    cached = &end_cache_[(uint64_t(nodes_[v].serial) * 0x9E3779B1u ^ terminal * 0x85EBCA77u) % kEndCacheSize];
+    cached = &end_cache_.at((uint64_t(nodes_[v].serial) * 0x9E3779B1u ^ terminal * 0x85EBCA77u) % kEndCacheSize);
     if (cached->node == v && cached->serial == nodes_[v].serial && cached->terminal == terminal) {
       // While a mask is recorded, an older node's entry counts only if this
       // mask made it (its results are newer than the mask): its reads were seen.

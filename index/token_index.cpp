@@ -366,21 +366,19 @@ const StateIndex& TokenIndex::get_subtree(uint32_t root, uint32_t terminal, uint
   return *it->second;
 }
 
-const std::vector<uint32_t>& TokenIndex::inside_from_start(const std::vector<uint32_t>& terminals) const {
+const std::vector<uint32_t>* TokenIndex::inside_from_start(const std::vector<uint32_t>& terminals, bool now) const {
   {
     std::lock_guard lock(union_mutex_);
-    if (auto it = unions_.find(terminals); it != unions_.end()) return *it->second;
+    auto [it, first] = unions_.try_emplace(terminals);
+    if (first && !now) return nullptr;
+    if (it->second) return it->second.get();
   }
   auto bits = std::make_unique<std::vector<uint32_t>>(words_, 0);
-  for (uint32_t t : terminals) {
-    const ir::LexTerminal& term = lexical_.terminals[t];
-    if (term.kind == ir::LexTerminal::Kind::AnyToken) continue;
-    const StateIndex& ix = get(t, term.dfa.start());
-    ix.inside.or_into(*bits);
-  }
+  inside_from_start_parts(terminals, [&](const TokenSet& inside) { inside.or_into(*bits); });
   std::lock_guard lock(union_mutex_);
-  auto [it, inserted] = unions_.emplace(terminals, std::move(bits));
-  return *it->second;
+  std::unique_ptr<std::vector<uint32_t>>& kept = unions_[terminals];
+  if (!kept) kept = std::move(bits);  // unless another thread made it first
+  return kept.get();
 }
 
 void TokenIndex::build_all() const {
@@ -413,7 +411,7 @@ size_t TokenIndex::memory_bytes() const {
     for (const auto& [key, ix] : subtrees_) bytes += entry_bytes(*ix);
   }
   std::lock_guard lock(union_mutex_);
-  for (const auto& [key, bits] : unions_) bytes += bits->capacity() * 4 + key.capacity() * 4;
+  for (const auto& [key, bits] : unions_) bytes += (bits ? bits->capacity() * 4 : 0) + key.capacity() * 4;
   return bytes;
 }
 

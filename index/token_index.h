@@ -114,9 +114,21 @@ class TokenIndex {
   static constexpr size_t kLazyClassesMin = 64;
   static constexpr size_t kLazyClassesAfter = 4;
   const StateIndex& get_subtree(uint32_t root, uint32_t terminal, uint32_t state) const;
-  // Union of the inside sets of these terminals from their start states.
-  // (Mask words: it is ORed into every mask between lexemes.)
-  const std::vector<uint32_t>& inside_from_start(const std::vector<uint32_t>& terminals) const;
+  // Union of the inside sets of these terminals from their start states, as
+  // mask words (ORed into every mask between lexemes), from the second time
+  // it is asked for; null the first time, and the caller ORs the terminals'
+  // own sets (inside_from_start_parts). A union made for a context met once
+  // was 16 KB of fresh pages, more than the few ORs it saves. `now`: made
+  // the first time too (a GPU fill hands whole sets over, the fewer the
+  // better).
+  const std::vector<uint32_t>* inside_from_start(const std::vector<uint32_t>& terminals, bool now = false) const;
+  // The sets that union is made of.
+  template <class F>
+  void inside_from_start_parts(const std::vector<uint32_t>& terminals, F each) const {
+    for (uint32_t t : terminals)
+      if (lexical_.terminals[t].kind != ir::LexTerminal::Kind::AnyToken)
+        each(get(t, lexical_.terminals[t].dfa.start()).inside);
+  }
   // Bytes that can start a lexeme right after one of `terminal`.
   const std::bitset<256>& follower_first_bytes(uint32_t terminal) const { return after_first_[terminal]; }
   // The terminals that may come right after a lexeme of `terminal`.
@@ -211,7 +223,7 @@ class TokenIndex {
   mutable std::unordered_multimap<uint64_t, std::shared_ptr<const std::vector<uint32_t>>> shared_sets_;
   mutable size_t shared_bytes_ = 0;
   mutable std::mutex union_mutex_;
-  mutable std::map<std::vector<uint32_t>, std::unique_ptr<std::vector<uint32_t>>> unions_;
+  mutable std::map<std::vector<uint32_t>, std::unique_ptr<std::vector<uint32_t>>> unions_;  // null: asked once
 };
 
 }  // namespace cgram

@@ -271,10 +271,19 @@ TEST_CASE("token index: followers' first bytes and the union of start entries", 
   CHECK(bytes(index.follower_first_bytes(f.close)) == ")");
   CHECK(bytes(index.follower_first_bytes(f.open)) == "(0123456789");
   CHECK(index.follower_first_bytes().size() == f.lex.terminals.size());
-  // The tokens that stay inside a '(' or a num lexeme begun from scratch.
-  CHECK(bits(index.inside_from_start({f.open, f.num})) == Ids{0, 1, 10});
-  CHECK(bits(index.inside_from_start({f.close})) == Ids{3});
-  CHECK(&index.inside_from_start({f.open, f.num}) == &index.inside_from_start({f.open, f.num}));
+  // The tokens that stay inside a '(' or a num lexeme begun from scratch:
+  // the parts the first time, their union from the second on.
+  std::vector<uint32_t> parts(f.words, 0u);
+  CHECK(index.inside_from_start({f.open, f.num}) == nullptr);
+  index.inside_from_start_parts({f.open, f.num}, [&](const TokenSet& s) { s.or_into(parts); });
+  CHECK(bits(parts) == Ids{0, 1, 10});
+  const std::vector<uint32_t>* together = index.inside_from_start({f.open, f.num});
+  REQUIRE(together != nullptr);
+  CHECK(bits(*together) == Ids{0, 1, 10});
+  CHECK(index.inside_from_start({f.open, f.num}) == together);
+  CHECK(index.inside_from_start({f.close}) == nullptr);
+  REQUIRE(index.inside_from_start({f.close}) != nullptr);
+  CHECK(bits(*index.inside_from_start({f.close})) == Ids{3});
 }
 
 TEST_CASE("token index: lazy entries equal those built all at once", "[index-unit]") {
