@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -63,6 +64,8 @@ Expr Converter::array(const Node& node, int depth) {
     error(node.pointer + "/minItems", fmt::format("'minItems' above {} is not supported", limits_.max_repeat_bound));
     return std::nullopt;
   }
+  if (const std::optional<std::vector<Json>> values = unique_item_values(s))
+    return unique_items(node, *values, min_items, max_items, depth);
   const std::string sep = separator(layout_depth(depth));
   auto bounds = [](uint64_t lo, std::optional<uint64_t> hi) {
     if (hi && lo == *hi) return fmt::format("{{{}}}", lo);
@@ -107,6 +110,66 @@ Expr Converter::array(const Node& node, int depth) {
   std::vector<std::string> alternatives;
   if (min_items == 0) alternatives.push_back(empty_container('['));
   if (Expr items = from(0)) alternatives.push_back(container('[', *items, layout_depth(depth)));
+  return alternation(alternatives);
+}
+
+std::optional<std::vector<Json>> Converter::unique_item_values(const Json& s) {
+  if (!s.contains("uniqueItems") || s["uniqueItems"] != true || !s.contains("items") || !s["items"].is_object())
+    return std::nullopt;
+  for (const char* other : {"prefixItems", "contains", kContains, "enum", "const"})
+    if (s.contains(other)) return std::nullopt;
+  const Json& items = s["items"];
+  std::vector<Json> listed;
+  if (items.contains("enum") && items["enum"].is_array()) listed.assign(items["enum"].begin(), items["enum"].end());
+  else if (items.contains("const")) listed = {items["const"]};
+  else if (items.size() == 1 && items.contains("type") && items["type"] == "boolean") listed = {true, false};
+  else return std::nullopt;
+  std::vector<Json> values;  // distinct as JSON values (1 and 1.0 are one value)
+  for (const Json& v : listed)
+    if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+  if (values.empty() || values.size() > kMaxUniqueValues) return std::nullopt;
+  return values;
+}
+
+Expr Converter::unique_items(const Node& node, const std::vector<Json>& values, uint64_t min_items,
+                             std::optional<uint64_t> max_items, int depth) {
+  const Json& items = (*node.schema)["items"];
+  const std::string at = node.pointer + "/items";
+  // Each value as the items' schema allows it (one it does not is left out:
+  // exact, since no array can hold it).
+  std::vector<std::string> each;
+  for (const Json& v : values)
+    if (Expr e = value_of_merged(Json{{"allOf", Json::array({items, Json{{"const", v}}})}}, at, depth + 1))
+      each.push_back(*e);
+  const size_t k = each.size();
+  const uint64_t most = std::min<uint64_t>(k, max_items.value_or(k));
+  const std::string sep = separator(layout_depth(depth));
+  // rest[used]: the items after those of the set `used` (a bit per value):
+  // "" when none may follow, nullopt when the array cannot be finished.
+  // Sets are made after their supersets (a larger number first).
+  std::vector<Expr> rest(size_t{1} << k);
+  for (uint32_t used = (1u << k) - 1; used > 0; --used) {
+    const auto count = static_cast<uint64_t>(std::popcount(used));
+    std::vector<std::string> next;
+    for (size_t i = 0; i < k && count < most; ++i) {
+      const uint32_t with = used | 1u << i;
+      if (with != used && rest[with])
+        next.push_back(sep + " " + each[i] + (rest[with]->empty() ? "" : " " + *rest[with]));
+    }
+    const bool may_stop = count >= min_items;
+    if (next.empty()) {
+      rest[used] = may_stop ? Expr("") : std::nullopt;
+      continue;
+    }
+    const std::string body = *alternation(next);
+    rest[used] = add_rule("unique_items", may_stop ? fmt::format("({})?", body) : body, node.pointer);
+  }
+  std::vector<std::string> firsts;
+  for (size_t i = 0; i < k && most >= 1; ++i)
+    if (rest[1u << i]) firsts.push_back(each[i] + (rest[1u << i]->empty() ? "" : " " + *rest[1u << i]));
+  std::vector<std::string> alternatives;
+  if (min_items == 0) alternatives.push_back(empty_container('['));
+  if (!firsts.empty()) alternatives.push_back(container('[', *alternation(firsts), layout_depth(depth)));
   return alternation(alternatives);
 }
 

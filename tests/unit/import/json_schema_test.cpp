@@ -837,3 +837,60 @@ TEST_CASE("keywords beside $ref: merged in 2020-12, ignored where the schema nam
   REQUIRE(modern.ok());
   CHECK_FALSE(verdict(oracle_grammar(*modern.grammar), R"({"s":{}})") == oracle::Verdict::Complete);
 }
+
+TEST_CASE("uniqueItems over a few values is exact: random value sets, bounds and arrays against a direct check",
+          "[json-schema]") {
+  // The arrays of distinct values, with minItems/maxItems, from a grammar of
+  // one rule per set of values used; the reference counts the values of an
+  // array as JSON values (nlohmann compares 1 and 1.0 equal).
+  std::mt19937_64 rng(11);
+  const std::vector<nlohmann::json> pool = {"a", "b", "c", 1, 2, true, false, nullptr, "d"};
+  for (int round = 0; round < 40; ++round) {
+    const size_t k = 1 + rng() % 5;
+    nlohmann::json values = nlohmann::json::array();
+    for (size_t i = 0; i < k; ++i) values.push_back(pool[rng() % pool.size()]);  // repeats allowed
+    nlohmann::json schema = {{"type", "array"}, {"items", {{"enum", values}}}, {"uniqueItems", true}};
+    const uint64_t min_items = rng() % 3;
+    std::optional<uint64_t> max_items;
+    if (rng() % 2) schema["minItems"] = min_items;
+    if (rng() % 2) max_items = min_items + rng() % 3, schema["maxItems"] = *max_items;
+    const uint64_t lo = schema.contains("minItems") ? min_items : 0;
+    Grammar::Outcome outcome = parse_schema(schema.dump());
+    INFO(schema.dump());
+    size_t distinct = 0;
+    for (size_t i = 0; i < values.size(); ++i)
+      distinct += std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) ==
+                  values.begin() + static_cast<std::ptrdiff_t>(i);
+    if ((max_items && *max_items < lo) || distinct < lo) {  // no array can be valid
+      CHECK_FALSE(outcome.ok());
+      continue;
+    }
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.render().empty());
+    for (int a = 0; a < 30; ++a) {
+      nlohmann::json array = nlohmann::json::array();
+      for (size_t n = rng() % 5; n > 0; --n) array.push_back(pool[rng() % pool.size()]);
+      bool valid = array.size() >= lo && (!max_items || array.size() <= *max_items);
+      for (size_t i = 0; i < array.size() && valid; ++i) {
+        valid = std::find(values.begin(), values.end(), array[i]) != values.end();
+        for (size_t j = 0; j < i && valid; ++j) valid = array[i] != array[j];
+      }
+      INFO(array.dump());
+      CHECK(complete(outcome.grammar, array.dump()) == valid);
+    }
+  }
+  // Past kMaxUniqueValues values, or items that are not a few values: ignored, with the warning.
+  nlohmann::json many = nlohmann::json::array();
+  for (int i = 0; i < 9; ++i) many.push_back(i);
+  Grammar::Outcome nine = parse_schema(nlohmann::json{{"items", {{"enum", many}}}, {"uniqueItems", true}}.dump());
+  REQUIRE(nine.ok());
+  CHECK_THAT(nine.diagnostics.render(), Catch::Contains("'uniqueItems' is not supported"));
+  Grammar::Outcome strings = parse_schema(R"({"items": {"type": "string"}, "uniqueItems": true})");
+  CHECK_THAT(strings.diagnostics.render(), Catch::Contains("'uniqueItems' is not supported"));
+  // Booleans: at most two items, different.
+  Grammar::Outcome flags = parse_schema(R"({"items": {"type": "boolean"}, "uniqueItems": true})");
+  REQUIRE(flags.ok());
+  CHECK(flags.diagnostics.render().empty());
+  CHECK(complete(flags.grammar, "[true,false]"));
+  CHECK_FALSE(complete(flags.grammar, "[false,false]"));
+}
