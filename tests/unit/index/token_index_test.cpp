@@ -383,6 +383,22 @@ TEST_CASE("token set: few tokens kept as ids, many as mask words, the same set e
   const TokenSet none = TokenSet::from_words(std::vector<uint32_t>(kWords, 0u));
   CHECK_FALSE(none.dense());
   CHECK(none.count() == 0);
+  // The bound: ids while there are at most kWords / kSparseShare of them
+  // (counted only that far), whether they share words or not.
+  for (const uint32_t stride : {1u, 37u}) {
+    std::vector<uint32_t> at_bound(kWords, 0u), past(kWords, 0u);
+    const uint32_t bound = kWords / TokenSet::kSparseShare;
+    for (uint32_t i = 0; i <= bound; ++i) {
+      const uint32_t id = (i * stride) % (kWords * 32);
+      if (i < bound) at_bound[id / 32] |= 1u << (id % 32);
+      past[id / 32] |= 1u << (id % 32);
+    }
+    const TokenSet small = TokenSet::from_words(at_bound), large = TokenSet::from_words(past);
+    CHECK_FALSE(small.dense());
+    CHECK(small.count() == bound);
+    CHECK(large.dense());
+    CHECK(large.count() == bound + 1);
+  }
   CHECK(sparse.memory_bytes() < dense.memory_bytes());
 }
 
