@@ -4,11 +4,13 @@
 // fresh matcher, as a server meets a schema's first requests. For profiling
 // the slow steps: with --perf-control FIFO, "enable" is written there
 // before a grammar's masks and "disable" after them (perf record -D -1
-// --control fifo:FIFO), so that the profile holds the masks alone;
+// --control fifo:FIFO), so that the profile holds the masks (and the
+// matchers' construction and advances between them) without the compiles;
 // --copies K goes over the suite K times for K times the samples. Figures
 // go to docs/BENCHMARKS.md.
 //   bench_mask_tails --vocab tokenizer.json SUITE [--property-order any]
-//                    [--mask-memo off] [--slowest N] [--copies K]
+//                    [--whitespace compact] [--mask-memo off] [--slowest N]
+//                    [--copies K] [--visits V] [--all-first] [--perf-control FIFO]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -165,10 +167,12 @@ int main(int argc, char** argv) {
   std::vector<Step> steps, later;  // first visits, and the visits after
   std::vector<uint32_t> words;
   cgram::MaskMemo::Stats memo;
+  size_t compiled = 0;  // grammars masked (a copy that failed to compile is left out)
   for (size_t k = 0; k < copies; ++k)
     for (size_t e = 0; e < entries.size(); ++e) {
       const std::shared_ptr<const cgram::CompiledGrammar> grammar = all_first ? entries[e].copies[k] : compile(entries[e]);
       if (!grammar) continue;
+      ++compiled;
       tell_perf("enable");
       for (size_t visit = 0; visit < visits; ++visit)
       for (size_t d = 0; d < entries[e].documents.size(); ++d) {
@@ -203,7 +207,7 @@ int main(int argc, char** argv) {
   }
   fmt::print("the grammars' memos: {} of {} lookups answered, {} masks kept ({:.1f} KB a grammar)\n", memo.hits,
              memo.hits + memo.misses, memo.masks,
-             entries.empty() ? 0.0 : static_cast<double>(memo.mask_bytes) / 1024.0 / static_cast<double>(entries.size() * copies));
+             compiled == 0 ? 0.0 : static_cast<double>(memo.mask_bytes) / 1024.0 / static_cast<double>(compiled));
   std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.us > b.us; });
   for (size_t i = 0; i < std::min(slowest, steps.size()); ++i) {
     const Step& s = steps[i];

@@ -57,7 +57,7 @@ MaskMemo::MaskMemo(size_t mask_words, size_t budget_bytes)
   const size_t trie_bytes = max_entries * (4 + 2 * kSlotBytes);
   max_words_ = budget_bytes > trie_bytes ? (budget_bytes - trie_bytes) / 4 : 0;
   if (max_words_ < mask_words_) max_words_ = 0;
-  else trie_ = PathTrie(max_entries);  // grows a page at a time, never stopping a token (path_trie.h)
+  else trie_ = PathTrie(max_entries);  // from 4 KB, doubling without stopping a token (path_trie.h)
 }
 
 bool MaskMemo::or_into(uint32_t entry, std::span<uint32_t> words) const {

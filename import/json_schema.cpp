@@ -588,7 +588,9 @@ bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
       in_draft("contains") && !s.contains(kContains))
     return true;  // said by the array's grammar (containers.cpp)
   if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
-  if (key == "uniqueItems" && unique_item_values(s)) return true;  // said by the array's grammar (containers.cpp)
+  // Said by the array's grammar (containers.cpp); beside allOf, the merged
+  // schema is checked again, and says whether it is.
+  if (key == "uniqueItems" && (unique_item_values(s) || s.contains("allOf"))) return true;
   // Said exactly by the object's grammar (containers.cpp).
   if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() &&
       (s[key].get<uint64_t>() <= 1 || counted_members(s, listed_names(s))))

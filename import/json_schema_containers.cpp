@@ -23,6 +23,9 @@ Expr Converter::array(const Node& node, int depth) {
   const uint64_t min_items = count(node, "minItems").value_or(0);
   std::optional<uint64_t> max_items = count(node, "maxItems");
   if (max_items && *max_items < min_items) return std::nullopt;
+  // Distinct items from a few values: at most that many, whatever the bounds say.
+  if (const std::optional<std::vector<std::vector<Json>>> values = unique_item_values(s))
+    return unique_items(node, *values, min_items, max_items, depth);
   // The first items (prefixItems, or draft-07's array `items`), then the rest.
   const Json* prefix = nullptr;
   std::string prefix_pointer;
@@ -64,8 +67,6 @@ Expr Converter::array(const Node& node, int depth) {
     error(node.pointer + "/minItems", fmt::format("'minItems' above {} is not supported", limits_.max_repeat_bound));
     return std::nullopt;
   }
-  if (const std::optional<std::vector<Json>> values = unique_item_values(s))
-    return unique_items(node, *values, min_items, max_items, depth);
   const std::string sep = separator(layout_depth(depth));
   auto bounds = [](uint64_t lo, std::optional<uint64_t> hi) {
     if (hi && lo == *hi) return fmt::format("{{{}}}", lo);
@@ -113,7 +114,7 @@ Expr Converter::array(const Node& node, int depth) {
   return alternation(alternatives);
 }
 
-std::optional<std::vector<Json>> Converter::unique_item_values(const Json& s) {
+std::optional<std::vector<std::vector<Json>>> Converter::unique_item_values(const Json& s) {
   if (!s.contains("uniqueItems") || s["uniqueItems"] != true || !s.contains("items") || !s["items"].is_object())
     return std::nullopt;
   for (const char* other : {"prefixItems", "contains", kContains, "enum", "const"})
@@ -124,23 +125,37 @@ std::optional<std::vector<Json>> Converter::unique_item_values(const Json& s) {
   else if (items.contains("const")) listed = {items["const"]};
   else if (items.size() == 1 && items.contains("type") && items["type"] == "boolean") listed = {true, false};
   else return std::nullopt;
-  std::vector<Json> values;  // distinct as JSON values (1 and 1.0 are one value)
-  for (const Json& v : listed)
-    if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+  // Distinct as JSON values: 1 and 1.0 are one, and so are two objects
+  // whose members come in another order (json_equal, as the merge reads
+  // them); each keeps the spellings listed (an object in each order).
+  std::vector<std::vector<Json>> values;
+  for (const Json& v : listed) {
+    const auto same = std::find_if(values.begin(), values.end(),
+                                   [&](const std::vector<Json>& spellings) { return json_equal(spellings[0], v); });
+    if (same == values.end()) values.push_back({v});
+    else if (std::find(same->begin(), same->end(), v) == same->end()) same->push_back(v);
+  }
   if (values.empty() || values.size() > kMaxUniqueValues) return std::nullopt;
   return values;
 }
 
-Expr Converter::unique_items(const Node& node, const std::vector<Json>& values, uint64_t min_items,
+Expr Converter::unique_items(const Node& node, const std::vector<std::vector<Json>>& values, uint64_t min_items,
                              std::optional<uint64_t> max_items, int depth) {
   const Json& items = (*node.schema)["items"];
   const std::string at = node.pointer + "/items";
   // Each value as the items' schema allows it (one it does not is left out:
   // exact, since no array can hold it).
   std::vector<std::string> each;
-  for (const Json& v : values)
-    if (Expr e = value_of_merged(Json{{"allOf", Json::array({items, Json{{"const", v}}})}}, at, depth + 1))
-      each.push_back(*e);
+  for (const std::vector<Json>& spellings : values) {
+    std::vector<std::string> written;
+    for (const Json& v : spellings)
+      if (Expr e = value_of_merged(Json{{"allOf", Json::array({items, Json{{"const", v}}})}}, at, depth + 1))
+        if (std::find(written.begin(), written.end(), *e) == written.end()) written.push_back(*e);
+    if (written.empty()) continue;
+    // Named when long: each value is written in up to 2^(k-1) + 1 places.
+    const std::string e = *alternation(written);
+    each.push_back(e.size() > kInlineBytes ? add_rule("unique_item", e, at) : e);
+  }
   const size_t k = each.size();
   const uint64_t most = std::min<uint64_t>(k, max_items.value_or(k));
   const std::string sep = separator(layout_depth(depth));

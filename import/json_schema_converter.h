@@ -275,12 +275,14 @@ class Converter {
   static bool simple_contains(const Json& s);
   // uniqueItems where the items are a few values (an enum or const of at
   // most kMaxUniqueValues, or booleans) and nothing else bounds them but
-  // minItems and maxItems: the distinct values, else nullopt (the keyword is
-  // ignored with a warning). Said exactly by unique_items: the arrays of
-  // distinct values, one rule per set of values used so far (2^k rules).
-  static std::optional<std::vector<Json>> unique_item_values(const Json& s);
+  // minItems and maxItems: the distinct values (each with the spellings the
+  // schema lists for it, as an object in two member orders), else nullopt
+  // (the keyword is ignored with a warning). Said exactly by unique_items:
+  // the arrays of distinct values, one rule per set of values used so far
+  // (2^k rules).
+  static std::optional<std::vector<std::vector<Json>>> unique_item_values(const Json& s);
   static constexpr size_t kMaxUniqueValues = 8;
-  Expr unique_items(const Node& node, const std::vector<Json>& values, uint64_t min_items,
+  Expr unique_items(const Node& node, const std::vector<std::vector<Json>>& values, uint64_t min_items,
                     std::optional<uint64_t> max_items, int depth);
   Expr object(const Node& node, int depth);
   // An object's members as written: "key": value of each listed one that can

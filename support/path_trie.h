@@ -40,13 +40,13 @@ class PathTrie {
  public:
   static constexpr uint32_t kRoot = UINT32_MAX;  // the parent of a path's first symbol
   static constexpr uint32_t kNone = UINT32_MAX;  // no such entry / no answer here
-  static constexpr size_t kInitialSlots = 256;    // 4 KB: one page
+  static constexpr size_t kInitialSlots = 256;    // 4 KB
 
   explicit PathTrie(size_t max_entries) : max_entries_(max_entries) {}
   PathTrie(const PathTrie& other) : max_entries_(other.max_entries_), answers_(other.answers_) {
     // The copy is one settled table: the other's entries, moved over whole.
     if (other.entries() == 0) return;
-    resize_to(std::max(kInitialSlots, std::bit_ceil(4 * other.entries())));
+    resize_to(std::max(kInitialSlots, std::min(std::bit_ceil(4 * other.entries()), std::bit_ceil(2 * max_entries_))));
     other.each_slot([&](const Slot& s) { put(table_, s); });
   }
   PathTrie& operator=(const PathTrie& other) {
@@ -157,6 +157,8 @@ class PathTrie {
       resize_to(std::max(kInitialSlots, std::bit_ceil(2 * entries)));
       return;
     }
+    // A table of twice the bound is never more than half full (fits()).
+    if (table_.count >= 2 * max_entries_) return;
     if (8 * entries > 3 * table_.count && next_.count == 0 && old_.count == 0) {
       next_ = zeroed(2 * table_.count);  // written page by page from now on (prefault_next)
       prefaulted_ = 0;

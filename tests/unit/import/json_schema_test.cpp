@@ -841,15 +841,23 @@ TEST_CASE("keywords beside $ref: merged in 2020-12, ignored where the schema nam
 TEST_CASE("uniqueItems over a few values is exact: random value sets, bounds and arrays against a direct check",
           "[json-schema]") {
   // The arrays of distinct values, with minItems/maxItems, from a grammar of
-  // one rule per set of values used; the reference counts the values of an
-  // array as JSON values (nlohmann compares 1 and 1.0 equal).
+  // one rule per set of values used; the reference compares the values as
+  // JSON values (nlohmann::json: 1 and 1.0 are one, and so are two objects
+  // whose members come in another order, which ordered_json writes apart),
+  // and takes an object as one of the spellings listed (the schema's
+  // property order, the default).
+  using Ordered = nlohmann::ordered_json;
+  const auto same = [](const Ordered& a, const Ordered& b) {
+    return nlohmann::json::parse(a.dump()) == nlohmann::json::parse(b.dump());
+  };
   std::mt19937_64 rng(11);
-  const std::vector<nlohmann::json> pool = {"a", "b", "c", 1, 2, true, false, nullptr, "d"};
+  const std::vector<Ordered> pool = {"a", "b", "c", 1, 2, true, false, nullptr, "d",
+                                     Ordered::parse(R"({"x":1,"y":2})"), Ordered::parse(R"({"y":2,"x":1})")};
   for (int round = 0; round < 40; ++round) {
     const size_t k = 1 + rng() % 5;
-    nlohmann::json values = nlohmann::json::array();
+    Ordered values = Ordered::array();
     for (size_t i = 0; i < k; ++i) values.push_back(pool[rng() % pool.size()]);  // repeats allowed
-    nlohmann::json schema = {{"type", "array"}, {"items", {{"enum", values}}}, {"uniqueItems", true}};
+    Ordered schema = {{"type", "array"}, {"items", {{"enum", values}}}, {"uniqueItems", true}};
     const uint64_t min_items = rng() % 3;
     std::optional<uint64_t> max_items;
     if (rng() % 2) schema["minItems"] = min_items;
@@ -859,8 +867,8 @@ TEST_CASE("uniqueItems over a few values is exact: random value sets, bounds and
     INFO(schema.dump());
     size_t distinct = 0;
     for (size_t i = 0; i < values.size(); ++i)
-      distinct += std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) ==
-                  values.begin() + static_cast<std::ptrdiff_t>(i);
+      distinct += std::none_of(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i),
+                               [&](const Ordered& w) { return same(w, values[i]); });
     if ((max_items && *max_items < lo) || distinct < lo) {  // no array can be valid
       CHECK_FALSE(outcome.ok());
       continue;
@@ -868,17 +876,28 @@ TEST_CASE("uniqueItems over a few values is exact: random value sets, bounds and
     REQUIRE(outcome.ok());
     CHECK(outcome.diagnostics.render().empty());
     for (int a = 0; a < 30; ++a) {
-      nlohmann::json array = nlohmann::json::array();
+      Ordered array = Ordered::array();
       for (size_t n = rng() % 5; n > 0; --n) array.push_back(pool[rng() % pool.size()]);
       bool valid = array.size() >= lo && (!max_items || array.size() <= *max_items);
       for (size_t i = 0; i < array.size() && valid; ++i) {
-        valid = std::find(values.begin(), values.end(), array[i]) != values.end();
-        for (size_t j = 0; j < i && valid; ++j) valid = array[i] != array[j];
+        // In the schema's property order: an object as one of its spellings listed.
+        valid = std::any_of(values.begin(), values.end(), [&](const Ordered& v) { return v == array[i]; });
+        for (size_t j = 0; j < i && valid; ++j) valid = !same(array[i], array[j]);
       }
       INFO(array.dump());
       CHECK(complete(outcome.grammar, array.dump()) == valid);
     }
   }
+  // Beside allOf, the merged schema says whether it is exact.
+  Grammar::Outcome merged =
+      parse_schema(R"({"uniqueItems": true, "allOf": [{"type": "array", "items": {"enum": [1, 2]}}]})");
+  REQUIRE(merged.ok());
+  CHECK(merged.diagnostics.render().empty());
+  CHECK(complete(merged.grammar, "[2,1]"));
+  CHECK_FALSE(complete(merged.grammar, "[1,1]"));
+  Grammar::Outcome merged_strings =
+      parse_schema(R"({"uniqueItems": true, "allOf": [{"type": "array", "items": {"type": "string"}}]})");
+  CHECK_THAT(merged_strings.diagnostics.render(), Catch::Contains("'uniqueItems' is not supported"));
   // Past kMaxUniqueValues values, or items that are not a few values: ignored, with the warning.
   nlohmann::json many = nlohmann::json::array();
   for (int i = 0; i < 9; ++i) many.push_back(i);
