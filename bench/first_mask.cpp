@@ -9,11 +9,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_support.h"
 #include "compiler.h"
 #include "matcher.h"
 #include "vocabulary.h"
@@ -49,31 +48,18 @@ int main(int argc, char** argv) {
   app.add_option("FILE", files, "Grammars (.cgram, .gbnf) or JSON Schemas (.json)")->required();
   CLI11_PARSE(app, argc, argv);
 
-  cgram::VocabularyResult loaded = cgram::Vocabulary::load(vocab_path);
-  if (auto* e = loaded.if_error()) {
-    fmt::print(stderr, "{}\n", e->message);
-    return 1;
-  }
-  std::shared_ptr<const cgram::Vocabulary> vocab = std::move(*loaded);
+  const std::shared_ptr<const cgram::Vocabulary> vocab = cgram::bench::load_vocabulary(vocab_path);
+  if (!vocab) return 1;
   fmt::print("| file | parse (ms) | compile (ms) | first mask (ms) | total (ms) | runs |\n|---|---|---|---|---|---|\n");
   int status = 0;
   for (const std::string& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
+    const std::optional<std::string> text = cgram::bench::read_text(file);
+    if (!text) {
       fmt::print(stderr, "{}: cannot read the file\n", file);
       status = 1;
       continue;
     }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    const std::string text = buffer.str();
-    cgram::CompileRequest request;
-    request.text = text;
-    request.filename = file;
-    request.parse.format = cgram::grammar_format("auto", file).value_or(cgram::GrammarFormat::Cgram);
-    request.parse.schema.whitespace = cgram::parse_json_whitespace(whitespace).value_or(cgram::JsonWhitespace::Compact);
-    request.parse.schema.property_order =
-        cgram::parse_json_property_order(property_order).value_or(cgram::JsonPropertyOrder::Any);
+    const cgram::CompileRequest request = cgram::bench::request_for(*text, file, whitespace, property_order);
     Stages stages;
     for (int r = 0; r < runs; ++r) {
       cgram::Compiler compiler;  // no cache: every run compiles

@@ -18,10 +18,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_support.h"
 #include "compiled_grammar.h"
 #include "compiler.h"
 #include "matcher.h"
@@ -32,14 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-std::optional<std::string> read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 struct Entry {
   std::string name, path, text;
@@ -102,12 +94,8 @@ int main(int argc, char** argv) {
   app.add_option("--perf-control", fifo, "A perf control FIFO: 'enable' is written there before the masks, 'disable' after");
   CLI11_PARSE(app, argc, argv);
 
-  cgram::VocabularyResult loaded = cgram::Vocabulary::load(vocab_path);
-  if (auto* e = loaded.if_error()) {
-    fmt::print(stderr, "{}\n", e->message);
-    return 1;
-  }
-  std::shared_ptr<const cgram::Vocabulary> vocab = std::move(*loaded);
+  const std::shared_ptr<const cgram::Vocabulary> vocab = cgram::bench::load_vocabulary(vocab_path);
+  if (!vocab) return 1;
   auto created = cgram::Encoder::create(vocab);
   if (auto* e = created.if_error()) {
     fmt::print(stderr, "{}\n", e->message);
@@ -123,7 +111,7 @@ int main(int argc, char** argv) {
   std::vector<Entry> entries;
   for (const fs::path& folder : folders) {
     const std::optional<fs::path> file = grammar_in(folder);
-    const std::optional<std::string> text = file ? read_text(*file) : std::nullopt;
+    const std::optional<std::string> text = file ? cgram::bench::read_text(*file) : std::nullopt;
     if (!text) continue;
     Entry entry{folder.filename().string(), file->string(), *text, {}, {}};
     std::vector<fs::path> docs;
@@ -132,7 +120,7 @@ int main(int argc, char** argv) {
         if (d.is_regular_file()) docs.push_back(d.path());
     std::sort(docs.begin(), docs.end());
     for (const fs::path& d : docs) {
-      const std::optional<std::string> doc = read_text(d);
+      const std::optional<std::string> doc = cgram::bench::read_text(d);
       if (!doc) continue;
       auto tokens = encoder->try_encode_continuation(*doc);
       if (tokens.if_error()) continue;
@@ -142,13 +130,7 @@ int main(int argc, char** argv) {
   }
 
   const auto compile = [&](const Entry& entry) -> std::shared_ptr<const cgram::CompiledGrammar> {
-    cgram::CompileRequest request;
-    request.text = entry.text;
-    request.filename = entry.path;
-    request.parse.format = cgram::grammar_format("auto", entry.path).value_or(cgram::GrammarFormat::Cgram);
-    request.parse.schema.whitespace = cgram::parse_json_whitespace(whitespace).value_or(cgram::JsonWhitespace::Compact);
-    request.parse.schema.property_order =
-        cgram::parse_json_property_order(property_order).value_or(cgram::JsonPropertyOrder::Any);
+    cgram::CompileRequest request = cgram::bench::request_for(entry.text, entry.path, whitespace, property_order);
     request.compile.eager_index = true;
     if (mask_memo == "off") request.compile.mask_memo_bytes = 0;
     cgram::Compiler compiler;  // no cache: every copy is compiled afresh

@@ -570,8 +570,8 @@ class Engine {
   std::array<const uint32_t*, kMaxBases> bases_{};  // of the current public call
   size_t base_count_ = 0;
   void note_base(const uint32_t* set) {
-    if (base_count_ == kMaxBases || std::find(bases_.begin(), bases_.begin() + base_count_, set) != bases_.begin() + base_count_) return;
-    bases_[base_count_++] = set;
+    const auto noted = bases_.begin() + static_cast<std::ptrdiff_t>(base_count_);
+    if (base_count_ < kMaxBases && std::find(bases_.begin(), noted, set) == noted) bases_[base_count_++] = set;
   }
   std::span<const uint32_t* const> bases() const { return {bases_.data(), base_count_}; }
   // A sink takes whole-vocabulary sets only: a few ids reach the mask itself.
