@@ -10,7 +10,8 @@
 // go to docs/BENCHMARKS.md.
 //   bench_mask_tails --vocab tokenizer.json SUITE [--property-order any]
 //                    [--whitespace compact] [--mask-memo off] [--slowest N]
-//                    [--copies K] [--visits V] [--all-first] [--perf-control FIFO]
+//                    [--copies K] [--visits V [--evict]] [--all-first]
+//                    [--perf-control FIFO]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Mask latency tails over a suite's documents, pooled over every step (eager index)"};
   std::string vocab_path, suite, whitespace = "compact", property_order = "any", mask_memo = "document", fifo;
   size_t slowest = 10, copies = 1, visits = 1;
-  bool all_first = false;
+  bool all_first = false, evict = false;
   app.add_option("--vocab", vocab_path, "The vocabulary (tokenizer.json)")->required();
   app.add_option("SUITE", suite, "A suite folder: NAME/grammar and NAME/docs/* per entry")->required();
   app.add_option("--whitespace", whitespace, "A JSON Schema's layout: compact, pretty or flexible");
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
                  "Mask each grammar's documents V times, each by a fresh matcher; the visits after the first are "
                  "reported apart (what a grammar's first use costs beyond a matcher's)")
       ->check(CLI::Range(1, 100));
+  app.add_flag("--evict", evict, "With --visits: compile the next grammar of the suite before each later visit");
   app.add_flag("--all-first", all_first,
                "Compile every grammar before the first mask (the default compiles each right before its documents, "
                "as a server meeting a new schema)");
@@ -156,18 +158,26 @@ int main(int argc, char** argv) {
       if (!grammar) continue;
       ++compiled;
       tell_perf("enable");
-      for (size_t visit = 0; visit < visits; ++visit)
-      for (size_t d = 0; d < entries[e].documents.size(); ++d) {
-        cgram::Matcher matcher(grammar);
-        words.assign(matcher.mask_words(), 0u);
-        const std::vector<uint32_t>& tokens = entries[e].documents[d].second;
-        for (size_t i = 0; i < tokens.size(); ++i) {
-          const auto t0 = Clock::now();
-          matcher.fill_mask(words);
-          const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-          if (matcher.has_error() || !(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) break;
-          (visit == 0 ? steps : later).push_back({us, e, d, i});
-          matcher.advance(tokens[i]);
+      for (size_t visit = 0; visit < visits; ++visit) {
+        if (visit > 0 && evict) {
+          // Another grammar's compile in between pushes this one out of the
+          // caches: whether the later visits are faster for warm memory.
+          tell_perf("disable");
+          compile(entries[(e + 1) % entries.size()]);
+          tell_perf("enable");
+        }
+        for (size_t d = 0; d < entries[e].documents.size(); ++d) {
+          cgram::Matcher matcher(grammar);
+          words.assign(matcher.mask_words(), 0u);
+          const std::vector<uint32_t>& tokens = entries[e].documents[d].second;
+          for (size_t i = 0; i < tokens.size(); ++i) {
+            const auto t0 = Clock::now();
+            matcher.fill_mask(words);
+            const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+            if (matcher.has_error() || !(words[tokens[i] / 32] >> (tokens[i] % 32) & 1)) break;
+            (visit == 0 ? steps : later).push_back({us, e, d, i});
+            matcher.advance(tokens[i]);
+          }
         }
       }
       tell_perf("disable");
