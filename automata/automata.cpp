@@ -52,7 +52,8 @@ struct Fragment {
 
 class NfaBuilder {
  public:
-  explicit NfaBuilder(const AutomatonLimits& limits) : limits_(limits) {}
+  explicit NfaBuilder(const AutomatonLimits& limits, CountedLoop* counted = nullptr)
+      : limits_(limits), counted_(counted) {}
 
   struct TooLarge {};
 
@@ -93,7 +94,7 @@ class NfaBuilder {
         }
         return f;
       }
-      case RegexNode::Kind::Repeat: return repeat(node);
+      case RegexNode::Kind::Repeat: return counted_ && &node == counted_->node ? counted_loop(node) : repeat(node);
     }
     return {state(), state()};
   }
@@ -137,7 +138,33 @@ class NfaBuilder {
     return f;
   }
 
+  // The lower bound's copies, then one loop that an iteration enters
+  // through `entry` and leaves through `reset` (automata/counted.h counts
+  // the entries instead of copying the child up to the upper bound).
+  Fragment counted_loop(const RegexNode& node) {
+    Fragment f{state(), 0};
+    uint32_t tail = f.start;
+    for (uint32_t i = 0; i < node.min; ++i) {
+      Fragment g = build(node.children[0]);
+      nfa.add_epsilon(tail, g.start);
+      tail = g.accept;
+    }
+    const uint32_t loop = state(), entry = state(), reset = state(), end = state();
+    nfa.add_epsilon(tail, loop);
+    nfa.add_epsilon(loop, end);
+    nfa.add_epsilon(loop, entry);
+    Fragment g = build(node.children[0]);
+    nfa.add_epsilon(entry, g.start);
+    nfa.add_epsilon(g.accept, reset);
+    nfa.add_epsilon(reset, loop);
+    counted_->entry = entry;
+    counted_->reset = reset;
+    f.accept = end;
+    return f;
+  }
+
   const AutomatonLimits& limits_;
+  CountedLoop* counted_;
 };
 
 void epsilon_closure(const Nfa& nfa, std::vector<uint32_t>& set, std::vector<uint8_t>& mark) {
@@ -169,7 +196,11 @@ struct VectorHash {
 }  // namespace
 
 NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits) {
-  NfaBuilder builder(limits);
+  return regex_to_counted_nfa(regex, nullptr, limits);
+}
+
+NfaResult regex_to_counted_nfa(const RegexNode& regex, CountedLoop* counted, const AutomatonLimits& limits) {
+  NfaBuilder builder(limits, counted);
   try {
     Fragment f = builder.build(regex);
     builder.nfa.start = f.start;

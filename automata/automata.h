@@ -115,6 +115,15 @@ using NfaResult = Result<Nfa>;
 using DfaResult = Result<Dfa>;
 
 NfaResult regex_to_nfa(const RegexNode& regex, const AutomatonLimits& limits = {});
+// A bounded repetition of a regex built as a loop (automata/counted.h): its
+// lower bound's copies, then iterations that enter through `entry` and end
+// through `reset`, as many as the text has.
+struct CountedLoop {
+  const RegexNode* node = nullptr;  // a Repeat of the regex
+  uint32_t entry = 0, reset = 0;    // NFA states, set by the builder
+};
+// regex_to_nfa with `counted->node` built as that loop (none: as regex_to_nfa).
+NfaResult regex_to_counted_nfa(const RegexNode& regex, CountedLoop* counted, const AutomatonLimits& limits = {});
 // `subset_elements`, when given, gets the NFA states kept over all subsets
 // (the work done), whether or not it succeeded.
 DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits = {}, size_t* subset_elements = nullptr);

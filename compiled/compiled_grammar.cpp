@@ -109,8 +109,14 @@ void CompiledGrammar::run_pass(Pass pass, const CompileOptions& options) {
   }
 }
 
+namespace {
+// The most bytes one token has: the most iterations it can start in a
+// counted lexeme (the width of its window).
+uint32_t longest_token(const Vocabulary& vocab) { return std::max<uint32_t>(vocab.trie().max_depth(), 1); }
+}  // namespace
+
 void CompiledGrammar::collapse_pass(const CompileOptions& options) {
-  lexical_ = ir::lower_lexical(grammar_->ir(), options.collapse);
+  lexical_ = ir::lower_lexical(grammar_->ir(), options.collapse, longest_token(*vocab_));
   // Bounded while it is built by CollapseLimits; what it keeps is charged.
   for (const ir::LexTerminal& t : lexical_.terminals) charge_memory(sizeof(t) + t.dfa.memory_bytes());
 }
@@ -226,6 +232,10 @@ CompileResult CompiledGrammar::load_tables_checked(std::string_view bytes, std::
   g->source_name_ = std::string(in.get_bytes());
   g->grammar_hash_ = in.get<uint64_t>();
   if (!ir::LexicalGrammar::load(in, g->lexical_)) return failed();
+  // A counted lexeme's window must cover this vocabulary's longest token.
+  for (const ir::LexTerminal& t : g->lexical_.terminals)
+    if (t.counted && t.counted->window != std::min(t.counted->automaton.bound, longest_token(*g->vocab_)))
+      return Error{ErrorCode::InvalidInput, "invalid tables: a counted lexeme made for another vocabulary"};
   g->table_ = ir::LrTable::load(in, g->lexical_);
   if (!g->table_) return failed();
   g->index_ = TokenIndex::load(in, g->lexical_, g->vocab_->trie(), g->mask_words(), g->vocab_->size());

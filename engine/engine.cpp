@@ -23,6 +23,7 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
   for (uint32_t t = 0; t < lex_.terminals.size(); ++t) {
     const ir::LexTerminal& term = lex_.terminals[t];
     if (term.kind == ir::LexTerminal::Kind::AnyToken) any_terminal_ = t;
+    has_counted_ = has_counted_ || term.counted;
     std::bitset<256> first;
     for (int b = 0; b < 256; ++b)
       first[b] = term.kind == ir::LexTerminal::Kind::AnyToken ||

@@ -255,9 +255,9 @@ class Engine {
     const ir::LrTable& table;
     const TokenIndex& index;
     uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
-      return lex.terminals[terminal].dfa.next(state, byte);
+      return lex.terminals[terminal].next(state, byte);
     }
-    bool dfa_accepting(uint32_t terminal, uint32_t state) const { return lex.terminals[terminal].dfa.accepting(state); }
+    bool dfa_accepting(uint32_t terminal, uint32_t state) const { return lex.terminals[terminal].accepting(state); }
     uint32_t lr_shift(uint32_t state, uint32_t terminal) const { return table.shift(state, terminal); }
     uint32_t lr_go(uint32_t state, uint32_t nonterminal) const { return table.go(state, nonterminal); }
     bool can_follow(uint32_t terminal, uint8_t byte) const { return index.follower_first_bytes(terminal)[byte]; }
@@ -269,10 +269,17 @@ class Engine {
     const KernelFunctions& k;
     const uint32_t* const* dfa_tables;
     const ir::LrTable& table;  // the reduction lists the kernels' ids name
+    // The lexical grammar when it has counted lexemes, whose states the
+    // kernels (which code the window DFAs) do not know; else null.
+    const ir::LexicalGrammar* counted;
     uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
+      if (counted && counted->terminals[terminal].counted) return counted->terminals[terminal].next(state, byte);
       return k.dfa_next(dfa_tables, terminal, state, byte);
     }
-    bool dfa_accepting(uint32_t terminal, uint32_t state) const { return k.dfa_accepting(terminal, state) != 0; }
+    bool dfa_accepting(uint32_t terminal, uint32_t state) const {
+      if (counted && counted->terminals[terminal].counted) return counted->terminals[terminal].accepting(state);
+      return k.dfa_accepting(terminal, state) != 0;
+    }
     uint32_t lr_shift(uint32_t state, uint32_t terminal) const { return k.lr_shift(state, terminal); }
     uint32_t lr_go(uint32_t state, uint32_t nonterminal) const { return k.lr_goto(state, nonterminal); }
     bool can_follow(uint32_t terminal, uint8_t byte) const { return k.can_follow(terminal, byte) != 0; }
@@ -283,7 +290,7 @@ class Engine {
   // Calls f with the lookups of the current tier.
   template <class F>
   decltype(auto) with_lookups(F&& f) const {
-    if (k_) return f(KernelLookups{*k_, k_tables_, table_});
+    if (k_) return f(KernelLookups{*k_, k_tables_, table_, has_counted_ ? &lex_ : nullptr});
     return f(TableLookups{lex_, table_, g_.index()});
   }
   void refresh_tier();
@@ -597,6 +604,7 @@ class Engine {
   const ir::LrTable& table_;
   const KernelFunctions* k_ = nullptr;
   const uint32_t* const* k_tables_ = nullptr;
+  bool has_counted_ = false;  // some terminal is a counted lexeme
   TokenSetSink* sink_ = nullptr;  // during fill_text_tokens only
   std::optional<uint32_t> any_terminal_;
   uint8_t any_states_ = 0;  // bit c: some token leaves UTF-8 state c (the grammar's any! sets)

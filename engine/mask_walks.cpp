@@ -192,7 +192,7 @@ void Engine::lexer_walk_with(const Lookups& look, uint32_t first, uint32_t end, 
   if (end - first >= TokenIndex::kSubtreeMin) {
     // A large subtree: its tokens are classified once by the index, for
     // this terminal state, and only the lexeme ends need the parser.
-    const StateIndex& ix = g_.index().get_subtree(first - 1, head.terminal, head.state);
+    const StateIndex& ix = g_.index().get_subtree(first - 1, head.terminal, lex_.terminals[head.terminal].index_state(head.state));
     or_set(words, ix.inside);
     walk_crossings(ix, after, words);
     return;
@@ -492,7 +492,7 @@ bool Engine::except_from_index(const Head& h, std::span<uint32_t> words) {
   if (h.terminal == Head::kBetween || h.pending != 0) return false;
   const ir::LexTerminal& t = lex_.terminals[h.terminal];
   if (t.kind != ir::LexTerminal::Kind::Except || lex_.excepts[t.except_index].max_tokens) return false;
-  const StateIndex& ix = g_.index().get(h.terminal, h.state);
+  const StateIndex& ix = g_.index().get(h.terminal, lex_.terminals[h.terminal].index_state(h.state));
   if (sink_) {
     // A GPU fill: the device ORs the set of tokens inside the text, and the
     // host sends only those in which the text ends.
@@ -682,7 +682,7 @@ void Engine::compute_text_tokens(const std::vector<Head>& heads, std::span<uint3
       mask_between(*nodes, 0, words, h.no_restart);
       continue;
     }
-    const StateIndex& ix = index.get(h.terminal, h.state);
+    const StateIndex& ix = index.get(h.terminal, lex_.terminals[h.terminal].index_state(h.state));
     if (can_continue_into_token(h)) or_set(words, ix.inside);
     bool ends_here = dfa_accepting(h.terminal, h.state);
     if (!ends_here && !ix.crosses()) continue;

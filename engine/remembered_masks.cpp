@@ -93,7 +93,10 @@ void Engine::key_heads(Recording& r, std::span<const Head> heads) {
       m = {r.epoch, static_cast<uint32_t>(r.nodes.size()), 0, m.verified};
       r.nodes.push_back(h.node);
     }
-    r.path.insert(r.path.end(), {h.terminal, h.state, key_lexeme_tokens(lex_, h), h.no_restart, m.index});
+    // A counted lexeme's mask depends on its count only near the bound: the
+    // key has the window's state (LexTerminal::index_state).
+    const uint32_t state = h.terminal == Head::kBetween ? h.state : lex_.terminals[h.terminal].index_state(h.state);
+    r.path.insert(r.path.end(), {h.terminal, state, key_lexeme_tokens(lex_, h), h.no_restart, m.index});
   }
 }
 

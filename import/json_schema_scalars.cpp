@@ -364,9 +364,10 @@ Expr Converter::string(const Node& node) {
   uint64_t hi = max_length.value_or(UINT64_MAX);  // UINT64_MAX: no bound
   if (hi < lo) return std::nullopt;
   const std::string c = json::any_string_char_regex();
-  if (hi != UINT64_MAX && hi > limits_.max_repeat_bound) {
-    permissive(node.pointer + "/maxLength",
-               fmt::format("'maxLength' above {} is not enforced", limits_.max_repeat_bound));
+  // Up to kMaxCountedRepeat the bound is a counter on the string's lexeme
+  // (automata/counted.h), which costs no state per character.
+  if (hi != UINT64_MAX && hi > ir::kMaxCountedRepeat) {
+    permissive(node.pointer + "/maxLength", fmt::format("'maxLength' above {} is not enforced", ir::kMaxCountedRepeat));
     hi = UINT64_MAX;
   }
   if (lo > limits_.max_repeat_bound) {
@@ -376,10 +377,16 @@ Expr Converter::string(const Node& node) {
   if (lo == 0 && hi == UINT64_MAX) return fmt::format("#'{0}(?:{1})*{0}'", quote, c);
   if (hi == 0) return std::string("'\"\"'");  // the empty string only
   const std::string bounds = hi != UINT64_MAX ? fmt::format("{{{},{}}}", lo, hi) : fmt::format("{{{},}}", lo);
-  if ((hi == UINT64_MAX || hi <= ir::kMaxRegexRepeat) && lo <= ir::kMaxRegexRepeat)
-    return fmt::format("#'{0}(?:{1}){2}{0}'", quote, c, bounds);
+  if (lo <= ir::kMaxRegexRepeat) return fmt::format("#'{0}(?:{1}){2}{0}'", quote, c, bounds);
+  // A regex copies its lower bound: past kMaxRegexRepeat, a rule's repetition.
+  if (hi != UINT64_MAX && hi > limits_.max_repeat_bound) {
+    permissive(node.pointer + "/maxLength", fmt::format("'maxLength' above {} beside a 'minLength' above {} is not "
+                                                        "enforced",
+                                                        limits_.max_repeat_bound, ir::kMaxRegexRepeat));
+    hi = UINT64_MAX;
+  }
   if (string_char_rule_.empty()) string_char_rule_ = add_rule("string_char", fmt::format("#'{}'", c), "");
-  return fmt::format("'\"' {}{} '\"'", string_char_rule_, bounds);
+  return fmt::format("'\"' {}{{{},{}}} '\"'", string_char_rule_, lo, hi == UINT64_MAX ? "" : std::to_string(hi));
 }
 
 }  // namespace cgram::json_schema_detail

@@ -438,12 +438,22 @@ class Lowering {
     t.text = e.text;
     t.regex = std::get<RegexNode>(std::move(parsed));
     t.range = e.range;
-    DfaResult dfa = compile_regex_memoized(e.text, t.regex, options_.limits);
-    if (auto* err = dfa.if_error()) {
+    Result<std::optional<CountedDfa>> counted = compile_counted_regex(t.regex, options_.limits);
+    if (auto* err = counted.if_error()) {
       diags_.error(e.range, err->message);
       return std::nullopt;
     }
-    t.dfa = std::move(*dfa);
+    if (*counted) {
+      t.counted = std::make_shared<const CountedDfa>(std::move(**counted));
+      t.dfa = t.counted->loop;
+    } else {
+      DfaResult dfa = compile_regex_memoized(e.text, t.regex, options_.limits);
+      if (auto* err = dfa.if_error()) {
+        diags_.error(e.range, err->message);
+        return std::nullopt;
+      }
+      t.dfa = std::move(*dfa);
+    }
     if (t.dfa.empty_language()) {
       diags_.error(e.range, "this regex matches no text at all (its language is empty)");
       return std::nullopt;

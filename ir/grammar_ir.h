@@ -11,6 +11,7 @@
 
 #include "ast.h"
 #include "automata.h"
+#include "counted.h"
 #include "diagnostics.h"
 #include "except_automaton.h"
 #include "regex.h"
@@ -30,7 +31,10 @@ struct Terminal {
   Kind kind = Kind::Literal;
   std::string text;  // the literal's bytes, or the regex source
   RegexNode regex;   // Regex only
+  // The language; for a counted regex, with its counted repetition
+  // unbounded (what the count leaves out is in `counted`).
   Dfa dfa;
+  std::shared_ptr<const CountedDfa> counted;  // a regex with a counted repetition (automata/counted.h)
   SourceRange range;  // first place it was written
 };
 

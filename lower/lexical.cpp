@@ -275,6 +275,8 @@ class RegularRules {
           const Symbol s = rhs[i];
           if (s.kind == Symbol::Kind::AnyToken || s.kind == Symbol::Kind::Except) {
             uses = "it holds any! or except!, which depend on token boundaries";
+          } else if (s.kind == Symbol::Kind::Terminal && ir_.terminals[s.index].counted) {
+            uses = "it holds a regex with a counted repetition, which stays a lexeme of its own";
           } else if (s.kind == Symbol::Kind::Nonterminal && in_group[s.index]) {
             ++inside;
             recurses = true;
@@ -445,7 +447,8 @@ class RegularRules {
 
 class LexicalLowering {
  public:
-  LexicalLowering(const GrammarIR& ir, const CollapseLimits& limits) : ir_(ir), regular_(ir, limits) {}
+  LexicalLowering(const GrammarIR& ir, const CollapseLimits& limits, uint32_t longest_token)
+      : ir_(ir), regular_(ir, limits), longest_token_(longest_token) {}
 
   LexicalGrammar run() {
     // Skeleton nonterminals: the IR's, then S', then optional wrappers.
@@ -497,7 +500,7 @@ class LexicalLowering {
         return *rule_symbol_[s.index];
       }
       case Symbol::Kind::AnyToken: {
-        if (!any_terminal_) any_terminal_ = add_terminal({LexTerminal::Kind::AnyToken, Dfa{}, 0, "any!"});
+        if (!any_terminal_) any_terminal_ = add_terminal({LexTerminal::Kind::AnyToken, Dfa{}, 0, "any!", nullptr});
         return SkeletonSymbol{true, *any_terminal_};
       }
       case Symbol::Kind::Terminal: {
@@ -513,14 +516,35 @@ class LexicalLowering {
   }
 
   SkeletonSymbol lower_terminal(uint32_t index) {
-    return lower_dfa(ir_.terminals[index].dfa, ir_.symbol_name({Symbol::Kind::Terminal, index}));
+    const Terminal& t = ir_.terminals[index];
+    const std::string name = ir_.symbol_name({Symbol::Kind::Terminal, index});
+    return t.counted ? lower_counted(*t.counted, name) : lower_dfa(t.dfa, name);
+  }
+
+  // A counted lexeme, as lower_dfa (its start split off when it matches "").
+  SkeletonSymbol lower_counted(const CountedDfa& counted, const std::string& name) {
+    CountedDfa nonempty = counted;
+    if (counted.loop.accepts_empty()) {
+      nonempty.loop = without_empty_string(counted.loop, /*minimal=*/false);  // the new start is last
+      const size_t start = size_t(counted.loop.start()) * 4;
+      nonempty.starts.insert(nonempty.starts.end(), counted.starts.begin() + start, counted.starts.begin() + start + 4);
+    }
+    std::optional<uint32_t> terminal;
+    if (nonempty.loop.accepts_nonempty()) {
+      CountedLexeme lexeme = CountedLexeme::make(std::move(nonempty), longest_token_);
+      Dfa window = lexeme.window_dfa();
+      terminal = add_terminal({LexTerminal::Kind::Bytes, std::move(window), 0, counted.loop.accepts_empty() ? name + "+" : name,
+                               std::make_shared<const CountedLexeme>(std::move(lexeme))});
+      if (!counted.loop.accepts_empty()) return SkeletonSymbol{true, *terminal};
+    }
+    return *maybe_optional(terminal, name);
   }
 
   SkeletonSymbol lower_dfa(const Dfa& dfa, const std::string& name) {
-    if (!dfa.accepts_empty()) return {true, add_terminal({LexTerminal::Kind::Bytes, dfa, 0, name})};
+    if (!dfa.accepts_empty()) return {true, add_terminal({LexTerminal::Kind::Bytes, dfa, 0, name, nullptr})};
     Dfa nonempty = without_empty_string(dfa);
     std::optional<uint32_t> terminal;
-    if (!nonempty.empty_language()) terminal = add_terminal({LexTerminal::Kind::Bytes, nonempty, 0, name + "+"});
+    if (!nonempty.empty_language()) terminal = add_terminal({LexTerminal::Kind::Bytes, nonempty, 0, name + "+", nullptr});
     return *maybe_optional(terminal, name);
   }
 
@@ -534,7 +558,7 @@ class LexicalLowering {
     std::optional<uint32_t> terminal;
     if (nonempty.accepts_nonempty())
       terminal = add_terminal({LexTerminal::Kind::Except, nonempty,
-                               static_cast<uint32_t>(out_.excepts.size() - 1), name + "+"});
+                               static_cast<uint32_t>(out_.excepts.size() - 1), name + "+", nullptr});
     return *maybe_optional(terminal, name);
   }
 
@@ -544,13 +568,14 @@ class LexicalLowering {
   std::vector<std::optional<SkeletonSymbol>> except_symbol_;
   std::vector<std::optional<SkeletonSymbol>> rule_symbol_;
   RegularRules regular_;
+  uint32_t longest_token_;
   std::optional<uint32_t> any_terminal_;
 };
 
 }  // namespace
 
-LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits) {
-  return LexicalLowering(ir, limits).run();
+LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits, uint32_t longest_token) {
+  return LexicalLowering(ir, limits, longest_token).run();
 }
 
 std::string LexicalGrammar::dump() const {
@@ -561,6 +586,11 @@ std::string LexicalGrammar::dump() const {
     for (SkeletonSymbol s : p.rhs) out += " " + (s.terminal ? terminals[s.index].name : nonterminal_names[s.index]);
     out += "\n";
   }
+  for (const LexTerminal& t : terminals)
+    if (t.counted)
+      out += fmt::format("counted lexeme {}: {} iterations at most, {} states, a window of {} counts ({} states)\n",
+                         t.name, t.counted->automaton.bound, t.counted->automaton.loop.size(), t.counted->window,
+                         t.dfa.size());
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "automata.h"
+#include "counted.h"
 #include "except_automaton.h"
 #include "grammar_ir.h"
 
@@ -25,6 +26,14 @@ struct LexTerminal {
   Dfa dfa;                    // Bytes and Except: the non-empty language
   uint32_t except_index = 0;  // Except: into LexicalGrammar::excepts
   std::string name;           // for dumps and diagnostics
+  // A counted lexeme (automata/counted.h): the lexer's states are its own,
+  // and `dfa` is its window, which the token index reads.
+  std::shared_ptr<const CountedLexeme> counted;
+  // The lexer's moves and ends, whatever the kind of lexeme.
+  uint32_t next(uint32_t state, uint8_t byte) const { return counted ? counted->next(state, byte) : dfa.next(state, byte); }
+  bool accepting(uint32_t state) const { return counted ? counted->accepting(state) : dfa.accepting(state); }
+  // The state of `dfa` for a lexer state (the same but in a counted lexeme).
+  uint32_t index_state(uint32_t state) const { return counted ? counted->window_state(state) : state; }
 };
 
 struct LexExcept {
@@ -71,7 +80,11 @@ struct CollapseLimits {
   bool operator==(const CollapseLimits&) const = default;
 };
 
-LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits = {});
+// `longest_token`: the vocabulary's longest token in bytes, the most
+// iterations of a counted lexeme one token can start (its window).
+inline constexpr uint32_t kDefaultLongestToken = 256;
+LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits = {},
+                             uint32_t longest_token = kDefaultLongestToken);
 
 // A DFA for L \ {""}: the start state is split off when it accepts. With
 // `minimal` false the old states keep their numbers (the new start is last).

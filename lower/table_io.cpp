@@ -109,13 +109,44 @@ std::shared_ptr<const ExceptAutomaton> ExceptAutomaton::load(BinaryReader& in) {
   return std::make_shared<const ExceptAutomaton>(strings);
 }
 
+namespace {
+// A counted lexeme's automaton, checked as compile_counted_regex and
+// CountedLexeme::make leave it, and its window made from it.
+bool load_counted(BinaryReader& in, LexTerminal& t) {
+  CountedDfa automaton;
+  if (!Dfa::load(in, automaton.loop)) return false;
+  automaton.starts = in.get_vector<uint64_t>();
+  automaton.bound = in.get<uint32_t>();
+  const uint32_t window = in.get<uint32_t>();
+  if (!in.ok()) return false;
+  const size_t states = automaton.loop.size();
+  if (t.kind != LexTerminal::Kind::Bytes || t.dfa.size() != 0 || states == 0 || automaton.loop.start() >= states ||
+      automaton.starts.size() != states * 4)
+    return in.fail("a counted lexeme whose automaton does not match its terminal");
+  if (automaton.bound > kMaxCountedRepeat || window == 0 || window > automaton.bound ||
+      ((uint64_t{automaton.bound} + 1) << counted_state_bits(states)) >= Dfa::kDead)
+    return in.fail("a counted lexeme whose bounds the compiler does not make");
+  CountedLexeme lexeme = CountedLexeme::make(std::move(automaton), window);
+  t.dfa = lexeme.window_dfa();
+  t.counted = std::make_shared<const CountedLexeme>(std::move(lexeme));
+  return true;
+}
+}  // namespace
+
 void LexicalGrammar::save(BinaryWriter& out) const {
   out.put<uint64_t>(terminals.size());
   for (const LexTerminal& t : terminals) {
     out.put<uint8_t>(static_cast<uint8_t>(t.kind));
-    t.dfa.save(out);
+    // A counted lexeme's window is made again on load, from its automaton.
+    (t.counted ? Dfa{} : t.dfa).save(out);
     out.put<uint32_t>(t.except_index);
     out.put_bytes(t.name);
+    out.put<uint8_t>(t.counted != nullptr);
+    if (!t.counted) continue;
+    t.counted->automaton.loop.save(out);
+    out.put_vector(t.counted->automaton.starts);
+    out.put<uint32_t>(t.counted->automaton.bound);
+    out.put<uint32_t>(t.counted->window);
   }
   out.put<uint64_t>(excepts.size());
   for (const LexExcept& e : excepts) {
@@ -148,6 +179,7 @@ bool LexicalGrammar::load(BinaryReader& in, LexicalGrammar& g) {
     if (!Dfa::load(in, t.dfa)) return false;
     t.except_index = in.get<uint32_t>();
     t.name = std::string(in.get_bytes());
+    if (in.get<uint8_t>() != 0 && !load_counted(in, t)) return false;
     g.terminals.push_back(std::move(t));
   }
   const uint64_t except_count = in.get_count(16);

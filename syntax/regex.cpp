@@ -103,9 +103,13 @@ class RegexParser {
     pos_ = i + 1;
     uint64_t min = lo.value_or(0);
     uint64_t max = comma ? hi.value_or(kRegexUnbounded) : min;
-    if (min > kMaxRegexRepeat || (max != kRegexUnbounded && max > kMaxRegexRepeat))
+    // Bounds above kMaxRegexRepeat are checked where the automaton is
+    // built: one such repetition may be counted (automata/counted.h).
+    if (min > kMaxRegexRepeat || (max != kRegexUnbounded && max > kMaxCountedRepeat))
       fail(start, pos_ - start,
-           fmt::format("repetition bound in regex is too large (the limit is {})", kMaxRegexRepeat));
+           fmt::format("repetition bound in regex is too large (the limit is {} for the lower bound and {} for the "
+                       "upper)",
+                       kMaxRegexRepeat, kMaxCountedRepeat));
     if (max != kRegexUnbounded && min > max)
       fail(start, pos_ - start,
            fmt::format("bad repetition bounds {{{},{}}} in regex: the minimum is larger than the maximum",

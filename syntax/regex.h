@@ -14,7 +14,10 @@
 namespace cgram::ir {
 
 inline constexpr uint32_t kRegexUnbounded = UINT32_MAX;
+// Repetitions are copied up to this bound; one repetition of a regex may
+// go up to kMaxCountedRepeat, kept as a counter (automata/counted.h).
 inline constexpr uint32_t kMaxRegexRepeat = 1000;
+inline constexpr uint32_t kMaxCountedRepeat = 1u << 24;
 
 struct RegexNode {
   enum class Kind { Empty, Set, Concat, Alternation, Repeat };

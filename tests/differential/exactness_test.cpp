@@ -10,6 +10,7 @@
 
 #include <random>
 
+#include "differential.h"
 #include "helpers.h"
 #include "matcher.h"
 #include "oracle_mask.h"
@@ -215,5 +216,62 @@ TEST_CASE("a repetition of except! without a count is read as one except!: the s
       CHECK(static_cast<int>(mine.verdict) == static_cast<int>(want.verdict));
       CHECK(mine.viable_bytes == want.viable_bytes);
     }
+  }
+}
+
+namespace {
+// `text` as the longest tokens of `vocab` that spell it, left to right.
+std::vector<uint32_t> greedy_tokens(const Vocabulary& vocab, std::string_view text) {
+  std::vector<uint32_t> out;
+  while (!text.empty()) {
+    std::optional<uint32_t> best;
+    size_t best_length = 0;
+    for (size_t n = 1; n <= text.size(); ++n)
+      if (auto id = vocab.find(text.substr(0, n))) best = id, best_length = n;
+    REQUIRE(best);
+    out.push_back(*best);
+    text.remove_prefix(best_length);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a counted lexeme masks as the oracle up to its bound and past it", "[exactness][counted]") {
+  // Tokens of at most 3 bytes: the window is 3 counts wide, and most of a
+  // string's 70 characters are counted in its lumped first level.
+  std::vector<std::string> tokens = {"[", "]", ",", "\"", "a", "b", " ", "aa", "ab", "aaa", "\\", "n",
+                                     "\\n", "\"]", "a\"", "b\",", "\xC3\xA9", "<eos>"};
+  auto vocab = Vocabulary::from_tokens(tokens, {static_cast<uint32_t>(tokens.size() - 1)});
+  REQUIRE(vocab.ok());
+  for (const char* bounds : {"{0,70}", "{5,70}", "{0,66}"}) {
+    const std::string source = fmt::format(
+        "start ::= '[' ( s ( ',' s )* )? ']' ; s ::= #'\"(?:[a-b ]|\\\\n|é){}\"' ;", bounds);
+    INFO(source);
+    auto g = grammar(source);
+    auto compiled = compile_for(g, *vocab);
+    bool counted = false;
+    for (const ir::LexTerminal& t : compiled->lexical().terminals)
+      if (t.counted) {
+        counted = true;
+        CHECK(t.counted->window == 3);
+        CHECK(t.dfa.size() == 4 * t.counted->counting + t.counted->automaton.loop.size() - t.counted->counting);
+      }
+    REQUIRE(counted);
+    OracleMasker oracle(oracle_grammar(*g), *vocab);
+    std::mt19937_64 rng(5);
+    const std::vector<std::string> pieces = {"a", "b", " ", "a", "b", "\\n", "\xC3\xA9"};
+    size_t steps = 0;
+    for (int i = 0; i < 12; ++i) {
+      // Strings of 60 to 75 characters, around the bound.
+      std::string text = "[\"abbab\",\"";
+      const size_t length = 60 + rng() % 16;
+      for (size_t n = 0; n < length; ++n) text += pieces[rng() % pieces.size()];
+      text += "\"]";
+      const WalkStats stats = walk_document(compiled, oracle, greedy_tokens(**vocab, text));
+      INFO(text << ": " << stats.first_mismatch);
+      CHECK(stats.mismatches == 0);
+      steps += stats.steps;
+    }
+    CHECK(steps > 500);
   }
 }

@@ -106,6 +106,17 @@ std::vector<Subject> subjects() {
   // The emoji is four byte tokens in the bundled vocabulary: any! tokens that hold part of a character.
   out.push_back({"any!", grammar("start ::= 'say' any!{1,6} '.' ( '\\n' start )? ;"),
                  {"say hello world.", "say \xF0\x9F\x98\x80."}});
+  // Counted lexemes (automata/counted.h): the JIT and the AOT code step
+  // their windows' states, the matcher its own; strings up to the bound and
+  // past it, longer than any token of the vocabulary.
+  const std::string seventy(70, 'a');
+  out.push_back({"counted lexeme",
+                 grammar("start ::= '[' ( s ( ',' s )* )? ']' ; s ::= #'\"(?:[a-z ]|\\\\n){0,70}\"' ;"),
+                 {"[\"" + seventy + "\"]", "[\"x\\ny\",\"" + seventy + "b\"]"}});
+  out.push_back({"JSON Schema maxLength",
+                 parse_as(R"({"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 70}})",
+                          "max_length.json", GrammarFormat::JsonSchema),
+                 {"[\"" + seventy + "\", \"ab\"]", "[\"" + seventy + "a\"]"}});
   out.push_back({"JSON Schema tool_call.json",
                  parse_as(read_file(std::string(CGRAM_SOURCE_DIR) + "/tests/data/schemas/tool_call.json"),
                           "tool_call.json", GrammarFormat::JsonSchema),

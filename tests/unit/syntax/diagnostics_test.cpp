@@ -83,7 +83,7 @@ TEST_CASE("bad regexes: the position is inside the regex", "[diagnostics]") {
   expect_error("start ::= #'a**';", 1, 15, "a quantifier cannot follow another quantifier; use a group, as in (?:a*)+");
   expect_error("start ::= #'\\q';", 1, 13, "unknown escape '\\q' in regex");
   expect_error("start ::= #'\\x4';", 1, 13, "bad escape in regex: '\\x' needs two hex digits, as in \\x41");
-  expect_error("start ::= #'a{2000}';", 1, 14, "repetition bound in regex is too large (the limit is 1000)");
+  expect_error("start ::= #'a{2000}';", 1, 14, "repetition bound in regex is too large (the limit is 1000 for the lower bound and 16777216 for the upper)");
   expect_error("start ::= #'[^\\s\\S]';", 1, 11, "this regex matches no text at all (its language is empty)");
   expect_error("start ::= #'(a|b)*a(a|b){20}';", 1, 11,
                "this regex is too large: its minimal DFA needs more than 32768 states (bounded repetitions "

@@ -1,0 +1,323 @@
+#include "counted.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <unordered_map>
+
+namespace cgram::ir {
+namespace {
+
+// The repetition to count: the first bounded one above kCountRepeatsAbove
+// reached through concatenations and alternations only (under another
+// repetition it would have to start again at every outer iteration).
+const RegexNode* find_counted(const RegexNode& node) {
+  switch (node.kind) {
+    case RegexNode::Kind::Concat:
+    case RegexNode::Kind::Alternation:
+      for (const RegexNode& child : node.children)
+        if (const RegexNode* found = find_counted(child)) return found;
+      return nullptr;
+    case RegexNode::Kind::Repeat:
+      if (node.max != kRegexUnbounded && node.max > kCountRepeatsAbove) return &node;
+      if (node.max <= 1) return find_counted(node.children[0]);
+      return nullptr;
+    default: return nullptr;
+  }
+}
+
+// A repetition above kMaxRegexRepeat other than `counted` (copies of it
+// would pass any limit), or null.
+const RegexNode* too_large_to_copy(const RegexNode& node, const RegexNode* counted) {
+  if (node.kind == RegexNode::Kind::Repeat && &node != counted &&
+      (node.min > kMaxRegexRepeat || (node.max != kRegexUnbounded && node.max > kMaxRegexRepeat)))
+    return &node;
+  if (&node == counted && node.min > kMaxRegexRepeat) return &node;
+  for (const RegexNode& child : node.children)
+    if (const RegexNode* found = too_large_to_copy(child, counted)) return found;
+  return nullptr;
+}
+
+// Subsets of (NFA state, whether the next byte starts an iteration) pairs,
+// each pair encoded as state * 2 + flag.
+class CountedSubsets {
+ public:
+  CountedSubsets(const Nfa& nfa, const CountedLoop& loop, const AutomatonLimits& limits)
+      : nfa_(nfa), loop_(loop), limits_(limits), mark_(nfa.size() * 2, 0) {}
+
+  struct NotCountable {};
+  struct TooLarge {};
+
+  // The subset DFA with its start bits (not trimmed, not minimal).
+  void build(Dfa& dfa, std::vector<uint64_t>& starts) {
+    std::vector<uint32_t> first{nfa_.start * 2};
+    closure(first);
+    dfa_ = &dfa;
+    starts_ = &starts;
+    dfa.set_start(intern(std::move(first)));
+    std::array<std::vector<uint32_t>, 256> moved;
+    std::array<uint8_t, 256> flags{};
+    for (uint32_t d = 0; d < sets_.size(); ++d) {
+      for (auto& m : moved) m.clear();
+      flags.fill(0);
+      for (uint32_t element : sets_[d]) {
+        const uint32_t s = element / 2, flag = element % 2;
+        for (const Nfa::Edge& e : nfa_.states()[s].edges)
+          for (int b = e.lo; b <= e.hi; ++b) {
+            moved[b].push_back(e.target * 2);
+            flags[b] |= static_cast<uint8_t>(1u << flag);
+          }
+      }
+      for (int b = 0; b < 256; ++b) {
+        if (moved[b].empty()) continue;
+        // Some readings start an iteration on this byte and others do not:
+        // the count would depend on the reading.
+        if (flags[b] == 3) throw NotCountable{};
+        closure(moved[b]);
+        const uint32_t to = intern(std::move(moved[b]));
+        dfa.set(d, static_cast<uint8_t>(b), to);
+        if (flags[b] == 2) starts[size_t(d) * 4 + b / 64] |= uint64_t{1} << (b % 64);
+      }
+    }
+  }
+
+ private:
+  void closure(std::vector<uint32_t>& set) {
+    std::vector<uint32_t> stack(set.begin(), set.end());
+    for (uint32_t e : set) mark_[e] = 1;
+    while (!stack.empty()) {
+      const uint32_t element = stack.back();
+      stack.pop_back();
+      const uint32_t flag = element % 2;
+      for (uint32_t t : nfa_.states()[element / 2].epsilon) {
+        const uint32_t next = t * 2 + (t == loop_.entry ? 1 : t == loop_.reset ? 0 : flag);
+        if (mark_[next]) continue;
+        mark_[next] = 1;
+        set.push_back(next);
+        stack.push_back(next);
+      }
+    }
+    for (uint32_t e : set) mark_[e] = 0;
+    std::sort(set.begin(), set.end());
+  }
+
+  uint32_t intern(std::vector<uint32_t> set) {
+    if (auto it = ids_.find(set); it != ids_.end()) return it->second;
+    elements_ += set.size();
+    if (sets_.size() >= limits_.max_intermediate_dfa_states || elements_ > limits_.max_subset_elements) throw TooLarge{};
+    bool accepting = false;
+    for (uint32_t e : set) accepting = accepting || e / 2 == nfa_.accept;
+    const uint32_t id = dfa_->add_state(accepting);
+    starts_->resize(starts_->size() + 4, 0);
+    ids_.emplace(set, id);
+    sets_.push_back(std::move(set));
+    return id;
+  }
+
+  const Nfa& nfa_;
+  const CountedLoop& loop_;
+  const AutomatonLimits& limits_;
+  std::vector<uint8_t> mark_;
+  std::map<std::vector<uint32_t>, uint32_t> ids_;
+  std::vector<std::vector<uint32_t>> sets_;
+  size_t elements_ = 0;
+  Dfa* dfa_ = nullptr;
+  std::vector<uint64_t>* starts_ = nullptr;
+};
+
+// States from which acceptance is reachable, by moves `usable` allows.
+std::vector<bool> reaching_acceptance(const Dfa& dfa, auto usable) {
+  const size_t n = dfa.size();
+  std::vector<std::vector<uint32_t>> from(n);
+  for (uint32_t q = 0; q < n; ++q)
+    for (int b = 0; b < 256; ++b)
+      if (const uint32_t to = dfa.next(q, static_cast<uint8_t>(b)); to != Dfa::kDead && usable(q, b)) from[to].push_back(q);
+  std::vector<bool> live(n, false);
+  std::vector<uint32_t> work;
+  for (uint32_t q = 0; q < n; ++q)
+    if (dfa.accepting(q)) live[q] = true, work.push_back(q);
+  while (!work.empty()) {
+    const uint32_t q = work.back();
+    work.pop_back();
+    for (uint32_t p : from[q])
+      if (!live[p]) live[p] = true, work.push_back(p);
+  }
+  return live;
+}
+
+// The live states, merged where they accept alike, start iterations on the
+// same bytes and move to merged states (Moore's refinement: the DFAs here
+// are small), renumbered from 0.
+CountedDfa minimal(const Dfa& dfa, const std::vector<uint64_t>& starts, const std::vector<bool>& live, uint32_t bound) {
+  const size_t n = dfa.size();
+  std::vector<uint32_t> cls(n, UINT32_MAX);
+  for (uint32_t q = 0; q < n; ++q)
+    if (live[q]) cls[q] = dfa.accepting(q) ? 1 : 0;
+  size_t classes = 0;
+  for (;;) {
+    std::map<std::vector<uint64_t>, uint32_t> ids;
+    std::vector<uint32_t> next(n, UINT32_MAX);
+    for (uint32_t q = 0; q < n; ++q) {
+      if (!live[q]) continue;
+      std::vector<uint64_t> signature{cls[q], starts[q * 4], starts[q * 4 + 1], starts[q * 4 + 2], starts[q * 4 + 3]};
+      for (int b = 0; b < 256; ++b) {
+        const uint32_t to = dfa.next(q, static_cast<uint8_t>(b));
+        signature.push_back(to == Dfa::kDead || !live[to] ? UINT32_MAX : cls[to]);
+      }
+      next[q] = ids.emplace(std::move(signature), static_cast<uint32_t>(ids.size())).first->second;
+    }
+    cls = std::move(next);
+    if (ids.size() == classes) break;
+    classes = ids.size();
+  }
+  CountedDfa out;
+  out.bound = bound;
+  out.starts.assign(classes * 4, 0);
+  for (size_t c = 0; c < classes; ++c) out.loop.add_state(false);
+  for (uint32_t q = 0; q < n; ++q) {
+    if (!live[q]) continue;
+    const uint32_t c = cls[q];
+    out.loop.set_accepting(c, dfa.accepting(q));
+    for (int w = 0; w < 4; ++w) out.starts[c * 4 + w] = starts[q * 4 + w];
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t to = dfa.next(q, static_cast<uint8_t>(b));
+      out.loop.set(c, static_cast<uint8_t>(b), to == Dfa::kDead || !live[to] ? Dfa::kDead : cls[to]);
+    }
+  }
+  out.loop.set_start(live[dfa.start()] ? cls[dfa.start()] : Dfa::kDead);
+  // Only live moves start iterations.
+  for (uint32_t c = 0; c < classes; ++c)
+    for (int b = 0; b < 256; ++b)
+      if (out.loop.next(c, static_cast<uint8_t>(b)) == Dfa::kDead) out.starts[c * 4 + b / 64] &= ~(uint64_t{1} << (b % 64));
+  return out;
+}
+
+}  // namespace
+
+Result<std::optional<CountedDfa>> compile_counted_regex(const RegexNode& regex, const AutomatonLimits& limits) {
+  CountedLoop loop{find_counted(regex)};
+  if (too_large_to_copy(regex, loop.node))
+    return Error{ErrorCode::Limit,
+                 fmt::format("a repetition bound above {} is only allowed on one repetition of a regex, outside "
+                             "any other repetition, with a lower bound of at most {}",
+                             kMaxRegexRepeat, kMaxRegexRepeat)};
+  if (!loop.node) return std::optional<CountedDfa>{};
+  const bool must_count = loop.node->max > kMaxRegexRepeat;
+  auto not_countable = [&](std::string_view why) -> Result<std::optional<CountedDfa>> {
+    if (!must_count) return std::optional<CountedDfa>{};
+    return Error{ErrorCode::Limit,
+                 fmt::format("a repetition bound above {} needs a repetition the lexer can count, and {}",
+                             kMaxRegexRepeat, why)};
+  };
+  NfaResult nfa = regex_to_counted_nfa(regex, &loop, limits);
+  if (auto* e = nfa.if_error()) return *e;
+  Dfa subsets;
+  std::vector<uint64_t> starts;
+  try {
+    CountedSubsets(*nfa, loop, limits).build(subsets, starts);
+  } catch (const CountedSubsets::NotCountable&) {
+    return not_countable(
+        "here a byte may either start an iteration or not (an iteration's first byte must tell it apart "
+        "from what follows the repetition)");
+  } catch (const CountedSubsets::TooLarge&) {
+    return Error{ErrorCode::Limit, fmt::format("this regex is too large: its automaton needs more than {} states",
+                                               limits.max_intermediate_dfa_states)};
+  }
+  const std::vector<bool> live = reaching_acceptance(subsets, [](uint32_t, int) { return true; });
+  if (subsets.start() == Dfa::kDead || !live[subsets.start()]) return std::optional<CountedDfa>{};
+  // Where a lexeme could only end by starting more iterations, the bound
+  // would decide whether it can end at all; the window's states (and the
+  // index) assume it never does.
+  const std::vector<bool> ends_uncounted = reaching_acceptance(subsets, [&](uint32_t q, int b) {
+    return !((starts[size_t(q) * 4 + b / 64] >> (b % 64)) & 1);
+  });
+  for (uint32_t q = 0; q < subsets.size(); ++q)
+    if (live[q] && !ends_uncounted[q]) return not_countable("here the text can only end after another iteration");
+  CountedDfa counted = minimal(subsets, starts, live, loop.node->max - loop.node->min);
+  if (counted.loop.size() > limits.max_dfa_states)
+    return Error{ErrorCode::Limit,
+                 fmt::format("this regex is too large: its automaton needs more than {} states", limits.max_dfa_states)};
+  // A lexer state is count << bits | state, in 32 bits (one more state for
+  // a start split off when the regex matches "").
+  const uint32_t bits = counted_state_bits(counted.loop.size() + 1);
+  if (bits >= 32 || ((uint64_t{counted.bound} + 1) << bits) >= Dfa::kDead)
+    return not_countable(fmt::format("its count and its {} states do not fit in a 32-bit lexer state",
+                                     counted.loop.size()));
+  return std::optional<CountedDfa>{std::move(counted)};
+}
+
+CountedLexeme CountedLexeme::make(CountedDfa automaton, uint32_t longest_token) {
+  // The states from which an iteration can still start, first (in order),
+  // then the others.
+  const Dfa& loop = automaton.loop;
+  const size_t n = loop.size();
+  std::vector<bool> counting(n, false);
+  std::vector<std::vector<uint32_t>> from(n);
+  std::vector<uint32_t> work;
+  for (uint32_t q = 0; q < n; ++q)
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t to = loop.next(q, static_cast<uint8_t>(b));
+      if (to == Dfa::kDead) continue;
+      from[to].push_back(q);
+      if (automaton.starts_iteration(q, static_cast<uint8_t>(b)) && !counting[q]) counting[q] = true, work.push_back(q);
+    }
+  while (!work.empty()) {
+    const uint32_t q = work.back();
+    work.pop_back();
+    for (uint32_t p : from[q])
+      if (!counting[p]) counting[p] = true, work.push_back(p);
+  }
+  std::vector<uint32_t> order, position(n);
+  for (int pass = 0; pass < 2; ++pass)
+    for (uint32_t q = 0; q < n; ++q)
+      if (counting[q] == (pass == 0)) position[q] = static_cast<uint32_t>(order.size()), order.push_back(q);
+  CountedLexeme out;
+  out.counting = static_cast<uint32_t>(std::count(counting.begin(), counting.end(), true));
+  out.automaton.bound = automaton.bound;
+  out.automaton.starts.assign(n * 4, 0);
+  for (uint32_t i = 0; i < n; ++i) out.automaton.loop.add_state(loop.accepting(order[i]));
+  for (uint32_t i = 0; i < n; ++i) {
+    for (int w = 0; w < 4; ++w) out.automaton.starts[i * 4 + w] = automaton.starts[size_t(order[i]) * 4 + w];
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t to = loop.next(order[i], static_cast<uint8_t>(b));
+      out.automaton.loop.set(i, static_cast<uint8_t>(b), to == Dfa::kDead ? Dfa::kDead : position[to]);
+    }
+  }
+  out.automaton.loop.set_start(position[loop.start()]);
+  out.window = std::min(automaton.bound, std::max<uint32_t>(longest_token, 1));
+  out.shift = counted_state_bits(n);
+  return out;
+}
+
+Dfa CountedLexeme::window_dfa() const {
+  const Dfa& loop = automaton.loop;
+  const uint32_t k = static_cast<uint32_t>(loop.size()), c = counting;
+  const bool lumps = automaton.bound > window;
+  // A window state of (level, loop state).
+  auto at = [&](uint32_t level, uint32_t q) { return q < c ? level * c + q : (window + 1) * c + (q - c); };
+  Dfa out;
+  out.reserve(size_t(window + 1) * c + (k - c));
+  for (uint32_t level = 0; level <= window; ++level)
+    for (uint32_t q = 0; q < c; ++q) out.add_state(loop.accepting(q));
+  for (uint32_t q = c; q < k; ++q) out.add_state(loop.accepting(q));
+  auto row = [&](uint32_t level, uint32_t q) {
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t to = loop.next(q, static_cast<uint8_t>(b));
+      uint32_t target = to == Dfa::kDead ? Dfa::kDead : at(level, to);
+      if (to != Dfa::kDead && automaton.starts_iteration(q, static_cast<uint8_t>(b))) {
+        if (level == window) target = Dfa::kDead;
+        else if (level > 0 || !lumps) target = at(level + 1, to);
+      }
+      out.set(at(level, q), static_cast<uint8_t>(b), target);
+    }
+  };
+  for (uint32_t level = 0; level <= window; ++level)
+    for (uint32_t q = 0; q < c; ++q) row(level, q);
+  for (uint32_t q = c; q < k; ++q) row(0, q);  // (never starts an iteration)
+  out.set_start(at(0, loop.start()));
+  return out;
+}
+
+}  // namespace cgram::ir
