@@ -360,7 +360,7 @@ struct ByteView {
 };
 
 template <class View>
-Dfa minimize_view(const View& dfa);
+Dfa minimize_view(const View& dfa, std::span<const uint32_t> initial = {});
 
 }  // namespace
 
@@ -415,7 +415,7 @@ std::vector<uint8_t> distinct_columns(const Dfa& dfa) {
 namespace {
 
 template <class View>
-Dfa minimize_view(const View& dfa) {
+Dfa minimize_view(const View& dfa, std::span<const uint32_t> initial) {
   const size_t n = dfa.size();
   if (dfa.start() == Dfa::kDead) return Dfa{};
   const size_t width = dfa.width();
@@ -449,7 +449,15 @@ Dfa minimize_view(const View& dfa) {
   // Class 0 is dead; the live classes are numbered from 1.
   std::vector<uint32_t> cls(n, 0);
   std::vector<std::vector<uint32_t>> blocks;
-  {
+  if (!initial.empty()) {
+    std::unordered_map<uint32_t, uint32_t> block_of_class;
+    for (uint32_t s = 0; s < n; ++s) {
+      if (!live[s]) continue;
+      auto [at, fresh] = block_of_class.try_emplace(initial[s], static_cast<uint32_t>(blocks.size()));
+      if (fresh) blocks.emplace_back();
+      blocks[at->second].push_back(s);
+    }
+  } else {
     std::vector<uint32_t> accepting, other;
     for (uint32_t s = 0; s < n; ++s)
       if (live[s]) (dfa.accepting(s) ? accepting : other).push_back(s);
@@ -557,6 +565,8 @@ Dfa minimize_view(const View& dfa) {
 }  // namespace
 
 Dfa minimize(const Dfa& dfa) { return minimize_view(ByteView{dfa}); }
+
+Dfa minimize_apart(const Dfa& dfa, std::span<const uint32_t> initial) { return minimize_view(ByteView{dfa}, initial); }
 
 uint32_t embed_dfa(const Dfa& dfa, Nfa& nfa, uint32_t accept) {
   const uint32_t base = static_cast<uint32_t>(nfa.size());

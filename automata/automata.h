@@ -129,6 +129,12 @@ NfaResult regex_to_counted_nfa(const RegexNode& regex, CountedLoop* counted, con
 DfaResult nfa_to_dfa(const Nfa& nfa, const AutomatonLimits& limits = {}, size_t* subset_elements = nullptr);
 // Removes states that cannot reach acceptance, then merges equivalent states.
 Dfa minimize(const Dfa& dfa);
+// minimize, never merging states of different classes of `initial` (one
+// per state; states of one class accept alike): for what a state holds that
+// its language does not show, such as the moves that start a counted
+// iteration (automata/counted.h). The states come out in breadth-first
+// order from the start, over bytes in order.
+Dfa minimize_apart(const Dfa& dfa, std::span<const uint32_t> initial);
 // minimize(nfa_to_dfa(nfa)), without the full rows in between: the subsets
 // and their refinement work on the classes of bytes the NFA's edges tell
 // apart. `subset_states`, when given, gets the DFA's states before

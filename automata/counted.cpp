@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <map>
 #include <unordered_map>
@@ -148,49 +149,40 @@ std::vector<bool> reaching_acceptance(const Dfa& dfa, auto usable) {
 }
 
 // The live states, merged where they accept alike, start iterations on the
-// same bytes and move to merged states (Moore's refinement: the DFAs here
-// are small), renumbered from 0.
+// same bytes and move to merged states.
 CountedDfa minimal(const Dfa& dfa, const std::vector<uint64_t>& starts, const std::vector<bool>& live, uint32_t bound) {
   const size_t n = dfa.size();
-  std::vector<uint32_t> cls(n, UINT32_MAX);
-  for (uint32_t q = 0; q < n; ++q)
-    if (live[q]) cls[q] = dfa.accepting(q) ? 1 : 0;
-  size_t classes = 0;
-  for (;;) {
-    std::map<std::vector<uint64_t>, uint32_t> ids;
-    std::vector<uint32_t> next(n, UINT32_MAX);
-    for (uint32_t q = 0; q < n; ++q) {
-      if (!live[q]) continue;
-      std::vector<uint64_t> signature{cls[q], starts[q * 4], starts[q * 4 + 1], starts[q * 4 + 2], starts[q * 4 + 3]};
-      for (int b = 0; b < 256; ++b) {
-        const uint32_t to = dfa.next(q, static_cast<uint8_t>(b));
-        signature.push_back(to == Dfa::kDead || !live[to] ? UINT32_MAX : cls[to]);
-      }
-      next[q] = ids.emplace(std::move(signature), static_cast<uint32_t>(ids.size())).first->second;
-    }
-    cls = std::move(next);
-    if (ids.size() == classes) break;
-    classes = ids.size();
+  // Start bits of live moves only, as each state's class with its accepting.
+  std::vector<uint64_t> live_starts(starts.size(), 0);
+  std::map<std::array<uint64_t, 5>, uint32_t> ids;
+  std::vector<uint32_t> initial(n, 0);
+  for (uint32_t q = 0; q < n; ++q) {
+    if (!live[q]) continue;
+    for (int b = 0; b < 256; ++b)
+      if (const uint32_t to = dfa.next(q, static_cast<uint8_t>(b)); to != Dfa::kDead && live[to])
+        live_starts[size_t(q) * 4 + b / 64] |= starts[size_t(q) * 4 + b / 64] & (uint64_t{1} << (b % 64));
+    const std::array<uint64_t, 5> key{dfa.accepting(q) ? 1u : 0u, live_starts[q * 4], live_starts[q * 4 + 1],
+                                      live_starts[q * 4 + 2], live_starts[q * 4 + 3]};
+    initial[q] = ids.emplace(key, static_cast<uint32_t>(ids.size())).first->second;
   }
   CountedDfa out;
   out.bound = bound;
-  out.starts.assign(classes * 4, 0);
-  for (size_t c = 0; c < classes; ++c) out.loop.add_state(false);
-  for (uint32_t q = 0; q < n; ++q) {
-    if (!live[q]) continue;
-    const uint32_t c = cls[q];
-    out.loop.set_accepting(c, dfa.accepting(q));
-    for (int w = 0; w < 4; ++w) out.starts[c * 4 + w] = starts[q * 4 + w];
+  out.loop = minimize_apart(dfa, initial);
+  // Each state's start bits from a state it was merged from: the two
+  // automata walked side by side, breadth first.
+  out.starts.assign(out.loop.size() * 4, 0);
+  std::vector<uint32_t> from(out.loop.size(), Dfa::kDead), queue{out.loop.start()};
+  from[out.loop.start()] = dfa.start();
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const uint32_t q = queue[i], old = from[q];
+    for (int w = 0; w < 4; ++w) out.starts[size_t(q) * 4 + w] = live_starts[size_t(old) * 4 + w];
     for (int b = 0; b < 256; ++b) {
-      const uint32_t to = dfa.next(q, static_cast<uint8_t>(b));
-      out.loop.set(c, static_cast<uint8_t>(b), to == Dfa::kDead || !live[to] ? Dfa::kDead : cls[to]);
+      const uint32_t to = out.loop.next(q, static_cast<uint8_t>(b));
+      if (to == Dfa::kDead || from[to] != Dfa::kDead) continue;
+      from[to] = dfa.next(old, static_cast<uint8_t>(b));
+      queue.push_back(to);
     }
   }
-  out.loop.set_start(live[dfa.start()] ? cls[dfa.start()] : Dfa::kDead);
-  // Only live moves start iterations.
-  for (uint32_t c = 0; c < classes; ++c)
-    for (int b = 0; b < 256; ++b)
-      if (out.loop.next(c, static_cast<uint8_t>(b)) == Dfa::kDead) out.starts[c * 4 + b / 64] &= ~(uint64_t{1} << (b % 64));
   return out;
 }
 
@@ -249,26 +241,35 @@ Result<std::optional<CountedDfa>> compile_counted_regex(const RegexNode& regex, 
 }
 
 CountedLexeme CountedLexeme::make(CountedDfa automaton, uint32_t longest_token) {
-  // The states from which an iteration can still start, first (in order),
-  // then the others.
+  // The states inside the repetition (reached by starting an iteration, and
+  // able to start another) first, in order, then the others: before the
+  // repetition the count is 0, after it the count does not matter.
   const Dfa& loop = automaton.loop;
   const size_t n = loop.size();
-  std::vector<bool> counting(n, false);
-  std::vector<std::vector<uint32_t>> from(n);
-  std::vector<uint32_t> work;
+  std::vector<std::vector<uint32_t>> to(n), from(n);
+  std::vector<uint32_t> starts_from, started;
   for (uint32_t q = 0; q < n; ++q)
     for (int b = 0; b < 256; ++b) {
-      const uint32_t to = loop.next(q, static_cast<uint8_t>(b));
-      if (to == Dfa::kDead) continue;
-      from[to].push_back(q);
-      if (automaton.starts_iteration(q, static_cast<uint8_t>(b)) && !counting[q]) counting[q] = true, work.push_back(q);
+      const uint32_t t = loop.next(q, static_cast<uint8_t>(b));
+      if (t == Dfa::kDead) continue;
+      to[q].push_back(t);
+      from[t].push_back(q);
+      if (automaton.starts_iteration(q, static_cast<uint8_t>(b))) starts_from.push_back(q), started.push_back(t);
     }
-  while (!work.empty()) {
-    const uint32_t q = work.back();
-    work.pop_back();
-    for (uint32_t p : from[q])
-      if (!counting[p]) counting[p] = true, work.push_back(p);
-  }
+  auto reach = [&](std::vector<uint32_t> work, const std::vector<std::vector<uint32_t>>& edges) {
+    std::vector<bool> seen(n, false);
+    for (uint32_t q : work) seen[q] = true;
+    while (!work.empty()) {
+      const uint32_t q = work.back();
+      work.pop_back();
+      for (uint32_t p : edges[q])
+        if (!seen[p]) seen[p] = true, work.push_back(p);
+    }
+    return seen;
+  };
+  const std::vector<bool> after_start = reach(started, to), before_start = reach(starts_from, from);
+  std::vector<bool> counting(n);
+  for (uint32_t q = 0; q < n; ++q) counting[q] = after_start[q] && before_start[q];
   std::vector<uint32_t> order, position(n);
   for (int pass = 0; pass < 2; ++pass)
     for (uint32_t q = 0; q < n; ++q)
@@ -295,28 +296,26 @@ Dfa CountedLexeme::window_dfa() const {
   const Dfa& loop = automaton.loop;
   const uint32_t k = static_cast<uint32_t>(loop.size()), c = counting;
   const bool lumps = automaton.bound > window;
-  // A window state of (level, loop state).
-  auto at = [&](uint32_t level, uint32_t q) { return q < c ? level * c + q : (window + 1) * c + (q - c); };
   Dfa out;
-  out.reserve(size_t(window + 1) * c + (k - c));
-  for (uint32_t level = 0; level <= window; ++level)
+  out.reserve(k + size_t(window) * c);
+  for (uint32_t q = 0; q < k; ++q) out.add_state(loop.accepting(q));
+  for (uint32_t level = 1; level <= window; ++level)
     for (uint32_t q = 0; q < c; ++q) out.add_state(loop.accepting(q));
-  for (uint32_t q = c; q < k; ++q) out.add_state(loop.accepting(q));
   auto row = [&](uint32_t level, uint32_t q) {
     for (int b = 0; b < 256; ++b) {
       const uint32_t to = loop.next(q, static_cast<uint8_t>(b));
-      uint32_t target = to == Dfa::kDead ? Dfa::kDead : at(level, to);
+      uint32_t target = to == Dfa::kDead ? Dfa::kDead : window_state_at(level, to);
       if (to != Dfa::kDead && automaton.starts_iteration(q, static_cast<uint8_t>(b))) {
         if (level == window) target = Dfa::kDead;
-        else if (level > 0 || !lumps) target = at(level + 1, to);
+        else if (level > 0 || !lumps) target = window_state_at(level + 1, to);
       }
-      out.set(at(level, q), static_cast<uint8_t>(b), target);
+      out.set(window_state_at(level, q), static_cast<uint8_t>(b), target);
     }
   };
-  for (uint32_t level = 0; level <= window; ++level)
+  for (uint32_t q = 0; q < k; ++q) row(0, q);  // (before the repetition the count is 0)
+  for (uint32_t level = 1; level <= window; ++level)
     for (uint32_t q = 0; q < c; ++q) row(level, q);
-  for (uint32_t q = c; q < k; ++q) row(0, q);  // (never starts an iteration)
-  out.set_start(at(0, loop.start()));
+  out.set_start(loop.start());
   return out;
 }
 

@@ -50,8 +50,8 @@ Result<std::optional<CountedDfa>> compile_counted_regex(const RegexNode& regex, 
 // What the matcher keeps of a counted lexeme: its automaton, and the window
 // that the token index reads.
 struct CountedLexeme {
-  CountedDfa automaton;  // its states that can start an iteration first
-  uint32_t counting = 0;  // how many: the others (past the repetition) have one window state each
+  CountedDfa automaton;  // its states inside the repetition first
+  uint32_t counting = 0;  // how many: the others (before or after it) have one window state each
   uint32_t window = 0;    // counts told apart at the end: min(bound, longest token in bytes)
   uint32_t shift = 0;     // bits of a loop state in a lexer state
 
@@ -71,18 +71,19 @@ struct CountedLexeme {
   bool accepting(uint32_t state) const { return state != Dfa::kDead && automaton.loop.accepting(state & mask()); }
   // The window's state for a lexer state.
   uint32_t window_state(uint32_t state) const {
-    const uint32_t q = state & mask();
-    if (q >= counting) return (window + 1) * counting + (q - counting);
-    const uint32_t count = state >> shift, lumped = automaton.bound - window;
-    const uint32_t level = count <= lumped ? 0 : count - lumped;
-    return level * counting + q;
+    const uint32_t q = state & mask(), count = state >> shift, lumped = automaton.bound - window;
+    return q >= counting || count <= lumped ? q : window_state_at(count - lumped, q);
   }
-  // The window as a DFA: level j (0..window) by counting state, level 0
-  // for every count up to bound - window, then one level per count; then
-  // the states past the repetition, once (the count no longer matters
-  // there, and their copies would keep the index from sharing the
-  // levels' entries).
+  // The window as a DFA: level 0 (every count up to bound - window) is the
+  // loop itself, state for state, so that a lexeme starts at the same state
+  // in both; then one level per count for the states inside the
+  // repetition. The states before it (where the count is 0) and after it
+  // (where it no longer matters) are at level 0 only: copies of them would
+  // cost states and keep the index from sharing the levels' entries.
   Dfa window_dfa() const;
+  uint32_t window_state_at(uint32_t level, uint32_t q) const {
+    return level == 0 || q >= counting ? q : static_cast<uint32_t>(automaton.loop.size()) + (level - 1) * counting + q;
+  }
   uint32_t mask() const { return (uint32_t{1} << shift) - 1; }
 };
 

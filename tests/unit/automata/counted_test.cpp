@@ -74,7 +74,7 @@ TEST_CASE("a counted regex accepts what its copies accept, and dies where they d
     REQUIRE(copies.ok());
     for (int i = 0; i < 3000; ++i) {
       const std::string text = random_text(rng, shape.pieces, 120);
-      uint32_t mine = automaton.loop.start(), want = copies->start();
+      uint32_t mine = lexeme.automaton.loop.start(), want = copies->start();
       for (size_t j = 0; j < text.size() && mine != Dfa::kDead; ++j) {
         mine = lexeme.next(mine, static_cast<uint8_t>(text[j]));
         want = copies->next(want, static_cast<uint8_t>(text[j]));
@@ -93,10 +93,11 @@ TEST_CASE("a counted lexeme's window answers as its counter for every text of a 
     for (uint32_t longest : {1u, 3u, 7u, 500u}) {
       const CountedLexeme lexeme = CountedLexeme::make(counted(shape.counted), longest);
       const Dfa window = lexeme.window_dfa();
-      // Each level has the states that can still start an iteration, and
-      // the others are there once.
+      // Level 0 is the loop, state for state (a lexeme starts at the same
+      // state in both); each later level has the states inside the repetition.
       REQUIRE(lexeme.counting <= lexeme.automaton.loop.size());
-      REQUIRE(window.size() == (lexeme.window + 1) * lexeme.counting + lexeme.automaton.loop.size() - lexeme.counting);
+      REQUIRE(window.size() == lexeme.automaton.loop.size() + lexeme.window * lexeme.counting);
+      REQUIRE(window.start() == lexeme.automaton.loop.start());
       // From states of every count: a long text leads there, then a token's
       // text (at most `longest` bytes) is read by both.
       for (int i = 0; i < 2000; ++i) {
