@@ -11,22 +11,30 @@
 namespace cgram::ir {
 namespace {
 
-// The repetition to count: the first bounded one above kCountRepeatsAbove
-// reached through concatenations and alternations only (under another
-// repetition it would have to start again at every outer iteration).
-const RegexNode* find_counted(const RegexNode& node) {
+// The repetition to count: the first bounded one whose iterations past its
+// lower bound are more than `above`, reached through concatenations and
+// alternations only (under another repetition it would have to start again
+// at every outer iteration).
+const RegexNode* find_counted(const RegexNode& node, uint32_t above) {
   switch (node.kind) {
     case RegexNode::Kind::Concat:
     case RegexNode::Kind::Alternation:
       for (const RegexNode& child : node.children)
-        if (const RegexNode* found = find_counted(child)) return found;
+        if (const RegexNode* found = find_counted(child, above)) return found;
       return nullptr;
     case RegexNode::Kind::Repeat:
-      if (node.max != kRegexUnbounded && node.max > kCountRepeatsAbove) return &node;
-      if (node.max <= 1) return find_counted(node.children[0]);
+      if (node.max != kRegexUnbounded && node.max - node.min > above) return &node;
+      if (node.max <= 1) return find_counted(node.children[0], above);
       return nullptr;
     default: return nullptr;
   }
+}
+
+// The one that must be counted (past the copies' limit), else the first
+// that may be.
+const RegexNode* find_counted(const RegexNode& regex) {
+  if (const RegexNode* must = find_counted(regex, kMaxRegexRepeat)) return must;
+  return find_counted(regex, kCountRepeatsAbove);
 }
 
 // A repetition above kMaxRegexRepeat other than `counted` (copies of it
@@ -231,6 +239,11 @@ Result<std::optional<CountedDfa>> compile_counted_regex(const RegexNode& regex, 
   if (counted.loop.size() > limits.max_dfa_states)
     return Error{ErrorCode::Limit,
                  fmt::format("this regex is too large: its automaton needs more than {} states", limits.max_dfa_states)};
+  // The window the index reads, for the longest token a vocabulary may have.
+  const CountedLexeme widest = CountedLexeme::make(counted, kMaxWindow);
+  if (widest.window_states() > limits.max_dfa_states)
+    return not_countable(fmt::format("its window for tokens of up to {} bytes needs more than {} states (the limit)",
+                                     kMaxWindow, limits.max_dfa_states));
   // A lexer state is count << bits | state, in 32 bits (one more state for
   // a start split off when the regex matches "").
   const uint32_t bits = counted_state_bits(counted.loop.size() + 1);

@@ -21,9 +21,13 @@
 
 namespace cgram::ir {
 
-// Bounded repetitions whose upper bound passes this are counted when they
-// can be (below it they are copied, which lets a lexeme collapse with others).
+// Bounded repetitions with more optional iterations than this are counted
+// when they can be (below it they are copied, which lets a lexeme collapse
+// with others).
 inline constexpr uint32_t kCountRepeatsAbove = 64;
+// The widest window a counted lexeme may need: the longest token a
+// vocabulary may hold (VocabularyOptions::max_token_bytes).
+inline constexpr uint32_t kMaxWindow = 1024;
 
 // A regex's automaton with its counted repetition unbounded (`loop`), the
 // moves that start an iteration of it, and how many may start.
@@ -34,7 +38,6 @@ struct CountedDfa {
   bool starts_iteration(uint32_t state, uint8_t byte) const {
     return (starts[size_t(state) * 4 + byte / 64] >> (byte % 64)) & 1;
   }
-  bool operator==(const CountedDfa&) const = default;
 };
 
 // The regex's counted form, when it has a bounded repetition whose upper
@@ -81,6 +84,7 @@ struct CountedLexeme {
   // (where it no longer matters) are at level 0 only: copies of them would
   // cost states and keep the index from sharing the levels' entries.
   Dfa window_dfa() const;
+  size_t window_states() const { return automaton.loop.size() + size_t(window) * counting; }
   uint32_t window_state_at(uint32_t level, uint32_t q) const {
     return level == 0 || q >= counting ? q : static_cast<uint32_t>(automaton.loop.size()) + (level - 1) * counting + q;
   }

@@ -231,11 +231,7 @@ CompileResult CompiledGrammar::load_tables_checked(std::string_view bytes, std::
   };
   g->source_name_ = std::string(in.get_bytes());
   g->grammar_hash_ = in.get<uint64_t>();
-  if (!ir::LexicalGrammar::load(in, g->lexical_)) return failed();
-  // A counted lexeme's window must cover this vocabulary's longest token.
-  for (const ir::LexTerminal& t : g->lexical_.terminals)
-    if (t.counted && t.counted->window != std::min(t.counted->automaton.bound, longest_token(*g->vocab_)))
-      return Error{ErrorCode::InvalidInput, "invalid tables: a counted lexeme made for another vocabulary"};
+  if (!ir::LexicalGrammar::load(in, g->lexical_, longest_token(*g->vocab_))) return failed();
   g->table_ = ir::LrTable::load(in, g->lexical_);
   if (!g->table_) return failed();
   g->index_ = TokenIndex::load(in, g->lexical_, g->vocab_->trie(), g->mask_words(), g->vocab_->size());

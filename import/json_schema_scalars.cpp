@@ -298,13 +298,27 @@ Expr Converter::string(const Node& node) {
       error(at, "'pattern' must be a string");
       return std::nullopt;
     }
-    for (const std::string& pattern : patterns_of(s)) {  // (more than one after a merge)
+    // Each pattern's language; one that starts with look-aheads, as the
+    // languages it is within and outside (json::leading_lookaheads).
+    auto read_pattern = [&](const std::string& pattern, std::vector<ir::RegexNode>& into) {
       auto converted = json::ecma_pattern_to_regex(pattern);
       if (auto* e = converted.if_error()) {
         error(at, "'pattern': " + e->message);
-        return std::nullopt;
+        return false;
       }
-      if (!read(*converted, at, all)) return std::nullopt;
+      return read(*converted, at, into);
+    };
+    for (const std::string& pattern : patterns_of(s)) {  // (more than one after a merge)
+      const std::optional<json::LookaheadParts> parts = json::leading_lookaheads(pattern);
+      if (!parts) {
+        if (!read_pattern(pattern, all)) return std::nullopt;
+        continue;
+      }
+      if (!read_pattern(parts->rest, all)) return std::nullopt;
+      for (const std::string& within : parts->within)
+        if (!read_pattern(within, all)) return std::nullopt;
+      for (const std::string& outside : parts->outside)
+        if (!read_pattern(outside, none)) return std::nullopt;
     }
   }
   if (s.contains("format")) {

@@ -723,6 +723,29 @@ std::string anchors_brought_out(std::string_view pattern) {
 }
 }  // namespace
 
+std::optional<LookaheadParts> leading_lookaheads(std::string_view pattern) {
+  if (!pattern.starts_with("^(?=") && !pattern.starts_with("^(?!")) return std::nullopt;
+  const Shape shape{pattern};
+  LookaheadParts parts;
+  size_t at = 1;
+  while (pattern.substr(at, 3) == "(?=" || pattern.substr(at, 3) == "(?!") {
+    const size_t close = shape.close_of(at);
+    if (close == std::string_view::npos) return std::nullopt;
+    // Anchored where it stands: a '^' that starts one of its alternatives says nothing more.
+    std::string body;
+    for (std::string_view alternative : Shape{pattern.substr(at + 3, close - at - 3)}.alternatives()) {
+      if (alternative.starts_with('^')) alternative.remove_prefix(1);
+      body += (body.empty() ? "" : "|") + std::string(alternative);
+    }
+    (pattern[at + 2] == '=' ? parts.within : parts.outside).push_back("^(?:" + body + ")");
+    at = close + 1;
+  }
+  std::string_view rest = pattern.substr(at);
+  if (rest.starts_with('^')) rest.remove_prefix(1);
+  parts.rest = "^" + std::string(rest);
+  return parts;
+}
+
 Result<std::string> ecma_pattern_to_regex(std::string_view written) {
   const std::string flattened = anchors_brought_out(written);
   const std::string_view pattern = flattened;

@@ -79,6 +79,17 @@ std::optional<std::string> key_not_in_regex(const std::vector<std::string>& name
 // meaning. An error says what is not supported.
 Result<std::string> ecma_pattern_to_regex(std::string_view pattern);
 
+// A pattern that starts with look-aheads, `^(?=A)(?!B)R`, as patterns of
+// their own: the strings R matches from the start (`rest`, `^R`), that A
+// matches from the start (`within`, `^(?:A)`) and that B does not
+// (`outside`, `^(?:B)`). nullopt when the pattern has no such start
+// (look-aheads elsewhere stay unsupported).
+struct LookaheadParts {
+  std::string rest;
+  std::vector<std::string> within, outside;
+};
+std::optional<LookaheadParts> leading_lookaheads(std::string_view pattern);
+
 // A string `format`, as a regex over the decoded characters; nullopt when
 // the format is unknown. `note` names what the regex does not enforce (the
 // 253-character limit of hostnames), empty when it is exact.

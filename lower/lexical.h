@@ -52,6 +52,9 @@ struct SkeletonProduction {
   std::vector<SkeletonSymbol> rhs;
 };
 
+// The longest token assumed where there is no vocabulary (`cgram check --dump`).
+inline constexpr uint32_t kDefaultLongestToken = 256;
+
 struct LexicalGrammar {
   std::vector<LexTerminal> terminals;
   std::vector<LexExcept> excepts;
@@ -65,7 +68,9 @@ struct LexicalGrammar {
   std::string dump() const;
   // Saving and loading (table_io.cpp): load checks every index.
   void save(BinaryWriter& out) const;
-  static bool load(BinaryReader& in, LexicalGrammar& grammar);
+  // `longest_token`: the vocabulary's (lower_lexical), which a counted
+  // lexeme's window must have been made for.
+  static bool load(BinaryReader& in, LexicalGrammar& grammar, uint32_t longest_token);
 };
 
 // How much work collapsing regular rules into lexemes may take. A rule
@@ -82,7 +87,6 @@ struct CollapseLimits {
 
 // `longest_token`: the vocabulary's longest token in bytes, the most
 // iterations of a counted lexeme one token can start (its window).
-inline constexpr uint32_t kDefaultLongestToken = 256;
 LexicalGrammar lower_lexical(const GrammarIR& ir, const CollapseLimits& limits = {},
                              uint32_t longest_token = kDefaultLongestToken);
 

@@ -112,7 +112,7 @@ std::shared_ptr<const ExceptAutomaton> ExceptAutomaton::load(BinaryReader& in) {
 namespace {
 // A counted lexeme's automaton, checked as compile_counted_regex and
 // CountedLexeme::make leave it, and its window made from it.
-bool load_counted(BinaryReader& in, LexTerminal& t) {
+bool load_counted(BinaryReader& in, LexTerminal& t, uint32_t longest_token) {
   CountedDfa automaton;
   if (!Dfa::load(in, automaton.loop)) return false;
   automaton.starts = in.get_vector<uint64_t>();
@@ -123,10 +123,15 @@ bool load_counted(BinaryReader& in, LexTerminal& t) {
   if (t.kind != LexTerminal::Kind::Bytes || t.dfa.size() != 0 || states == 0 || automaton.loop.start() >= states ||
       automaton.starts.size() != states * 4)
     return in.fail("a counted lexeme whose automaton does not match its terminal");
-  if (automaton.bound > kMaxCountedRepeat || window == 0 || window > automaton.bound ||
+  if (automaton.bound == 0 || automaton.bound > kMaxCountedRepeat ||
       ((uint64_t{automaton.bound} + 1) << counted_state_bits(states)) >= Dfa::kDead)
     return in.fail("a counted lexeme whose bounds the compiler does not make");
+  if (window != std::min(automaton.bound, std::max<uint32_t>(longest_token, 1)))
+    return in.fail("a counted lexeme made for another vocabulary");
   CountedLexeme lexeme = CountedLexeme::make(std::move(automaton), window);
+  // Checked before the window is made: bytes that ask for a huge one are refused, not allocated.
+  if (lexeme.window_states() > AutomatonLimits{}.max_total_dfa_states)
+    return in.fail("a counted lexeme whose window is larger than the compiler makes");
   t.dfa = lexeme.window_dfa();
   t.counted = std::make_shared<const CountedLexeme>(std::move(lexeme));
   return true;
@@ -168,7 +173,7 @@ void LexicalGrammar::save(BinaryWriter& out) const {
   put_strings(out, context_free_reasons);
 }
 
-bool LexicalGrammar::load(BinaryReader& in, LexicalGrammar& g) {
+bool LexicalGrammar::load(BinaryReader& in, LexicalGrammar& g, uint32_t longest_token) {
   g = {};
   const uint64_t terminal_count = in.get_count(16);
   for (uint64_t i = 0; i < terminal_count && in.ok(); ++i) {
@@ -179,7 +184,7 @@ bool LexicalGrammar::load(BinaryReader& in, LexicalGrammar& g) {
     if (!Dfa::load(in, t.dfa)) return false;
     t.except_index = in.get<uint32_t>();
     t.name = std::string(in.get_bytes());
-    if (in.get<uint8_t>() != 0 && !load_counted(in, t)) return false;
+    if (in.get<uint8_t>() != 0 && !load_counted(in, t, longest_token)) return false;
     g.terminals.push_back(std::move(t));
   }
   const uint64_t except_count = in.get_count(16);

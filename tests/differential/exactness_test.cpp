@@ -273,5 +273,29 @@ TEST_CASE("a counted lexeme masks as the oracle up to its bound and past it", "[
       steps += stats.steps;
     }
     CHECK(steps > 500);
+    // Saved and loaded back for the same vocabulary: the same lexeme. For
+    // a vocabulary whose longest token is longer, its window is too narrow:
+    // refused.
+    auto loaded = CompiledGrammar::load_tables(compiled->save_tables(), *vocab);
+    REQUIRE(loaded.ok());
+    for (size_t t = 0; t < compiled->lexical().terminals.size(); ++t)
+      if (const auto& c = compiled->lexical().terminals[t].counted) {
+        const auto& back = (*loaded)->lexical().terminals[t];
+        REQUIRE(back.counted);
+        CHECK(back.counted->automaton.starts == c->automaton.starts);
+        CHECK(back.counted->automaton.bound == c->automaton.bound);
+        for (uint32_t q = 0; q < c->automaton.loop.size(); ++q) {
+          const auto row = c->automaton.loop.row(q), back_row = back.counted->automaton.loop.row(q);
+          CHECK(std::equal(row.begin(), row.end(), back_row.begin(), back_row.end()));
+        }
+        CHECK(back.counted->window == c->window);
+        CHECK(back.dfa.size() == compiled->lexical().terminals[t].dfa.size());
+      }
+    std::vector<std::string> longer = tokens;
+    longer.insert(longer.end() - 1, "aaaa");
+    auto wider = Vocabulary::from_tokens(longer, {static_cast<uint32_t>(longer.size() - 1)});
+    REQUIRE(wider.ok());
+    auto refused = CompiledGrammar::load_tables(compiled->save_tables(), *wider);
+    REQUIRE_FALSE(refused.ok());
   }
 }

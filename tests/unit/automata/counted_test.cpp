@@ -126,9 +126,9 @@ TEST_CASE("a counted lexeme's window answers as its counter for every text of a 
 }
 
 TEST_CASE("a repetition is counted only where the count is exact", "[automata][counted]") {
-  // No repetition above kCountRepeatsAbove, or one inside another
-  // repetition: copied as before.
-  for (const char* pattern : {"a{0,64}", "(?:a{0,100})*", "(?:ab{0,100}c){2}"}) {
+  // No more than 64 optional iterations (a{128} has none), or a repetition
+  // inside another repetition: copied as before.
+  for (const char* pattern : {"a{0,64}", "(?:a{0,100})*", "(?:ab{0,100}c){2}", "[0-9a-f]{128}", "a{100,130}"}) {
     INFO(pattern);
     auto r = compile_counted_regex(parsed(pattern));
     REQUIRE(r.ok());
@@ -149,6 +149,11 @@ TEST_CASE("a repetition is counted only where the count is exact", "[automata][c
   auto two = compile_counted_regex(parsed("a{0,5000}b{0,5000}"));
   REQUIRE_FALSE(two.ok());
   CHECK_THAT(two.error().message, Catch::Contains("only allowed on one repetition"));
+  // The repetition that must be counted is the one counted, whatever comes first.
+  auto second = compile_counted_regex(parsed("[a-z]{0,100}:[0-9]{0,5000}"));
+  REQUIRE(second.ok());
+  REQUIRE(second->has_value());
+  CHECK((*second)->bound == 5000);
   // The largest bound, and a lower bound past the copies' limit.
   CHECK(compile_counted_regex(parsed("\"[a-z]{0,16777216}\"")).ok());
   CHECK(std::holds_alternative<RegexError>(parse_regex("a{0,16777217}")));

@@ -162,6 +162,33 @@ TEST_CASE("a brace that closes no count is a character: the '?' after it stays a
   CHECK(lazy->find("a{1,5}b") != std::string::npos);
 }
 
+TEST_CASE("a pattern that starts with look-aheads is its rest within and outside their languages", "[json-schema]") {
+  // std::regex (ECMAScript) has look-aheads: the reference.
+  const std::vector<std::string> patterns = {"^(?!ab)[a-c]*$", "^(?=.{1,3}$)[a-c]+", "^(?=a)(?!ab)",
+                                             "^(?!^b|c)a*",    "^(?=[^=]+$)(?!\\s+$)(.|\\n)+$", "^(?!a)^b?c*$",
+                                             "^(?!(a|b)c$)(?=.*c)"};
+  std::mt19937_64 rng(9);
+  for (const std::string& pattern : patterns) {
+    const nlohmann::json schema = {{"type", "string"}, {"pattern", pattern}};
+    Grammar::Outcome outcome = parse_schema(schema.dump());
+    INFO(pattern << "\n" << outcome.diagnostics.render());
+    REQUIRE(outcome.ok());
+    CHECK(outcome.diagnostics.render().empty());
+    const std::regex reference(pattern, std::regex::ECMAScript);
+    for (int i = 0; i < 300; ++i) {
+      static constexpr std::string_view kChars = "abc= \n";
+      std::string s;
+      for (size_t n = rng() % 6; n > 0; --n) s += kChars[rng() % kChars.size()];
+      INFO(fmt::format("on {:?}", s));
+      CHECK(complete(outcome.grammar, json::json_string_text(s)) == std::regex_search(s, reference));
+    }
+  }
+  // Look-aheads elsewhere are still refused, with the reason.
+  Grammar::Outcome inner = parse_schema(R"js({"type": "string", "pattern": "^a(?!b)"})js");
+  CHECK_FALSE(inner.ok());
+  CHECK_THAT(inner.diagnostics.render(), Catch::Contains("lookahead is not supported"));
+}
+
 TEST_CASE("unsupported patterns are errors that say why", "[json-schema]") {
   for (const char* p : {"a^b", "a$b", "\\p{L}", "(a)\\1", "\\bword", "[]", "(?=a)"}) {
     auto converted = json::ecma_pattern_to_regex(p);

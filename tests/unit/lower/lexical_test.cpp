@@ -317,7 +317,7 @@ TEST_CASE("lexical: save and load give the same grammar; damaged bytes are refus
   const std::string bytes = out.take();
   ir::LexicalGrammar loaded;
   ir::BinaryReader in(bytes);
-  REQUIRE(ir::LexicalGrammar::load(in, loaded));
+  REQUIRE(ir::LexicalGrammar::load(in, loaded, ir::kDefaultLongestToken));
   CHECK(in.ok());
   CHECK(in.at_end());
   CHECK(loaded.dump() == l.lex.dump());
@@ -341,7 +341,7 @@ TEST_CASE("lexical: save and load give the same grammar; damaged bytes are refus
     INFO("cut at " << cut);
     ir::LexicalGrammar partial;
     ir::BinaryReader short_in(std::string_view(bytes).substr(0, cut));
-    CHECK_FALSE(ir::LexicalGrammar::load(short_in, partial));
+    CHECK_FALSE(ir::LexicalGrammar::load(short_in, partial, ir::kDefaultLongestToken));
     CHECK_FALSE(short_in.error().empty());
   }
 }

@@ -604,7 +604,7 @@ std::string load_error(const ir::LexicalGrammar& g) {
   g.save(out);
   ir::LexicalGrammar loaded;
   ir::BinaryReader in(out.bytes());
-  REQUIRE_FALSE(ir::LexicalGrammar::load(in, loaded));
+  REQUIRE_FALSE(ir::LexicalGrammar::load(in, loaded, ir::kDefaultLongestToken));
   return in.error();
 }
 }  // namespace
