@@ -239,11 +239,14 @@ Result<std::optional<CountedDfa>> compile_counted_regex(const RegexNode& regex, 
   if (counted.loop.size() > limits.max_dfa_states)
     return Error{ErrorCode::Limit,
                  fmt::format("this regex is too large: its automaton needs more than {} states", limits.max_dfa_states)};
-  // The window the index reads, for the longest token a vocabulary may have.
+  // The window the index reads, for the longest token a vocabulary may
+  // have: within the states all terminals together may have (the
+  // vocabulary's own window is smaller: Llama 3's tokens have 128 bytes at
+  // most, and the memory budget is charged for it).
   const CountedLexeme widest = CountedLexeme::make(counted, kMaxWindow);
-  if (widest.window_states() > limits.max_dfa_states)
+  if (widest.window_states() > limits.max_total_dfa_states)
     return not_countable(fmt::format("its window for tokens of up to {} bytes needs more than {} states (the limit)",
-                                     kMaxWindow, limits.max_dfa_states));
+                                     kMaxWindow, limits.max_total_dfa_states));
   // A lexer state is count << bits | state, in 32 bits (one more state for
   // a start split off when the regex matches "").
   const uint32_t bits = counted_state_bits(counted.loop.size() + 1);
