@@ -6,7 +6,6 @@
 #include <array>
 #include <bit>
 #include <map>
-#include <unordered_map>
 
 namespace cgram::ir {
 namespace {
@@ -40,10 +39,9 @@ const RegexNode* find_counted(const RegexNode& regex) {
 // A repetition above kMaxRegexRepeat other than `counted` (copies of it
 // would pass any limit), or null.
 const RegexNode* too_large_to_copy(const RegexNode& node, const RegexNode* counted) {
-  if (node.kind == RegexNode::Kind::Repeat && &node != counted &&
-      (node.min > kMaxRegexRepeat || (node.max != kRegexUnbounded && node.max > kMaxRegexRepeat)))
+  if (node.kind == RegexNode::Kind::Repeat &&
+      (node.min > kMaxRegexRepeat || (&node != counted && node.max != kRegexUnbounded && node.max > kMaxRegexRepeat)))
     return &node;
-  if (&node == counted && node.min > kMaxRegexRepeat) return &node;
   for (const RegexNode& child : node.children)
     if (const RegexNode* found = too_large_to_copy(child, counted)) return found;
   return nullptr;
@@ -60,12 +58,11 @@ class CountedSubsets {
   struct TooLarge {};
 
   // The subset DFA with its start bits (not trimmed, not minimal).
-  void build(Dfa& dfa, std::vector<uint64_t>& starts) {
+  void build(CountedDfa& out) {
     std::vector<uint32_t> first{nfa_.start * 2};
     closure(first);
-    dfa_ = &dfa;
-    starts_ = &starts;
-    dfa.set_start(intern(std::move(first)));
+    out_ = &out;
+    out.loop.set_start(intern(std::move(first)));
     std::array<std::vector<uint32_t>, 256> moved;
     std::array<uint8_t, 256> flags{};
     for (uint32_t d = 0; d < sets_.size(); ++d) {
@@ -86,8 +83,8 @@ class CountedSubsets {
         if (flags[b] == 3) throw NotCountable{};
         closure(moved[b]);
         const uint32_t to = intern(std::move(moved[b]));
-        dfa.set(d, static_cast<uint8_t>(b), to);
-        if (flags[b] == 2) starts[size_t(d) * 4 + b / 64] |= uint64_t{1} << (b % 64);
+        out.loop.set(d, static_cast<uint8_t>(b), to);
+        if (flags[b] == 2) out.starts[size_t(d) * 4 + b / 64] |= uint64_t{1} << (b % 64);
       }
     }
   }
@@ -118,8 +115,8 @@ class CountedSubsets {
     if (sets_.size() >= limits_.max_intermediate_dfa_states || elements_ > limits_.max_subset_elements) throw TooLarge{};
     bool accepting = false;
     for (uint32_t e : set) accepting = accepting || e / 2 == nfa_.accept;
-    const uint32_t id = dfa_->add_state(accepting);
-    starts_->resize(starts_->size() + 4, 0);
+    const uint32_t id = out_->loop.add_state(accepting);
+    out_->starts.resize(out_->starts.size() + 4, 0);
     ids_.emplace(set, id);
     sets_.push_back(std::move(set));
     return id;
@@ -132,9 +129,21 @@ class CountedSubsets {
   std::map<std::vector<uint32_t>, uint32_t> ids_;
   std::vector<std::vector<uint32_t>> sets_;
   size_t elements_ = 0;
-  Dfa* dfa_ = nullptr;
-  std::vector<uint64_t>* starts_ = nullptr;
+  CountedDfa* out_ = nullptr;
 };
+
+// The states `seeds` reach along `edges` (by state), the seeds included.
+std::vector<bool> reached(std::vector<uint32_t> seeds, const std::vector<std::vector<uint32_t>>& edges) {
+  std::vector<bool> seen(edges.size(), false);
+  for (uint32_t q : seeds) seen[q] = true;
+  while (!seeds.empty()) {
+    const uint32_t q = seeds.back();
+    seeds.pop_back();
+    for (uint32_t p : edges[q])
+      if (!seen[p]) seen[p] = true, seeds.push_back(p);
+  }
+  return seen;
+}
 
 // States from which acceptance is reachable, by moves `usable` allows.
 std::vector<bool> reaching_acceptance(const Dfa& dfa, auto usable) {
@@ -143,22 +152,17 @@ std::vector<bool> reaching_acceptance(const Dfa& dfa, auto usable) {
   for (uint32_t q = 0; q < n; ++q)
     for (int b = 0; b < 256; ++b)
       if (const uint32_t to = dfa.next(q, static_cast<uint8_t>(b)); to != Dfa::kDead && usable(q, b)) from[to].push_back(q);
-  std::vector<bool> live(n, false);
-  std::vector<uint32_t> work;
+  std::vector<uint32_t> accepting;
   for (uint32_t q = 0; q < n; ++q)
-    if (dfa.accepting(q)) live[q] = true, work.push_back(q);
-  while (!work.empty()) {
-    const uint32_t q = work.back();
-    work.pop_back();
-    for (uint32_t p : from[q])
-      if (!live[p]) live[p] = true, work.push_back(p);
-  }
-  return live;
+    if (dfa.accepting(q)) accepting.push_back(q);
+  return reached(std::move(accepting), from);
 }
 
 // The live states, merged where they accept alike, start iterations on the
 // same bytes and move to merged states.
-CountedDfa minimal(const Dfa& dfa, const std::vector<uint64_t>& starts, const std::vector<bool>& live, uint32_t bound) {
+CountedDfa minimal(const CountedDfa& subsets, const std::vector<bool>& live) {
+  const Dfa& dfa = subsets.loop;
+  const std::vector<uint64_t>& starts = subsets.starts;
   const size_t n = dfa.size();
   // Start bits of live moves only, as each state's class with its accepting.
   std::vector<uint64_t> live_starts(starts.size(), 0);
@@ -174,7 +178,7 @@ CountedDfa minimal(const Dfa& dfa, const std::vector<uint64_t>& starts, const st
     initial[q] = ids.emplace(key, static_cast<uint32_t>(ids.size())).first->second;
   }
   CountedDfa out;
-  out.bound = bound;
+  out.bound = subsets.bound;
   out.loop = minimize_apart(dfa, initial);
   // Each state's start bits from a state it was merged from: the two
   // automata walked side by side, breadth first.
@@ -213,10 +217,10 @@ Result<std::optional<CountedDfa>> compile_counted_regex(const RegexNode& regex, 
   };
   NfaResult nfa = regex_to_counted_nfa(regex, &loop, limits);
   if (auto* e = nfa.if_error()) return *e;
-  Dfa subsets;
-  std::vector<uint64_t> starts;
+  CountedDfa subsets;
+  subsets.bound = loop.node->max - loop.node->min;
   try {
-    CountedSubsets(*nfa, loop, limits).build(subsets, starts);
+    CountedSubsets(*nfa, loop, limits).build(subsets);
   } catch (const CountedSubsets::NotCountable&) {
     return not_countable(
         "here a byte may either start an iteration or not (an iteration's first byte must tell it apart "
@@ -225,17 +229,16 @@ Result<std::optional<CountedDfa>> compile_counted_regex(const RegexNode& regex, 
     return Error{ErrorCode::Limit, fmt::format("this regex is too large: its automaton needs more than {} states",
                                                limits.max_intermediate_dfa_states)};
   }
-  const std::vector<bool> live = reaching_acceptance(subsets, [](uint32_t, int) { return true; });
-  if (subsets.start() == Dfa::kDead || !live[subsets.start()]) return std::optional<CountedDfa>{};
+  const std::vector<bool> live = reaching_acceptance(subsets.loop, [](uint32_t, int) { return true; });
+  if (subsets.loop.start() == Dfa::kDead || !live[subsets.loop.start()]) return std::optional<CountedDfa>{};
   // Where a lexeme could only end by starting more iterations, the bound
   // would decide whether it can end at all; the window's states (and the
   // index) assume it never does.
-  const std::vector<bool> ends_uncounted = reaching_acceptance(subsets, [&](uint32_t q, int b) {
-    return !((starts[size_t(q) * 4 + b / 64] >> (b % 64)) & 1);
-  });
-  for (uint32_t q = 0; q < subsets.size(); ++q)
+  const std::vector<bool> ends_uncounted = reaching_acceptance(
+      subsets.loop, [&](uint32_t q, int b) { return !subsets.starts_iteration(q, static_cast<uint8_t>(b)); });
+  for (uint32_t q = 0; q < subsets.loop.size(); ++q)
     if (live[q] && !ends_uncounted[q]) return not_countable("here the text can only end after another iteration");
-  CountedDfa counted = minimal(subsets, starts, live, loop.node->max - loop.node->min);
+  CountedDfa counted = minimal(subsets, live);
   if (counted.loop.size() > limits.max_dfa_states)
     return Error{ErrorCode::Limit,
                  fmt::format("this regex is too large: its automaton needs more than {} states", limits.max_dfa_states)};
@@ -272,18 +275,7 @@ CountedLexeme CountedLexeme::make(CountedDfa automaton, uint32_t longest_token) 
       from[t].push_back(q);
       if (automaton.starts_iteration(q, static_cast<uint8_t>(b))) starts_from.push_back(q), started.push_back(t);
     }
-  auto reach = [&](std::vector<uint32_t> work, const std::vector<std::vector<uint32_t>>& edges) {
-    std::vector<bool> seen(n, false);
-    for (uint32_t q : work) seen[q] = true;
-    while (!work.empty()) {
-      const uint32_t q = work.back();
-      work.pop_back();
-      for (uint32_t p : edges[q])
-        if (!seen[p]) seen[p] = true, work.push_back(p);
-    }
-    return seen;
-  };
-  const std::vector<bool> after_start = reach(started, to), before_start = reach(starts_from, from);
+  const std::vector<bool> after_start = reached(started, to), before_start = reached(starts_from, from);
   std::vector<bool> counting(n);
   for (uint32_t q = 0; q < n; ++q) counting[q] = after_start[q] && before_start[q];
   std::vector<uint32_t> order, position(n);

@@ -112,7 +112,7 @@ void CompiledGrammar::run_pass(Pass pass, const CompileOptions& options) {
 namespace {
 // The most bytes one token has: the most iterations it can start in a
 // counted lexeme (the width of its window).
-uint32_t longest_token(const Vocabulary& vocab) { return std::max<uint32_t>(vocab.trie().max_depth(), 1); }
+uint32_t longest_token(const Vocabulary& vocab) { return vocab.trie().max_depth(); }
 }  // namespace
 
 void CompiledGrammar::collapse_pass(const CompileOptions& options) {

@@ -273,12 +273,15 @@ class Engine {
     // kernels (which code the window DFAs) do not know; else null.
     const ir::LexicalGrammar* counted;
     uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
-      if (counted && counted->terminals[terminal].counted) return counted->terminals[terminal].next(state, byte);
+      if (const ir::CountedLexeme* c = counted_lexeme(terminal)) return c->next(state, byte);
       return k.dfa_next(dfa_tables, terminal, state, byte);
     }
     bool dfa_accepting(uint32_t terminal, uint32_t state) const {
-      if (counted && counted->terminals[terminal].counted) return counted->terminals[terminal].accepting(state);
+      if (const ir::CountedLexeme* c = counted_lexeme(terminal)) return c->accepting(state);
       return k.dfa_accepting(terminal, state) != 0;
+    }
+    const ir::CountedLexeme* counted_lexeme(uint32_t terminal) const {
+      return counted ? counted->terminals[terminal].counted.get() : nullptr;
     }
     uint32_t lr_shift(uint32_t state, uint32_t terminal) const { return k.lr_shift(state, terminal); }
     uint32_t lr_go(uint32_t state, uint32_t nonterminal) const { return k.lr_goto(state, nonterminal); }

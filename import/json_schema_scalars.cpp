@@ -390,17 +390,18 @@ Expr Converter::string(const Node& node) {
   }
   if (lo == 0 && hi == UINT64_MAX) return fmt::format("#'{0}(?:{1})*{0}'", quote, c);
   if (hi == 0) return std::string("'\"\"'");  // the empty string only
-  const std::string bounds = hi != UINT64_MAX ? fmt::format("{{{},{}}}", lo, hi) : fmt::format("{{{},}}", lo);
-  if (lo <= ir::kMaxRegexRepeat) return fmt::format("#'{0}(?:{1}){2}{0}'", quote, c, bounds);
-  // A regex copies its lower bound: past kMaxRegexRepeat, a rule's repetition.
-  if (hi != UINT64_MAX && hi > limits_.max_repeat_bound) {
+  // A regex copies its lower bound: past kMaxRegexRepeat, a rule's
+  // repetition, whose bounds stop at max_repeat_bound.
+  if (lo > ir::kMaxRegexRepeat && hi != UINT64_MAX && hi > limits_.max_repeat_bound) {
     permissive(node.pointer + "/maxLength", fmt::format("'maxLength' above {} beside a 'minLength' above {} is not "
                                                         "enforced",
                                                         limits_.max_repeat_bound, ir::kMaxRegexRepeat));
     hi = UINT64_MAX;
   }
+  const std::string bounds = hi != UINT64_MAX ? fmt::format("{{{},{}}}", lo, hi) : fmt::format("{{{},}}", lo);
+  if (lo <= ir::kMaxRegexRepeat) return fmt::format("#'{0}(?:{1}){2}{0}'", quote, c, bounds);
   if (string_char_rule_.empty()) string_char_rule_ = add_rule("string_char", fmt::format("#'{}'", c), "");
-  return fmt::format("'\"' {}{{{},{}}} '\"'", string_char_rule_, lo, hi == UINT64_MAX ? "" : std::to_string(hi));
+  return fmt::format("'\"' {}{} '\"'", string_char_rule_, bounds);
 }
 
 }  // namespace cgram::json_schema_detail

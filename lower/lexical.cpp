@@ -523,8 +523,9 @@ class LexicalLowering {
 
   // A counted lexeme, as lower_dfa (its start split off when it matches "").
   SkeletonSymbol lower_counted(const CountedDfa& counted, const std::string& name) {
+    const bool matches_empty = counted.loop.accepts_empty();
     CountedDfa nonempty = counted;
-    if (counted.loop.accepts_empty()) {
+    if (matches_empty) {
       nonempty.loop = without_empty_string(counted.loop, /*minimal=*/false);  // the new start is last
       const size_t start = size_t(counted.loop.start()) * 4;
       nonempty.starts.insert(nonempty.starts.end(), counted.starts.begin() + start, counted.starts.begin() + start + 4);
@@ -533,9 +534,9 @@ class LexicalLowering {
     if (nonempty.loop.accepts_nonempty()) {
       CountedLexeme lexeme = CountedLexeme::make(std::move(nonempty), longest_token_);
       Dfa window = lexeme.window_dfa();
-      terminal = add_terminal({LexTerminal::Kind::Bytes, std::move(window), 0, counted.loop.accepts_empty() ? name + "+" : name,
+      terminal = add_terminal({LexTerminal::Kind::Bytes, std::move(window), 0, matches_empty ? name + "+" : name,
                                std::make_shared<const CountedLexeme>(std::move(lexeme))});
-      if (!counted.loop.accepts_empty()) return SkeletonSymbol{true, *terminal};
+      if (!matches_empty) return SkeletonSymbol{true, *terminal};
     }
     return *maybe_optional(terminal, name);
   }

@@ -126,9 +126,8 @@ bool load_counted(BinaryReader& in, LexTerminal& t, uint32_t longest_token) {
   if (automaton.bound == 0 || automaton.bound > kMaxCountedRepeat ||
       ((uint64_t{automaton.bound} + 1) << counted_state_bits(states)) >= Dfa::kDead)
     return in.fail("a counted lexeme whose bounds the compiler does not make");
-  if (window != std::min(automaton.bound, std::max<uint32_t>(longest_token, 1)))
-    return in.fail("a counted lexeme made for another vocabulary");
-  CountedLexeme lexeme = CountedLexeme::make(std::move(automaton), window);
+  CountedLexeme lexeme = CountedLexeme::make(std::move(automaton), longest_token);
+  if (window != lexeme.window) return in.fail("a counted lexeme made for another vocabulary");
   // Checked before the window is made: bytes that ask for a huge one are refused, not allocated.
   if (lexeme.window_states() > AutomatonLimits{}.max_total_dfa_states)
     return in.fail("a counted lexeme whose window is larger than the compiler makes");
