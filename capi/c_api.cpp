@@ -407,6 +407,14 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
     request.compile.mask_memo_bytes = options->mask_memo_bytes;
     request.parse.schema.property_order =
         options->any_property_order ? cgram::JsonPropertyOrder::Any : cgram::JsonPropertyOrder::Schema;
+    if (options->tool_format) {
+      const std::optional<cgram::ToolFormat> tool_format = cgram::parse_tool_format(options->tool_format);
+      if (!tool_format)
+        return call.invalid("options->tool_format is '{}': hermes, llama3, qwen, mistral or json-array",
+                            options->tool_format);
+      request.parse.format = cgram::GrammarFormat::Tools;
+      request.parse.tool_format = *tool_format;
+    }
     request.tier = options->tier == CGRAM_TIER_JIT ? cgram::Tier::Jit : cgram::Tier::Table;
     cgram::CompileOutcome compiled = cgram::Compiler().compile(request, vocab->vocab);
     if (compiled.diagnostics && diagnostics) {

@@ -528,6 +528,15 @@ std::optional<CharDfa> CharDfa::unite(const CharDfa& other, const CharDfaLimits&
   return combine(other, Op::Unite, limits);
 }
 
+CharDfa CharDfa::shortest() const {
+  CharDfa out = *this;
+  const size_t classes = this->classes();
+  for (size_t s = 0; s < out.accepting_.size(); ++s)
+    if (out.accepting_[s]) std::fill_n(out.next_.begin() + static_cast<std::ptrdiff_t>(s * classes), classes, kDead);
+  out.minimize();
+  return out;
+}
+
 void CharDfa::minimize() {
   const size_t n = accepting_.size(), classes = this->classes();
   if (start_ == kDead) {

@@ -49,6 +49,11 @@ class CharDfa {
   std::optional<CharDfa> minus(const CharDfa& other, const CharDfaLimits& limits = {}) const;
   std::optional<CharDfa> unite(const CharDfa& other, const CharDfaLimits& limits = {}) const;
 
+  // The strings of the language that have no proper prefix in it: what a
+  // lazy rule matches when it must end at the first place it can (Lark's
+  // `lazy`, `stop=`).
+  CharDfa shortest() const;
+
   bool empty() const { return accepting_.empty(); }
   bool matches(std::string_view utf8) const;
   // States of the minimal DFA (0 for the empty language).

@@ -58,7 +58,7 @@ class Translator {
     names_taken_.insert("start");  // the entry rule the translation adds
   }
 
-  std::optional<GbnfTranslation> run() {
+  std::optional<Translation> run() {
     size_t pos = space(0, true);
     while (pos < src_.size() && !failed_) pos = rule(pos);
     if (failed_) return std::nullopt;
@@ -563,8 +563,8 @@ class Translator {
     return false;
   }
 
-  GbnfTranslation assemble() {
-    GbnfTranslation out;
+  Translation assemble() {
+    Translation out;
     out.start = "start";
     out.names = names_;
     out.cgram = fmt::format("start ::= {} ; (* a GBNF grammar starts at {} *)\n", names_.at(entry_), entry_);
@@ -599,9 +599,7 @@ class Translator {
 
 }  // namespace
 
-uint32_t GbnfTranslation::gbnf_offset(uint32_t offset) const { return original_offset(offsets, offset); }
-
-std::optional<GbnfTranslation> translate_gbnf(const SourceFile& gbnf, Diagnostics& diags, const SyntaxLimits& limits,
+std::optional<Translation> translate_gbnf(const SourceFile& gbnf, Diagnostics& diags, const SyntaxLimits& limits,
                                               const std::string& entry) {
   if (gbnf.text().size() > limits.max_source_bytes) {
     diags.error_at_file(
@@ -609,7 +607,7 @@ std::optional<GbnfTranslation> translate_gbnf(const SourceFile& gbnf, Diagnostic
     return std::nullopt;
   }
   MemoryStage stage("translating the GBNF grammar");
-  std::optional<GbnfTranslation> out = Translator(gbnf, diags, limits, entry).run();
+  std::optional<Translation> out = Translator(gbnf, diags, limits, entry).run();
   if (out) charge_memory(out->cgram.size() + out->offsets.size() * sizeof(out->offsets[0]));
   return out;
 }

@@ -21,31 +21,15 @@
 #include "diagnostics.h"
 #include "parse.h"
 #include "source.h"
+#include "translation.h"
 
 namespace cgram {
 
-struct GbnfTranslation {
-  std::string cgram;  // the equivalent .cgram text
-  // GBNF rule name → .cgram rule name ('-' is not allowed in .cgram names).
-  std::map<std::string, std::string> names;
-  // The .cgram name of the entry rule the translation adds (`start ::= root`).
-  std::string start;
-  // The bytes of that added first line, and where the GBNF start rule is
-  // defined (what diagnostics of the added line point at).
-  uint32_t header_bytes = 0;
-  uint32_t entry_offset = 0;
-  // (offset in `cgram`, offset in the GBNF text) at the start of every
-  // translated token, ascending in both.
-  OffsetMap offsets;
-
-  // The GBNF offset of the token that holds .cgram offset `offset`.
-  uint32_t gbnf_offset(uint32_t offset) const;
-};
 
 // Translates `gbnf`; errors (with GBNF positions) go to `diags`, which must
 // be bound to `gbnf`. Nothing is returned when there was an error.
 // `entry` is the GBNF start rule.
-std::optional<GbnfTranslation> translate_gbnf(const SourceFile& gbnf, Diagnostics& diags,
+std::optional<Translation> translate_gbnf(const SourceFile& gbnf, Diagnostics& diags,
                                               const SyntaxLimits& limits = {}, const std::string& entry = "root");
 
 // Whether a path names a GBNF file (by its extension).

@@ -676,4 +676,64 @@ std::optional<SchemaTranslation> translate_json_schema(const SourceFile& file, D
   return converter.run();
 }
 
+namespace {
+
+// Rule names in a .cgram text (not in literals, regexes, comments, nor the
+// any! and except! keywords) renamed by `rename`.
+std::string rename_rules(std::string_view text, const std::function<std::string(const std::string&)>& rename) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '\'' || c == '"' || (c == '#' && i + 1 < text.size() && (text[i + 1] == '\'' || text[i + 1] == '"'))) {
+      const size_t open = c == '#' ? i + 1 : i;
+      size_t j = open + 1;
+      while (j < text.size() && text[j] != text[open]) j += text[j] == '\\' ? 2 : 1;
+      out.append(text.substr(i, j + 1 - i));
+      i = j + 1;
+    } else if (c == '(' && i + 1 < text.size() && text[i + 1] == '*') {
+      const size_t end = text.find("*)", i + 2);
+      const size_t stop = end == std::string_view::npos ? text.size() : end + 2;
+      out.append(text.substr(i, stop - i));
+      i = stop;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t j = i;
+      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+      const std::string word(text.substr(i, j - i));
+      out += j < text.size() && text[j] == '!' ? word : rename(word);
+      i = j;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<EmbeddedRule> embed_schema_rules(const SchemaTranslation& translation, const std::string& start_name,
+                                             const std::map<std::string, std::string>& shared,
+                                             const std::function<std::string(const std::string&)>& unique) {
+  std::map<std::string, std::string> renamed = shared;
+  renamed[translation.start] = start_name;
+  auto rename = [&](const std::string& name) {
+    auto [it, inserted] = renamed.emplace(name, std::string());
+    if (inserted) it->second = unique(start_name + "_" + name);
+    return it->second;
+  };
+  std::vector<EmbeddedRule> out;
+  const std::string& text = translation.cgram;
+  for (size_t line = 0; line < text.size();) {
+    size_t end = text.find('\n', line);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view content(text.data() + line, end - line);
+    const size_t name_end = content.find(' ');
+    const bool skipped = content.starts_with("(*") ||
+                         (name_end != std::string_view::npos && shared.count(std::string(content.substr(0, name_end))));
+    if (!skipped) out.push_back({rename_rules(content, rename), translation.schema_offset(static_cast<uint32_t>(line))});
+    line = end + 1;
+  }
+  return out;
+}
+
 }  // namespace cgram

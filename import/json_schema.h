@@ -10,6 +10,8 @@
 // grammar accept more, a warning that names it (an error with `strict`).
 // Diagnostics point into the schema file.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,6 +74,20 @@ struct SchemaTranslation {
 std::optional<SchemaTranslation> translate_json_schema(const SourceFile& file, Diagnostics& diags,
                                                        const JsonSchemaOptions& options = {},
                                                        const SyntaxLimits& limits = {});
+
+// A translation's rules renamed apart, so that several schemas fit in one
+// grammar (Lark's %json, the tools of `cgram tools`): the start rule
+// becomes `start_name`; a rule named in `shared` takes that name and is
+// left out (the caller defines it once, as `ws`); every other rule takes
+// the name `unique` gives for start_name + "_" + its name. One rule a
+// line, comments dropped, each with the schema offset its rule came from.
+struct EmbeddedRule {
+  std::string text;
+  uint32_t schema_offset = 0;
+};
+std::vector<EmbeddedRule> embed_schema_rules(const SchemaTranslation& translation, const std::string& start_name,
+                                             const std::map<std::string, std::string>& shared,
+                                             const std::function<std::string(const std::string&)>& unique);
 
 // Whether a path names a JSON Schema file (by its extension: .json).
 bool is_json_schema_path(std::string_view path);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gbnf.h"
+#include "lark.h"
 #include "large_stack.h"
 #include "parse.h"
 
@@ -23,11 +24,11 @@ bool starts_definition(std::string_view source, const Diagnostic& d) {
   return source.substr(i).starts_with("::=") || source.substr(i).starts_with("=");
 }
 
-// Rule names quoted in a message ('name'), in the GBNF spelling: `my-rule`
-// for `my_rule`, `root` for the entry rule the translation adds. Only a
-// quote that follows a non-word character opens a name (not the one of
-// "grammar's").
-std::string with_gbnf_names(std::string_view message, const std::map<std::string, std::string>& gbnf_of) {
+// Rule names quoted in a message ('name'), in the source's spelling (GBNF's
+// `my-rule` for `my_rule`, `root` for the entry rule the translation adds).
+// Only a quote that follows a non-word character opens a name (not the one
+// of "grammar's").
+std::string with_source_names(std::string_view message, const std::map<std::string, std::string>& gbnf_of) {
   auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::string out;
   size_t i = 0;
@@ -48,19 +49,19 @@ std::string with_gbnf_names(std::string_view message, const std::map<std::string
   return out;
 }
 
-// A diagnostic of the translated text, placed at the GBNF token it came from
-// (those of the added entry rule at the GBNF start rule).
-Diagnostic to_gbnf(const Diagnostic& d, const GbnfTranslation& translation, const SourceFile& gbnf,
-                   const std::map<std::string, std::string>& gbnf_of) {
+// A diagnostic of the translated text, placed at the source token it came
+// from (those of an added entry rule at the source's start rule).
+Diagnostic to_source(const Diagnostic& d, const Translation& translation, const SourceFile& source,
+                     const std::map<std::string, std::string>& source_of) {
   Diagnostic out = d;
-  out.message = with_gbnf_names(d.message, gbnf_of);
+  out.message = with_source_names(d.message, source_of);
   if (d.range.begin.line == 0) return out;  // no location (a missing start rule, say)
   if (d.range.begin.offset < translation.header_bytes) {
-    out.range.begin = out.range.end = gbnf.location_of(translation.entry_offset);
+    out.range.begin = out.range.end = source.location_of(translation.entry_offset);
     return out;
   }
-  out.range.begin = gbnf.location_of(translation.gbnf_offset(d.range.begin.offset));
-  out.range.end = gbnf.location_of(translation.gbnf_offset(d.range.end.offset));
+  out.range.begin = source.location_of(translation.source_offset(d.range.begin.offset));
+  out.range.end = source.location_of(translation.source_offset(d.range.end.offset));
   if (out.range.end.offset < out.range.begin.offset) out.range.end = out.range.begin;
   return out;
 }
@@ -102,21 +103,46 @@ Grammar::Outcome parse_json_schema(std::string_view source, std::string_view fil
   return out;
 }
 
-Grammar::Outcome parse_gbnf(std::string_view source, std::string_view filename, const ParseOptions& options) {
+// GBNF or Lark: the translation parsed as .cgram, each diagnostic placed at
+// the source token it came from, with the source's rule names.
+Grammar::Outcome parse_translated(std::string_view source, std::string_view filename, const ParseOptions& options) {
   Grammar::Outcome out = new_outcome(source, filename, options);
   const std::string entry = options.entry_rule();
-  std::optional<GbnfTranslation> translation = translate_gbnf(*out.file, out.diagnostics, options.syntax, entry);
+  std::optional<Translation> translation =
+      options.format == GrammarFormat::Gbnf ? translate_gbnf(*out.file, out.diagnostics, options.syntax, entry)
+                                            : translate_lark(*out.file, out.diagnostics, options.syntax, entry,
+                                                             options.schema);
   if (!translation) return out;
   Grammar::Outcome translated = parse_translation(translation->cgram, translation->start, filename, options);
-  std::map<std::string, std::string> gbnf_of{{translation->start, entry}};
-  for (const auto& [gbnf_name, cgram_name] : translation->names) gbnf_of[cgram_name] = gbnf_name;
-  // The added entry rule can repeat what its rule says (an empty language,
-  // say) at the same GBNF place: each diagnostic once.
+  std::map<std::string, std::string> source_of{{translation->start, entry}};
+  for (const auto& [source_name, cgram_name] : translation->names) source_of[cgram_name] = source_name;
+  // An added entry rule can repeat what its rule says (an empty language,
+  // say) at the same place: each diagnostic once.
   std::set<std::tuple<uint32_t, int, std::string>> seen;
   for (const Diagnostic& d : translated.diagnostics.all()) {
-    Diagnostic placed = to_gbnf(d, *translation, *out.file, gbnf_of);
+    Diagnostic placed = to_source(d, *translation, *out.file, source_of);
     if (seen.emplace(placed.range.begin.offset, static_cast<int>(placed.severity), placed.message).second)
       out.diagnostics.add(std::move(placed));
+  }
+  out.grammar = translated.grammar;
+  return out;
+}
+
+// A list of tools: the reply grammar, parsed as .cgram; its diagnostics (a
+// tool's schema refused, say) name the tool.
+Grammar::Outcome parse_tools(std::string_view source, std::string_view filename, const ParseOptions& options) {
+  Grammar::Outcome out = new_outcome(source, filename, options);
+  ToolsOptions tools;
+  tools.format = options.tool_format;
+  tools.json = options.schema;
+  std::optional<ToolsTranslation> translation = translate_tools(*out.file, out.diagnostics, tools, options.syntax);
+  if (!translation) return out;
+  Grammar::Outcome translated = parse_translation(translation->cgram, translation->start, filename, options);
+  for (const Diagnostic& d : translated.diagnostics.all()) {
+    Diagnostic placed = d;
+    placed.range = {};
+    placed.range.begin.line = placed.range.end.line = 0;
+    out.diagnostics.add(std::move(placed));
   }
   out.grammar = translated.grammar;
   return out;
@@ -128,16 +154,20 @@ const char* grammar_format_name(GrammarFormat format) {
   switch (format) {
     case GrammarFormat::Cgram: return "cgram";
     case GrammarFormat::Gbnf: return "gbnf";
+    case GrammarFormat::Lark: return "lark";
     case GrammarFormat::JsonSchema: return "json-schema";
+    case GrammarFormat::Tools: return "tools";
   }
   return "?";
 }
 
 std::optional<GrammarFormat> grammar_format(std::string_view name, std::string_view path) {
-  for (GrammarFormat f : {GrammarFormat::Cgram, GrammarFormat::Gbnf, GrammarFormat::JsonSchema})
+  for (GrammarFormat f : {GrammarFormat::Cgram, GrammarFormat::Gbnf, GrammarFormat::Lark, GrammarFormat::JsonSchema,
+                          GrammarFormat::Tools})
     if (name == grammar_format_name(f)) return f;
   if (name != "auto") return std::nullopt;
   if (is_gbnf_path(path)) return GrammarFormat::Gbnf;
+  if (is_lark_path(path)) return GrammarFormat::Lark;
   if (is_json_schema_path(path)) return GrammarFormat::JsonSchema;
   return GrammarFormat::Cgram;
 }
@@ -193,8 +223,10 @@ Grammar::Outcome Grammar::parse(std::string_view source, std::string_view filena
 
 Grammar::Outcome Grammar::parse_within_budget(std::string_view source, std::string_view filename,
                                               const ParseOptions& options) {
-  if (options.format == GrammarFormat::Gbnf) return parse_gbnf(source, filename, options);
+  if (options.format == GrammarFormat::Gbnf || options.format == GrammarFormat::Lark)
+    return parse_translated(source, filename, options);
   if (options.format == GrammarFormat::JsonSchema) return parse_json_schema(source, filename, options);
+  if (options.format == GrammarFormat::Tools) return parse_tools(source, filename, options);
   Outcome out = new_outcome(source, filename, options);
   ast::Grammar tree = parse_grammar(*out.file, out.diagnostics, options.syntax);
   if (out.diagnostics.has_errors() && tree.rules.empty()) return out;

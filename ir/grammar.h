@@ -10,18 +10,23 @@
 #include "json_schema.h"
 #include "memory_budget.h"
 #include "parse.h"
+#include "tools.h"
 
 namespace cgram {
 
-// What the text is written in: .cgram, llama.cpp's GBNF, or a JSON Schema
-// (the last two translated to .cgram first, import/gbnf.h and
-// import/json_schema.h; diagnostics point into the text given).
-enum class GrammarFormat { Cgram, Gbnf, JsonSchema };
-// The format called `name` ("cgram", "gbnf" or "json-schema"); for "auto",
-// the one `path`'s extension says (.gbnf GBNF, .json a JSON Schema, anything
-// else .cgram). Nothing for another name.
+// What the text is written in: .cgram, llama.cpp's GBNF, Lark, or a JSON
+// Schema (the last three translated to .cgram first, import/gbnf.h,
+// import/lark.h and import/json_schema.h; diagnostics point into the text
+// given).
+// A list of tools (import/tools.h) is read as the grammar of a reply that
+// calls them.
+enum class GrammarFormat { Cgram, Gbnf, Lark, JsonSchema, Tools };
+// The format called `name` ("cgram", "gbnf", "lark", "json-schema" or
+// "tools"); for
+// "auto", the one `path`'s extension says (.gbnf GBNF, .lark Lark, .json a
+// JSON Schema, anything else .cgram). Nothing for another name.
 std::optional<GrammarFormat> grammar_format(std::string_view name, std::string_view path);
-// The name of `format`: "cgram", "gbnf" or "json-schema".
+// The name of `format`: "cgram", "gbnf", "lark", "json-schema" or "tools".
 const char* grammar_format_name(GrammarFormat format);
 
 struct ParseOptions {
@@ -30,8 +35,12 @@ struct ParseOptions {
   GrammarFormat format = GrammarFormat::Cgram;
   SyntaxLimits syntax;
   ir::AutomatonLimits limits;
-  // For a JSON Schema: the layout of the documents, and whether ignored keywords are errors.
+  // For a JSON Schema (and Lark's %json): the layout of the documents, and
+  // whether ignored keywords are errors.
   JsonSchemaOptions schema;
+  // For a list of tools: the model family's call format (the arguments'
+  // layout is `schema`'s).
+  ToolFormat tool_format = ToolFormat::Hermes;
   // The memory parsing may take (support/memory_budget.h): the parser's
   // tokens and tree, the translation of GBNF or a JSON Schema, the grammar's
   // rules and automata. Past it, an error says which stage reached it.

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
+#include "cgram_text.h"
 #include "utf8.h"
 
 namespace cgram::ir {
@@ -175,7 +177,7 @@ class RegexParser {
     switch (c) {
       case '(': return group();
       case '[': return set_node(char_class());
-      case '.': ++pos_; return set_node(regex_dot());
+      case '.': ++pos_; return set_node(flags_.dot_all ? CodePointSet::all() : regex_dot());
       case '^':
       case '$':
         fail(at, 1, fmt::format("anchors ('{}') are not supported: a regex terminal is always matched "
@@ -191,9 +193,9 @@ class RegexParser {
       }
       case '\\': {
         CodePointSet set = escape(/*in_class=*/false);
-        return set_node(std::move(set));
+        return set_node(folded(std::move(set)));
       }
-      default: return set_node(CodePointSet::single(literal_code_point()));
+      default: return set_node(folded(CodePointSet::single(literal_code_point())));
     }
   }
 
@@ -204,6 +206,7 @@ class RegexParser {
     if (++open_groups_ > max_nesting_)
       fail(open, 1, fmt::format("the regex nests groups deeper than {} levels here", max_nesting_));
     ++pos_;  // '('
+    const Flags outer = flags_;  // a group's flags end with it
     if (peek() == '?') {
       if (starts_with("?:")) {
         pos_ += 2;
@@ -218,17 +221,62 @@ class RegexParser {
         pos_ = close + 1;
       } else if (starts_with("?P=")) {
         fail(open, 3, "backreferences are not supported: regex terminals denote regular languages");
-      } else {
-        fail(open, 2,
-             "inline flags and other '(?…)' extensions are not supported: regex terminals denote "
-             "regular languages; use (?:…) for a group");
+      } else if (!inline_flags(open)) {
+        // `(?i)`: the flags hold for the rest of the enclosing group.
+        --open_groups_;
+        return RegexNode{};
       }
     }
     RegexNode inner = alternation();
+    flags_ = outer;
     if (peek() != ')' || at_end()) fail(open, 1, "unclosed '(' in regex");
     ++pos_;
     --open_groups_;
     return inner;
+  }
+
+  // After `(?`: flags, then `:` (a group with them, true) or `)` (they
+  // hold from here, false). i folds ASCII letters, s lets `.` match a
+  // newline; m and u change nothing here (no anchors; code points already).
+  bool inline_flags(size_t open) {
+    ++pos_;  // '?'
+    Flags set = flags_;
+    bool on = true;
+    for (;;) {
+      const char c = peek();
+      if (at_end()) fail(open, 2, "unterminated inline flags in regex");
+      if (c == ':' || c == ')') {
+        ++pos_;
+        flags_ = set;
+        return c == ':';
+      }
+      if (c == '-' && on) {
+        on = false;
+      } else if (c == 'i') {
+        set.case_insensitive = on;
+      } else if (c == 's') {
+        set.dot_all = on;
+      } else if (c != 'm' && c != 'u') {
+        fail(pos_, 1,
+             c == 'x' ? std::string("verbose mode (the x flag) is not supported in regex")
+                      : fmt::format("unknown inline flag '{}' in regex: i, s, m and u are supported, as in (?i:abc)",
+                                    std::string(1, c)));
+      }
+      ++pos_;
+    }
+  }
+
+  // With the i flag, both cases of every ASCII letter.
+  CodePointSet folded(CodePointSet set) const {
+    if (!flags_.case_insensitive) return set;
+    CodePointSet out = set;
+    for (const auto& [lo, hi] : set.ranges()) {
+      for (uint32_t base : {uint32_t{'a'}, uint32_t{'A'}}) {
+        const uint32_t a = std::max(lo, base), b = std::min(hi, base + 25);
+        if (a <= b) out.add(a ^ 0x20, b ^ 0x20);
+      }
+    }
+    return out;
   }
 
   uint32_t hex_digits(size_t start, size_t count, const char* what) {
@@ -373,11 +421,18 @@ class RegexParser {
       }
     }
     ++pos_;  // ']'
+    set = folded(std::move(set));
     return negated ? set.complement() : set;
   }
 
+  struct Flags {
+    bool case_insensitive = false;
+    bool dot_all = false;
+  };
+
   std::string_view p_;
   size_t pos_ = 0;
+  Flags flags_;
   uint32_t max_nesting_;
   uint32_t open_groups_ = 0;
 };
@@ -390,6 +445,64 @@ RegexParseResult parse_regex(std::string_view pattern, uint32_t max_nesting) {
   } catch (const ParseFailure& f) {
     return f.error;
   }
+}
+
+namespace {
+
+std::string set_text(const CodePointSet& set) {
+  if (set.ranges().size() == 1 && set.ranges()[0].first == set.ranges()[0].second) {
+    const uint32_t cp = set.ranges()[0].first;
+    if (cp < 0x80 && (isalnum(static_cast<int>(cp)) || cp == ' ')) return std::string(1, static_cast<char>(cp));
+    return "[" + class_char(cp) + "]";
+  }
+  auto members = [](const CodePointSet& of) {
+    std::string out;
+    for (const auto& [lo, hi] : of.ranges()) out += class_char(lo) + (hi > lo ? "-" + class_char(hi) : "");
+    return out;
+  };
+  const CodePointSet rest = set.complement();
+  if (rest.empty()) return "[\\s\\S]";
+  const std::string listed = members(set), left_out = members(rest);
+  return listed.size() <= left_out.size() + 1 ? "[" + listed + "]" : "[^" + left_out + "]";
+}
+
+// `node` as an operand of a concatenation (grouped when an alternation) or
+// of a quantifier (grouped unless a single set).
+std::string operand(const RegexNode& node, bool quantified) {
+  const std::string text = regex_text(node);
+  const bool atomic = node.kind == RegexNode::Kind::Set || (!quantified && node.kind != RegexNode::Kind::Alternation);
+  return atomic ? text : "(?:" + text + ")";
+}
+
+}  // namespace
+
+std::string regex_text(const RegexNode& node) {
+  switch (node.kind) {
+    case RegexNode::Kind::Empty: return "";
+    case RegexNode::Kind::Set: return set_text(node.set);
+    case RegexNode::Kind::Concat: {
+      std::string out;
+      for (const RegexNode& child : node.children) out += operand(child, false);
+      return out;
+    }
+    case RegexNode::Kind::Alternation: {
+      std::string out;
+      for (size_t i = 0; i < node.children.size(); ++i) out += (i ? "|" : "") + regex_text(node.children[i]);
+      return out;
+    }
+    case RegexNode::Kind::Repeat: {
+      std::string q;
+      if (node.min == 0 && node.max == kRegexUnbounded) q = "*";
+      else if (node.min == 1 && node.max == kRegexUnbounded) q = "+";
+      else if (node.min == 0 && node.max == 1) q = "?";
+      else if (node.max == kRegexUnbounded) q = fmt::format("{{{},}}", node.min);
+      else if (node.min == node.max) q = fmt::format("{{{}}}", node.min);
+      else q = fmt::format("{{{},{}}}", node.min, node.max);
+      if (node.children.empty() || node.children[0].kind == RegexNode::Kind::Empty) return "";
+      return operand(node.children[0], true) + q;
+    }
+  }
+  return "";
 }
 
 }  // namespace cgram::ir

@@ -1,7 +1,7 @@
 #pragma once
 // The regex sub-language of .cgram: regular languages over Unicode code
 // points. Everything that is not regular (backreferences, lookaround,
-// anchors) or not supported (lazy quantifiers, inline flags) is an error
+// anchors) or not supported (lazy quantifiers, the x flag) is an error
 // with its position inside the regex.
 #include <cstdint>
 #include <string>
@@ -41,6 +41,11 @@ inline constexpr uint32_t kMaxRegexNestingCeiling = 1000;
 // Either the parsed regex or the first error.
 using RegexParseResult = std::variant<RegexNode, RegexError>;
 RegexParseResult parse_regex(std::string_view pattern, uint32_t max_nesting = kMaxRegexNesting);
+
+// The regex as .cgram regex text (what goes between #' and '), which
+// parses back to the same language: classes written with escapes where
+// needed, groups as (?:…).
+std::string regex_text(const RegexNode& node);
 
 // Sets used by escapes and '.', shared with tests.
 CodePointSet regex_digit();

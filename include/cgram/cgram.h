@@ -166,7 +166,7 @@ typedef enum cgram_tier {
 typedef struct cgram_compile_options {
   size_t struct_size;     /* sizeof(cgram_compile_options): set by cgram_compile_options_init */
   const char* filename;   /* for diagnostics, and the format by its extension: .json a JSON Schema,
-                             .gbnf llama.cpp's GBNF, anything else .cgram; NULL: "grammar.cgram" */
+                             .gbnf llama.cpp's GBNF, .lark Lark, anything else .cgram; NULL: "grammar.cgram" */
   const char* start_rule; /* NULL: "start" */
   bool eager_index;       /* build the whole token index now rather than on first use */
   cgram_tier tier;
@@ -181,6 +181,9 @@ typedef struct cgram_compile_options {
   bool any_property_order; /* a JSON Schema (a filename ending in .json): object members in any order,
                               each at most once, the required ones all there (docs/JSON_SCHEMA.md);
                               false: the schema's order */
+  const char* tool_format; /* NULL: `source` is a grammar. "hermes", "llama3", "qwen", "mistral" or
+                              "json-array": `source` is a JSON list of OpenAI-style tools, compiled as the
+                              grammar of a reply that calls them in that format (docs/TOOLS.md) */
 } cgram_compile_options;
 
 /* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical, 1 GiB, schema order,

@@ -22,7 +22,9 @@ const char* default_filename(GrammarFormat format) {
   switch (format) {
     case GrammarFormat::Cgram: return "grammar.cgram";
     case GrammarFormat::Gbnf: return "grammar.gbnf";
+    case GrammarFormat::Lark: return "grammar.lark";
     case GrammarFormat::JsonSchema: return "schema.json";
+    case GrammarFormat::Tools: return "tools.json";
   }
   return "grammar";
 }
@@ -37,6 +39,7 @@ struct Reading {
   std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
   size_t max_memory_bytes = kDefaultCompileMemoryBytes;
   std::string property_order = "schema";
+  std::string tool_format = "hermes";
 };
 
 PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
@@ -66,7 +69,13 @@ PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
 GrammarPtr parse(std::string_view source, const Reading& reading) {
   const std::string path = reading.filename.value_or("");
   std::optional<GrammarFormat> format = grammar_format(reading.format, path);
-  if (!format) throw py::value_error(fmt::format("format must be 'auto', 'cgram', 'gbnf' or 'json-schema', not '{}'", reading.format));
+  if (!format)
+    throw py::value_error(fmt::format("format must be 'auto', 'cgram', 'gbnf', 'lark', 'json-schema' or 'tools', not '{}'",
+                                      reading.format));
+  std::optional<ToolFormat> tool_format = parse_tool_format(reading.tool_format);
+  if (!tool_format)
+    throw py::value_error(fmt::format("tool_format must be 'hermes', 'llama3', 'qwen', 'mistral' or 'json-array', not '{}'",
+                                      reading.tool_format));
   std::optional<JsonWhitespace> whitespace = parse_json_whitespace(reading.whitespace);
   if (!whitespace)
     throw py::value_error(fmt::format("whitespace must be 'compact', 'pretty' or 'flexible', not '{}'", reading.whitespace));
@@ -77,6 +86,7 @@ GrammarPtr parse(std::string_view source, const Reading& reading) {
   options.format = *format;
   options.start = reading.start;
   options.schema.property_order = *property_order;
+  options.tool_format = *tool_format;
   options.schema.whitespace = *whitespace;
   options.schema.strict = reading.strict;
   options.schema.max_whitespace = reading.max_whitespace;
@@ -194,21 +204,25 @@ void bind_diagnostic(py::module_& m) {
 
 void bind_grammar_class(py::module_& m) {
   py::class_<PyGrammar, GrammarPtr> cls(m, "Grammar", R"doc(
-A checked grammar: .cgram text, llama.cpp GBNF or a JSON Schema (translated
-to .cgram). Parsing raises GrammarError, which carries the diagnostics;
+A checked grammar: .cgram text, llama.cpp GBNF, Lark, a JSON Schema or a
+list of tools (translated to .cgram). Parsing raises GrammarError, which carries the diagnostics;
 warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc");
   cls.def(py::init([](py::object source, const std::string& format, std::optional<std::string> filename,
                       const std::string& start, const std::string& whitespace, bool strict,
-                      std::optional<uint32_t> max_whitespace, const std::string& property_order) {
+                      std::optional<uint32_t> max_whitespace, const std::string& property_order,
+                      const std::string& tool_format) {
             Reading reading{format, filename, start, whitespace, strict, max_whitespace};
             reading.property_order = property_order;
+            reading.tool_format = tool_format;
             return parse(text_argument(source, "source"), reading);
           }),
           py::arg("source"), py::kw_only(), py::arg("format") = "auto", py::arg("filename") = py::none(),
           py::arg("start") = "start", py::arg("whitespace") = "flexible", py::arg("strict") = false,
           py::arg("max_whitespace") = kDefaultMaxWhitespace, py::arg("property_order") = "schema",
+          py::arg("tool_format") = "hermes",
           "Parses `source` (str or bytes). format: 'auto' (by the filename's extension: .gbnf GBNF, "
-          ".json a JSON Schema, else .cgram), 'cgram', 'gbnf' or 'json-schema'. start: the start rule "
+          ".lark Lark, .json a JSON Schema, else .cgram), 'cgram', 'gbnf', 'lark', 'json-schema' or 'tools' (a "
+          "JSON list of tools, read as the grammar of a reply in tool_format's calls). start: the start rule "
           "('start' means root for GBNF). whitespace and strict: JSON Schema documents' layout "
           "('compact', 'pretty', 'flexible') and whether ignored keywords are errors; max_whitespace: with "
           "the flexible layout, the longest whitespace run between tokens (None: any length). property_order: "
@@ -234,6 +248,27 @@ warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc")
           },
           py::arg("source"), py::kw_only(), py::arg("start") = "root", py::arg("filename") = "grammar.gbnf",
           "Parses llama.cpp GBNF.")
+      .def_static(
+          "from_lark",
+          [](py::object source, const std::string& start, const std::string& filename) {
+            return parse(text_argument(source, "source"), Reading{"lark", filename, start, "flexible", false});
+          },
+          py::arg("source"), py::kw_only(), py::arg("start") = "start", py::arg("filename") = "grammar.lark",
+          "Parses a Lark grammar (llguidance's and XGrammar's dialect, %json included; docs/LARK.md).")
+      .def_static(
+          "from_tools",
+          [](py::object tools, const std::string& format, const std::string& whitespace, std::optional<uint32_t> max_whitespace,
+             const std::string& property_order) {
+            Reading reading{"tools", "tools.json", "start", whitespace, false, max_whitespace};
+            reading.tool_format = format;
+            reading.property_order = property_order;
+            return parse(schema_text(tools), reading);
+          },
+          py::arg("tools"), py::kw_only(), py::arg("format") = "hermes", py::arg("whitespace") = "flexible",
+          py::arg("max_whitespace") = kDefaultMaxWhitespace, py::arg("property_order") = "schema",
+          "The grammar of a model's reply given OpenAI-style tools (a list, or its JSON text): free text, then "
+          "calls in the format of the model family ('hermes', 'llama3', 'qwen', 'mistral', 'json-array'), each "
+          "call's arguments checked against its tool's parameters schema (docs/TOOLS.md).")
       .def_static(
           "from_json_schema",
           [](py::object schema, const std::string& whitespace, bool strict, const std::string& filename,

@@ -238,7 +238,30 @@ class Backend:
             options = {"whitespace": self.whitespace, "max_whitespace": self.max_whitespace,
                        "property_order": self.property_order}
         grammar = Grammar(source, format=fmt, **options)
-        compiled = compile(grammar, self.vocab, tier=self.tier, canonical=self.canonical)
+        return self._keep(key, compile(grammar, self.vocab, tier=self.tier, canonical=self.canonical))
+
+    def compile_tools(self, tools, format: str = "hermes") -> CompiledGrammar:
+        """The compiled grammar of a reply given OpenAI-style tools (a list of
+        them, or its JSON text): free text, then calls in the model family's
+        format ("hermes", "llama3", "qwen", "mistral" or "json-array"), each
+        call's arguments checked against its tool's schema. Cached like
+        compile(): a server with one tool list compiles it once."""
+        source = tools if isinstance(tools, (str, bytes)) else json.dumps(tools, indent=2)
+        if isinstance(source, bytes):
+            source = source.decode("utf-8")
+        key = ("tools", format, source)
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                self.hits += 1
+                return found
+            self.misses += 1
+        grammar = Grammar(source, format="tools", tool_format=format, whitespace=self.whitespace,
+                          max_whitespace=self.max_whitespace, property_order=self.property_order)
+        return self._keep(key, compile(grammar, self.vocab, tier=self.tier, canonical=self.canonical))
+
+    def _keep(self, key, compiled: CompiledGrammar) -> CompiledGrammar:
         with self._lock:
             self._cache[key] = compiled
             self._cache.move_to_end(key)

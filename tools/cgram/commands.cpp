@@ -237,8 +237,8 @@ int run_match(const MatchArgs& args) {
 int run_convert(const ConvertArgs& args) {
   const GrammarFormat format = grammar_options(args.file, "start", args).format;
   if (format == GrammarFormat::Cgram) {
-    print_error(fmt::format("convert reads GBNF (.gbnf) or a JSON Schema (.json): give --format gbnf or "
-                            "--format json-schema for '{}'",
+    print_error(fmt::format("convert reads GBNF (.gbnf), Lark (.lark) or a JSON Schema (.json): give --format "
+                            "gbnf, lark or json-schema for '{}'",
                             args.file));
     return kExitUsage;
   }
@@ -255,7 +255,10 @@ int run_convert(const ConvertArgs& args) {
   if (!outcome.ok()) return 1;
   // A translated grammar is built from its translation: that is its source text.
   const std::string converted =
-      (format == GrammarFormat::Gbnf ? "(* converted from GBNF by cgram convert *)\n" : "") +
+      (format == GrammarFormat::Gbnf   ? "(* converted from GBNF by cgram convert *)\n"
+       : format == GrammarFormat::Lark ? "(* converted from Lark by cgram convert *)\n"
+       : format == GrammarFormat::Tools ? fmt::format("(* written by cgram tools --format {} *)\n", args.tool_format)
+                                       : "") +
       std::string(outcome.grammar->file().text());
   return write_output(args.output, converted);
 }

@@ -24,10 +24,12 @@ inline constexpr size_t kMaxTextBytesCeiling = size_t(1) << 40;
 inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 
 // How a grammar file is read: its format (auto: by the extension, .gbnf is
-// GBNF and .json a JSON Schema; or cgram, gbnf, json-schema) and, for a JSON
-// Schema, the documents' whitespace and whether ignored keywords are errors.
+// GBNF, .lark Lark and .json a JSON Schema; or cgram, gbnf, lark,
+// json-schema, tools) and, for a JSON Schema, the documents' whitespace and
+// whether ignored keywords are errors; for a list of tools, the call format.
 struct GrammarInput {
   std::string format = "auto";
+  std::string tool_format = "hermes";
   std::string whitespace = "flexible";
   std::string property_order = "schema";
   std::string max_whitespace = std::to_string(kDefaultMaxWhitespace);  // a number, or "unbounded"

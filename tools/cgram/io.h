@@ -92,7 +92,7 @@ inline std::string printable(std::string_view bytes, bool keep_layout = false) {
 }
 
 // How to read a grammar file: --format when given, else by its extension
-// (.gbnf is llama.cpp's GBNF, .json a JSON Schema, anything else .cgram).
+// (.gbnf is llama.cpp's GBNF, .lark Lark, .json a JSON Schema, anything else .cgram).
 inline ParseOptions grammar_options(const std::string& path, const std::string& start,
                                     const GrammarInput& input = {}) {
   ParseOptions options;
@@ -101,6 +101,7 @@ inline ParseOptions grammar_options(const std::string& path, const std::string& 
   options.format = grammar_format(input.format, path).value_or(GrammarFormat::Cgram);
   options.schema.whitespace = parse_json_whitespace(input.whitespace).value_or(JsonWhitespace::Flexible);
   options.schema.strict = input.strict;
+  options.tool_format = parse_tool_format(input.tool_format).value_or(ToolFormat::Hermes);
   options.schema.property_order = parse_json_property_order(input.property_order).value_or(JsonPropertyOrder::Schema);
   options.max_memory_bytes = input.max_memory_mib << 20;
   // CLI11 has checked it: "unbounded" or a number.

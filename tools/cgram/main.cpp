@@ -65,7 +65,8 @@ int run(int argc, char** argv) {
   };
 
   // A grammar is .cgram, llama.cpp's GBNF (by the .gbnf extension, or
-  // --format gbnf; --start then names a GBNF rule, default root) or a JSON
+  // --format gbnf; --start then names a GBNF rule, default root), Lark
+  // (.lark, --format lark; start rule `start`) or a JSON
   // Schema (.json, or --format json-schema; with --whitespace and --strict).
   auto add_schema_options = [](CLI::App* cmd, GrammarInput& input) {
     cmd->add_option("--whitespace", input.whitespace,
@@ -93,15 +94,20 @@ int run(int argc, char** argv) {
   };
   auto add_format = [&add_schema_options](CLI::App* cmd, GrammarInput& input) {
     cmd->add_option("--format", input.format,
-                    "The grammar's format: auto (.gbnf is GBNF, .json a JSON Schema), cgram, gbnf or json-schema")
-        ->check(CLI::IsMember({"auto", "cgram", "gbnf", "json-schema"}))
+                    "The grammar's format: auto (.gbnf is GBNF, .lark Lark, .json a JSON Schema), cgram, gbnf, lark, "
+                    "json-schema, or tools (a JSON list of tools: the grammar of a reply that calls them)")
+        ->check(CLI::IsMember({"auto", "cgram", "gbnf", "lark", "json-schema", "tools"}))
+        ->capture_default_str();
+    cmd->add_option("--tool-format", input.tool_format,
+                    "With --format tools: the model family's call format (hermes, llama3, qwen, mistral, json-array)")
+        ->check(CLI::IsMember({"hermes", "llama3", "qwen", "mistral", "json-array"}))
         ->capture_default_str();
     add_schema_options(cmd, input);
   };
 
   CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Check a grammar: print its diagnostics, or a summary");
-  check_cmd->add_option("FILE", check.file, "The grammar: .cgram, or GBNF (.gbnf)")->required();
+  check_cmd->add_option("FILE", check.file, "The grammar: .cgram, GBNF (.gbnf), Lark (.lark) or a JSON Schema (.json)")->required();
   check_cmd->add_option("--start", check.start, "The start rule")->capture_default_str();
   add_format(check_cmd, check);
   check_cmd->add_flag("--json", check.json, "Print the result as one JSON object");
@@ -267,8 +273,8 @@ int run(int argc, char** argv) {
 
   ConvertArgs convert;
   CLI::App* convert_cmd =
-      app.add_subcommand("convert", "Write the .cgram equivalent of a GBNF grammar (llama.cpp's format, comments kept) or of a JSON Schema");
-  convert_cmd->add_option("FILE", convert.file, "The GBNF grammar (.gbnf) or JSON Schema (.json)")->required();
+      app.add_subcommand("convert", "Write the .cgram equivalent of a GBNF or Lark grammar (comments kept) or of a JSON Schema");
+  convert_cmd->add_option("FILE", convert.file, "The GBNF (.gbnf) or Lark (.lark) grammar, or JSON Schema (.json)")->required();
   convert_cmd->add_option("-o,--output", convert.output, "The .cgram file to write (default: standard output)");
   add_format(convert_cmd, convert);
 
@@ -279,6 +285,21 @@ int run(int argc, char** argv) {
   schema_cmd->add_option("FILE", schema.file, "The JSON Schema (.json)")->required();
   schema_cmd->add_option("-o,--output", schema.output, "The .cgram file to write (default: standard output)");
   add_schema_options(schema_cmd, schema);
+
+  ConvertArgs tools;
+  tools.format = "tools";
+  CLI::App* tools_cmd = app.add_subcommand(
+      "tools", "Write the .cgram grammar of a model's reply given a list of tools: free text, then tool calls in the "
+               "model family's format, each call's arguments checked against its tool's schema");
+  tools_cmd->add_option("FILE", tools.file, "The tools: a JSON list of OpenAI-style tools, or {\"tools\": [...]}")
+      ->required();
+  tools_cmd->add_option("-o,--output", tools.output, "The .cgram file to write (default: standard output)");
+  tools_cmd->add_option("--format", tools.tool_format,
+                        "The call format: hermes (<tool_call>{json}</tool_call>: Hermes, Qwen 2.5 and 3), llama3, "
+                        "qwen (Qwen3-Coder's XML), mistral ([TOOL_CALLS][…]) or json-array (calls only)")
+      ->check(CLI::IsMember({"hermes", "llama3", "qwen", "mistral", "json-array"}))
+      ->capture_default_str();
+  add_schema_options(tools_cmd, tools);
 
   GpuArgs gpu;
   CLI::App* gpu_cmd = app.add_subcommand(
@@ -357,6 +378,7 @@ int run(int argc, char** argv) {
   if (*gpu_cmd) return run_gpu(gpu);
   if (*convert_cmd) return run_convert(convert);
   if (*schema_cmd) return run_convert(schema);
+  if (*tools_cmd) return run_convert(tools);
   if (*compile_cmd) return run_compile(compile);
   if (*mask_cmd) return run_mask(mask);
   if (*generate_cmd) return run_generate(generate);

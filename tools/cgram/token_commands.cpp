@@ -1016,7 +1016,8 @@ int bench_suite(const BenchArgs& args) {
   for (const auto& format : formats) {
     std::vector<std::filesystem::path> grammars;
     for (const auto& e : list_folder(format, ec))
-      if (e.path().extension() == ".cgram" || e.path().extension() == ".gbnf" || e.path().extension() == ".json")
+      if (e.path().extension() == ".cgram" || e.path().extension() == ".gbnf" || e.path().extension() == ".lark" ||
+          e.path().extension() == ".json")
         grammars.push_back(e.path());  // a JSON Schema's first mask includes its translation
     if (ec) {
       print_error(fmt::format("cannot list the format folder '{}': {}", format.string(), ec.message()));

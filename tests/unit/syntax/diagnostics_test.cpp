@@ -102,9 +102,9 @@ TEST_CASE("unsupported regex features say that regexes denote regular languages"
   expect_error("start ::= #'a*?';", 1, 15,
                "lazy quantifiers are not supported: a regex terminal denotes a regular language and is matched as a "
                "whole, so laziness has no meaning; remove the '?'");
-  expect_error("start ::= #'(?i)a';", 1, 13,
-               "inline flags and other '(?…)' extensions are not supported: regex terminals denote regular "
-               "languages; use (?:…) for a group");
+  expect_error("start ::= #'(?x)a';", 1, 15, "verbose mode (the x flag) is not supported in regex");
+  expect_error("start ::= #'(?iq:a)';", 1, 16,
+               "unknown inline flag 'q' in regex: i, s, m and u are supported, as in (?i:abc)");
   expect_error("start ::= #'\\p{L}';", 1, 13,
                "Unicode property classes (\\p{…}) are not supported; write the ranges as a class, as in "
                "[\\u{4E00}-\\u{9FFF}]");

@@ -273,3 +273,57 @@ TEST_CASE("the minimal DFA built on byte classes is the one built on whole rows"
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(refused.if_error()->message, Catch::Contains("more than 4 states"));
 }
+
+TEST_CASE("inline flags: i folds ASCII letters, s lets '.' match a newline, scoped to their group", "[regex]") {
+  // The whole pattern under (?i) against std::regex's icase, on generated
+  // regexes and texts with both cases of their letters.
+  RegexGenerator gen(20261128);
+  for (int r = 0; r < 200; ++r) {
+    const std::string pattern = gen.generate();
+    std::regex reference(pattern, std::regex::ECMAScript | std::regex::icase);
+    ir::Dfa folded = compile("(?i)" + pattern);
+    ir::Dfa scoped = compile("(?i:" + pattern + ")");
+    for (int t = 0; t < 30; ++t) {
+      std::string text = gen.text();
+      for (char& c : text)
+        if (c >= 'a' && c <= 'c' && t % 2) c = static_cast<char>(c - 'a' + 'A');
+      INFO("pattern: " << pattern << "  text: '" << text << "'");
+      const bool expected = std::regex_match(text, reference);
+      CHECK(folded.matches(text) == expected);
+      CHECK(scoped.matches(text) == expected);
+    }
+  }
+  CHECK(compile("a(?i:b)c").matches("aBc"));
+  CHECK_FALSE(compile("a(?i:b)c").matches("abC"));
+  CHECK(compile("a(?i)bc").matches("aBC"));
+  CHECK_FALSE(compile("a(?i)bc").matches("ABC"));
+  CHECK(compile("(?:a(?i)b)c").matches("aBc"));
+  CHECK_FALSE(compile("(?:a(?i)b)c").matches("aBC"));
+  CHECK(compile("(?i)[^a]").matches("b"));
+  CHECK_FALSE(compile("(?i)[^a]").matches("A"));
+  CHECK(compile("(?i)\\u00e9").matches("\xC3\xA9"));
+  CHECK_FALSE(compile("(?i)\\u00e9").matches("\xC3\x89"));  // only ASCII letters fold
+  CHECK_FALSE(compile(".").matches("\n"));
+  CHECK(compile("(?s).").matches("\n"));
+  CHECK(compile("(?s:.)").matches("\n"));
+  CHECK_FALSE(compile("(?s:.)(?-s:.)").matches("\n\n"));
+  CHECK(compile("(?is:A.)").matches("a\n"));
+  CHECK(compile("(?mu)a").matches("a"));
+}
+
+TEST_CASE("regex_text writes a regex that parses back to the same language", "[regex]") {
+  RegexGenerator gen(20261129);
+  for (int r = 0; r < 200; ++r) {
+    const std::string pattern = gen.generate();
+    auto parsed = ir::parse_regex(pattern);
+    REQUIRE(std::holds_alternative<ir::RegexNode>(parsed));
+    const std::string written = ir::regex_text(std::get<ir::RegexNode>(parsed));
+    ir::Dfa original = compile(pattern), again = compile(written);
+    for (int t = 0; t < 40; ++t) {
+      const std::string text = gen.text();
+      INFO("pattern: " << pattern << "  written: " << written << "  text: '" << text << "'");
+      CHECK(original.matches(text) == again.matches(text));
+    }
+  }
+  CHECK(ir::regex_text(std::get<ir::RegexNode>(ir::parse_regex("a'[^\\]]+|(?:b|c)?"))) == "a[\\'][^\\]]+|(?:b|c)?");
+}

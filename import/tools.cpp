@@ -1,0 +1,274 @@
+#include "tools.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "cgram_text.h"
+#include "json_text.h"
+#include "memory_budget.h"
+
+namespace cgram {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Tool {
+  std::string name;
+  const Json* parameters = nullptr;
+  size_t index = 0;
+};
+
+constexpr std::string_view kFormatNames[] = {"hermes", "llama3", "qwen", "mistral", "json-array"};
+
+// A JSON string literal as .cgram text: the quotes and the name, one spelling.
+std::string json_name_literal(const std::string& name) { return quote_literal(json::json_string_text(name)); }
+
+class ToolsBuilder {
+ public:
+  ToolsBuilder(const SourceFile& file, Diagnostics& diags, const ToolsOptions& options, const SyntaxLimits& limits)
+      : file_(file), diags_(diags), options_(options), limits_(limits) {
+    taken_ = {"start", "text", "call", "calls", "tool", "ws", "any", "except"};
+  }
+
+  std::optional<ToolsTranslation> run() {
+    if (!read_tools()) return std::nullopt;
+    ToolsTranslation out;
+    out.tools = tools_.size();
+    std::string rules;
+    for (const Tool& tool : tools_) {
+      if (options_.format == ToolFormat::Qwen) {
+        auto params = qwen_parameters(tool);
+        if (!params) return std::nullopt;
+        alternatives_.push_back(fmt::format("'{}>\\n' {}", escaped(tool.name), *params));
+      } else {
+        auto args = arguments_rule(tool);
+        if (!args) return std::nullopt;
+        alternatives_.push_back(fmt::format("{} ws ',' ws '\"{}\"' ws ':' ws {}", json_name_literal(tool.name),
+                                            options_.format == ToolFormat::Llama3 ? "parameters" : "arguments",
+                                            *args));
+      }
+    }
+    out.distinct_schemas = distinct_;
+    out.cgram = fmt::format("(* The replies of a model with {} tools ({} format), written by cgram tools from {}. *)\n",
+                            tools_.size(), tool_format_name(options_.format), file_.name());
+    out.cgram += reply();
+    out.cgram += "tool ::= ";
+    for (size_t i = 0; i < alternatives_.size(); ++i) out.cgram += (i ? "\n     | " : "") + alternatives_[i];
+    out.cgram += " ;\n";
+    out.cgram += options_.json.max_whitespace
+                     ? fmt::format("ws ::= #'[ \\t\\n\\r]{{0,{}}}' ;\n", *options_.json.max_whitespace)
+                     : std::string("ws ::= #'[ \\t\\n\\r]*' ;\n");
+    out.cgram += schema_rules_;
+    charge_memory(out.cgram.size());
+    return out;
+  }
+
+ private:
+  void error(std::string message) { diags_.error_at_file(std::move(message)); }
+
+  static std::string escaped(const std::string& text) {
+    const std::string quoted = quote_literal(text);
+    return quoted.substr(1, quoted.size() - 2);
+  }
+
+  bool read_tools() {
+    try {
+      root_ = Json::parse(file_.text());
+    } catch (const Json::exception& e) {
+      std::string message = e.what();
+      const size_t dash = message.find(" - ");
+      error("invalid JSON: " + (dash == std::string::npos ? message : message.substr(dash + 3)));
+      return false;
+    }
+    const Json* list = &root_;
+    if (root_.is_object() && root_.contains("tools")) list = &root_["tools"];
+    if (!list->is_array()) {
+      error("expecting a JSON list of tools, or an object with a \"tools\" list");
+      return false;
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Json& entry = (*list)[i];
+      const Json* function = entry.is_object() && entry.contains("function") ? &entry["function"] : &entry;
+      if (!function->is_object() || !function->contains("name") || !(*function)["name"].is_string() ||
+          (*function)["name"].get<std::string>().empty()) {
+        error(fmt::format("tool {} has no name: a tool is {{\"type\": \"function\", \"function\": {{\"name\": …, "
+                          "\"parameters\": {{…}}}}}} or {{\"name\": …, \"parameters\": {{…}}}}",
+                          i));
+        return false;
+      }
+      Tool tool;
+      tool.name = (*function)["name"].get<std::string>();
+      tool.index = i;
+      if (function->contains("parameters")) tool.parameters = &(*function)["parameters"];
+      if (!names.insert(tool.name).second) {
+        error(fmt::format("tool {} is named '{}', as an earlier tool is: a call's name must say which tool it is", i,
+                          tool.name));
+        return false;
+      }
+      tools_.push_back(std::move(tool));
+    }
+    if (tools_.empty()) {
+      error("the list has no tools");
+      return false;
+    }
+    return true;
+  }
+
+  std::string allocate(std::string base) {
+    for (char& c : base)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "r" + base;
+    std::string name = base;
+    for (int n = 2; taken_.count(name); ++n) name = fmt::format("{}_{}", base, n);
+    taken_.insert(name);
+    return name;
+  }
+
+  // The rule of a schema's values, translated once per distinct schema.
+  std::optional<std::string> schema_rule(const Json& schema, const std::string& base, const std::string& what,
+                                         const JsonSchemaOptions& layout) {
+    const std::string key = schema.dump() + (layout == options_.json ? "" : "\x1F" "compact");
+    auto found = rule_of_schema_.find(key);
+    if (found != rule_of_schema_.end()) return found->second;
+    SourceFile schema_file(fmt::format("{} ({})", file_.name(), what), schema.dump(2));
+    Diagnostics schema_diags(&schema_file);
+    std::optional<SchemaTranslation> translation = translate_json_schema(schema_file, schema_diags, layout, limits_);
+    for (const Diagnostic& d : schema_diags.all()) {
+      if (d.severity == Severity::Error) failed_ = true;
+      Diagnostic placed = d;
+      placed.range = {};
+      placed.range.begin.line = placed.range.end.line = 0;
+      placed.message = fmt::format("{}: {}", what, schema_diags.render_one(d));
+      while (!placed.message.empty() && placed.message.back() == '\n') placed.message.pop_back();
+      diags_.add(std::move(placed));
+    }
+    if (!translation) {
+      failed_ = true;
+      return std::nullopt;
+    }
+    const std::string name = allocate(base);
+    std::map<std::string, std::string> shared;
+    if (layout.whitespace == JsonWhitespace::Flexible) shared["ws"] = "ws";
+    for (const EmbeddedRule& rule :
+         embed_schema_rules(*translation, name, shared, [&](const std::string& n) { return allocate(n); }))
+      schema_rules_ += rule.text + "\n";
+    ++distinct_;
+    rule_of_schema_.emplace(key, name);
+    return name;
+  }
+
+  std::optional<std::string> arguments_rule(const Tool& tool) {
+    static const Json kNoParameters = Json::parse(R"({"type": "object", "properties": {}})");
+    return schema_rule(tool.parameters ? *tool.parameters : kNoParameters, "args_" + tool.name,
+                       fmt::format("the parameters of tool '{}'", tool.name), options_.json);
+  }
+
+  // Qwen3-Coder: each parameter on its own, in the schema's order, the
+  // required ones there; a string as raw text up to "\n</parameter>",
+  // anything else as compact JSON.
+  std::optional<std::string> qwen_parameters(const Tool& tool) {
+    if (!tool.parameters || !tool.parameters->contains("properties")) return std::string("''");
+    const Json& properties = (*tool.parameters)["properties"];
+    std::set<std::string> required;
+    if (tool.parameters->contains("required") && (*tool.parameters)["required"].is_array())
+      for (const Json& r : (*tool.parameters)["required"])
+        if (r.is_string()) required.insert(r.get<std::string>());
+    std::string out;
+    JsonSchemaOptions compact = options_.json;
+    compact.whitespace = JsonWhitespace::Compact;
+    for (const auto& [name, schema] : properties.items()) {
+      std::string value;
+      if (schema.is_object() && schema.size() <= 2 && schema.value("type", Json()) == "string" &&
+          (schema.size() == 1 || schema.contains("description"))) {
+        value = "except!('\\n</parameter>')";
+      } else {
+        auto rule = schema_rule(schema, fmt::format("param_{}_{}", tool.name, name),
+                                fmt::format("parameter '{}' of tool '{}'", name, tool.name), compact);
+        if (!rule) return std::nullopt;
+        value = *rule;
+      }
+      const std::string item = fmt::format("'<parameter={}>\\n' {} '\\n</parameter>\\n'", escaped(name), value);
+      out += (out.empty() ? "" : " ") + (required.count(name) ? item : "( " + item + " )?");
+    }
+    return out.empty() ? std::string("''") : out;
+  }
+
+  // The reply around the calls, per format.
+  std::string reply() const {
+    const bool text = options_.free_text && options_.format != ToolFormat::JsonArray;
+    const std::string object = "'{' ws '\"name\"' ws ':' ws tool ws '}'";
+    std::string trigger, call;
+    switch (options_.format) {
+      case ToolFormat::Hermes:
+        trigger = "'<tool_call>'";
+        call = fmt::format("{} ws {} ws '</tool_call>'", trigger, object);
+        break;
+      case ToolFormat::Llama3:
+        trigger = "'{\"name\"'";
+        call = "'{\"name\"' ws ':' ws tool ws '}'";
+        break;
+      case ToolFormat::Qwen:
+        trigger = "'<tool_call>'";
+        call = "'<tool_call>\\n<function=' tool '</function>\\n</tool_call>'";
+        break;
+      case ToolFormat::Mistral:
+        trigger = "'[TOOL_CALLS]'";
+        call = fmt::format("{} ws '[' ws {} ( ws ',' ws {} )* ws ']'", trigger, object, object);
+        break;
+      case ToolFormat::JsonArray:
+        return fmt::format("start ::= ws '[' ws ( {} ( ws ',' ws {} )* ws )? ']' ws ;\n", object, object);
+    }
+    std::string out;
+    if (text) {
+      out += "start ::= text ( call text )* ;\n";
+      out += fmt::format("text ::= except!({}) ;\n", trigger);
+    } else {
+      out += "start ::= call ( ws call )* ;\n";
+    }
+    out += fmt::format("call ::= {} ;\n", call);
+    return out;
+  }
+
+  const SourceFile& file_;
+  Diagnostics& diags_;
+  ToolsOptions options_;
+  SyntaxLimits limits_;
+  Json root_;
+  std::vector<Tool> tools_;
+  std::vector<std::string> alternatives_;
+  std::set<std::string> taken_;
+  std::map<std::string, std::string> rule_of_schema_;
+  std::string schema_rules_;
+  size_t distinct_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+std::optional<ToolFormat> parse_tool_format(std::string_view name) {
+  for (size_t i = 0; i < std::size(kFormatNames); ++i)
+    if (name == kFormatNames[i]) return static_cast<ToolFormat>(i);
+  return std::nullopt;
+}
+
+const char* tool_format_name(ToolFormat format) { return kFormatNames[static_cast<size_t>(format)].data(); }
+
+std::optional<ToolsTranslation> translate_tools(const SourceFile& file, Diagnostics& diags, const ToolsOptions& options,
+                                                const SyntaxLimits& limits) {
+  if (file.text().size() > limits.max_source_bytes) {
+    diags.error_at_file(
+        fmt::format("tools file is {} bytes; the limit is {} bytes", file.text().size(), limits.max_source_bytes));
+    return std::nullopt;
+  }
+  MemoryStage stage("translating the tools");
+  charge_memory(16 * file.text().size());
+  return ToolsBuilder(file, diags, options, limits).run();
+}
+
+}  // namespace cgram

@@ -1,0 +1,59 @@
+#pragma once
+// A list of tools (OpenAI-style: name, description, JSON Schema parameters)
+// → the .cgram grammar of a model's reply: free text, then zero or more
+// tool calls in the model family's own format, each call's name choosing
+// its arguments' schema.
+//
+//   hermes      <tool_call>{"name": "f", "arguments": {…}}</tool_call>
+//               (Hermes 2/3, Qwen 2.5 and Qwen 3)
+//   llama3      {"name": "f", "parameters": {…}}   (Llama 3.1 to 3.3's JSON calls)
+//   qwen        <tool_call><function=f><parameter=p>value</parameter>…</function></tool_call>
+//               (Qwen3-Coder: a string value as raw text, others as JSON)
+//   mistral     [TOOL_CALLS][{"name": "f", "arguments": {…}}, …]
+//   json-array  [{"name": "f", "arguments": {…}}, …] and nothing else
+//
+// Whitespace between JSON tokens and around the tags is the JSON Schema
+// converter's (flexible by default, runs of at most 20). Tools with the
+// same parameters schema share its rules; the names are alternatives of
+// literals, which the lexer reads as one automaton (a trie). docs/TOOLS.md
+// has the grammars in full.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "diagnostics.h"
+#include "json_schema.h"
+#include "parse.h"
+#include "source.h"
+
+namespace cgram {
+
+enum class ToolFormat { Hermes, Llama3, Qwen, Mistral, JsonArray };
+std::optional<ToolFormat> parse_tool_format(std::string_view name);
+const char* tool_format_name(ToolFormat format);
+
+struct ToolsOptions {
+  ToolFormat format = ToolFormat::Hermes;
+  JsonSchemaOptions json;  // the arguments' layout
+  // The free text before, between and after calls (not for json-array);
+  // false: the reply is calls only.
+  bool free_text = true;
+};
+
+struct ToolsTranslation {
+  std::string cgram;
+  std::string start = "start";
+  size_t tools = 0;
+  size_t distinct_schemas = 0;
+};
+
+// Reads `file`, a JSON list of tools (or an object with a "tools" list):
+// each {"type": "function", "function": {"name", "parameters"}} or
+// {"name", "parameters"} directly. Errors go to `diags` (bound to `file`):
+// a tool without a name, two tools of one name, a schema cgram refuses
+// (its diagnostics, prefixed with the tool's name).
+std::optional<ToolsTranslation> translate_tools(const SourceFile& file, Diagnostics& diags,
+                                                const ToolsOptions& options = {},
+                                                const SyntaxLimits& limits = {});
+
+}  // namespace cgram
