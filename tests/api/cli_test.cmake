@@ -50,7 +50,7 @@ expect_run(0 "Usage" --help)
 expect_run(0 "Exit status: 0 complete" match --help)
 expect_run(64 "expected the text to match" match ${json})
 expect_run(64 "FILE is required" check)
-expect_run(64 "unknown command 'frobnicate'; the commands are: check, match, mask, generate, bench, compile, convert, schema, gpu, vocab, demo"
+expect_run(64 "unknown command 'frobnicate'; the commands are: check, match, mask, generate, bench, compile, convert, schema, tools, gpu, vocab, demo"
            frobnicate)
 expect_run(64 "expected a command: check, match" )
 
@@ -248,7 +248,7 @@ if(comment_at EQUAL -1)
   message(FATAL_ERROR "convert dropped the comment:\n${converted}")
 endif()
 expect_run(0 "complete" match ${WORK}/g_converted.cgram "42-abc")
-expect_run(64 "convert reads GBNF (.gbnf) or a JSON Schema (.json)" convert ${json})
+expect_run(64 "convert reads GBNF (.gbnf), Lark (.lark) or a JSON Schema (.json)" convert ${json})
 file(WRITE ${WORK}/bad.gbnf "root ::= \"a\" missing\n")
 expect_run(1 "bad.gbnf:1:14: error: undefined rule 'missing'" check ${WORK}/bad.gbnf)
 expect_run(1 "bad.gbnf:1:14: error: undefined rule 'missing'" convert ${WORK}/bad.gbnf)
