@@ -2,7 +2,7 @@
 """Tool lists and reply documents for bench_tools, from JSONSchemaBench's
 Glaive function-calling schemas.
 
-  make_tools.py GLAIVE_DIR MASKBENCH_DATA OUT_DIR [--sizes 10,50,100,400] [--format hermes]
+  make_tools.py GLAIVE_DIR MASKBENCH_DATA OUT_DIR [--sizes 10,50,100,400] [--format hermes] [--cgram BIN] [--max 440]
 
 GLAIVE_DIR is JSONSchemaBench's data/Glaiveai2K (1,707 schemas of 95 function
 names: a tool is named by its file, as `calculate_bmi_4ad104b4`, so names
@@ -17,13 +17,16 @@ import argparse
 import glob
 import json
 import os
-import re
+import subprocess
 
 
-def tools_from(glaive_dir, maskbench_dir):
+def tools_from(glaive_dir, maskbench_dir, cgram, limit):
     tools = {}
-    for path in sorted(glob.glob(os.path.join(glaive_dir, "*.json"))):
+    for path in sorted(glob.glob(os.path.join(glaive_dir, "*.json")))[:limit]:
         name = os.path.basename(path)[:-len(".json")]
+        # A schema cgram refuses (one that accepts no value) is no tool a server could offer.
+        if cgram and subprocess.run([cgram, "schema", path], capture_output=True).returncode != 0:
+            continue
         with open(path) as f:
             schema = json.load(f)
         document = None
@@ -58,8 +61,10 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--sizes", default="10,50,100,400")
     ap.add_argument("--format", default="hermes")
+    ap.add_argument("--cgram", help="the cgram command: schemas it refuses are left out")
+    ap.add_argument("--max", type=int, default=400, help="schemas looked at (in name order)")
     args = ap.parse_args()
-    available = tools_from(args.glaive, args.maskbench)
+    available = tools_from(args.glaive, args.maskbench, args.cgram, args.max)
     names = sorted(available)
     os.makedirs(args.out, exist_ok=True)
     for size in (int(s) for s in args.sizes.split(",")):
