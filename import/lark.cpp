@@ -211,7 +211,10 @@ class Lexer {
         case 'U': error = hex(8); break;
         case '\0':
         case '\n': return LarkError{open, 1, "unterminated string: expecting '\"'"};
-        default: out += '\\', out += e; break;  // kept, as Python keeps an unknown escape
+        default:
+          return LarkError{at, 2, fmt::format("unknown escape '\\{}' in a string: \\n \\r \\t \\f \\b \\v \\0 "
+                                              "\\\" \\\\ \\/ \\' \\xHH \\uHHHH \\UHHHHHHHH",
+                                              e)};
       }
       if (error) return error;
     }
@@ -451,9 +454,18 @@ class Parser {
   void attributes(Definition& d) {
     const Token& open = expect(Tok::LBrack, "expecting '['");
     if (d.terminal) fail(open, "attributes go on rules, not on terminals");
+    std::set<std::string> seen;
+    bool stop_capture = false;
     do {
       const Token& key = expect(Tok::Name, "expecting an attribute name");
+      if (!seen.insert(key.text).second) fail(key, fmt::format("the {} attribute is given more than once", key.text));
       const bool has_value = accept(Tok::Equals);
+      auto capture_name = [&] {
+        const Token& name = expect(Tok::String, "Expected token: a string (the capture's name)");
+        if (name.text.empty() || name.text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                             "0123456789_-.") != std::string::npos)
+          fail(name, "a capture name is letters, digits, '_', '-' and '.', and not empty");
+      };
       auto number = [&]() -> uint64_t {
         const Token& n = expect(Tok::Number, "Expected token: a number");
         if (n.text.find_first_not_of("0123456789") != std::string::npos)
@@ -468,13 +480,17 @@ class Parser {
       if (key.text == "lazy" && !has_value) {
         d.attributes.lazy = true;
       } else if ((key.text == "stop" || key.text == "suffix") && has_value) {
-        (key.text == "stop" ? d.attributes.stop : d.attributes.suffix) = marker();
+        Expr m = marker();
+        if (key.text == "suffix" && m.kind == Expr::Kind::Literal && m.text.empty())
+          fail(key, "suffix must not be empty (stop=\"\" is the end of the text)");
+        (key.text == "stop" ? d.attributes.stop : d.attributes.suffix) = std::move(m);
       } else if (key.text == "max_tokens" && has_value) {
         d.attributes.max_tokens = number();
       } else if (key.text == "max_chars" && has_value) {
         d.attributes.max_chars = number();
-      } else if ((key.text == "capture" || key.text == "stop_capture") ) {
-        if (has_value) expect(Tok::String, "Expected token: a string (the capture's name)");
+      } else if (key.text == "capture" || (key.text == "stop_capture" && has_value)) {
+        if (has_value) capture_name();
+        stop_capture |= key.text == "stop_capture";
         d.attributes.dropped.push_back(key.text);
       } else if (key.text == "temperature" && has_value) {
         expect(Tok::Number, "Expected token: a number");
@@ -487,6 +503,7 @@ class Parser {
     } while (accept(Tok::Comma));
     expect(Tok::RBrack, "Expected token: ',' or ']' after the attribute");
     if (d.attributes.stop && d.attributes.suffix) fail(open, "a rule takes stop= or suffix=, not both");
+    if (stop_capture && !d.attributes.stop && !d.attributes.suffix) fail(open, "stop_capture= needs stop= or suffix=");
   }
 
   void statement() {

@@ -284,3 +284,13 @@ TEST_CASE("Lark: the matcher's masks on Lark grammars are the oracle's", "[lark]
   }
   CHECK(pairs > 100000);
 }
+
+TEST_CASE("Lark: attributes are checked as strictly as the peers check them", "[lark]") {
+  CHECK(lark_error("start[capture, capture]: \"a\"").starts_with("test.lark:1:16: error: the capture attribute is given more than once"));
+  CHECK(lark_error("start[capture=\"a b\"]: \"a\"").starts_with("test.lark:1:15: error: a capture name is letters"));
+  CHECK(lark_error("start[capture=\"\"]: \"a\"").starts_with("test.lark:1:15: error: a capture name is letters"));
+  CHECK(lark_error("start: h\nh[suffix=\"\"]: /.*/").starts_with("test.lark:2:3: error: suffix must not be empty"));
+  CHECK(lark_error("start: h\nh[stop_capture=\"m\"]: /.*/").starts_with("test.lark:2:2: error: stop_capture= needs stop="));
+  CHECK(lark_error("start: \"\\q\"").starts_with("test.lark:1:9: error: unknown escape '\\q' in a string"));
+  CHECK(parse_lark("start: h\nh[stop=\"x\", stop_capture=\"m\"]: /[a-z]*/").ok());
+}
