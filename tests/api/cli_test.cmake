@@ -253,6 +253,25 @@ file(WRITE ${WORK}/bad.gbnf "root ::= \"a\" missing\n")
 expect_run(1 "bad.gbnf:1:14: error: undefined rule 'missing'" check ${WORK}/bad.gbnf)
 expect_run(1 "bad.gbnf:1:14: error: undefined rule 'missing'" convert ${WORK}/bad.gbnf)
 
+# Lark in: by the .lark extension or --format lark; convert keeps comments;
+# errors at their Lark position.
+file(WRITE ${WORK}/g.lark "// ids\n%import common.INT\n%ignore \" \"\nstart: \"id=\" INT (\",\" \"id=\" INT)*  // a list\n")
+expect_run(0 "complete" match ${WORK}/g.lark "id=1 , id=2")
+expect_run(2 "rejected" match ${WORK}/g.lark " id=1")
+file(COPY_FILE ${WORK}/g.lark ${WORK}/g_lark.txt)
+expect_run(0 "complete" match ${WORK}/g_lark.txt "id=3" --format lark)
+expect_run(0 "(* a list *)" convert ${WORK}/g.lark)
+file(WRITE ${WORK}/bad.lark "start: \"a\" missing\n")
+expect_run(1 "bad.lark:1:12: error: unknown name 'missing'" check ${WORK}/bad.lark)
+
+# Tools in: `cgram tools` writes the reply grammar; --format tools reads the list.
+file(WRITE ${WORK}/tools.json "[{\"type\": \"function\", \"function\": {\"name\": \"add\", \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"]}}}]\n")
+expect_run(0 "text ::= except!('<tool_call>')" tools ${WORK}/tools.json)
+expect_run(0 "text ::= except!('[TOOL_CALLS]')" tools ${WORK}/tools.json --format mistral)
+expect_run(0 "complete" match ${WORK}/tools.json --format tools --tool-format llama3 "{\"name\": \"add\", \"parameters\": {\"a\": 1}}")
+file(WRITE ${WORK}/tools2.json "[{\"name\": \"add\"}, {\"name\": \"add\"}]")
+expect_run(1 "tool 1 is named 'add'" tools ${WORK}/tools2.json)
+
 # JSON Schema in: `cgram schema` writes the grammar; every grammar command
 # takes the schema itself (.json, or --format json-schema), with
 # --whitespace and --strict; errors and warnings at their schema position.

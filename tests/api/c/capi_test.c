@@ -617,6 +617,39 @@ static void test_mask_memo_option(void) {
   cgram_vocab_free(vocab);
 }
 
+/* A list of tools compiled as the grammar of a reply (llama3 format); an
+   unknown format is refused. */
+static void test_tools(void) {
+  static const char* const tokens[] = {"{\"name\": ", "\"f\"", ", \"parameters\": ", "{}", "}", "hi", "</s>"};
+  enum { HEAD, NAME, PARAMS, EMPTY, CLOSE, HI, END, N_TOKENS };
+  static const char tools[] = "[{\"name\": \"f\", \"parameters\": {\"type\": \"object\", "
+                              "\"additionalProperties\": false}}]";
+  static const uint32_t reply[] = {HI, HEAD, NAME, PARAMS, EMPTY, CLOSE, END};
+  const uint32_t eos = END;
+  cgram_vocab* vocab = NULL;
+  cgram_compile_options options;
+  cgram_grammar* grammar = NULL;
+  cgram_matcher* m = NULL;
+  size_t accepted = 0;
+  CHECK_OK(cgram_vocab_from_tokens(tokens, NULL, N_TOKENS, &eos, 1, NULL, 0, &vocab));
+  cgram_compile_options_init(&options);
+  CHECK(options.tool_format == NULL);
+  options.tool_format = "llama3";
+  CHECK_OK(cgram_grammar_compile(vocab, tools, strlen(tools), &options, &grammar, NULL));
+  if (grammar) {
+    CHECK_OK(cgram_matcher_new(grammar, &m));
+    CHECK_OK(cgram_matcher_validate_tokens(m, reply, sizeof reply / sizeof reply[0], &accepted));
+    CHECK(accepted == sizeof reply / sizeof reply[0]);
+    cgram_matcher_free(m);
+    cgram_grammar_free(grammar);
+    grammar = NULL;
+  }
+  options.tool_format = "gemma";
+  CHECK(cgram_grammar_compile(vocab, tools, strlen(tools), &options, &grammar, NULL) == CGRAM_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(cgram_last_error(), "tool_format") != NULL);
+  cgram_vocab_free(vocab);
+}
+
 /* A JSON Schema (by its .json filename) with members in any order. */
 static void test_any_property_order(void) {
   static const char* const tokens[] = {"{", "}", "\"", "a", "b", ":", ",", "1", "</s>"};
@@ -1198,6 +1231,7 @@ int main(int argc, char** argv) {
   test_canonical();
   test_mask_memo_option();
   test_any_property_order();
+  test_tools();
   test_grammar_errors();
   test_aot();
   test_batch();

@@ -1,6 +1,7 @@
 """cgram.Grammar (.cgram, GBNF, JSON Schema), diagnostics as exceptions, and
 compiling: tiers, AOT shared objects, errors."""
 
+import json
 import os
 import random
 import tempfile
@@ -54,6 +55,31 @@ class Parsing(unittest.TestCase):
         self.assertFalse(accepts(g, '{"a": }'))
         inline = cgram.Grammar.from_gbnf('root ::= "a"+ [0-9]')
         self.assertTrue(accepts(cgram.compile(inline), "aaa7"))
+
+    def test_lark(self):
+        lark = cgram.Grammar.from_lark('%import common.INT\n%ignore " "\nstart: "id=" INT ("," "id=" INT)*\n')
+        self.assertEqual(lark.format, "lark")
+        g = cgram.compile(lark)
+        self.assertTrue(accepts(g, "id=1 , id=22 "))
+        self.assertFalse(accepts(g, " id=1"))
+        self.assertTrue(accepts(cgram.compile(cgram.Grammar('start: /[a-c]+/i\n', format="lark")), "aBc"))
+        with self.assertRaises(cgram.GrammarError) as caught:
+            cgram.Grammar.from_lark('start: "a" <|tool|>\n')
+        self.assertEqual((caught.exception.diagnostics[0].line, caught.exception.diagnostics[0].column), (1, 12))
+
+    def test_tools(self):
+        tools = [{"type": "function", "function": {"name": "add", "parameters": {
+            "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+            "additionalProperties": False}}}]
+        g = cgram.compile(cgram.Grammar.from_tools(tools))
+        self.assertTrue(accepts(g, 'ok <tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>'))
+        self.assertFalse(accepts(g, '<tool_call>{"name": "add", "arguments": {"a": "x"}}</tool_call>'))
+        llama = cgram.compile(cgram.Grammar(json.dumps(tools), format="tools", tool_format="llama3"))
+        self.assertTrue(accepts(llama, '{"name": "add", "parameters": {"a": 2}}'))
+        with self.assertRaises(ValueError):
+            cgram.Grammar.from_tools(tools, format="gemma")
+        with self.assertRaises(cgram.GrammarError):
+            cgram.Grammar.from_tools([{"name": "a"}, {"name": "a"}])
 
     def test_json_schema_from_dict_and_layouts(self):
         schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}, "required": ["n"],

@@ -82,6 +82,18 @@ class BackendTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             Backend(bundled(), vocab_size=bundled().size - 1)
 
+    def test_compile_tools_is_cached_per_list_and_format(self):
+        backend = Backend(bundled())
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+        hermes = backend.compile_tools(tools)
+        self.assertIs(backend.compile_tools(json.loads(json.dumps(tools))), hermes)
+        self.assertIsNot(backend.compile_tools(tools, format="mistral"), hermes)
+        matcher = GrammarMatcher(hermes)
+        reply = 'Sure. <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+        self.assertTrue(matcher.accept_tokens(hermes.vocab.encode(reply, continuation=True)))
+        self.assertTrue(matcher.can_end())
+
     def test_regex_and_choice_texts_keep_quotes(self):
         fmt, source = grammar_text("regex", r"it's|\'x'")
         vocab = bundled()
