@@ -56,6 +56,12 @@ struct JsonSchemaOptions {
   std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
   // Warnings about ignored keywords become errors.
   bool strict = false;
+  // An object schema that says nothing of additionalProperties (nor
+  // patternProperties) allows no members beyond its properties, as
+  // OpenAI's strict function calling and XGrammar's strict mode read it;
+  // false: any other member, as JSON Schema says. The tools' arguments
+  // default to closed (import/tools.h).
+  bool closed_objects = false;
   bool operator==(const JsonSchemaOptions&) const = default;
 };
 

@@ -472,8 +472,12 @@ Expr Converter::object(const Node& node, int depth) {
       if (r.is_string()) required.insert(r.get<std::string>());
       else error(node.pointer + "/required", "'required' must be an array of strings");
   }
-  static const Json any = true;
-  const Json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : &any;
+  static const Json any = true, none = false;
+  // JSON Schema's default lets any other member in; closed objects (a tool's
+  // arguments, where a model must not invent parameters) let none in unless
+  // the schema says otherwise.
+  const bool closed = options_.closed_objects && !s.contains("patternProperties");
+  const Json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : closed ? &none : &any;
   const std::string extra_pointer = node.pointer + "/additionalProperties";
   const std::optional<std::vector<KeyPattern>> patterns = key_patterns(node);
   if (!patterns) return std::nullopt;
@@ -494,9 +498,11 @@ Expr Converter::object(const Node& node, int depth) {
         parts.push_back(p.schema);
       }
     if (parts.empty()) {
-      const bool pattern_allows_anything = std::any_of(patterns->begin(), patterns->end(), [&](const KeyPattern& p) {
-        return p.keys.matches(name);
-      });
+      // A closed object allows the names it lists, `required` among them,
+      // with any value where nothing else says one.
+      const bool pattern_allows_anything =
+          (closed && !s.contains("additionalProperties")) ||
+          std::any_of(patterns->begin(), patterns->end(), [&](const KeyPattern& p) { return p.keys.matches(name); });
       static const Json anything = true;
       return value({pattern_allows_anything ? &anything : extra, pattern_allows_anything ? at : extra_pointer},
                    depth + 1);

@@ -32,9 +32,17 @@ enum class ToolFormat { Hermes, Llama3, Qwen, Mistral, JsonArray };
 std::optional<ToolFormat> parse_tool_format(std::string_view name);
 const char* tool_format_name(ToolFormat format);
 
+// The arguments' JSON Schema options for tools: closed objects (no member
+// beyond the listed parameters unless the schema allows them), the rest as
+// for any schema.
+inline JsonSchemaOptions tool_arguments_options(JsonSchemaOptions options = {}) {
+  options.closed_objects = true;
+  return options;
+}
+
 struct ToolsOptions {
   ToolFormat format = ToolFormat::Hermes;
-  JsonSchemaOptions json;  // the arguments' layout
+  JsonSchemaOptions json = tool_arguments_options();  // the arguments' layout
   // The free text before, between and after calls (not for json-array);
   // false: the reply is calls only.
   bool free_text = true;

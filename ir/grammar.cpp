@@ -135,6 +135,7 @@ Grammar::Outcome parse_tools(std::string_view source, std::string_view filename,
   ToolsOptions tools;
   tools.format = options.tool_format;
   tools.json = options.schema;
+  tools.json.closed_objects = !options.open_tool_arguments;
   std::optional<ToolsTranslation> translation = translate_tools(*out.file, out.diagnostics, tools, options.syntax);
   if (!translation) return out;
   Grammar::Outcome translated = parse_translation(translation->cgram, translation->start, filename, options);

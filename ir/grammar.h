@@ -41,6 +41,9 @@ struct ParseOptions {
   // For a list of tools: the model family's call format (the arguments'
   // layout is `schema`'s).
   ToolFormat tool_format = ToolFormat::Hermes;
+  // The tools' argument objects allow members their schema does not list
+  // (JSON Schema's default) rather than only those it lists.
+  bool open_tool_arguments = false;
   // The memory parsing may take (support/memory_budget.h): the parser's
   // tokens and tree, the translation of GBNF or a JSON Schema, the grammar's
   // rules and automata. Past it, an error says which stage reached it.

@@ -40,6 +40,7 @@ struct Reading {
   size_t max_memory_bytes = kDefaultCompileMemoryBytes;
   std::string property_order = "schema";
   std::string tool_format = "hermes";
+  bool open_arguments = false;
 };
 
 PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
@@ -87,6 +88,7 @@ GrammarPtr parse(std::string_view source, const Reading& reading) {
   options.start = reading.start;
   options.schema.property_order = *property_order;
   options.tool_format = *tool_format;
+  options.open_tool_arguments = reading.open_arguments;
   options.schema.whitespace = *whitespace;
   options.schema.strict = reading.strict;
   options.schema.max_whitespace = reading.max_whitespace;
@@ -258,17 +260,21 @@ warnings are kept in `warnings`. Immutable; compile it with cgram.compile.)doc")
       .def_static(
           "from_tools",
           [](py::object tools, const std::string& format, const std::string& whitespace, std::optional<uint32_t> max_whitespace,
-             const std::string& property_order) {
+             const std::string& property_order, bool open_arguments) {
             Reading reading{"tools", "tools.json", "start", whitespace, false, max_whitespace};
             reading.tool_format = format;
             reading.property_order = property_order;
+            reading.open_arguments = open_arguments;
             return parse(schema_text(tools), reading);
           },
           py::arg("tools"), py::kw_only(), py::arg("format") = "hermes", py::arg("whitespace") = "flexible",
           py::arg("max_whitespace") = kDefaultMaxWhitespace, py::arg("property_order") = "schema",
+          py::arg("open_arguments") = false,
           "The grammar of a model's reply given OpenAI-style tools (a list, or its JSON text): free text, then "
           "calls in the format of the model family ('hermes', 'llama3', 'qwen', 'mistral', 'json-array'), each "
-          "call's arguments checked against its tool's parameters schema (docs/TOOLS.md).")
+          "call's arguments checked against its tool's parameters schema (docs/TOOLS.md). An argument object holds "
+          "only the members its schema lists unless it says additionalProperties (open_arguments=True: JSON "
+          "Schema's default, any other member).")
       .def_static(
           "from_json_schema",
           [](py::object schema, const std::string& whitespace, bool strict, const std::string& filename,

@@ -30,6 +30,7 @@ inline constexpr size_t kMaxGenerateTokens = 100'000'000;
 struct GrammarInput {
   std::string format = "auto";
   std::string tool_format = "hermes";
+  bool open_tool_arguments = false;
   std::string whitespace = "flexible";
   std::string property_order = "schema";
   std::string max_whitespace = std::to_string(kDefaultMaxWhitespace);  // a number, or "unbounded"

@@ -102,6 +102,7 @@ inline ParseOptions grammar_options(const std::string& path, const std::string& 
   options.schema.whitespace = parse_json_whitespace(input.whitespace).value_or(JsonWhitespace::Flexible);
   options.schema.strict = input.strict;
   options.tool_format = parse_tool_format(input.tool_format).value_or(ToolFormat::Hermes);
+  options.open_tool_arguments = input.open_tool_arguments;
   options.schema.property_order = parse_json_property_order(input.property_order).value_or(JsonPropertyOrder::Schema);
   options.max_memory_bytes = input.max_memory_mib << 20;
   // CLI11 has checked it: "unbounded" or a number.

@@ -102,6 +102,9 @@ int run(int argc, char** argv) {
                     "With --format tools: the model family's call format (hermes, llama3, qwen, mistral, json-array)")
         ->check(CLI::IsMember({"hermes", "llama3", "qwen", "mistral", "json-array"}))
         ->capture_default_str();
+    cmd->add_flag("--open-arguments", input.open_tool_arguments,
+                  "With --format tools: an argument object may hold members its schema does not list (JSON "
+                  "Schema's default); without it, only those it lists unless it says additionalProperties");
     add_schema_options(cmd, input);
   };
 
@@ -299,6 +302,9 @@ int run(int argc, char** argv) {
                         "qwen (Qwen3-Coder's XML), mistral ([TOOL_CALLS][…]) or json-array (calls only)")
       ->check(CLI::IsMember({"hermes", "llama3", "qwen", "mistral", "json-array"}))
       ->capture_default_str();
+  tools_cmd->add_flag("--open-arguments", tools.open_tool_arguments,
+                      "An argument object may hold members its schema does not list (JSON Schema's default); "
+                      "without it, only those it lists unless the schema says additionalProperties");
   add_schema_options(tools_cmd, tools);
 
   GpuArgs gpu;

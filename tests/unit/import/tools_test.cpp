@@ -155,3 +155,23 @@ TEST_CASE("tools: the matcher's masks along replies and random walks are the ora
   }
   CHECK(pairs > 1000000);
 }
+
+TEST_CASE("tools: argument objects hold only the members their schema names, unless it says otherwise", "[tools]") {
+  const std::string tools = R"([{"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}},
+                                  "required": ["a", "b"]}},
+                                {"name": "g", "parameters": {"type": "object", "additionalProperties": {"type": "string"}}}])";
+  const std::string extra = R"(<tool_call>{"name": "f", "arguments": {"a": 1, "b": [true], "c": 2}}</tool_call>)";
+  const std::string named = R"(<tool_call>{"name": "f", "arguments": {"a": 1, "b": [true]}}</tool_call>)";
+  const std::string said = R"(<tool_call>{"name": "g", "arguments": {"x": "y"}}</tool_call>)";
+  ParseOptions options;
+  options.format = GrammarFormat::Tools;
+  auto closed = Grammar::parse(tools, "tools.json", options);
+  REQUIRE(closed.ok());
+  CHECK(verdict(oracle_grammar(*closed.grammar), named) == oracle::Verdict::Complete);  // required names: any value
+  CHECK(verdict(oracle_grammar(*closed.grammar), extra) != oracle::Verdict::Complete);
+  CHECK(verdict(oracle_grammar(*closed.grammar), said) == oracle::Verdict::Complete);
+  options.open_tool_arguments = true;
+  auto open = Grammar::parse(tools, "tools.json", options);
+  REQUIRE(open.ok());
+  CHECK(verdict(oracle_grammar(*open.grammar), extra) == oracle::Verdict::Complete);
+}
