@@ -1313,18 +1313,17 @@ class Translator {
       error(e, "%json cannot be used in terminals: a terminal is one lexeme, a JSON value is a grammar");
       return {};
     }
-    std::string blank(file_.text().size(), ' ');
-    for (size_t i = 0; i < blank.size(); ++i)
-      if (file_.text()[i] == '\n') blank[i] = '\n';
-    blank.replace(e.offset, e.length, file_.text().substr(e.offset, e.length));
-    SourceFile schema_file(file_.name(), std::move(blank));
+    // The object alone is the schema's file; its offsets are the Lark
+    // file's less the object's.
+    SourceFile schema_file(file_.name(), std::string(file_.text().substr(e.offset, e.length)));
     Diagnostics schema_diags(&schema_file);
     std::optional<SchemaTranslation> translation = translate_json_schema(schema_file, schema_diags, json_, limits_);
+    const auto at = static_cast<uint32_t>(e.offset);
     for (const Diagnostic& d : schema_diags.all()) {
       Diagnostic placed = d;
       if (d.range.begin.line != 0) {
-        placed.range.begin = file_.location_of(d.range.begin.offset);
-        placed.range.end = file_.location_of(d.range.end.offset);
+        placed.range.begin = file_.location_of(d.range.begin.offset + at);
+        placed.range.end = file_.location_of(d.range.end.offset + at);
       }
       if (d.severity == Severity::Error) failed_ = true;
       diags_.add(std::move(placed));
@@ -1338,7 +1337,7 @@ class Translator {
     rules.plain(fmt::format("(* %json at line {} *)\n", file_.location_of(static_cast<uint32_t>(e.offset)).line));
     for (const EmbeddedRule& rule :
          embed_schema_rules(*translation, base, {}, [&](const std::string& name) { return allocate(name); }))
-      rules.add(rule.text + "\n", rule.schema_offset);
+      rules.add(rule.text + "\n", rule.schema_offset + at);
     tail_.append(rules);
     Text t;
     t.add(base, e.offset);

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "cgram_text.h"
+#include "char_dfa.h"
 #include "json_text.h"
+#include "regex.h"
 #include "memory_budget.h"
 
 namespace cgram {
@@ -169,6 +171,74 @@ class ToolsBuilder {
                        fmt::format("the parameters of tool '{}'", tool.name), options_.json);
   }
 
+  // Qwen3-Coder writes a string value as itself, not as JSON. The values a
+  // string schema allows, as a .cgram expression over that raw text, none
+  // holding the parameter's end ("\n</parameter>"); nullopt when the schema
+  // is not only a string's (its value is then JSON); an error is reported.
+  std::optional<std::string> raw_string_value(const Json& schema, const std::string& what, bool& failed) {
+    static const std::set<std::string> kString = {"type",   "enum",        "const", "pattern", "minLength", "maxLength",
+                                                  "format", "description", "title", "examples", "default", "$comment"};
+    if (!schema.is_object()) return std::nullopt;
+    for (const auto& [key, value] : schema.items())
+      if (!kString.count(key)) return std::nullopt;
+    const bool typed = schema.contains("type") && schema["type"] == "string";
+    if (schema.contains("type") && !typed) return std::nullopt;
+    std::vector<std::string> regexes;
+    if (schema.contains("enum") || schema.contains("const")) {
+      const Json values = schema.contains("const") ? Json::array({schema["const"]}) : schema["enum"];
+      if (!values.is_array() || values.empty()) return std::nullopt;
+      std::string alternatives;
+      for (const Json& v : values) {
+        if (!v.is_string()) return std::nullopt;
+        alternatives += (alternatives.empty() ? "" : "|") + json::regex_literal(v.get<std::string>());
+      }
+      regexes.push_back(alternatives);
+    } else if (!typed) {
+      return std::nullopt;
+    }
+    if (schema.contains("pattern") && schema["pattern"].is_string()) {
+      auto pattern = json::ecma_pattern_to_regex(schema["pattern"].get<std::string>());
+      if (!pattern) {
+        error(fmt::format("{}: its pattern: {}", what, pattern.error().message));
+        failed = true;
+        return std::nullopt;
+      }
+      regexes.push_back(*pattern);
+    }
+    if (schema.contains("format") && schema["format"].is_string())
+      if (auto format = json::format_regex(schema["format"].get<std::string>())) regexes.push_back(format->regex);
+    if (schema.contains("minLength") || schema.contains("maxLength")) {
+      const uint64_t min = schema.value("minLength", 0), max = schema.value("maxLength", UINT64_MAX);
+      regexes.push_back(max == UINT64_MAX ? fmt::format("[\\s\\S]{{{},}}", min)
+                                          : fmt::format("[\\s\\S]{{{},{}}}", min, max));
+    }
+    if (regexes.empty()) return std::string("except!('\\n</parameter>')");
+    // The schema's strings, less those holding the end of the parameter.
+    std::optional<json::CharDfa> values = json::CharDfa::everything();
+    for (const std::string& r : regexes) {
+      auto parsed = ir::parse_regex(r);
+      auto dfa = std::holds_alternative<ir::RegexNode>(parsed) ? json::CharDfa::of_regex(std::get<ir::RegexNode>(parsed))
+                                                             : std::nullopt;
+      if (dfa) values = values->intersect(*dfa);
+      if (!dfa || !values) {
+        error(fmt::format("{}: its string constraints are too large to write as raw text", what));
+        failed = true;
+        return std::nullopt;
+      }
+    }
+    static const auto holding_end = json::CharDfa::of_regex(
+        std::get<ir::RegexNode>(ir::parse_regex("[\\s\\S]*\\n</parameter>[\\s\\S]*")));
+    values = values->minus(*holding_end);
+    auto regex = values && !values->empty() ? values->to_regex() : std::nullopt;
+    if (!regex) {
+      error(fmt::format("{}: {}", what, values && values->empty() ? "no string is allowed"
+                                                                  : "its string constraints are too large to write as raw text"));
+      failed = true;
+      return std::nullopt;
+    }
+    return fmt::format("#'{}'", ir::regex_text(*regex));
+  }
+
   // Qwen3-Coder: each parameter on its own, in the schema's order, the
   // required ones there; a string as raw text up to "\n</parameter>",
   // anything else as compact JSON.
@@ -184,12 +254,14 @@ class ToolsBuilder {
     compact.whitespace = JsonWhitespace::Compact;
     for (const auto& [name, schema] : properties.items()) {
       std::string value;
-      if (schema.is_object() && schema.size() <= 2 && schema.value("type", Json()) == "string" &&
-          (schema.size() == 1 || schema.contains("description"))) {
-        value = "except!('\\n</parameter>')";
+      const std::string what = fmt::format("parameter '{}' of tool '{}'", name, tool.name);
+      bool failed = false;
+      if (auto raw = raw_string_value(schema, what, failed)) {
+        value = *raw;
+      } else if (failed) {
+        return std::nullopt;
       } else {
-        auto rule = schema_rule(schema, fmt::format("param_{}_{}", tool.name, name),
-                                fmt::format("parameter '{}' of tool '{}'", name, tool.name), compact);
+        auto rule = schema_rule(schema, fmt::format("param_{}_{}", tool.name, name), what, compact);
         if (!rule) return std::nullopt;
         value = *rule;
       }

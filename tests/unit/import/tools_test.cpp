@@ -175,3 +175,29 @@ TEST_CASE("tools: argument objects hold only the members their schema names, unl
   REQUIRE(open.ok());
   CHECK(verdict(oracle_grammar(*open.grammar), extra) == oracle::Verdict::Complete);
 }
+
+TEST_CASE("tools: Qwen3-Coder's string values are raw text, their enum, pattern and lengths kept", "[tools]") {
+  const std::string tools = R"([{"name": "w", "parameters": {"type": "object", "properties": {
+      "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+      "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+      "note": {"type": "string", "maxLength": 5},
+      "n": {"type": "integer"}}, "required": ["unit"]}}])";
+  ParseOptions options;
+  options.format = GrammarFormat::Tools;
+  options.tool_format = ToolFormat::Qwen;
+  auto outcome = Grammar::parse(tools, "tools.json", options);
+  INFO(outcome.diagnostics.render());
+  REQUIRE(outcome.ok());
+  auto oracle = oracle_grammar(*outcome.grammar);
+  auto call = [](const std::string& params) { return "<tool_call>\n<function=w>\n" + params + "</function>\n</tool_call>"; };
+  auto param = [](const std::string& name, const std::string& value) {
+    return "<parameter=" + name + ">\n" + value + "\n</parameter>\n";
+  };
+  CHECK(verdict(oracle, call(param("unit", "celsius") + param("code", "OSL") + param("note", "hi\nyo") + param("n", "7"))) ==
+        oracle::Verdict::Complete);
+  CHECK(verdict(oracle, call(param("unit", "\"celsius\""))) != oracle::Verdict::Complete);  // raw, not JSON
+  CHECK(verdict(oracle, call(param("unit", "kelvin"))) != oracle::Verdict::Complete);
+  CHECK(verdict(oracle, call(param("unit", "celsius") + param("code", "osl"))) != oracle::Verdict::Complete);
+  CHECK(verdict(oracle, call(param("unit", "celsius") + param("note", "toolong"))) != oracle::Verdict::Complete);
+  CHECK(verdict(oracle, call(param("unit", "celsius") + param("n", "seven"))) != oracle::Verdict::Complete);
+}
