@@ -1381,7 +1381,26 @@ class Translator {
 
   // --- Definitions in Lark's order, comments and blank lines kept ----------------
 
+  // Terminals used only inside what is written as one regex (&, ~, a lazy
+  // rule's body or marker): their own rule would be unused.
+  void find_inlined_only() {
+    std::set<std::string> direct, anywhere;
+    std::function<void(const Expr&, bool)> visit = [&](const Expr& e, bool inlined) {
+      inlined |= e.kind == Expr::Kind::And || e.kind == Expr::Kind::Not;
+      if (e.kind == Expr::Kind::Ref) (inlined ? anywhere : direct).insert(e.text);
+      for (const Expr& child : e.items) visit(child, inlined);
+    };
+    for (const Definition& d : defs_) {
+      visit(d.body, lexical(d));
+      for (const auto* marker : {&d.attributes.stop, &d.attributes.suffix})
+        if (*marker) visit(**marker, true);
+    }
+    for (const std::string& name : anywhere)
+      if (!direct.count(name)) inlined_only_.insert(name);
+  }
+
   void emit_all(const std::vector<std::pair<size_t, std::string>>& statements) {
+    find_inlined_only();
     size_t next_comment = 0, last_end = 0;
     // Statements other than %import (which defines terminals) become comments.
     std::vector<std::pair<size_t, std::string>> notes;
@@ -1458,6 +1477,10 @@ class Translator {
       body_.add(name, d.offset);
       body_.plain(fmt::format(" ::= #'{}' ; (* %import common.{} *)", escape_quotes(common_terminals().at(*d.imported)),
                               *d.imported));
+      return;
+    }
+    if (d.terminal && inlined_only_.count(d.name)) {
+      body_.add(fmt::format("(* {}: written into the terminals that use it *)", d.name), d.offset);
       return;
     }
     rule_body(d, name, Context{d.terminal, nullptr});
@@ -1554,11 +1577,29 @@ class Translator {
         }
         return group(ir::regex_text(*regex));
       }
+      case Expr::Kind::Substring: {
+        // Each start, then the chunks after it as far as the run goes: a
+        // regex of n²/2 chunks, so only for short lists.
+        if (e.chunks.size() > kMaxSubstringChunksInRegex) {
+          error(e, fmt::format("a %regex of more than {} chunks cannot be part of a lazy rule or of & and ~",
+                               kMaxSubstringChunksInRegex));
+          return std::nullopt;
+        }
+        std::string out = "(?:";
+        for (size_t i = 0; i < e.chunks.size(); ++i) {
+          std::string run;
+          for (size_t j = e.chunks.size(); j-- > i + 1;) run = "(?:" + json::regex_literal(e.chunks[j]) + run + ")?";
+          out += (i ? "|" : "") + json::regex_literal(e.chunks[i]) + run;
+        }
+        return out + ")?";
+      }
       case Expr::Kind::Json:
-      case Expr::Kind::Substring: error(e, "a lazy rule's body is a terminal expression (strings, regexes, terminals)");
+        error(e, "%json cannot be part of a lazy rule or of & and ~: they are built from strings, regexes and "
+                 "terminals");
     }
     return std::nullopt;
   }
+  static constexpr size_t kMaxSubstringChunksInRegex = 64;
 
   std::optional<json::CharDfa> language(const std::string& regex, const Expr& at) {
     auto parsed = ir::parse_regex(regex);
@@ -1683,6 +1724,7 @@ class Translator {
   std::map<std::string, std::string> names_;  // Lark name → .cgram name
   std::set<std::string> taken_;
   std::string ignored_name_;
+  std::set<std::string> inlined_only_;
   Text ignored_rule_;
   Text body_, tail_;
   std::map<std::string, std::string> instances_;  // template and arguments → rule

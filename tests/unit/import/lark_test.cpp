@@ -294,3 +294,12 @@ TEST_CASE("Lark: attributes are checked as strictly as the peers check them", "[
   CHECK(lark_error("start: \"\\q\"").starts_with("test.lark:1:9: error: unknown escape '\\q' in a string"));
   CHECK(parse_lark("start: h\nh[stop=\"x\", stop_capture=\"m\"]: /[a-z]*/").ok());
 }
+
+TEST_CASE("Lark: substrings inside & and ~, and terminals written into others are not left unused", "[lark]") {
+  check_language("start: A\nA: %regex {\"substring_chunks\": [\"ab\", \"c\", \"d\"]} & /a.*/", {"ab", "abc", "abcd"},
+                 {"", "c", "cd", "abd"});
+  Grammar::Outcome outcome = parse_lark("start: BOTH\nBOTH: SUB & /f.*/\nSUB: %regex {\"substring_words\": \"foo bar\"}");
+  REQUIRE(outcome.ok());
+  CHECK(outcome.diagnostics.all().empty());
+  CHECK_THAT(std::string(outcome.grammar->file().text()), Catch::Contains("(* SUB: written into the terminals that use it *)"));
+}
