@@ -619,9 +619,11 @@ class Parser {
     return seq;
   }
 
+  // Each quantifier on the same item is a level more (`"a"???` is three),
+  // as in .cgram: the tree is walked recursively.
   Expr repetition(uint32_t depth) {
     Expr e = atom(depth);
-    for (;;) {
+    for (uint32_t stacked = 1;; ++stacked) {
       const Token& q = peek();
       Expr r;
       r.kind = Expr::Kind::Repeat;
@@ -642,7 +644,7 @@ class Parser {
       } else {
         return e;
       }
-      nest(q, depth + 1);
+      nest(q, depth + stacked);
       r.items.push_back(std::move(e));
       e = std::move(r);
     }
@@ -781,7 +783,8 @@ class Parser {
     if (!spec.is_object()) fail(block, "failed to parse %regex: expecting a JSON object");
     if (spec.empty()) fail(block, "no fields set on %regex");
     if (spec.size() > 1) fail(block, "only one field can be set on %regex");
-    const auto& [key, value] = *spec.items().begin();
+    const std::string key = spec.begin().key();
+    const nlohmann::json& value = spec.begin().value();
     Expr e;
     e.kind = Expr::Kind::Substring;
     e.offset = block.offset;
@@ -955,7 +958,10 @@ class Translator {
     auto lexed = lexer.run();
     if (auto* e = std::get_if<LarkError>(&lexed)) return fail(*e);
     comments_ = std::move(lexer.comments);
-    Parser parser(std::move(std::get<std::vector<Token>>(lexed)), limits_);
+    std::vector<Token>& tokens = std::get<std::vector<Token>>(lexed);
+    // The tokens, and the syntax tree they become: at most a node or two a token.
+    charge_memory(tokens.size() * (sizeof(Token) + 2 * sizeof(Expr)) + file_.text().size());
+    Parser parser(std::move(tokens), limits_);
     if (auto e = parser.run()) return fail(*e);
     defs_ = std::move(parser.definitions);
     if (!read_options(parser) || !index_definitions() || !check_terminals()) return std::nullopt;

@@ -303,3 +303,12 @@ TEST_CASE("Lark: substrings inside & and ~, and terminals written into others ar
   CHECK(outcome.diagnostics.all().empty());
   CHECK_THAT(std::string(outcome.grammar->file().text()), Catch::Contains("(* SUB: written into the terminals that use it *)"));
 }
+
+TEST_CASE("Lark: nesting past the limit is an error at its place, never a deep recursion", "[lark]") {
+  const std::string deep = "start: " + std::string(300, '(') + "\"a\"" + std::string(300, ')');
+  CHECK(lark_error(deep).starts_with("test.lark:1:265: error: the grammar nests deeper than 256 levels here"));
+  const std::string stacked = "start: \"a\"" + std::string(100000, '?');
+  CHECK(lark_error(stacked).starts_with("test.lark:1:267: error: the grammar nests deeper than 256 levels here"));
+  const std::string ok = "start: " + std::string(100, '(') + "\"a\"" + std::string(100, ')') + std::string(100, '?');
+  CHECK(parse_lark(ok).ok());
+}
