@@ -877,8 +877,15 @@ struct Piece {
 std::vector<bool> lazy_marks(std::string_view pattern) {
   std::vector<bool> lazy(pattern.size(), false);
   bool after_quantifier = false, in_class = false;
+  size_t quantifier_close = std::string_view::npos;  // the '}' of a {m,n} that repeats
   for (size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
+    if (c == '{' && !in_class) {
+      size_t j = i + 1, digits = 0, commas = 0;
+      for (; j < pattern.size() && (std::isdigit(static_cast<unsigned char>(pattern[j])) || pattern[j] == ','); ++j)
+        pattern[j] == ',' ? ++commas : ++digits;
+      if (j < pattern.size() && pattern[j] == '}' && digits > 0 && commas <= 1) quantifier_close = j;
+    }
     if (c == '\\') {
       ++i;
       after_quantifier = false;
@@ -893,7 +900,8 @@ std::vector<bool> lazy_marks(std::string_view pattern) {
       lazy[i] = true;
       after_quantifier = false;
     } else {
-      after_quantifier = c == '*' || c == '+' || c == '}' || (c == '?' && (i == 0 || pattern[i - 1] != '('));
+      after_quantifier = c == '*' || c == '+' || (c == '}' && i == quantifier_close) ||
+                         (c == '?' && (i == 0 || pattern[i - 1] != '('));
     }
   }
   return lazy;
@@ -971,6 +979,7 @@ class Translator {
       return std::nullopt;
     }
     for (const Definition& d : defs_) names_[d.name] = allocate(d.name);
+    ignored_exprs_ = parser.ignored;
     if (!parser.ignored.empty()) define_ignored(parser.ignored);
     emit_all(parser.statements);
     if (failed_) return std::nullopt;
@@ -1127,10 +1136,8 @@ class Translator {
         }
         auto regex = terminal_regex(e, c);
         if (!regex) return {};
-        Text t;
-        t.add("#'", e.offset);
-        t.append(regex_body(*regex, e.offset));
-        t.plain("'");
+        Text t;  // written by cgram: its errors point at the expression
+        t.add("#'" + regex_body(*regex, e.offset).str() + "'", e.offset);
         return {std::move(t), Binds::Atom};
       }
       case Expr::Kind::Literal: {
@@ -1290,6 +1297,13 @@ class Translator {
       key += "\x1F" + arg.text.str();
       bindings.emplace(d.params[i], std::move(arg));
     }
+    if (key.size() > kMaxInstanceKeyBytes) {
+      error(use, fmt::format("a template's arguments here pass {} bytes (a template that calls itself with growing "
+                             "arguments?)",
+                             kMaxInstanceKeyBytes));
+      return {};
+    }
+    charge_memory(key.size());
     auto [it, inserted] = instances_.emplace(key, std::string());
     if (inserted) {
       if (instances_.size() > kMaxInstances) {
@@ -1306,6 +1320,7 @@ class Translator {
     return {std::move(t), Binds::Atom};
   }
   static constexpr size_t kMaxInstances = 1000;
+  static constexpr size_t kMaxInstanceKeyBytes = size_t{1} << 16;
 
   struct PendingInstance {
     const Definition* definition;
@@ -1396,6 +1411,7 @@ class Translator {
       if (e.kind == Expr::Kind::Ref) (inlined ? anywhere : direct).insert(e.text);
       for (const Expr& child : e.items) visit(child, inlined);
     };
+    for (const Expr& e : ignored_exprs_) visit(e, false);
     for (const Definition& d : defs_) {
       visit(d.body, lexical(d));
       for (const auto* marker : {&d.attributes.stop, &d.attributes.suffix})
@@ -1518,6 +1534,18 @@ class Translator {
       error(e, "terminals nest too deeply here");
       return std::nullopt;
     }
+    std::optional<std::string> out = terminal_regex_of(e, c, depth);
+    if (out && out->size() > kMaxInlinedRegexBytes) {
+      error(e, fmt::format("this terminal written as one regex passes {} bytes (terminals used in it are copied in "
+                           "whole): use fewer copies",
+                           kMaxInlinedRegexBytes));
+      return std::nullopt;
+    }
+    return out;
+  }
+  static constexpr size_t kMaxInlinedRegexBytes = size_t{1} << 20;
+
+  std::optional<std::string> terminal_regex_of(const Expr& e, const Context& c, int depth) {
     auto group = [](const std::string& r) { return "(?:" + r + ")"; };
     switch (e.kind) {
       case Expr::Kind::Empty: return std::string();
@@ -1527,6 +1555,10 @@ class Translator {
       }
       case Expr::Kind::Range: return fmt::format("[{}-{}]", class_char(e.lo), class_char(e.hi));
       case Expr::Kind::Regex: {
+        if (e.flags.find_first_of("lx") != std::string::npos) {
+          error(e, fmt::format("the {}-flag is not supported", e.flags.find('l') != std::string::npos ? "l" : "x"));
+          return std::nullopt;
+        }
         const std::string flags = inline_flags(e.flags), pattern = without_lazy_quantifiers(e.text);
         return flags.empty() ? group(pattern) : fmt::format("(?{}:{})", flags, pattern);
       }
@@ -1646,6 +1678,10 @@ class Translator {
     const bool any_text = outside && outside->empty();
     std::optional<std::vector<std::string>> strings;
     if (marker && !eos_marker) strings = marker_strings(*marker);
+    if (a.max_chars && (!any_text || marker)) {
+      error(d.offset, d.name.size(), "max_chars= is supported on a rule of any text without a marker");
+      return out;
+    }
     if (any_text && strings) {
       // Any text up to the first marker: except! says it, and keeps the
       // mask of free text as cheap as a trivial grammar's.
@@ -1665,10 +1701,6 @@ class Translator {
       return out;
     }
     if (a.max_chars) {
-      if (!any_text || marker) {
-        error(d.offset, d.name.size(), "max_chars= is supported on a rule of any text without a marker");
-        return out;
-      }
       out.add(fmt::format("#'[\\s\\S]{{0,{}}}'", *a.max_chars), d.offset);
       return out;
     }
@@ -1731,6 +1763,7 @@ class Translator {
   std::set<std::string> taken_;
   std::string ignored_name_;
   std::set<std::string> inlined_only_;
+  std::vector<Expr> ignored_exprs_;
   Text ignored_rule_;
   Text body_, tail_;
   std::map<std::string, std::string> instances_;  // template and arguments → rule

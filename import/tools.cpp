@@ -50,9 +50,11 @@ class ToolsBuilder {
       } else {
         auto args = arguments_rule(tool);
         if (!args) return std::nullopt;
-        alternatives_.push_back(fmt::format("{} ws ',' ws '\"{}\"' ws ':' ws {}", json_name_literal(tool.name),
+        // Flexible arguments begin and end with their own whitespace.
+        const bool flexible = options_.json.whitespace == JsonWhitespace::Flexible;
+        alternatives_.push_back(fmt::format("{} ws ',' ws '\"{}\"' ws ':'{} {}{}", json_name_literal(tool.name),
                                             options_.format == ToolFormat::Llama3 ? "parameters" : "arguments",
-                                            *args));
+                                            flexible ? "" : " ws", *args, flexible ? "" : " ws"));
       }
     }
     out.distinct_schemas = distinct_;
@@ -138,7 +140,10 @@ class ToolsBuilder {
     const std::string key = schema.dump() + (layout == options_.json ? "" : "\x1F" "compact");
     auto found = rule_of_schema_.find(key);
     if (found != rule_of_schema_.end()) return found->second;
-    SourceFile schema_file(fmt::format("{} ({})", file_.name(), what), schema.dump(2));
+    std::string file_name = fmt::format("{} ({})", file_.name(), what);
+    for (char& c : file_name)
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // the name goes into a comment line
+    SourceFile schema_file(std::move(file_name), schema.dump(2));
     Diagnostics schema_diags(&schema_file);
     std::optional<SchemaTranslation> translation = translate_json_schema(schema_file, schema_diags, layout, limits_);
     for (const Diagnostic& d : schema_diags.all()) {
@@ -146,8 +151,7 @@ class ToolsBuilder {
       Diagnostic placed = d;
       placed.range = {};
       placed.range.begin.line = placed.range.end.line = 0;
-      placed.message = fmt::format("{}: {}", what, schema_diags.render_one(d));
-      while (!placed.message.empty() && placed.message.back() == '\n') placed.message.pop_back();
+      placed.message = fmt::format("{}: {}", what, d.message);
       diags_.add(std::move(placed));
     }
     if (!translation) {
@@ -208,7 +212,13 @@ class ToolsBuilder {
     if (schema.contains("format") && schema["format"].is_string())
       if (auto format = json::format_regex(schema["format"].get<std::string>())) regexes.push_back(format->regex);
     if (schema.contains("minLength") || schema.contains("maxLength")) {
-      const uint64_t min = schema.value("minLength", 0), max = schema.value("maxLength", UINT64_MAX);
+      for (const char* key : {"minLength", "maxLength"})
+        if (schema.contains(key) && !schema[key].is_number_unsigned()) {
+          error(fmt::format("{}: {} must be a whole number", what, key));
+          failed = true;
+          return std::nullopt;
+        }
+      const uint64_t min = schema.value("minLength", uint64_t{0}), max = schema.value("maxLength", UINT64_MAX);
       regexes.push_back(max == UINT64_MAX ? fmt::format("[\\s\\S]{{{},}}", min)
                                           : fmt::format("[\\s\\S]{{{},{}}}", min, max));
     }
@@ -274,7 +284,8 @@ class ToolsBuilder {
   // The reply around the calls, per format.
   std::string reply() const {
     const bool text = options_.free_text && options_.format != ToolFormat::JsonArray;
-    const std::string object = "'{' ws '\"name\"' ws ':' ws tool ws '}'";
+    // `tool` ends with whitespace of its own (its arguments').
+    const std::string object = "'{' ws '\"name\"' ws ':' ws tool '}'";
     std::string trigger, call;
     switch (options_.format) {
       case ToolFormat::Hermes:
@@ -283,7 +294,7 @@ class ToolsBuilder {
         break;
       case ToolFormat::Llama3:
         trigger = "'{\"name\"'";
-        call = "'{\"name\"' ws ':' ws tool ws '}'";
+        call = "'{\"name\"' ws ':' ws tool '}'";
         break;
       case ToolFormat::Qwen:
         trigger = "'<tool_call>'";

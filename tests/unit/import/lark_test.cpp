@@ -312,3 +312,21 @@ TEST_CASE("Lark: nesting past the limit is an error at its place, never a deep r
   const std::string ok = "start: " + std::string(100, '(') + "\"a\"" + std::string(100, ')') + std::string(100, '?');
   CHECK(parse_lark(ok).ok());
 }
+
+TEST_CASE("Lark: what a review found", "[lark]") {
+  // A literal '}' is no quantifier: the '?' after it is not a lazy marker.
+  check_language(R"(start: /\{[^}]*}?/)", {"{ab}", "{ab"}, {"ab"});
+  // max_chars with a marker is refused, not dropped.
+  CHECK(lark_error("start: r\nr[stop=\"x\", max_chars=5]: /(?s:.*)/").starts_with("test.lark:2:1: error: max_chars="));
+  // The l and x flags are refused inside lazy bodies too.
+  CHECK(lark_error("start: g\ng[lazy]: /a b/x").starts_with("test.lark:2:10: error: the x-flag is not supported"));
+  // A terminal used by %ignore and inside a lazy body keeps its rule.
+  check_language("%ignore WS\nWS: /[ ]+/\nstart: \"a\" gap \"b\"\ngap[lazy]: WS", {"a b", "a  b "}, {"ab"});
+  // Templates whose arguments double at each call stop with an error.
+  CHECK_THAT(lark_error("start: f{\"a\"}\nf{x}: x | f{(x x)}"), Catch::Contains("a template's arguments here pass"));
+  // Terminals copied into one regex stop at a size.
+  std::string doubling = "start: g\ng[lazy]: T0";
+  for (int i = 1; i <= 18; ++i) doubling += fmt::format("\nT{}: T{} T{}", i - 1, i, i);
+  doubling += "\nT18: \"ab\"";
+  CHECK_THAT(lark_error(doubling), Catch::Contains("written as one regex passes"));
+}

@@ -109,7 +109,7 @@ TEST_CASE("tools: one schema's rules for the tools that share it", "[tools]") {
   REQUIRE(translation);
   CHECK(translation->tools == 3);
   CHECK(translation->distinct_schemas == 2);
-  CHECK(translation->cgram.find("'\"get_time\"' ws ',' ws '\"arguments\"' ws ':' ws args_get_weather\n") !=
+  CHECK(translation->cgram.find("'\"get_time\"' ws ',' ws '\"arguments\"' ws ':' args_get_weather\n") !=
         std::string::npos);
 }
 
