@@ -117,11 +117,11 @@ int main(int argc, char** argv) {
         }
       }
     }
-    const size_t tool_count = grammar->grammar() ? grammar->grammar()->ir().user_rule_count() : 0;
+    const size_t rules = grammar->grammar() ? grammar->grammar()->ir().user_rule_count() : 0;
     auto figures = [](const std::vector<double>& masks) {
       return fmt::format("{:.1f} / {:.1f} / {:.1f}", quantile(masks, 0.5), quantile(masks, 0.99), quantile(masks, 1.0));
     };
-    fmt::print("| {} | {} | {:.1f} | {:.1f} / {:.1f} / {:.1f} | {} | {} | {} | {:.1f} |\n", files[f], tool_count,
+    fmt::print("| {} | {} | {:.1f} | {:.1f} / {:.1f} / {:.1f} | {} | {} | {} | {:.1f} |\n", files[f], rules,
                cold->total_ms, quantile(parse, 0.5), quantile(compile, 0.5), quantile(total, 0.5), visits[0].size(),
                figures(visits[0]), figures(visits[1]), grammar->memory_bytes() / 1e6);
   }

@@ -400,8 +400,11 @@ class Parser {
   std::vector<Definition> definitions;
   std::vector<Expr> ignored;
   std::vector<std::pair<size_t, std::string>> statements;  // (offset, text) of %ignore and %import lines
-  std::vector<Token> option_blocks;                       // %llguidance and %grammar_options objects
-  std::vector<std::string> option_kinds;
+  struct OptionBlock {
+    std::string directive;  // llguidance or grammar_options
+    Token object;
+  };
+  std::vector<OptionBlock> option_blocks;
 
  private:
   [[noreturn]] void fail(const Token& t, std::string message) { throw LarkError{t.offset, std::max<size_t>(t.length, 1), std::move(message)}; }
@@ -515,8 +518,7 @@ class Parser {
     } else if (directive.text == "import") {
       import(directive);
     } else if (directive.text == "llguidance" || directive.text == "grammar_options") {
-      option_kinds.push_back(directive.text);
-      option_blocks.push_back(expect(Tok::Block, "expecting a JSON object"));
+      option_blocks.push_back({directive.text, expect(Tok::Block, "expecting a JSON object")});
     } else if (directive.text == "json" || directive.text == "regex" || directive.text == "lark") {
       fail(directive, fmt::format("%{} is an element of a rule, not a statement: write name: %{} {{ … }}",
                                   directive.text, directive.text));
@@ -1010,10 +1012,10 @@ class Translator {
   }
 
   bool read_options(const Parser& parser) {
-    for (size_t i = 0; i < parser.option_blocks.size(); ++i) {
-      const Token& block = parser.option_blocks[i];
-      const bool llguidance = parser.option_kinds[i] == "llguidance";
-      const std::string what = "%" + parser.option_kinds[i];
+    for (const Parser::OptionBlock& option : parser.option_blocks) {
+      const Token& block = option.object;
+      const bool llguidance = option.directive == "llguidance";
+      const std::string what = "%" + option.directive;
       nlohmann::json spec;
       try {
         spec = nlohmann::json::parse(block.text);

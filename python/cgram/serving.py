@@ -226,13 +226,9 @@ class Backend:
         """The compiled grammar of a request (GrammarError, CompileError on bad input)."""
         fmt, source = grammar_text(kind, spec)
         key = (fmt, source)
-        with self._lock:
-            found = self._cache.get(key)
-            if found is not None:
-                self._cache.move_to_end(key)
-                self.hits += 1
-                return found
-            self.misses += 1
+        found = self._cached(key)
+        if found is not None:
+            return found
         options = {}
         if fmt == "json-schema":
             options = {"whitespace": self.whitespace, "max_whitespace": self.max_whitespace,
@@ -250,16 +246,23 @@ class Backend:
         if isinstance(source, bytes):
             source = source.decode("utf-8")
         key = ("tools", format, source)
-        with self._lock:
-            found = self._cache.get(key)
-            if found is not None:
-                self._cache.move_to_end(key)
-                self.hits += 1
-                return found
-            self.misses += 1
+        found = self._cached(key)
+        if found is not None:
+            return found
         grammar = Grammar(source, format="tools", tool_format=format, whitespace=self.whitespace,
                           max_whitespace=self.max_whitespace, property_order=self.property_order)
         return self._keep(key, compile(grammar, self.vocab, tier=self.tier, canonical=self.canonical))
+
+    def _cached(self, key) -> Optional[CompiledGrammar]:
+        """The compiled grammar kept for `key`, counted as a hit, or None (a miss)."""
+        with self._lock:
+            found = self._cache.get(key)
+            if found is None:
+                self.misses += 1
+                return None
+            self._cache.move_to_end(key)
+            self.hits += 1
+            return found
 
     def _keep(self, key, compiled: CompiledGrammar) -> CompiledGrammar:
         with self._lock:
