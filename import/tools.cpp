@@ -41,38 +41,53 @@ class ToolsBuilder {
     if (!read_tools()) return std::nullopt;
     ToolsTranslation out;
     out.tools = tools_.size();
-    std::string rules;
+    std::vector<std::string> alternatives;
     for (const Tool& tool : tools_) {
-      if (options_.format == ToolFormat::Qwen) {
-        auto params = qwen_parameters(tool);
-        if (!params) return std::nullopt;
-        alternatives_.push_back(fmt::format("'{}>\\n' {}", escaped(tool.name), *params));
-      } else {
-        auto args = arguments_rule(tool);
-        if (!args) return std::nullopt;
-        // Flexible arguments begin and end with their own whitespace.
-        const bool flexible = options_.json.whitespace == JsonWhitespace::Flexible;
-        alternatives_.push_back(fmt::format("{} ws ',' ws '\"{}\"' ws ':'{} {}{}", json_name_literal(tool.name),
-                                            options_.format == ToolFormat::Llama3 ? "parameters" : "arguments",
-                                            flexible ? "" : " ws", *args, flexible ? "" : " ws"));
-      }
+      auto rest = rest_after_name(tool);
+      if (!rest) return std::nullopt;
+      alternatives.push_back(name_literal(tool) + " " + *rest);
     }
     out.distinct_schemas = distinct_;
     out.cgram = fmt::format("(* The replies of a model with {} tools ({} format), written by cgram tools from {}. *)\n",
                             tools_.size(), tool_format_name(options_.format), file_.name());
     out.cgram += reply();
     out.cgram += "tool ::= ";
-    for (size_t i = 0; i < alternatives_.size(); ++i) out.cgram += (i ? "\n     | " : "") + alternatives_[i];
+    for (size_t i = 0; i < alternatives.size(); ++i) out.cgram += (i ? "\n     | " : "") + alternatives[i];
     out.cgram += " ;\n";
-    out.cgram += options_.json.max_whitespace
-                     ? fmt::format("ws ::= #'[ \\t\\n\\r]{{0,{}}}' ;\n", *options_.json.max_whitespace)
-                     : std::string("ws ::= #'[ \\t\\n\\r]*' ;\n");
+    out.cgram += ws_rule();
     out.cgram += schema_rules_;
     charge_memory(out.cgram.size());
     return out;
   }
 
- private:
+  // For ToolSegments: the tools read, with the text of each cut.
+  bool read() { return read_tools(); }
+  const std::vector<Tool>& tools() const { return tools_; }
+  char open() const { return options_.format == ToolFormat::Qwen ? '=' : '"'; }
+  char close() const { return options_.format == ToolFormat::Qwen ? '>' : '"'; }
+
+  // The reply from its start up to and including a call's name.
+  std::string start_grammar() const {
+    return fmt::format("start ::= {} ;\n{}", segment_shape().first, segment_rules());
+  }
+
+  // Tool k's cut: from after its name to the end of the next call's name.
+  std::optional<std::string> after_name_grammar(size_t k) {
+    schema_rules_.clear();
+    rule_of_schema_.clear();
+    taken_ = {"start", "text", "call", "calls", "tool", "ws", "any", "except", "head", "object_head", "names", "more"};
+    auto rest = rest_after_name(tools_[k]);
+    if (!rest) return std::nullopt;
+    return fmt::format("start ::= {} {} ;\n{}{}", *rest, segment_shape().second, segment_rules(), schema_rules_);
+  }
+
+  // The key of tool k's cut: its arguments' schema (the cuts of two tools
+  // differ only there).
+  std::string after_name_key(size_t k) const {
+    const Tool& tool = tools_[k];
+    return tool.parameters ? tool.parameters->dump() : std::string("{}");
+  }
+
   void error(std::string message) { diags_.error_at_file(std::move(message)); }
 
   static std::string escaped(const std::string& text) {
@@ -281,36 +296,104 @@ class ToolsBuilder {
     return out.empty() ? std::string("''") : out;
   }
 
-  // The reply around the calls, per format.
-  std::string reply() const {
-    const bool text = options_.free_text && options_.format != ToolFormat::JsonArray;
-    // `tool` ends with whitespace of its own (its arguments').
-    const std::string object = "'{' ws '\"name\"' ws ':' ws tool '}'";
-    std::string trigger, call;
+  // A call's name as the grammar writes it, delimiters included.
+  std::string name_literal(const Tool& tool) const {
+    return options_.format == ToolFormat::Qwen ? fmt::format("'{}>'", escaped(tool.name)) : json_name_literal(tool.name);
+  }
+
+  // What follows a tool's name in its call: its arguments.
+  std::optional<std::string> rest_after_name(const Tool& tool) {
+    if (options_.format == ToolFormat::Qwen) {
+      auto params = qwen_parameters(tool);
+      if (!params) return std::nullopt;
+      return "'\\n' " + *params;
+    }
+    auto args = arguments_rule(tool);
+    if (!args) return std::nullopt;
+    // Flexible arguments begin and end with their own whitespace.
+    const bool flexible = options_.json.whitespace == JsonWhitespace::Flexible;
+    return fmt::format("ws ',' ws '\"{}\"' ws ':'{} {}{}",
+                       options_.format == ToolFormat::Llama3 ? "parameters" : "arguments", flexible ? "" : " ws", *args,
+                       flexible ? "" : " ws");
+  }
+
+  std::string ws_rule() const {
+    return options_.json.max_whitespace ? fmt::format("ws ::= #'[ \\t\\n\\r]{{0,{}}}' ;\n", *options_.json.max_whitespace)
+                                        : std::string("ws ::= #'[ \\t\\n\\r]*' ;\n");
+  }
+
+  bool has_text() const { return options_.free_text && options_.format != ToolFormat::JsonArray; }
+
+  std::string trigger() const {
     switch (options_.format) {
       case ToolFormat::Hermes:
-        trigger = "'<tool_call>'";
-        call = fmt::format("{} ws {} ws '</tool_call>'", trigger, object);
-        break;
-      case ToolFormat::Llama3:
-        trigger = "'{\"name\"'";
-        call = "'{\"name\"' ws ':' ws tool '}'";
-        break;
-      case ToolFormat::Qwen:
-        trigger = "'<tool_call>'";
-        call = "'<tool_call>\\n<function=' tool '</function>\\n</tool_call>'";
-        break;
+      case ToolFormat::Qwen: return "'<tool_call>'";
+      case ToolFormat::Llama3: return "'{\"name\"'";
+      case ToolFormat::Mistral: return "'[TOOL_CALLS]'";
+      case ToolFormat::JsonArray: break;
+    }
+    return "";
+  }
+
+  // The cut reply's two shapes: from its start to a call's name, and from
+  // the end of a tool's arguments to the next call's name. Every name is
+  // `names`; `head` is a call up to its name, `more` what may follow a
+  // call.
+  std::pair<std::string, std::string> segment_shape() const {
+    const std::string start = has_text() ? "text ( head )?" : "head";
+    const std::string more = has_text() ? "more" : "( ws head )?";
+    switch (options_.format) {
+      case ToolFormat::Hermes: return {start, "'}' ws '</tool_call>' " + more};
+      case ToolFormat::Llama3: return {start, "'}' " + more};
+      case ToolFormat::Qwen: return {start, "'</function>\\n</tool_call>' " + more};
+      case ToolFormat::Mistral: return {start, "'}' ( ws ',' ws object_head | ws ']' " + more + " )"};
+      case ToolFormat::JsonArray:
+        return {"ws '[' ws ( object_head | ']' ws )", "'}' ( ws ',' ws object_head | ws ']' ws )"};
+    }
+    return {};
+  }
+
+  // The rules the cut grammars share: the call heads, the names as one
+  // regex (a trie), the free text and the whitespace.
+  std::string segment_rules() const {
+    std::string names;
+    for (const Tool& tool : tools_) names += (names.empty() ? "" : "|") + json::regex_literal(tool.name);
+    const std::string quote = options_.format == ToolFormat::Qwen ? "" : "\"";
+    std::string out = fmt::format("names ::= #'{}({}){}' ;\n", quote, names, options_.format == ToolFormat::Qwen ? ">" : "\"");
+    out += "object_head ::= '{' ws '\"name\"' ws ':' ws names ;\n";
+    switch (options_.format) {
+      case ToolFormat::Hermes: out += "head ::= '<tool_call>' ws object_head ;\n"; break;
+      case ToolFormat::Llama3: out += "head ::= '{\"name\"' ws ':' ws names ;\n"; break;
+      case ToolFormat::Qwen: out += "head ::= '<tool_call>\\n<function=' names ;\n"; break;
+      case ToolFormat::Mistral: out += "head ::= '[TOOL_CALLS]' ws '[' ws object_head ;\n"; break;
+      case ToolFormat::JsonArray: break;
+    }
+    if (has_text()) {
+      out += fmt::format("text ::= except!({}) ;\n", trigger());
+      out += "more ::= text ( head )? ;\n";
+    }
+    return out + ws_rule();
+  }
+
+  // The reply around the calls, per format.
+  std::string reply() const {
+    // `tool` ends with whitespace of its own (its arguments').
+    const std::string object = "'{' ws '\"name\"' ws ':' ws tool '}'";
+    std::string call;
+    switch (options_.format) {
+      case ToolFormat::Hermes: call = fmt::format("{} ws {} ws '</tool_call>'", trigger(), object); break;
+      case ToolFormat::Llama3: call = "'{\"name\"' ws ':' ws tool '}'"; break;
+      case ToolFormat::Qwen: call = "'<tool_call>\\n<function=' tool '</function>\\n</tool_call>'"; break;
       case ToolFormat::Mistral:
-        trigger = "'[TOOL_CALLS]'";
-        call = fmt::format("{} ws '[' ws {} ( ws ',' ws {} )* ws ']'", trigger, object, object);
+        call = fmt::format("{} ws '[' ws {} ( ws ',' ws {} )* ws ']'", trigger(), object, object);
         break;
       case ToolFormat::JsonArray:
         return fmt::format("start ::= ws '[' ws ( {} ( ws ',' ws {} )* ws )? ']' ws ;\n", object, object);
     }
     std::string out;
-    if (text) {
+    if (has_text()) {
       out += "start ::= text ( call text )* ;\n";
-      out += fmt::format("text ::= except!({}) ;\n", trigger);
+      out += fmt::format("text ::= except!({}) ;\n", trigger());
     } else {
       out += "start ::= call ( ws call )* ;\n";
     }
@@ -324,7 +407,6 @@ class ToolsBuilder {
   SyntaxLimits limits_;
   Json root_;
   std::vector<Tool> tools_;
-  std::vector<std::string> alternatives_;
   std::set<std::string> taken_;
   std::map<std::string, std::string> rule_of_schema_;
   std::string schema_rules_;
@@ -352,6 +434,62 @@ std::optional<ToolsTranslation> translate_tools(const SourceFile& file, Diagnost
   MemoryStage stage("translating the tools");
   charge_memory(16 * file.text().size());
   return ToolsBuilder(file, diags, options, limits).run();
+}
+
+}  // namespace cgram
+
+namespace cgram {
+
+struct ToolSegments::Reader {
+  SourceFile file;
+  Diagnostics diags;
+  ToolsBuilder builder;
+  Reader(const SourceFile& source, const ToolsOptions& options, const SyntaxLimits& limits)
+      : file(source), diags(&file), builder(file, diags, options, limits) {}
+};
+
+ToolSegments::ToolSegments() = default;
+ToolSegments::~ToolSegments() = default;
+ToolSegments::ToolSegments(ToolSegments&&) noexcept = default;
+ToolSegments& ToolSegments::operator=(ToolSegments&&) noexcept = default;
+
+std::optional<ToolSegments> ToolSegments::read(const SourceFile& file, Diagnostics& diags, const ToolsOptions& options,
+                                               const SyntaxLimits& limits) {
+  if (file.text().size() > limits.max_source_bytes) {
+    diags.error_at_file(
+        fmt::format("tools file is {} bytes; the limit is {} bytes", file.text().size(), limits.max_source_bytes));
+    return std::nullopt;
+  }
+  ToolSegments out;
+  out.reader_ = std::make_unique<Reader>(file, options, limits);
+  ToolsBuilder& builder = out.reader_->builder;
+  const bool read = builder.read();
+  for (const Diagnostic& d : out.reader_->diags.all()) diags.add(d);
+  if (!read) return std::nullopt;
+  out.open_ = builder.open();
+  out.close_ = builder.close();
+  for (const auto& tool : builder.tools()) {
+    for (unsigned char c : tool.name)
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '\'' || c == out.open_ || c == out.close_) {
+        diags.error_at_file(fmt::format(
+            "tool '{}': a name cut at its delimiters must be printable ASCII without {}, {}, a quote or a backslash",
+            tool.name, out.open_, out.close_));
+        return std::nullopt;
+      }
+    out.names_.push_back(tool.name);
+  }
+  for (size_t k = 0; k < out.names_.size(); ++k) out.keys_.push_back(builder.after_name_key(k));
+  out.start_ = builder.start_grammar();
+  return out;
+}
+
+std::optional<std::string> ToolSegments::after_name_grammar(size_t k, Diagnostics& diags) const {
+  MemoryStage stage("translating a tool's arguments");
+  const size_t before = reader_->diags.all().size();
+  auto text = reader_->builder.after_name_grammar(k);
+  const auto& all = reader_->diags.all();
+  for (size_t i = before; i < all.size(); ++i) diags.add(all[i]);
+  return text;
 }
 
 }  // namespace cgram

@@ -17,9 +17,11 @@
 // same parameters schema share its rules; the names are alternatives of
 // literals, which the lexer reads as one automaton (a trie). docs/TOOLS.md
 // has the grammars in full.
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "diagnostics.h"
 #include "json_schema.h"
@@ -63,5 +65,49 @@ struct ToolsTranslation {
 std::optional<ToolsTranslation> translate_tools(const SourceFile& file, Diagnostics& diags,
                                                 const ToolsOptions& options = {},
                                                 const SyntaxLimits& limits = {});
+
+// The same reply cut at every call's name, for compiling one tool at a time
+// (calls/tool_calls.h): the grammar from the reply's start up to and
+// including a call's name, and for each tool the grammar from just after
+// its name (its arguments, then the reply on to the next call's name). A
+// name is written between two delimiters, `open` and `close` ("name" in the
+// JSON formats, =name> in qwen's); each grammar ends only there, where
+// nothing may follow, or where the reply itself may end.
+class ToolSegments {
+ public:
+  ToolSegments();  // no tools
+  ~ToolSegments();
+  ToolSegments(ToolSegments&&) noexcept;
+  ToolSegments& operator=(ToolSegments&&) noexcept;
+
+  // nullopt, with the errors in `diags`, for a list translate_tools
+  // refuses, or for names the cut cannot delimit: a name holding a
+  // delimiter, a backslash or a control character (the error says so; the
+  // whole grammar of translate_tools still serves them).
+  static std::optional<ToolSegments> read(const SourceFile& file, Diagnostics& diags, const ToolsOptions& options = {},
+                                          const SyntaxLimits& limits = {});
+
+  size_t size() const { return names_.size(); }
+  char open() const { return open_; }
+  char close() const { return close_; }
+  // Tool k's name as its bytes stand between the delimiters.
+  const std::string& name(size_t k) const { return names_[k]; }
+  // The grammar (.cgram) from the reply's start to the end of a call's
+  // name.
+  const std::string& start_grammar() const { return start_; }
+  // Tool k's grammar: from just after its name's closing delimiter to the
+  // end of the next call's name. Its schema is translated now; errors go to
+  // `diags`.
+  std::optional<std::string> after_name_grammar(size_t k, Diagnostics& diags) const;
+  // Equal for two tools whose after_name_grammar texts are equal.
+  const std::string& after_name_key(size_t k) const { return keys_[k]; }
+
+ private:
+  struct Reader;
+  std::unique_ptr<Reader> reader_;
+  std::vector<std::string> names_, keys_;
+  std::string start_;
+  char open_ = '"', close_ = '"';
+};
 
 }  // namespace cgram

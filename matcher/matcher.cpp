@@ -144,16 +144,43 @@ AdvanceResult Matcher::step(uint32_t token) {
   if (vocab.is_special(token)) return AdvanceResult::Rejected;
   if (canonical_ && !canonical_->allows(token_before(1), token_before(0), token) && !canonical_dead_end())
     return AdvanceResult::Rejected;
+  return step_bytes(vocab.bytes(token), token);
+}
+
+AdvanceResult Matcher::step_bytes(std::string_view bytes, uint32_t token) {
   Engine::Mark before = engine_->mark();
-  engine_->step_token(current_, vocab.bytes(token), scratch_);
+  engine_->step_token(current_, bytes, scratch_);
   if (stopped(before)) return AdvanceResult::Rejected;
   if (scratch_.empty()) {
     engine_->truncate(before);
     return AdvanceResult::Rejected;
   }
-  engine_->grant_bytes(vocab.bytes(token).size());
+  engine_->grant_bytes(bytes.size());
   push_step(scratch_, false, token);
   return AdvanceResult::Ongoing;
+}
+
+AdvanceResult Matcher::advance_text(std::string_view bytes) {
+  if (has_error() || finished_ || canonical_ || bytes.empty()) return AdvanceResult::Rejected;
+  const AdvanceResult result = step_bytes(bytes, kNoToken);
+  if (result != AdvanceResult::Rejected && max_rollback_) {
+    floor_ = std::max(floor_, tokens_accepted() - std::min(tokens_accepted(), *max_rollback_));
+    drop_old_history();
+  }
+  return result;
+}
+
+bool Matcher::accepts_text(std::string_view bytes) {
+  if (has_error() || finished_ || canonical_ || bytes.empty()) return false;
+  return viable_after(bytes);
+}
+
+bool Matcher::viable_after(std::string_view bytes) {
+  Engine::Mark before = engine_->mark();
+  engine_->step_token(current_, bytes, scratch_);
+  if (stopped(before)) return false;
+  engine_->truncate(before);
+  return !scratch_.empty();
 }
 
 bool Matcher::fill_row(std::span<uint32_t> row) {
@@ -218,11 +245,7 @@ bool Matcher::is_allowed(uint32_t token) {
   if (vocab.is_eos(token)) return can_end();
   if (vocab.is_special(token)) return false;
   if (canonical_ && !canonical_->allows(token_before(1), token_before(0), token) && !canonical_dead_end()) return false;
-  Engine::Mark before = engine_->mark();
-  engine_->step_token(current_, vocab.bytes(token), scratch_);
-  if (stopped(before)) return false;
-  engine_->truncate(before);
-  return !scratch_.empty();
+  return viable_after(vocab.bytes(token));
 }
 
 uint32_t Matcher::token_before(size_t back) const {

@@ -42,6 +42,13 @@ class Matcher {
 
   // Accepts `token` if the mask allows it; Rejected leaves the state unchanged.
   AdvanceResult advance(uint32_t token);
+  // Text that is not one whole token: a token's head, whose rest another
+  // grammar takes (calls/tool_calls.h cuts a reply at each call's name).
+  // One step, undone by rollback(1) as a token's is. Rejected for empty
+  // text and in canonical mode (its pair rule reads whole tokens).
+  AdvanceResult advance_text(std::string_view bytes);
+  // Whether advance_text(bytes) would accept it; nothing changes.
+  bool accepts_text(std::string_view bytes);
   // How many of `tokens`, in order, advance() would accept from here (an
   // end-of-sequence token counts and nothing after it does). Nothing
   // changes, whatever max_rollback_tokens is: how servers check a
@@ -149,6 +156,10 @@ class Matcher {
   static constexpr uint32_t kNoToken = UINT32_MAX;
   // advance() without dropping history (validation takes its steps back).
   AdvanceResult step(uint32_t token);
+  // The engine's step over `bytes`, recorded as `token`'s.
+  AdvanceResult step_bytes(std::string_view bytes, uint32_t token);
+  // Whether the engine takes `bytes` from here; nothing changes.
+  bool viable_after(std::string_view bytes);
   // Takes back the last n steps, whatever max_rollback_tokens says.
   void undo(size_t n);
   // With max_rollback_tokens: drops the history no rollback can reach, and

@@ -1,0 +1,188 @@
+#pragma once
+// Many tools, compiled one at a time. The reply grammar of a tool list
+// (import/tools.h) is cut at each call's name: one grammar from the reply's
+// start to the end of a call's name, and for each tool one from just after
+// its name to the end of the next call's name (ToolSegments). Only the first
+// is compiled up front; a tool's is compiled when a call to it is written,
+// or when a token could finish its name, and kept (tools of one schema share
+// it). A server with hundreds of tools waits for tens of rules, not
+// thousands.
+//
+// ToolCallsMatcher hands the text over from one cut to the next at a name's
+// closing delimiter, and stays exact for the tokens that span it (`",`,
+// `>\n`): the mask is the current cut's, plus every token whose head ends a
+// name there and whose tail the named tool's cut takes from its start. Its
+// masks are those of the whole grammar (translate_tools), which the tests
+// check, with the whole grammar's oracle, along replies and random walks.
+//
+// A cut ends only where nothing may follow, at a name; a reply's own end is
+// never such a place (free text may always go on, and the formats without
+// it end at ']', '}' or '</tool_call>'). A token may span at most
+// kMaxCutsPerToken names.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler.h"
+#include "error.h"
+#include "matcher.h"
+#include "tools.h"
+
+namespace cgram {
+
+struct ToolCallsOptions {
+  ToolsOptions tools;
+  SyntaxLimits limits;
+  CompileOptions compile;
+};
+
+class ToolCallsGrammar {
+ public:
+  // Reads the list and compiles the cut up to the first name. Errors: the
+  // list's (as translate_tools gives them), a name the cut cannot delimit,
+  // a compile that fails.
+  static Result<std::shared_ptr<ToolCallsGrammar>> create(std::string_view tools_json, std::string_view filename,
+                                                          std::shared_ptr<const Vocabulary> vocab,
+                                                          const ToolCallsOptions& options = {});
+  ToolCallsGrammar(const ToolCallsGrammar&) = delete;
+  ToolCallsGrammar& operator=(const ToolCallsGrammar&) = delete;
+
+  const Vocabulary& vocabulary() const { return *vocab_; }
+  size_t mask_words() const { return (vocab_->size() + 31) / 32; }
+  size_t tools() const { return segments_.size(); }
+  char close() const { return segments_.close(); }
+  // Distinct after-name grammars compiled so far.
+  size_t compiled_tools() const;
+  // The compiled grammars' memory so far, and the indexes of the cuts.
+  size_t memory_bytes() const;
+  double start_compile_ms() const { return start_compile_ms_; }
+
+  // What ToolCallsMatcher reads.
+  const std::shared_ptr<const CompiledGrammar>& start_grammar() const { return start_; }
+  // Tool k's after-name grammar, compiled on the first call (thread-safe).
+  Result<std::shared_ptr<const CompiledGrammar>> after_name(size_t k) const;
+  // The tool whose name, with its delimiters, ends `text`.
+  std::optional<size_t> name_ending(std::string_view text) const;
+  // The name begun before the next token: the text after the last opening
+  // delimiter, when it could still be a name's beginning (or a whole name).
+  std::optional<std::string_view> name_begun(std::string_view text) const;
+
+  // Tokens that could finish a name begun before them: per tool whose name
+  // begins with `begun`, its rest and closing delimiter (`key`) and the
+  // tokens that begin with that and go on past it.
+  struct Finishers {
+    size_t tool;
+    std::string key;
+    const std::vector<uint32_t>* tokens;
+  };
+  const std::vector<Finishers>& finishers(std::string_view begun) const;
+  // Tokens holding a whole name between its delimiters and more after it:
+  // the token, the length of its head up to the closing delimiter, the
+  // tool.
+  struct Inner {
+    uint32_t token;
+    uint32_t cut;
+    size_t tool;
+  };
+  const std::vector<Inner>& inner_names() const { return inner_; }
+
+  // Remembered answers to "does tool k's cut take this token's tail from
+  // its start" (exact: its start is one state). -1 unknown.
+  int tail_verdict(size_t k, uint32_t token) const;
+  void remember_tail_verdict(size_t k, uint32_t token, bool viable) const;
+  // The same for a whole group of finishers (k, key): the tokens taken.
+  const std::vector<uint32_t>* finished_by(size_t k, const std::string& key) const;
+  void remember_finished_by(size_t k, const std::string& key, std::vector<uint32_t> tokens) const;
+
+ private:
+  ToolCallsGrammar() = default;
+  void index_tokens();
+
+  std::shared_ptr<const Vocabulary> vocab_;
+  ToolSegments segments_;
+  ToolCallsOptions options_;
+  std::string filename_;
+  std::shared_ptr<const CompiledGrammar> start_;
+  double start_compile_ms_ = 0;
+  std::unordered_map<std::string, size_t> tool_of_name_;
+  std::vector<std::string> sorted_names_;  // for name_begun's prefix test
+  size_t longest_name_ = 0;
+  // Tokens by their text up to and including the first closing delimiter,
+  // for those that go on past it.
+  std::unordered_map<std::string, std::vector<uint32_t>> by_head_;
+  std::vector<Inner> inner_;
+
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const CompiledGrammar>> after_name_by_key_;
+  mutable std::unordered_map<std::string, std::vector<Finishers>> finishers_;
+  mutable std::unordered_map<uint64_t, bool> tail_verdicts_;
+  mutable std::unordered_map<std::string, std::vector<uint32_t>> finished_by_;
+};
+
+class ToolCallsMatcher {
+ public:
+  static constexpr int kMaxCutsPerToken = 4;
+
+  explicit ToolCallsMatcher(std::shared_ptr<const ToolCallsGrammar> grammar);
+
+  // As Matcher's (matcher/matcher.h): Rejected leaves the state unchanged.
+  AdvanceResult advance(uint32_t token);
+  bool fill_mask(std::span<uint32_t> words);
+  bool is_allowed(uint32_t token);
+  bool can_end();
+  bool rollback(size_t n);
+  void reset();
+  bool is_finished() const { return finished_; }
+  size_t tokens_accepted() const { return steps_.size(); }
+  size_t mask_words() const { return grammar_->mask_words(); }
+  // A tool's grammar that failed to compile, or a limit met.
+  bool has_error() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+  // Which tool's arguments the text is in or after (none before a call).
+  std::optional<size_t> current_tool() const;
+
+ private:
+  struct Cut {
+    Matcher matcher;
+    size_t tool;        // SIZE_MAX: the reply's start
+    size_t text_begin;  // where its text begins in text_
+  };
+  struct Step {
+    size_t cuts_before;  // cuts_.size() before the token
+    size_t text_before;
+  };
+  Matcher& top() { return cuts_.back()->matcher; }
+  std::string_view cut_text() const { return std::string_view(text_).substr(cuts_.back()->text_begin); }
+  bool push_cut(size_t tool);
+  // The top cut takes `bytes`, crossing into the next cuts where it must;
+  // false, with nothing changed, when it cannot.
+  bool take_text(std::string_view bytes, int cuts_left);
+  bool take_crossing(std::string_view bytes, int cuts_left);
+  // After text ending a name: the cut for that name, when the top one ends
+  // there.
+  bool enter_named_cut();
+  // The tool whose name `head` ends for `m` (whose own text is `before`),
+  // where m's grammar ends there; m is as it was afterwards.
+  std::optional<size_t> ends_with_name(Matcher& m, std::string_view before, std::string_view head);
+  bool only_end_left(Matcher& m);
+  // Whether tool k's cut, from its start, takes `bytes`.
+  bool tail_viable(size_t k, std::string_view bytes, int cuts_left);
+  bool viable(Matcher& m, std::string_view before, std::string_view bytes, int cuts_left);
+  void add_crossings(std::span<uint32_t> words);
+
+  std::shared_ptr<const ToolCallsGrammar> grammar_;
+  std::vector<std::unique_ptr<Cut>> cuts_;
+  std::vector<Step> steps_;
+  std::string text_;
+  std::string error_;
+  bool finished_ = false;
+  std::unordered_map<size_t, std::unique_ptr<Matcher>> starts_;  // tool → its cut at its start, for probes
+  std::vector<uint32_t> scratch_;
+};
+
+}  // namespace cgram
