@@ -266,7 +266,11 @@ AdvanceResult ToolCallsMatcher::advance(uint32_t token) {
   if (top().advance(token) == AdvanceResult::Ongoing) {
     text_.append(bytes);
     taken = true;
-    if (!enter_named_cut()) return AdvanceResult::Rejected;  // error_ says why
+    if (!enter_named_cut()) {  // the named tool's grammar failed: error_ says why
+      top().rollback(1);
+      text_.resize(step.text_before);
+      return AdvanceResult::Rejected;
+    }
   } else {
     if (top().has_error()) error_ = top().error();
     taken = !has_error() && take_crossing(bytes, kMaxCutsPerToken);
