@@ -154,6 +154,13 @@ bool run_cut(const std::string& tools, const std::string& tools_name, const std:
     if (whole) whole->reset();
     if (!masks_along(matcher, tokens, visits[v], whole.get(), reply_name)) return false;
   }
+  if (getenv("DBG_SLOW")) {
+    std::string before;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (visits[1][i] > 10) fmt::print(stderr, "slow {:.1f} us at {}: ...{:?} | {:?}\n", visits[1][i], i, before.substr(before.size() > 30 ? before.size() - 30 : 0), std::string(vocab->bytes(tokens[i])));
+      before += vocab->bytes(tokens[i]);
+    }
+  }
   fmt::print("| {} (cut) | {} compiled | {:.1f} | - / {:.1f} / {:.1f} | {} | {} | {} | {:.1f} |\n", tools_name,
              grammar->compiled_tools(), cold->total_ms, quantile(compile, 0.5), quantile(total, 0.5),
              visits[0].size(), figures(visits[0]), figures(visits[1]), grammar->memory_bytes() / 1e6);

@@ -12,6 +12,19 @@ namespace {
 
 constexpr size_t kNoTool = SIZE_MAX;
 
+// Every mask of a cut is looked up in, and kept in, its grammar's memo of
+// masks. The engine's default asks the memo only for masks that take
+// parse work, but a cut's costly masks are free text and JSON strings,
+// whose cost is the walk over the vocabulary, and each call starts a new
+// matcher: without the memo, the first masks of every call were made anew
+// (40-100 µs each with Llama 3; 7 µs at the 99th percentile with it,
+// docs/BENCHMARKS.md).
+MatcherOptions cut_options() {
+  MatcherOptions options;
+  options.limits.mask_memo_min_work = 0;
+  return options;
+}
+
 uint64_t verdict_key(size_t tool, uint32_t token) { return (static_cast<uint64_t>(tool) << 32) | token; }
 
 std::string group_key(size_t tool, const std::string& key) { return fmt::format("{}\x1f{}", tool, key); }
@@ -174,7 +187,7 @@ ToolCallsMatcher::ToolCallsMatcher(std::shared_ptr<const ToolCallsGrammar> gramm
 
 void ToolCallsMatcher::reset() {
   cuts_.clear();
-  cuts_.push_back(std::make_unique<Cut>(Cut{Matcher(grammar_->start_grammar()), kNoTool, 0}));
+  cuts_.push_back(std::make_unique<Cut>(Cut{Matcher(grammar_->start_grammar(), cut_options()), kNoTool, 0}));
   steps_.clear();
   text_.clear();
   error_.clear();
@@ -192,7 +205,7 @@ bool ToolCallsMatcher::push_cut(size_t tool) {
     error_ = grammar.error().message;
     return false;
   }
-  cuts_.push_back(std::make_unique<Cut>(Cut{Matcher(*grammar), tool, text_.size()}));
+  cuts_.push_back(std::make_unique<Cut>(Cut{Matcher(*grammar, cut_options()), tool, text_.size()}));
   return true;
 }
 
