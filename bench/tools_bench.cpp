@@ -75,7 +75,7 @@ std::optional<CutFirstMask> cut_first_mask(const std::string& tools, const std::
                                            const std::shared_ptr<const cgram::Vocabulary>& vocab) {
   const auto start = Clock::now();
   cgram::ToolCallsOptions options;
-  options.tools.format = format;
+  options.parse.tool_format = format;
   auto grammar = cgram::ToolCallsGrammar::create(tools, filename, vocab, options);
   if (!grammar) {
     fmt::print(stderr, "{}\n", grammar.error().message);

@@ -42,7 +42,7 @@ Result<std::shared_ptr<ToolCallsGrammar>> ToolCallsGrammar::create(std::string_v
   const auto begin = std::chrono::steady_clock::now();
   SourceFile file{std::string(filename), std::string(tools_json)};
   Diagnostics diags(&file);
-  std::optional<ToolSegments> segments = ToolSegments::read(file, diags, options.tools, options.limits);
+  std::optional<ToolSegments> segments = ToolSegments::read(file, diags, options.parse.tools(), options.parse.syntax);
   if (!segments) return Error{ErrorCode::InvalidInput, diags.render()};
   std::shared_ptr<ToolCallsGrammar> grammar(new ToolCallsGrammar());  // private constructor
   grammar->vocab_ = std::move(vocab);
@@ -61,6 +61,7 @@ Result<std::shared_ptr<ToolCallsGrammar>> ToolCallsGrammar::create(std::string_v
   request.text = grammar->segments_.start_grammar();
   const std::string start_name = fmt::format("{} (the reply up to a call's name)", filename);
   request.filename = start_name;
+  request.parse = grammar->cut_parse_options();
   request.compile = options.compile;
   CompileOutcome outcome = compiler.compile(request, grammar->vocab_);
   if (!outcome.ok()) return Error{outcome.code, outcome.message};
@@ -90,6 +91,14 @@ void ToolCallsGrammar::index_tokens() {
   }
 }
 
+ParseOptions ToolCallsGrammar::cut_parse_options() const {
+  ParseOptions parse;  // a cut is .cgram text, within the list's limits
+  parse.syntax = options_.parse.syntax;
+  parse.limits = options_.parse.limits;
+  parse.max_memory_bytes = options_.parse.max_memory_bytes;
+  return parse;
+}
+
 size_t ToolCallsGrammar::compiled_tools() const {
   std::lock_guard lock(mutex_);
   return after_name_by_key_.size();
@@ -116,6 +125,7 @@ Result<std::shared_ptr<const CompiledGrammar>> ToolCallsGrammar::after_name(size
   CompileRequest request;
   request.text = *text;
   request.filename = name;
+  request.parse = cut_parse_options();
   request.compile = options_.compile;
   CompileOutcome outcome = compiler.compile(request, vocab_);
   if (!outcome.ok()) return Error{outcome.code, outcome.message};
@@ -183,6 +193,12 @@ void ToolCallsGrammar::remember_finished_by(size_t k, const std::string& key, st
 
 ToolCallsMatcher::ToolCallsMatcher(std::shared_ptr<const ToolCallsGrammar> grammar) : grammar_(std::move(grammar)) {
   reset();
+}
+
+ToolCallsMatcher::ToolCallsMatcher(const ToolCallsMatcher& other)
+    : grammar_(other.grammar_), steps_(other.steps_), text_(other.text_), error_(other.error_),
+      finished_(other.finished_) {
+  for (const auto& cut : other.cuts_) cuts_.push_back(std::make_unique<Cut>(*cut));
 }
 
 void ToolCallsMatcher::reset() {
@@ -314,6 +330,31 @@ bool ToolCallsMatcher::is_allowed(uint32_t token) {
   }
   rollback(1);
   return true;
+}
+
+size_t ToolCallsMatcher::validate_tokens(std::span<const uint32_t> tokens) {
+  const std::string error = error_;
+  size_t accepted = 0;
+  for (uint32_t token : tokens) {
+    const AdvanceResult result = advance(token);
+    if (result == AdvanceResult::Rejected) break;
+    ++accepted;
+    if (result == AdvanceResult::Finished) break;
+  }
+  rollback(accepted);
+  error_ = error;
+  return accepted;
+}
+
+std::string ToolCallsMatcher::forced_text(size_t limit) {
+  return finished_ || has_error() ? std::string() : top().forced_text(limit);
+}
+
+bool ToolCallsMatcher::fill_row(std::span<uint32_t> row) {
+  if (row.size() < mask_words()) return false;
+  const bool ok = fill_mask(row);
+  std::fill(row.begin() + static_cast<std::ptrdiff_t>(mask_words()), row.end(), 0u);
+  return ok;
 }
 
 bool ToolCallsMatcher::can_end() { return !finished_ && !has_error() && top().can_end(); }

@@ -35,9 +35,11 @@
 
 namespace cgram {
 
+// How the list is read (its call format, the arguments' JSON layout,
+// open_tool_arguments, limits: ParseOptions's fields for tools) and how
+// each cut is compiled.
 struct ToolCallsOptions {
-  ToolsOptions tools;
-  SyntaxLimits limits;
+  ParseOptions parse;
   CompileOptions compile;
 };
 
@@ -56,6 +58,7 @@ class ToolCallsGrammar {
   size_t mask_words() const { return (vocab_->size() + 31) / 32; }
   size_t tools() const { return segments_.size(); }
   char close() const { return segments_.close(); }
+  const std::string& tool_name(size_t k) const { return segments_.name(k); }
   // Distinct after-name grammars compiled so far.
   size_t compiled_tools() const;
   // The compiled grammars' memory so far, and the indexes of the cuts.
@@ -102,6 +105,7 @@ class ToolCallsGrammar {
  private:
   ToolCallsGrammar() = default;
   void index_tokens();
+  ParseOptions cut_parse_options() const;
 
   std::shared_ptr<const Vocabulary> vocab_;
   ToolSegments segments_;
@@ -129,11 +133,20 @@ class ToolCallsMatcher {
   static constexpr int kMaxCutsPerToken = 4;
 
   explicit ToolCallsMatcher(std::shared_ptr<const ToolCallsGrammar> grammar);
+  ToolCallsMatcher(const ToolCallsMatcher& other);
+  ToolCallsMatcher& operator=(const ToolCallsMatcher&) = delete;
 
   // As Matcher's (matcher/matcher.h): Rejected leaves the state unchanged.
   AdvanceResult advance(uint32_t token);
   bool fill_mask(std::span<uint32_t> words);
+  // The mask, then every word past mask_words() cleared (a server's row).
+  bool fill_row(std::span<uint32_t> row);
   bool is_allowed(uint32_t token);
+  // How many of `tokens`, in order, advance() would accept; nothing changes.
+  size_t validate_tokens(std::span<const uint32_t> tokens);
+  // Bytes that must come next, as far as the current cut sees them (it
+  // stops at a name's end, where the next cut begins).
+  std::string forced_text(size_t limit = Matcher::kDefaultForcedTextLimit);
   bool can_end();
   bool rollback(size_t n);
   void reset();
@@ -143,6 +156,7 @@ class ToolCallsMatcher {
   // A tool's grammar that failed to compile, or a limit met.
   bool has_error() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
+  const ToolCallsGrammar& grammar() const { return *grammar_; }
   // Which tool's arguments the text is in or after (none before a call).
   std::optional<size_t> current_tool() const;
 

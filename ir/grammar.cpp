@@ -132,11 +132,8 @@ Grammar::Outcome parse_translated(std::string_view source, std::string_view file
 // tool's schema refused, say) name the tool.
 Grammar::Outcome parse_tools(std::string_view source, std::string_view filename, const ParseOptions& options) {
   Grammar::Outcome out = new_outcome(source, filename, options);
-  ToolsOptions tools;
-  tools.format = options.tool_format;
-  tools.json = options.schema;
-  tools.json.closed_objects = !options.open_tool_arguments;
-  std::optional<ToolsTranslation> translation = translate_tools(*out.file, out.diagnostics, tools, options.syntax);
+  std::optional<ToolsTranslation> translation =
+      translate_tools(*out.file, out.diagnostics, options.tools(), options.syntax);
   if (!translation) return out;
   Grammar::Outcome translated = parse_translation(translation->cgram, translation->start, filename, options);
   for (const Diagnostic& d : translated.diagnostics.all()) {

@@ -52,6 +52,14 @@ struct ParseOptions {
   // The start rule by the grammar's own name (GBNF's default is root).
   std::string entry_rule() const { return format == GrammarFormat::Gbnf && start == "start" ? "root" : start; }
   bool operator==(const ParseOptions&) const = default;
+  // The options of a tool list's translation (import/tools.h).
+  ToolsOptions tools() const {
+    ToolsOptions out;
+    out.format = tool_format;
+    out.json = schema;
+    out.json.closed_objects = !open_tool_arguments;
+    return out;
+  }
 };
 
 // A checked grammar: immutable once built, safe to share between threads.

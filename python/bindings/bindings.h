@@ -61,6 +61,26 @@ struct PyDiagnostic {
   std::string rendered;                                          // clang style, with the line and a caret
 };
 
+// What a grammar's text is and how to read it.
+struct Reading {
+  std::string format = "auto";
+  std::optional<std::string> filename;
+  std::string start = "start";
+  std::string whitespace = "flexible";
+  bool strict = false;
+  std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
+  size_t max_memory_bytes = kDefaultCompileMemoryBytes;
+  std::string property_order = "schema";
+  std::string tool_format = "hermes";
+  bool open_arguments = false;
+};
+// The options `reading` names (ValueError for a name that is none).
+ParseOptions parse_options(const Reading& reading);
+// A JSON value given as a Python value (a dict, a list), written as
+// indented JSON so that diagnostics have lines to point at; str and bytes
+// as they are.
+std::string schema_text(const py::object& schema);
+
 struct PyGrammar {
   std::shared_ptr<const Grammar> grammar;
   std::vector<PyDiagnostic> diagnostics;  // warnings and notes (errors were raised)
@@ -114,5 +134,6 @@ void bind_vocabulary(py::module_& m);
 void bind_grammar(py::module_& m);
 void bind_matcher(py::module_& m);
 void bind_logits(py::module_& m);
+void bind_tool_calls(py::module_& m);
 
 }  // namespace cgram::python

@@ -29,19 +29,6 @@ const char* default_filename(GrammarFormat format) {
   return "grammar";
 }
 
-// What a grammar's text is and how to read it.
-struct Reading {
-  std::string format = "auto";
-  std::optional<std::string> filename;
-  std::string start = "start";
-  std::string whitespace = "flexible";
-  bool strict = false;
-  std::optional<uint32_t> max_whitespace = kDefaultMaxWhitespace;
-  size_t max_memory_bytes = kDefaultCompileMemoryBytes;
-  std::string property_order = "schema";
-  std::string tool_format = "hermes";
-  bool open_arguments = false;
-};
 
 PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
   PyDiagnostic out;
@@ -67,7 +54,9 @@ PyDiagnostic to_python(const Diagnostics& all, const Diagnostic& d) {
   throw py::error_already_set();
 }
 
-GrammarPtr parse(std::string_view source, const Reading& reading) {
+}  // namespace
+
+ParseOptions parse_options(const Reading& reading) {
   const std::string path = reading.filename.value_or("");
   std::optional<GrammarFormat> format = grammar_format(reading.format, path);
   if (!format)
@@ -93,9 +82,16 @@ GrammarPtr parse(std::string_view source, const Reading& reading) {
   options.schema.strict = reading.strict;
   options.schema.max_whitespace = reading.max_whitespace;
   options.max_memory_bytes = reading.max_memory_bytes;
+  return options;
+}
+
+namespace {
+
+GrammarPtr parse(std::string_view source, const Reading& reading) {
+  const ParseOptions options = parse_options(reading);
   auto wrapper = std::make_shared<PyGrammar>();
-  wrapper->format = *format;
-  wrapper->filename = reading.filename.value_or(default_filename(*format));
+  wrapper->format = options.format;
+  wrapper->filename = reading.filename.value_or(default_filename(options.format));
   std::optional<Grammar::Outcome> outcome;
   {
     py::gil_scoped_release released;
@@ -129,11 +125,15 @@ std::string text_argument(const py::object& value, const char* what) {
 
 // A JSON Schema given as a Python value is written as indented JSON, so
 // that diagnostics have lines to point at.
+}  // namespace
+
 std::string schema_text(const py::object& schema) {
   if (py::isinstance<py::str>(schema) || py::isinstance<py::bytes>(schema)) return py::cast<std::string>(schema);
   py::object dumps = py::module_::import("json").attr("dumps");
   return py::cast<std::string>(dumps(schema, py::arg("indent") = 2));
 }
+
+namespace {
 
 std::shared_ptr<const Vocabulary> vocabulary_or_bundled(const std::shared_ptr<PyVocabulary>& vocab) {
   if (vocab) return vocab->vocab;

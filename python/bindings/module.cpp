@@ -117,4 +117,5 @@ PYBIND11_MODULE(_cgram, m) {
   bind_grammar(m);
   bind_matcher(m);
   bind_logits(m);
+  bind_tool_calls(m);
 }

@@ -27,7 +27,8 @@ import json
 import threading
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
-from . import AdvanceResult, CompiledGrammar, Grammar, Matcher, ThreadPool, Vocabulary, compile, fill_masks, mask_words
+from . import (AdvanceResult, CompiledGrammar, Grammar, Matcher, ThreadPool, ToolCallsGrammar, ToolCallsMatcher,
+               Vocabulary, compile, fill_masks, mask_words)
 
 __all__ = ["Backend", "GrammarMatcher", "KINDS", "grammar_text"]
 
@@ -93,14 +94,17 @@ class GrammarMatcher:
     the tokenizer's; the bitmask's width follows the model (padding ids past
     the tokenizer's are never allowed)."""
 
-    def __init__(self, compiled: CompiledGrammar, *, max_rollback_tokens: Optional[int] = None,
-                 vocab_size: Optional[int] = None):
+    def __init__(self, compiled: Union[CompiledGrammar, ToolCallsGrammar], *,
+                 max_rollback_tokens: Optional[int] = None, vocab_size: Optional[int] = None):
         self.compiled = compiled
         self.vocab_size = compiled.vocab_size if vocab_size is None else vocab_size
         if self.vocab_size < compiled.vocab_size:
             raise ValueError("vocab_size %d is smaller than the tokenizer's %d ids" % (self.vocab_size,
                                                                                        compiled.vocab_size))
-        self._matcher = Matcher(compiled, max_rollback_tokens=max_rollback_tokens)
+        if isinstance(compiled, ToolCallsGrammar):  # a tool list compiled one tool at a time
+            self._matcher = ToolCallsMatcher(compiled)
+        else:
+            self._matcher = Matcher(compiled, max_rollback_tokens=max_rollback_tokens)
         self._terminated = False
 
     @property
@@ -236,22 +240,34 @@ class Backend:
         grammar = Grammar(source, format=fmt, **options)
         return self._keep(key, compile(grammar, self.vocab, tier=self.tier, canonical=self.canonical))
 
-    def compile_tools(self, tools, format: str = "hermes") -> CompiledGrammar:
+    def compile_tools(self, tools, format: str = "hermes", *, cut: bool = False
+                      ) -> Union[CompiledGrammar, ToolCallsGrammar]:
         """The compiled grammar of a reply given OpenAI-style tools (a list of
         them, or its JSON text): free text, then calls in the model family's
         format ("hermes", "llama3", "qwen", "mistral" or "json-array"), each
         call's arguments checked against its tool's schema. Cached like
-        compile(): a server with one tool list compiles it once."""
+        compile(): a server with one tool list compiles it once. cut=True:
+        compiled one tool at a time, each tool's arguments when a call to it
+        is written (a ToolCallsGrammar, for lists of hundreds of tools;
+        docs/TOOLS.md); matcher_for() and GrammarMatcher take either."""
         source = tools if isinstance(tools, (str, bytes)) else json.dumps(tools, indent=2)
         if isinstance(source, bytes):
             source = source.decode("utf-8")
-        key = ("tools", format, source)
+        key = ("tools", format, cut, source)
         found = self._cached(key)
         if found is not None:
             return found
+        if cut:
+            return self._keep(key, ToolCallsGrammar(self.vocab, source, format=format, whitespace=self.whitespace,
+                                                    max_whitespace=self.max_whitespace,
+                                                    property_order=self.property_order))
         grammar = Grammar(source, format="tools", tool_format=format, whitespace=self.whitespace,
                           max_whitespace=self.max_whitespace, property_order=self.property_order)
         return self._keep(key, compile(grammar, self.vocab, tier=self.tier, canonical=self.canonical))
+
+    def matcher_for(self, compiled: Union[CompiledGrammar, ToolCallsGrammar]) -> "GrammarMatcher":
+        """A new request's matcher of a grammar compiled here."""
+        return GrammarMatcher(compiled, max_rollback_tokens=self.max_rollback_tokens, vocab_size=self.vocab_size)
 
     def _cached(self, key) -> Optional[CompiledGrammar]:
         """The compiled grammar kept for `key`, counted as a hit, or None (a miss)."""
@@ -286,7 +302,14 @@ class Backend:
     def fill_bitmask(self, matchers: Sequence[GrammarMatcher], bitmask, rows: Optional[Sequence[int]] = None) -> None:
         """Row rows[i] (default i) of `bitmask` gets matchers[i]'s allowed
         tokens, on threads with the GIL released."""
-        fill_masks([m.matcher for m in matchers], bitmask, rows, self.pool)
+        rows = list(range(len(matchers))) if rows is None else list(rows)
+        if len(rows) != len(matchers):
+            raise ValueError("%d rows given for %d matchers" % (len(rows), len(matchers)))
+        native = [i for i, m in enumerate(matchers) if isinstance(m.matcher, Matcher)]
+        fill_masks([matchers[i].matcher for i in native], bitmask, [rows[i] for i in native], self.pool)
+        for i, m in enumerate(matchers):  # tool lists compiled one tool at a time
+            if not isinstance(m.matcher, Matcher):
+                m.matcher.fill_mask(bitmask, rows[i])
 
     def cache_info(self) -> dict:
         with self._lock:

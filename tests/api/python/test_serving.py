@@ -94,6 +94,34 @@ class BackendTest(unittest.TestCase):
         self.assertTrue(matcher.accept_tokens(hermes.vocab.encode(reply, continuation=True)))
         self.assertTrue(matcher.can_end())
 
+    def test_compile_tools_cut_masks_are_the_whole_grammars(self):
+        vocab = bundled()
+        backend = Backend(vocab, vocab_size=vocab.size + 7)
+        tools = [{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                        "required": ["city"]}},
+                 {"name": "stop", "parameters": {"type": "object", "properties": {}}}]
+        whole = backend.compile_tools(tools)
+        cut = backend.compile_tools(tools, cut=True)
+        self.assertIsInstance(cut, cgram.ToolCallsGrammar)
+        self.assertIs(backend.compile_tools(tools, cut=True), cut)
+        self.assertEqual(cut.compiled_tools, 0)
+        reply = 'Sure. <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call> and ' \
+                '<tool_call>{"name": "stop", "arguments": {}}</tool_call>'
+        a, b = backend.matcher_for(whole), backend.matcher_for(cut)
+        bitmask = backend.allocate_token_bitmask(2)
+        for token in vocab.encode(reply, continuation=True):
+            backend.fill_bitmask([a, b], bitmask)
+            self.assertTrue((bitmask[0] == bitmask[1]).all())
+            self.assertTrue(a.accept_tokens([token]))
+            self.assertTrue(b.accept_tokens([token]))
+        self.assertEqual(b.matcher.current_tool, "stop")
+        self.assertEqual(cut.compiled_tools, 2)
+        self.assertTrue(b.can_end())
+        b.rollback(3)
+        self.assertFalse(b.can_end())
+        with self.assertRaises(cgram.GrammarError):
+            backend.compile_tools([{"name": 'a"b'}], cut=True)
+
     def test_regex_and_choice_texts_keep_quotes(self):
         fmt, source = grammar_text("regex", r"it's|\'x'")
         vocab = bundled()

@@ -49,7 +49,7 @@ std::shared_ptr<const CompiledGrammar> whole_grammar(ToolFormat format, const st
 
 std::shared_ptr<const ToolCallsGrammar> cut_grammar(ToolFormat format, const std::shared_ptr<const Vocabulary>& vocab) {
   ToolCallsOptions options;
-  options.tools.format = format;
+  options.parse.tool_format = format;
   auto grammar = ToolCallsGrammar::create(kTools, "tools.json", vocab, options);
   INFO((grammar ? std::string() : grammar.error().message));
   REQUIRE(grammar.ok());
