@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <simdjson.h>
 #include <vector>
 
 #include "cgram_text.h"
@@ -21,7 +22,7 @@ using Json = nlohmann::ordered_json;
 
 struct Tool {
   std::string name;
-  const Json* parameters = nullptr;
+  std::optional<std::string> parameters;  // the schema's JSON text, parsed when its rules are written
   size_t index = 0;
 };
 
@@ -84,8 +85,7 @@ class ToolsBuilder {
   // The key of tool k's cut: its arguments' schema (the cuts of two tools
   // differ only there).
   std::string after_name_key(size_t k) const {
-    const Tool& tool = tools_[k];
-    return tool.parameters ? tool.parameters->dump() : std::string("{}");
+    return tools_[k].parameters.value_or("{}");
   }
 
   void error(std::string message) { diags_.error_at_file(std::move(message)); }
@@ -95,43 +95,89 @@ class ToolsBuilder {
     return quoted.substr(1, quoted.size() - 2);
   }
 
+  // The list, read by simdjson (a list of 400 tools is 400 KB of JSON, and
+  // only the names are needed before a call is written): each tool's name
+  // and its parameters' JSON text. A number simdjson cannot hold (an
+  // integer past 64 bits) sends the list to nlohmann's reader, which takes
+  // it as a double.
   bool read_tools() {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    const simdjson::error_code parsed = parser.parse(file_.text().data(), file_.text().size()).get(root);
+    if (parsed == simdjson::NUMBER_ERROR) return read_tools_slowly();
+    if (parsed) {
+      error(fmt::format("invalid JSON: {}", simdjson::error_message(parsed)));
+      return false;
+    }
+    simdjson::dom::element list = root, inner;
+    if (root.is_object() && root["tools"].get(inner) == simdjson::SUCCESS) list = inner;
+    simdjson::dom::array array;
+    if (list.get_array().get(array)) return not_a_list();
+    std::set<std::string> names;
+    size_t i = 0;
+    for (simdjson::dom::element entry : array) {
+      simdjson::dom::element function = entry, found;
+      if (entry.is_object() && entry["function"].get(found) == simdjson::SUCCESS) function = found;
+      std::string_view name;
+      if (!function.is_object() || function["name"].get_string().get(name) || name.empty()) return unnamed(i);
+      Tool tool{std::string(name), std::nullopt, i++};
+      simdjson::dom::element parameters;
+      if (function["parameters"].get(parameters) == simdjson::SUCCESS) tool.parameters = simdjson::minify(parameters);
+      if (!add_tool(std::move(tool), names)) return false;
+    }
+    return some_tools();
+  }
+
+  bool read_tools_slowly() {
+    Json root;
     try {
-      root_ = Json::parse(file_.text());
+      root = Json::parse(file_.text());
     } catch (const Json::exception& e) {
       std::string message = e.what();
       const size_t dash = message.find(" - ");
       error("invalid JSON: " + (dash == std::string::npos ? message : message.substr(dash + 3)));
       return false;
     }
-    const Json* list = &root_;
-    if (root_.is_object() && root_.contains("tools")) list = &root_["tools"];
-    if (!list->is_array()) {
-      error("expecting a JSON list of tools, or an object with a \"tools\" list");
-      return false;
-    }
+    const Json* list = &root;
+    if (root.is_object() && root.contains("tools")) list = &root["tools"];
+    if (!list->is_array()) return not_a_list();
     std::set<std::string> names;
     for (size_t i = 0; i < list->size(); ++i) {
       const Json& entry = (*list)[i];
       const Json* function = entry.is_object() && entry.contains("function") ? &entry["function"] : &entry;
       if (!function->is_object() || !function->contains("name") || !(*function)["name"].is_string() ||
-          (*function)["name"].get<std::string>().empty()) {
-        error(fmt::format("tool {} has no name: a tool is {{\"type\": \"function\", \"function\": {{\"name\": …, "
-                          "\"parameters\": {{…}}}}}} or {{\"name\": …, \"parameters\": {{…}}}}",
-                          i));
-        return false;
-      }
-      Tool tool;
-      tool.name = (*function)["name"].get<std::string>();
-      tool.index = i;
-      if (function->contains("parameters")) tool.parameters = &(*function)["parameters"];
-      if (!names.insert(tool.name).second) {
-        error(fmt::format("tool {} is named '{}', as an earlier tool is: a call's name must say which tool it is", i,
-                          tool.name));
-        return false;
-      }
-      tools_.push_back(std::move(tool));
+          (*function)["name"].get<std::string>().empty())
+        return unnamed(i);
+      Tool tool{(*function)["name"].get<std::string>(), std::nullopt, i};
+      if (function->contains("parameters")) tool.parameters = (*function)["parameters"].dump();
+      if (!add_tool(std::move(tool), names)) return false;
     }
+    return some_tools();
+  }
+
+  bool not_a_list() {
+    error("expecting a JSON list of tools, or an object with a \"tools\" list");
+    return false;
+  }
+
+  bool unnamed(size_t i) {
+    error(fmt::format("tool {} has no name: a tool is {{\"type\": \"function\", \"function\": {{\"name\": …, "
+                      "\"parameters\": {{…}}}}}} or {{\"name\": …, \"parameters\": {{…}}}}",
+                      i));
+    return false;
+  }
+
+  bool add_tool(Tool tool, std::set<std::string>& names) {
+    if (!names.insert(tool.name).second) {
+      error(fmt::format("tool {} is named '{}', as an earlier tool is: a call's name must say which tool it is",
+                        tool.index, tool.name));
+      return false;
+    }
+    tools_.push_back(std::move(tool));
+    return true;
+  }
+
+  bool some_tools() {
     if (tools_.empty()) {
       error("the list has no tools");
       return false;
@@ -184,9 +230,18 @@ class ToolsBuilder {
     return name;
   }
 
-  std::optional<std::string> arguments_rule(const Tool& tool) {
+  // A tool's parameters schema, parsed on first use (no parameters: an
+  // object with none).
+  const Json& parameters(const Tool& tool) {
     static const Json kNoParameters = Json::parse(R"({"type": "object", "properties": {}})");
-    return schema_rule(tool.parameters ? *tool.parameters : kNoParameters, "args_" + tool.name,
+    if (!tool.parameters) return kNoParameters;
+    auto [entry, added] = parsed_.try_emplace(tool.index);
+    if (added) entry->second = Json::parse(*tool.parameters);  // simdjson's own JSON text: valid
+    return entry->second;
+  }
+
+  std::optional<std::string> arguments_rule(const Tool& tool) {
+    return schema_rule(parameters(tool), "args_" + tool.name,
                        fmt::format("the parameters of tool '{}'", tool.name), options_.json);
   }
 
@@ -268,11 +323,12 @@ class ToolsBuilder {
   // required ones there; a string as raw text up to "\n</parameter>",
   // anything else as compact JSON.
   std::optional<std::string> qwen_parameters(const Tool& tool) {
-    if (!tool.parameters || !tool.parameters->contains("properties")) return std::string("''");
-    const Json& properties = (*tool.parameters)["properties"];
+    const Json& schema = parameters(tool);
+    if (!tool.parameters || !schema.contains("properties")) return std::string("''");
+    const Json& properties = schema["properties"];
     std::set<std::string> required;
-    if (tool.parameters->contains("required") && (*tool.parameters)["required"].is_array())
-      for (const Json& r : (*tool.parameters)["required"])
+    if (schema.contains("required") && schema["required"].is_array())
+      for (const Json& r : schema["required"])
         if (r.is_string()) required.insert(r.get<std::string>());
     std::string out;
     JsonSchemaOptions compact = options_.json;
@@ -405,7 +461,7 @@ class ToolsBuilder {
   Diagnostics& diags_;
   ToolsOptions options_;
   SyntaxLimits limits_;
-  Json root_;
+  std::map<size_t, Json> parsed_;  // tool index → its parameters
   std::vector<Tool> tools_;
   std::set<std::string> taken_;
   std::map<std::string, std::string> rule_of_schema_;
