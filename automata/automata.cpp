@@ -414,40 +414,71 @@ std::vector<uint8_t> distinct_columns(const Dfa& dfa) {
 
 namespace {
 
+// Minimisation's step 2 for a DFA of a finite language (names, keywords,
+// bounded repetitions): its live states have no cycle, so a state's class is
+// its acceptance (or initial class) and its targets' classes, found bottom-up
+// in one pass, O(width · n), against Hopcroft's O(width · n log n) with a
+// larger constant (a 400-name trie: 10 ms). Sets cls[s] to 1.. for the live
+// states; false, with nothing promised, when a cycle is met.
 template <class View>
-Dfa minimize_view(const View& dfa, std::span<const uint32_t> initial) {
-  const size_t n = dfa.size();
-  if (dfa.start() == Dfa::kDead) return Dfa{};
-  const size_t width = dfa.width();
-  // 1. Live states: those that reach acceptance (reverse reachability over
-  // the edges of one byte per group, which reach every target).
-  std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
-  for (uint32_t s = 0; s < n; ++s)
-    for (size_t i = 0; i < width; ++i)
-      if (const uint32_t t = dfa.column(s, i); t != Dfa::kDead) ++reverse_begin[t + 1];
-  for (size_t i = 0; i < n; ++i) reverse_begin[i + 1] += reverse_begin[i];
-  reverse.resize(reverse_begin[n]);
-  {
-    std::vector<uint32_t> fill(reverse_begin.begin(), reverse_begin.end() - 1);
-    for (uint32_t s = 0; s < n; ++s)
-      for (size_t i = 0; i < width; ++i)
-        if (const uint32_t t = dfa.column(s, i); t != Dfa::kDead) reverse[fill[t]++] = s;
+bool acyclic_classes(const View& dfa, const std::vector<uint8_t>& live, std::span<const uint32_t> initial,
+                     std::vector<uint32_t>& cls, size_t& classes) {
+  const size_t n = dfa.size(), width = dfa.width();
+  std::vector<uint8_t> color(n, 0);  // 0 unseen, 1 on the path, 2 done
+  std::vector<uint32_t> post;
+  post.reserve(n);
+  std::vector<std::pair<uint32_t, uint32_t>> path;  // state, next column to follow
+  for (uint32_t root = 0; root < n; ++root) {
+    if (!live[root] || color[root]) continue;
+    color[root] = 1;
+    path.push_back({root, 0});
+    while (!path.empty()) {
+      const uint32_t s = path.back().first;
+      const uint32_t i = path.back().second++;
+      if (i == width) {
+        color[s] = 2;
+        post.push_back(s);
+        path.pop_back();
+        continue;
+      }
+      const uint32_t t = dfa.column(s, i);
+      if (t == Dfa::kDead || !live[t] || color[t] == 2) continue;
+      if (color[t] == 1) return false;
+      color[t] = 1;
+      path.push_back({t, 0});
+    }
   }
-  std::vector<uint8_t> live(n, 0);
-  std::vector<uint32_t> stack;
-  for (uint32_t s = 0; s < n; ++s)
-    if (dfa.accepting(s)) live[s] = 1, stack.push_back(s);
-  while (!stack.empty()) {
-    uint32_t s = stack.back();
-    stack.pop_back();
-    for (uint32_t i = reverse_begin[s]; i < reverse_begin[s + 1]; ++i)
-      if (const uint32_t p = reverse[i]; !live[p]) live[p] = 1, stack.push_back(p);
+  struct KeyHash {
+    size_t operator()(const std::vector<uint32_t>& key) const {
+      uint64_t h = 1469598103934665603ull;
+      for (uint32_t x : key) h = (h ^ x) * 1099511628211ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<uint32_t>, uint32_t, KeyHash> class_of_key;
+  class_of_key.reserve(post.size());
+  std::vector<uint32_t> key(width + 1);
+  for (uint32_t s : post) {  // targets first
+    key[0] = initial.empty() ? uint32_t{dfa.accepting(s)} : initial[s];
+    for (size_t i = 0; i < width; ++i) {
+      const uint32_t t = dfa.column(s, i);
+      key[i + 1] = t == Dfa::kDead || !live[t] ? 0 : cls[t];
+    }
+    cls[s] = class_of_key.try_emplace(key, static_cast<uint32_t>(class_of_key.size() + 1)).first->second;
   }
-  if (!live[dfa.start()]) return Dfa{};
+  classes = class_of_key.size();
+  return true;
+}
+
+// Minimisation's step 2 for any DFA. Sets cls[s] to 1.. for the live
+// states; returns the number of classes.
+template <class View>
+size_t hopcroft_classes(const View& dfa, const std::vector<uint8_t>& live, std::span<const uint32_t> initial,
+                        std::vector<uint32_t>& cls) {
+  const size_t n = dfa.size(), width = dfa.width();
   // 2. Hopcroft's partition refinement over the live states (O(width·n log n):
   // long chains, as bounded repetitions make, need no round per state).
   // Class 0 is dead; the live classes are numbered from 1.
-  std::vector<uint32_t> cls(n, 0);
   std::vector<std::vector<uint32_t>> blocks;
   if (!initial.empty()) {
     std::unordered_map<uint32_t, uint32_t> block_of_class;
@@ -532,9 +563,44 @@ Dfa minimize_view(const View& dfa, std::span<const uint32_t> initial) {
         for (size_t k = offset[size_t(t) * width + b]; k < offset[size_t(t) * width + b + 1]; ++k) hits[pred[k]] = 0;
     }
   }
-  size_t classes = blocks.size();
   for (uint32_t i = 0; i < blocks.size(); ++i)
     for (uint32_t s : blocks[i]) cls[s] = i + 1;
+  return blocks.size();
+}
+
+template <class View>
+Dfa minimize_view(const View& dfa, std::span<const uint32_t> initial) {
+  const size_t n = dfa.size();
+  if (dfa.start() == Dfa::kDead) return Dfa{};
+  const size_t width = dfa.width();
+  // 1. Live states: those that reach acceptance (reverse reachability over
+  // the edges of one byte per group, which reach every target).
+  std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
+  for (uint32_t s = 0; s < n; ++s)
+    for (size_t i = 0; i < width; ++i)
+      if (const uint32_t t = dfa.column(s, i); t != Dfa::kDead) ++reverse_begin[t + 1];
+  for (size_t i = 0; i < n; ++i) reverse_begin[i + 1] += reverse_begin[i];
+  reverse.resize(reverse_begin[n]);
+  {
+    std::vector<uint32_t> fill(reverse_begin.begin(), reverse_begin.end() - 1);
+    for (uint32_t s = 0; s < n; ++s)
+      for (size_t i = 0; i < width; ++i)
+        if (const uint32_t t = dfa.column(s, i); t != Dfa::kDead) reverse[fill[t]++] = s;
+  }
+  std::vector<uint8_t> live(n, 0);
+  std::vector<uint32_t> stack;
+  for (uint32_t s = 0; s < n; ++s)
+    if (dfa.accepting(s)) live[s] = 1, stack.push_back(s);
+  while (!stack.empty()) {
+    uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t i = reverse_begin[s]; i < reverse_begin[s + 1]; ++i)
+      if (const uint32_t p = reverse[i]; !live[p]) live[p] = 1, stack.push_back(p);
+  }
+  if (!live[dfa.start()]) return Dfa{};
+  std::vector<uint32_t> cls(n, 0);
+  size_t classes = 0;
+  if (!acyclic_classes(dfa, live, initial, cls, classes)) classes = hopcroft_classes(dfa, live, initial, cls);
   // 3. Emit, numbering classes in BFS order from the start for determinism.
   Dfa out;
   out.reserve(classes);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <set>
 
 #include "automata.h"
 #include "except_automaton.h"
@@ -92,4 +93,41 @@ TEST_CASE("except! with the empty string in S allows nothing", "[automata][excep
   std::vector<std::string> strings{""};
   ExceptAutomaton ac(strings);
   CHECK(ac.dfa().empty_language());
+}
+
+// A finite language's minimal DFA has one live state per distinct set of
+// suffixes its prefixes leave (Myhill-Nerode): the acyclic minimisation
+// (one bottom-up pass) must find exactly those, for random word lists, and
+// accept the words and nothing else.
+TEST_CASE("minimising finite languages: one state per distinct suffix set", "[automata][minimize]") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::set<std::string> words;
+    const int count = 1 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < count; ++i) {
+      std::string w;
+      const int length = static_cast<int>(rng() % 7);
+      for (int k = 0; k < length; ++k) w += static_cast<char>('a' + rng() % 3);
+      words.insert(w);
+    }
+    const std::vector<std::string> list(words.begin(), words.end());
+    const Dfa dfa = minimize(literals_dfa(list));
+    // The distinct suffix sets of the prefixes.
+    std::set<std::set<std::string>> residuals;
+    for (const std::string& w : list)
+      for (size_t cut = 0; cut <= w.size(); ++cut) {
+        std::set<std::string> suffixes;
+        for (const std::string& v : list)
+          if (v.compare(0, cut, w, 0, cut) == 0 && v.size() >= cut) suffixes.insert(v.substr(cut));
+        residuals.insert(suffixes);
+      }
+    INFO("round " << round);
+    CHECK(dfa.size() == residuals.size());
+    for (const std::string& w : list) CHECK(dfa.matches(w));
+    for (int i = 0; i < 20; ++i) {
+      std::string w;
+      for (int k = static_cast<int>(rng() % 8); k > 0; --k) w += static_cast<char>('a' + rng() % 4);
+      CHECK(dfa.matches(w) == words.count(w) > 0);
+    }
+  }
 }
