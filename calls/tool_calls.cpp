@@ -113,9 +113,18 @@ size_t ToolCallsGrammar::memory_bytes() const {
 }
 
 Result<std::shared_ptr<const CompiledGrammar>> ToolCallsGrammar::after_name(size_t k) const {
-  std::lock_guard lock(mutex_);
   const std::string& key = segments_.after_name_key(k);
-  if (auto found = after_name_by_key_.find(key); found != after_name_by_key_.end()) return found->second;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto found = after_name_by_key_.find(key); found != after_name_by_key_.end()) return found->second;
+  }
+  // One compile at a time (the translation reuses the list's reader), while
+  // other matchers go on reading the memos.
+  std::lock_guard compiling(compile_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto found = after_name_by_key_.find(key); found != after_name_by_key_.end()) return found->second;
+  }
   const std::string name = fmt::format("{} (after the name '{}')", filename_, segments_.name(k));
   SourceFile file(name, "");
   Diagnostics diags(&file);
@@ -129,6 +138,7 @@ Result<std::shared_ptr<const CompiledGrammar>> ToolCallsGrammar::after_name(size
   request.compile = options_.compile;
   CompileOutcome outcome = compiler.compile(request, vocab_);
   if (!outcome.ok()) return Error{outcome.code, outcome.message};
+  std::lock_guard lock(mutex_);
   after_name_by_key_.emplace(key, outcome.grammar);
   return outcome.grammar;
 }
@@ -324,8 +334,9 @@ bool ToolCallsMatcher::rollback(size_t n) {
 }
 
 bool ToolCallsMatcher::is_allowed(uint32_t token) {
+  if (has_error()) return false;
   if (advance(token) == AdvanceResult::Rejected) {
-    error_.clear();
+    error_.clear();  // a tool's grammar that failed to compile refuses the token; a query keeps no error
     return false;
   }
   rollback(1);

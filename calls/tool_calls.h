@@ -121,7 +121,8 @@ class ToolCallsGrammar {
   std::unordered_map<std::string, std::vector<uint32_t>> by_head_;
   std::vector<Inner> inner_;
 
-  mutable std::mutex mutex_;
+  mutable std::mutex mutex_;          // the maps below
+  mutable std::mutex compile_mutex_;  // a tool's grammar being compiled
   mutable std::unordered_map<std::string, std::shared_ptr<const CompiledGrammar>> after_name_by_key_;
   mutable std::unordered_map<std::string, std::vector<Finishers>> finishers_;
   mutable std::unordered_map<uint64_t, bool> tail_verdicts_;

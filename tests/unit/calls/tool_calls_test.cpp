@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <random>
+#include <thread>
 
 #include "compiler.h"
 #include "helpers.h"
@@ -240,4 +241,53 @@ TEST_CASE("tool calls: a call's tool, errors, and names the cut cannot delimit",
   CHECK(refused_call);
   CHECK(b.has_error());
   CHECK_THAT(b.error(), Catch::Contains("tool 'f'"));
+}
+
+TEST_CASE("tool calls: matchers on several threads share one grammar and its lazy cuts", "[tools][calls]") {
+  std::vector<uint32_t> spanning;
+  auto vocab = spanning_vocabulary(spanning);
+  auto whole_compiled = whole_grammar(ToolFormat::Hermes, vocab);
+  auto cut_compiled = cut_grammar(ToolFormat::Hermes, vocab);
+  // Walks drawn on the whole grammar, with their masks.
+  struct Walk {
+    std::vector<uint32_t> tokens;
+    std::vector<std::vector<uint32_t>> masks;
+  };
+  std::vector<Walk> walks(8);
+  for (size_t w = 0; w < walks.size(); ++w) {
+    std::mt19937_64 rng(100 + w);
+    Matcher whole(whole_compiled);
+    for (int i = 0; i < 60; ++i) {
+      walks[w].masks.push_back(mask_of(whole));
+      std::vector<uint32_t> choices = allowed(walks[w].masks.back());
+      std::erase_if(choices, [&](uint32_t t) { return vocab->is_eos(t); });
+      if (choices.empty()) break;
+      std::vector<uint32_t> preferred;
+      for (uint32_t t : spanning)
+        if (walks[w].masks.back()[t / 32] >> (t % 32) & 1) preferred.push_back(t);
+      const uint32_t token = !preferred.empty() && rng() % 2 ? preferred[rng() % preferred.size()]
+                                                            : choices[rng() % choices.size()];
+      walks[w].tokens.push_back(token);
+      REQUIRE(whole.advance(token) == AdvanceResult::Ongoing);
+    }
+  }
+  std::vector<int> failures(walks.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < walks.size(); ++w)
+    threads.emplace_back([&, w] {
+      ToolCallsMatcher cut(cut_compiled);
+      std::vector<uint32_t> words(cut.mask_words());
+      for (size_t i = 0; i < walks[w].tokens.size(); ++i) {
+        cut.fill_mask(words);
+        if (words != walks[w].masks[i] || cut.advance(walks[w].tokens[i]) != AdvanceResult::Ongoing) {
+          ++failures[w];
+          return;
+        }
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (size_t w = 0; w < walks.size(); ++w) {
+    INFO("walk " << w);
+    CHECK(failures[w] == 0);
+  }
 }
