@@ -6,6 +6,8 @@
 #include <bit>
 #include <chrono>
 
+#include "logits_mask.h"
+
 namespace cgram {
 
 namespace {
@@ -366,6 +368,21 @@ bool ToolCallsMatcher::fill_row(std::span<uint32_t> row) {
   const bool ok = fill_mask(row);
   std::fill(row.begin() + static_cast<std::ptrdiff_t>(mask_words()), row.end(), 0u);
   return ok;
+}
+
+AdvanceResult ToolCallsMatcher::modify_possible_logits(uint32_t token, std::span<float> logits) {
+  if (logits.size() < grammar_->vocabulary().size()) return AdvanceResult::Rejected;
+  const AdvanceResult result = advance(token);
+  if (result == AdvanceResult::Ongoing) update_logits_from_tokens(logits);
+  return result;
+}
+
+bool ToolCallsMatcher::update_logits_from_tokens(std::span<float> logits) {
+  if (logits.size() < grammar_->vocabulary().size()) return false;
+  std::vector<uint32_t> words(mask_words());
+  if (!fill_mask(words)) return false;
+  apply_mask_to_logits(logits.data(), LogitsType::Float32, logits.size(), words);
+  return true;
 }
 
 bool ToolCallsMatcher::can_end() { return !finished_ && !has_error() && top().can_end(); }

@@ -55,6 +55,7 @@ class ToolCallsGrammar {
   ToolCallsGrammar& operator=(const ToolCallsGrammar&) = delete;
 
   const Vocabulary& vocabulary() const { return *vocab_; }
+  const std::shared_ptr<const Vocabulary>& vocabulary_ptr() const { return vocab_; }
   size_t mask_words() const { return (vocab_->size() + 31) / 32; }
   size_t tools() const { return segments_.size(); }
   char close() const { return segments_.close(); }
@@ -150,7 +151,16 @@ class ToolCallsMatcher {
   std::string forced_text(size_t limit = Matcher::kDefaultForcedTextLimit);
   bool can_end();
   bool rollback(size_t n);
+  // Every accepted token can be undone (the cuts keep their whole history).
+  size_t rollback_depth() const { return tokens_accepted(); }
   void reset();
+  // Jump-forward is not offered across cuts: nothing gained, always.
+  Result<Matcher::JumpForward> jump_forward(size_t = Matcher::kDefaultForcedTextLimit) {
+    return Matcher::JumpForward{};
+  }
+  // As Matcher's: advance, then -inf for the tokens the new state refuses.
+  AdvanceResult modify_possible_logits(uint32_t token, std::span<float> logits);
+  bool update_logits_from_tokens(std::span<float> logits);
   bool is_finished() const { return finished_; }
   size_t tokens_accepted() const { return steps_.size(); }
   size_t mask_words() const { return grammar_->mask_words(); }

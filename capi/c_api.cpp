@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -31,6 +32,7 @@
 #include "compiler.h"
 #include "matcher.h"
 #include "shared_object.h"
+#include "tool_calls.h"
 #include "version.h"
 #include "vocabulary.h"
 
@@ -41,7 +43,11 @@ struct cgram_vocab {
 };
 
 struct cgram_grammar {
-  std::shared_ptr<const cgram::CompiledGrammar> compiled;
+  explicit cgram_grammar(std::shared_ptr<const cgram::CompiledGrammar> grammar) : compiled(std::move(grammar)) {}
+  explicit cgram_grammar(std::shared_ptr<const cgram::ToolCallsGrammar> grammar) : tools(std::move(grammar)) {}
+  std::shared_ptr<const cgram::CompiledGrammar> compiled;  // null for a tool list compiled one tool at a time
+  std::shared_ptr<const cgram::ToolCallsGrammar> tools;    // that list
+  size_t mask_words() const { return tools ? tools->mask_words() : compiled->mask_words(); }
 };
 
 struct cgram_matcher {
@@ -49,8 +55,20 @@ struct cgram_matcher {
   explicit cgram_matcher(std::shared_ptr<const cgram::CompiledGrammar> grammar,
                          const cgram::MatcherOptions& options = {})
       : matcher(std::move(grammar), options) {}
-  explicit cgram_matcher(const cgram::Matcher& other) : matcher(other) {}
-  cgram::Matcher matcher;  // holds a shared_ptr to its compiled grammar
+  explicit cgram_matcher(std::shared_ptr<const cgram::ToolCallsGrammar> grammar)
+      : matcher(nullptr), tools(std::in_place, std::move(grammar)) {}
+  cgram_matcher(const cgram_matcher& other) = default;
+  // f(the matcher in use): a grammar's, or a tool list's cut one at a time.
+  template <class F>
+  decltype(auto) visit(F&& f) {
+    return tools ? f(*tools) : f(matcher);
+  }
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    return tools ? f(*tools) : f(matcher);
+  }
+  cgram::Matcher matcher;  // holds a shared_ptr to its compiled grammar (none for a tool list's)
+  std::optional<cgram::ToolCallsMatcher> tools;
 };
 
 struct cgram_thread_pool {
@@ -170,13 +188,15 @@ cgram_status hand_out_vocab(const Call& call, cgram::VocabularyResult result, cg
 
 // One LLJIT for the process, made on first use (thread-safe static);
 // compiled kernels keep its state alive for as long as they are used.
-cgram_status check_token(const Call& call, const cgram::Matcher& matcher, uint32_t token) {
+template <class M>
+cgram_status check_token(const Call& call, const M& matcher, uint32_t token) {
   size_t size = matcher.grammar().vocabulary().size();
   if (token >= size) return call.invalid("token id {} is not in the vocabulary ({} ids)", token, size);
   return CGRAM_OK;
 }
 
-cgram_status check_logits(const Call& call, const cgram::Matcher& matcher, const float* logits, size_t n_logits) {
+template <class M>
+cgram_status check_logits(const Call& call, const M& matcher, const float* logits, size_t n_logits) {
   if (!logits) return call.null("logits");
   size_t size = matcher.grammar().vocabulary().size();
   if (n_logits < size) return call.invalid("n_logits is {}; the vocabulary has {} ids", n_logits, size);
@@ -185,7 +205,8 @@ cgram_status check_logits(const Call& call, const cgram::Matcher& matcher, const
 
 // A matcher that hit one of its limits holds a sticky error: every call on
 // it says so.
-cgram_status limit_status(const Call& call, const cgram::Matcher& matcher) {
+template <class M>
+cgram_status limit_status(const Call& call, const M& matcher) {
   if (!matcher.has_error()) return CGRAM_OK;
   return call.fail(CGRAM_ERROR_LIMIT, "{} (reset or roll back the matcher to go on)", matcher.error());
 }
@@ -207,6 +228,24 @@ cgram_advance_result to_c(cgram::AdvanceResult result) {
     case cgram::AdvanceResult::Rejected: break;
   }
   return CGRAM_ADVANCE_REJECTED;
+}
+
+// cgram_grammar_compile with options->tool_cut: a tool list compiled one
+// tool at a time.
+cgram_status compile_tool_cut(const Call& call, const cgram_vocab* vocab, const cgram::CompileRequest& request,
+                              const cgram_compile_options* options, cgram_grammar** out, char** diagnostics) {
+  if (!options->tool_format) return call.invalid("options->tool_cut needs options->tool_format (a tool list)");
+  if (options->canonical) return call.invalid("options->tool_cut is not canonical: compile the list whole");
+  if (request.tier != cgram::Tier::Table) return call.invalid("options->tool_cut takes the table tier");
+  cgram::ToolCallsOptions tool_options;
+  tool_options.parse = request.parse;
+  tool_options.compile = request.compile;
+  auto grammar = cgram::ToolCallsGrammar::create(request.text, request.filename, vocab->vocab, tool_options);
+  if (!grammar) {
+    if (diagnostics) *diagnostics = c_string(grammar.error().message);
+    return call.fail(CGRAM_ERROR_GRAMMAR, "{}", grammar.error().message);
+  }
+  return hand_out(out, std::shared_ptr<const cgram::ToolCallsGrammar>(std::move(*grammar)));
 }
 
 }  // namespace
@@ -416,6 +455,7 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
       request.parse.tool_format = *tool_format;
     }
     request.tier = options->tier == CGRAM_TIER_JIT ? cgram::Tier::Jit : cgram::Tier::Table;
+    if (options->tool_cut) return compile_tool_cut(call, vocab, request, options, out, diagnostics);
     cgram::CompileOutcome compiled = cgram::Compiler().compile(request, vocab->vocab);
     if (compiled.diagnostics && diagnostics) {
       std::string rendered = compiled.diagnostics->render(false);
@@ -435,15 +475,18 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
 
 void cgram_grammar_free(cgram_grammar* grammar) { std::unique_ptr<cgram_grammar> owned(grammar); }
 
-const char* cgram_grammar_tier(const cgram_grammar* grammar) { return grammar ? grammar->compiled->tier() : nullptr; }
+const char* cgram_grammar_tier(const cgram_grammar* grammar) {
+  if (!grammar) return nullptr;
+  return grammar->tools ? "table" : grammar->compiled->tier();
+}
 
-size_t cgram_grammar_mask_words(const cgram_grammar* grammar) { return grammar ? grammar->compiled->mask_words() : 0; }
+size_t cgram_grammar_mask_words(const cgram_grammar* grammar) { return grammar ? grammar->mask_words() : 0; }
 
 cgram_status cgram_grammar_vocab(const cgram_grammar* grammar, cgram_vocab** out) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!grammar) return call.null("grammar");
     if (!out) return call.null("out");
-    return hand_out(out, grammar->compiled->vocabulary_ptr());
+    return hand_out(out, grammar->tools ? grammar->tools->vocabulary_ptr() : grammar->compiled->vocabulary_ptr());
   });
 }
 
@@ -451,6 +494,8 @@ cgram_status cgram_save(const cgram_grammar* grammar, const char* path) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!grammar) return call.null("grammar");
     if (!path) return call.null("path");
+    if (grammar->tools)
+      return call.invalid("a tool list compiled one tool at a time (tool_cut) cannot be saved: compile it whole");
     auto saved = cgram::save_shared_object(*grammar->compiled, path);
     if (auto* error = saved.if_error()) return call.error(CGRAM_ERROR_COMPILE, *error);
     return CGRAM_OK;
@@ -475,6 +520,7 @@ cgram_status cgram_matcher_new(const cgram_grammar* grammar, cgram_matcher** out
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!grammar) return call.null("grammar");
     if (!out) return call.null("out");
+    if (grammar->tools) return hand_out(out, grammar->tools);
     return hand_out(out, grammar->compiled);
   });
 }
@@ -501,6 +547,12 @@ cgram_status cgram_matcher_new_with_options(const cgram_grammar* grammar, const 
       if (options->max_work_per_byte == SIZE_MAX) matcher_options.limits.max_work_per_byte = 0;  // no bound
       else if (options->max_work_per_byte) matcher_options.limits.max_work_per_byte = options->max_work_per_byte;
     }
+    if (grammar->tools) {
+      if (options && (options->max_rollback_tokens != SIZE_MAX || options->max_work_per_byte))
+        return call.invalid("a tool list compiled one tool at a time takes no matcher options (its matchers keep "
+                            "every token and the default limits)");
+      return hand_out(out, grammar->tools);
+    }
     return hand_out(out, grammar->compiled, matcher_options);
   });
 }
@@ -509,7 +561,7 @@ cgram_status cgram_matcher_clone(const cgram_matcher* matcher, cgram_matcher** o
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
     if (!out) return call.null("out");
-    return hand_out(out, matcher->matcher);
+    return hand_out(out, *matcher);
   });
 }
 
@@ -519,12 +571,13 @@ cgram_status cgram_matcher_advance(cgram_matcher* matcher, uint32_t token, cgram
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
     if (!result) return call.null("result");
-    if (cgram_status s = check_token(call, matcher->matcher, token)) return s;
-    if (matcher->matcher.is_finished())
-      return call.fail(CGRAM_ERROR_STATE, "the matcher is finished (rollback or reset it to go on)");
-    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
-    *result = to_c(matcher->matcher.advance(token));
-    return limit_status(call, matcher->matcher);
+    return matcher->visit([&](auto& m) -> cgram_status {
+      if (cgram_status s = check_token(call, m, token)) return s;
+      if (m.is_finished()) return call.fail(CGRAM_ERROR_STATE, "the matcher is finished (rollback or reset it to go on)");
+      if (cgram_status s = limit_status(call, m)) return s;
+      *result = to_c(m.advance(token));
+      return limit_status(call, m);
+    });
   });
 }
 
@@ -532,10 +585,12 @@ cgram_status cgram_matcher_fill_mask(cgram_matcher* matcher, uint32_t* words, si
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
     if (!words) return call.null("words");
-    size_t needed = matcher->matcher.mask_words();
-    if (n_words < needed) return call.invalid("n_words is {}; a mask needs {} words", n_words, needed);
-    matcher->matcher.fill_mask(std::span<uint32_t>(words, needed));
-    return limit_status(call, matcher->matcher);
+    return matcher->visit([&](auto& m) -> cgram_status {
+      const size_t needed = m.mask_words();
+      if (n_words < needed) return call.invalid("n_words is {}; a mask needs {} words", n_words, needed);
+      m.fill_mask(std::span<uint32_t>(words, needed));
+      return limit_status(call, m);
+    });
   });
 }
 
@@ -545,9 +600,11 @@ cgram_status cgram_matcher_validate_tokens(cgram_matcher* matcher, const uint32_
     if (!matcher) return call.null("matcher");
     if (!accepted) return call.null("accepted");
     if (!tokens && n_tokens > 0) return call.invalid("tokens is NULL but n_tokens is {}", n_tokens);
-    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
-    *accepted = matcher->matcher.validate_tokens(std::span<const uint32_t>(tokens, n_tokens));
-    return CGRAM_OK;
+    return matcher->visit([&](auto& m) -> cgram_status {
+      if (cgram_status s = limit_status(call, m)) return s;
+      *accepted = m.validate_tokens(std::span<const uint32_t>(tokens, n_tokens));
+      return CGRAM_OK;
+    });
   });
 }
 
@@ -557,13 +614,14 @@ cgram_status cgram_matcher_fill_bitmask(cgram_matcher* matcher, uint32_t* bitmas
     if (!matcher) return call.null("matcher");
     cgram::Bitmask view;
     if (cgram_status s = bitmask_view(call, bitmask, n_rows, row_words, view)) return s;
-    const cgram::Matcher& m = matcher->matcher;
-    if (row_words < m.mask_words())
-      return call.invalid("row_words is {}; the vocabulary ({} ids) needs {}", row_words,
-                          m.grammar().vocabulary().size(), m.mask_words());
-    if (row >= n_rows) return call.invalid("row {} is outside the bitmask ({} rows)", row, n_rows);
-    matcher->matcher.fill_row(view.row(row));
-    return limit_status(call, matcher->matcher);
+    return matcher->visit([&](auto& m) -> cgram_status {
+      if (row_words < m.mask_words())
+        return call.invalid("row_words is {}; the vocabulary ({} ids) needs {}", row_words,
+                            m.grammar().vocabulary().size(), m.mask_words());
+      if (row >= n_rows) return call.invalid("row {} is outside the bitmask ({} rows)", row, n_rows);
+      m.fill_row(view.row(row));
+      return limit_status(call, m);
+    });
   });
 }
 
@@ -571,9 +629,11 @@ cgram_status cgram_matcher_is_allowed(cgram_matcher* matcher, uint32_t token, bo
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
     if (!allowed) return call.null("allowed");
-    if (cgram_status s = check_token(call, matcher->matcher, token)) return s;
-    *allowed = matcher->matcher.is_allowed(token);
-    return limit_status(call, matcher->matcher);
+    return matcher->visit([&](auto& m) -> cgram_status {
+      if (cgram_status s = check_token(call, m, token)) return s;
+      *allowed = m.is_allowed(token);
+      return limit_status(call, m);
+    });
   });
 }
 
@@ -582,7 +642,8 @@ cgram_status cgram_matcher_forced_text(cgram_matcher* matcher, char* bytes, size
     if (!matcher) return call.null("matcher");
     if (!length) return call.null("length");
     if (!bytes && capacity > 0) return call.invalid("bytes is NULL but capacity is {}", capacity);
-    const std::string forced = capacity > 0 ? matcher->matcher.forced_text(capacity) : std::string();
+    const std::string forced =
+        capacity > 0 ? matcher->visit([&](auto& m) { return m.forced_text(capacity); }) : std::string();
     const size_t written = std::min(forced.size(), capacity);
     std::copy_n(forced.begin(), written, bytes);
     *length = written;
@@ -597,7 +658,7 @@ cgram_status cgram_matcher_jump_forward(cgram_matcher* matcher, uint32_t* tokens
     if (!count) return call.null("count");
     if (!rollback) return call.null("rollback");
     if (!tokens && capacity > 0) return call.invalid("tokens is NULL but capacity is {}", capacity);
-    auto jump = matcher->matcher.jump_forward();
+    auto jump = matcher->visit([](auto& m) { return m.jump_forward(); });
     if (auto* error = jump.if_error()) return call.error(CGRAM_ERROR_VOCABULARY, *error);
     const cgram::Matcher::JumpForward& j = *jump;
     *count = j.tokens.size();
@@ -612,25 +673,27 @@ cgram_status cgram_matcher_jump_forward(cgram_matcher* matcher, uint32_t* tokens
 cgram_status cgram_matcher_rollback(cgram_matcher* matcher, size_t n) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
-    const cgram::Matcher& m = matcher->matcher;
-    const size_t accepted = m.tokens_accepted(), depth = m.rollback_depth();
-    if (n > accepted) return call.invalid("cannot roll back {} tokens: {} were accepted", n, accepted);
-    if (n > depth)
-      return call.invalid("cannot roll back {} tokens: the matcher keeps the last {} (max_rollback_tokens)", n, depth);
-    if (!matcher->matcher.rollback(n))
-      return call.fail(CGRAM_ERROR_INTERNAL, "rollback({}) refused after {} tokens (a bug in cgram)", n, accepted);
-    return CGRAM_OK;
+    return matcher->visit([&](auto& m) -> cgram_status {
+      const size_t accepted = m.tokens_accepted(), depth = m.rollback_depth();
+      if (n > accepted) return call.invalid("cannot roll back {} tokens: {} were accepted", n, accepted);
+      if (n > depth)
+        return call.invalid("cannot roll back {} tokens: the matcher keeps the last {} (max_rollback_tokens)", n,
+                            depth);
+      if (!m.rollback(n))
+        return call.fail(CGRAM_ERROR_INTERNAL, "rollback({}) refused after {} tokens (a bug in cgram)", n, accepted);
+      return CGRAM_OK;
+    });
   });
 }
 
 size_t cgram_matcher_rollback_depth(const cgram_matcher* matcher) {
-  return matcher ? matcher->matcher.rollback_depth() : 0;
+  return matcher ? matcher->visit([](const auto& m) { return m.rollback_depth(); }) : 0;
 }
 
 cgram_status cgram_matcher_reset(cgram_matcher* matcher) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
-    matcher->matcher.reset();
+    matcher->visit([](auto& m) { m.reset(); });
     return CGRAM_OK;
   });
 }
@@ -639,48 +702,104 @@ cgram_status cgram_matcher_can_end(cgram_matcher* matcher, bool* can_end) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
     if (!can_end) return call.null("can_end");
-    *can_end = matcher->matcher.can_end();
-    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
-    return CGRAM_OK;
+    return matcher->visit([&](auto& m) -> cgram_status {
+      *can_end = m.can_end();
+      return limit_status(call, m);
+    });
   });
 }
 
-bool cgram_matcher_is_finished(const cgram_matcher* matcher) { return matcher && matcher->matcher.is_finished(); }
-
-size_t cgram_matcher_tokens_accepted(const cgram_matcher* matcher) {
-  return matcher ? matcher->matcher.tokens_accepted() : 0;
+bool cgram_matcher_is_finished(const cgram_matcher* matcher) {
+  return matcher && matcher->visit([](const auto& m) { return m.is_finished(); });
 }
 
-size_t cgram_matcher_mask_words(const cgram_matcher* matcher) { return matcher ? matcher->matcher.mask_words() : 0; }
+size_t cgram_matcher_tokens_accepted(const cgram_matcher* matcher) {
+  return matcher ? matcher->visit([](const auto& m) { return m.tokens_accepted(); }) : 0;
+}
+
+size_t cgram_matcher_mask_words(const cgram_matcher* matcher) {
+  return matcher ? matcher->visit([](const auto& m) { return m.mask_words(); }) : 0;
+}
 
 cgram_status cgram_matcher_modify_possible_logits(cgram_matcher* matcher, uint32_t token, float* logits,
                                                   size_t n_logits, cgram_advance_result* result) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
     if (!result) return call.null("result");
-    if (cgram_status s = check_token(call, matcher->matcher, token)) return s;
-    if (cgram_status s = check_logits(call, matcher->matcher, logits, n_logits)) return s;
-    if (matcher->matcher.is_finished())
-      return call.fail(CGRAM_ERROR_STATE, "the matcher is finished (rollback or reset it to go on)");
-    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
-    *result = to_c(matcher->matcher.modify_possible_logits(token, std::span<float>(logits, n_logits)));
-    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
-    return CGRAM_OK;
+    return matcher->visit([&](auto& m) -> cgram_status {
+      if (cgram_status s = check_token(call, m, token)) return s;
+      if (cgram_status s = check_logits(call, m, logits, n_logits)) return s;
+      if (m.is_finished()) return call.fail(CGRAM_ERROR_STATE, "the matcher is finished (rollback or reset it to go on)");
+      if (cgram_status s = limit_status(call, m)) return s;
+      *result = to_c(m.modify_possible_logits(token, std::span<float>(logits, n_logits)));
+      return limit_status(call, m);
+    });
   });
 }
 
 cgram_status cgram_matcher_update_logits(cgram_matcher* matcher, float* logits, size_t n_logits) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
     if (!matcher) return call.null("matcher");
-    if (cgram_status s = check_logits(call, matcher->matcher, logits, n_logits)) return s;
-    matcher->matcher.update_logits_from_tokens(std::span<float>(logits, n_logits));
-    if (cgram_status s = limit_status(call, matcher->matcher)) return s;
-    return CGRAM_OK;
+    return matcher->visit([&](auto& m) -> cgram_status {
+      if (cgram_status s = check_logits(call, m, logits, n_logits)) return s;
+      m.update_logits_from_tokens(std::span<float>(logits, n_logits));
+      return limit_status(call, m);
+    });
   });
 }
 
 // ---------------------------------------------------------------------------
 // Batches
+
+}  // extern "C"
+
+namespace {
+
+// After a batch: the first matcher a limit stopped (its row is clear).
+cgram_status stopped_matchers(const Call& call, cgram_matcher* const* matchers, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const std::string error = matchers[i]->visit([](const auto& m) { return m.has_error() ? m.error() : std::string(); });
+    if (!error.empty()) return call.fail(CGRAM_ERROR_LIMIT, "matchers[{}]: {} (its row is all clear)", i, error);
+  }
+  return CGRAM_OK;
+}
+
+// cgram_fill_bitmask with tool lists' matchers among the others: the same
+// checks as cgram::fill_bitmask's, before anything is written.
+cgram_status fill_bitmask_mixed(const Call& call, cgram_thread_pool& pool, cgram_matcher* const* matchers,
+                                const size_t* rows, size_t count, const cgram::Bitmask& view) {
+  std::vector<std::pair<const cgram_matcher*, size_t>> seen_matchers;
+  std::vector<size_t> seen_rows;
+  for (size_t i = 0; i < count; ++i) {
+    if (!matchers[i]) return call.invalid("matchers[{}] is null", i);
+    const size_t row = rows ? rows[i] : i;
+    if (row >= view.rows()) return call.invalid("matchers[{}]: row {} is past the bitmask's {} rows", i, row, view.rows());
+    const size_t words = matchers[i]->visit([](const auto& m) { return m.mask_words(); });
+    if (view.row_words < words)
+      return call.invalid("matchers[{}]: rows of {} words are narrower than its mask ({} words)", i, view.row_words,
+                          words);
+    seen_matchers.push_back({matchers[i], i});
+    seen_rows.push_back(row);
+  }
+  std::sort(seen_matchers.begin(), seen_matchers.end());
+  for (size_t i = 1; i < seen_matchers.size(); ++i)
+    if (seen_matchers[i].first == seen_matchers[i - 1].first)
+      return call.invalid("matchers[{}] is given twice", seen_matchers[i].second);
+  std::sort(seen_rows.begin(), seen_rows.end());
+  if (auto twice = std::adjacent_find(seen_rows.begin(), seen_rows.end()); twice != seen_rows.end())
+    return call.invalid("row {} is given twice", *twice);
+  {
+    std::lock_guard turn(pool.mutex);
+    pool.pool.run(count, [&](size_t i) {
+      matchers[i]->visit([&](auto& m) { m.fill_row(view.row(rows ? rows[i] : i)); });
+    });
+  }
+  return stopped_matchers(call, matchers, count);
+}
+
+}  // namespace
+
+extern "C" {
 
 cgram_status cgram_thread_pool_new(size_t threads, cgram_thread_pool** out) {
   return guarded(__func__, [&](const Call& call) -> cgram_status {
@@ -705,11 +824,11 @@ cgram_status cgram_fill_masks(cgram_thread_pool* pool, cgram_matcher* const* mat
     if (!masks) return call.null("masks");
     for (size_t i = 0; i < count; ++i)
       if (!matchers[i]) return call.invalid("matchers[{}] is NULL", i);
-    const size_t words = matchers[0]->matcher.mask_words();
+    auto words_of = [](const cgram_matcher* m) { return m->visit([](const auto& x) { return x.mask_words(); }); };
+    const size_t words = words_of(matchers[0]);
     for (size_t i = 1; i < count; ++i)
-      if (matchers[i]->matcher.mask_words() != words)
-        return call.invalid("matchers[{}] has masks of {} words, matchers[0] of {}", i,
-                            matchers[i]->matcher.mask_words(), words);
+      if (words_of(matchers[i]) != words)
+        return call.invalid("matchers[{}] has masks of {} words, matchers[0] of {}", i, words_of(matchers[i]), words);
     if (n_words_total / count < words)
       return call.invalid("n_words_total is {}; {} masks of {} words need {}", n_words_total, count, words,
                           count * words);
@@ -721,11 +840,10 @@ cgram_status cgram_fill_masks(cgram_thread_pool* pool, cgram_matcher* const* mat
 
     // An exception in a job comes back here from the pool; guarded turns it into a status.
     std::lock_guard turn(pool->mutex);
-    pool->pool.run(count, [&](size_t i) { matchers[i]->matcher.fill_mask(std::span<uint32_t>(masks + i * words, words)); });
-    for (size_t i = 0; i < count; ++i)
-      if (matchers[i]->matcher.has_error())
-        return call.fail(CGRAM_ERROR_LIMIT, "matchers[{}]: {} (its row is all clear)", i, matchers[i]->matcher.error());
-    return CGRAM_OK;
+    pool->pool.run(count, [&](size_t i) {
+      matchers[i]->visit([&](auto& m) { m.fill_mask(std::span<uint32_t>(masks + i * words, words)); });
+    });
+    return stopped_matchers(call, matchers, count);
   });
 }
 
@@ -737,6 +855,8 @@ cgram_status cgram_fill_bitmask(cgram_thread_pool* pool, cgram_matcher* const* m
     if (!matchers) return call.null("matchers");
     cgram::Bitmask view;
     if (cgram_status s = bitmask_view(call, bitmask, n_rows, row_words, view)) return s;
+    const bool any_tools = std::any_of(matchers, matchers + count, [](const cgram_matcher* m) { return m && m->tools; });
+    if (any_tools) return fill_bitmask_mixed(call, *pool, matchers, rows, count, view);
     // cgram::fill_bitmask checks the pairs (null, twice, outside, too narrow) before any work.
     std::vector<cgram::MatcherRow> pairs(count);
     for (size_t i = 0; i < count; ++i) pairs[i] = {matchers[i] ? &matchers[i]->matcher : nullptr, rows ? rows[i] : i};
@@ -746,10 +866,7 @@ cgram_status cgram_fill_bitmask(cgram_thread_pool* pool, cgram_matcher* const* m
       filled = cgram::fill_bitmask(pairs, view, pool->pool);
     }
     if (!filled) return call.invalid("{}", filled.error().message);
-    for (size_t i = 0; i < count; ++i)
-      if (matchers[i]->matcher.has_error())
-        return call.fail(CGRAM_ERROR_LIMIT, "matchers[{}]: {} (its row is all clear)", i, matchers[i]->matcher.error());
-    return CGRAM_OK;
+    return stopped_matchers(call, matchers, count);
   });
 }
 

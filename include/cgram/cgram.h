@@ -51,7 +51,7 @@ extern "C" {
 /* The ABI version of this header, of libcgram.so and of AOT objects. A
  * program built against this header should check that cgram_abi_version()
  * returns the same number. */
-#define CGRAM_ABI_VERSION 7
+#define CGRAM_ABI_VERSION 8
 
 /* ------------------------------------------------------------------------
  * Status codes and errors
@@ -184,6 +184,12 @@ typedef struct cgram_compile_options {
   const char* tool_format; /* NULL: `source` is a grammar. "hermes", "llama3", "qwen", "mistral" or
                               "json-array": `source` is a JSON list of OpenAI-style tools, compiled as the
                               grammar of a reply that calls them in that format (docs/TOOLS.md) */
+  bool tool_cut;           /* with tool_format: compile one tool at a time, the reply up to a call's
+                              name now and each tool's arguments when a call to it is written (docs/TOOLS.md,
+                              "Compiled one tool at a time"): the first mask of a list of hundreds of tools
+                              in tens of milliseconds, the same masks. The table tier only, not canonical;
+                              cgram_save refuses such a grammar, its matchers take no options and offer no
+                              jump-forward */
 } cgram_compile_options;
 
 /* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical, 1 GiB, schema order,

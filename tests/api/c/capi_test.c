@@ -650,6 +650,95 @@ static void test_tools(void) {
   cgram_vocab_free(vocab);
 }
 
+/* A tool list compiled one tool at a time (tool_cut): the same masks as the
+   whole grammar along a random walk that prefers tokens spanning a name's
+   end, in one mixed batch fill; no save, no matcher options. */
+static void test_tool_cut(void) {
+  enum { N_BYTES = 95, N_TOKENS = N_BYTES + 7 };
+  static const char* const extra[] = {"\"f\", \"arguments\": {", "\", \"", "g\", \"arguments\": {\"a\": 1}}",
+                                      "<tool_call>", "</tool_call>", "{\"name\": \"", "</s>"};
+  static char bytes[N_BYTES][2];
+  const char* tokens[N_TOKENS];
+  static const char tools[] = "[{\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": {}}},"
+                              " {\"name\": \"g\", \"parameters\": {\"type\": \"object\", \"properties\": "
+                              "{\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"]}}]";
+  const uint32_t eos = N_TOKENS - 1;
+  cgram_vocab* vocab = NULL;
+  cgram_compile_options options;
+  cgram_grammar *whole = NULL, *cut = NULL, *refused = NULL;
+  cgram_matcher *a = NULL, *b = NULL;
+  cgram_matcher_options matcher_options;
+  cgram_thread_pool* pool = NULL;
+  uint32_t rows[2 * 4];
+  uint64_t seed = 12345;
+  int i, step, calls = 0;
+  for (i = 0; i < N_BYTES; ++i) {
+    bytes[i][0] = (char)(' ' + i);
+    bytes[i][1] = '\0';
+    tokens[i] = bytes[i];
+  }
+  for (i = 0; i < 7; ++i) tokens[N_BYTES + i] = extra[i];
+  CHECK_OK(cgram_vocab_from_tokens(tokens, NULL, N_TOKENS, &eos, 1, NULL, 0, &vocab));
+  cgram_compile_options_init(&options);
+  CHECK(!options.tool_cut);
+  options.tool_format = "hermes";
+  CHECK_OK(cgram_grammar_compile(vocab, tools, strlen(tools), &options, &whole, NULL));
+  options.tool_cut = true;
+  CHECK_OK(cgram_grammar_compile(vocab, tools, strlen(tools), &options, &cut, NULL));
+  CHECK_OK(cgram_thread_pool_new(2, &pool));
+  if (whole && cut && pool) {
+    CHECK(cgram_grammar_mask_words(cut) == 4);
+    CHECK(cgram_save(cut, "never.so") == CGRAM_ERROR_INVALID_ARGUMENT);
+    cgram_matcher_options_init(&matcher_options);
+    matcher_options.max_rollback_tokens = 4;
+    CHECK(cgram_matcher_new_with_options(cut, &matcher_options, &b) == CGRAM_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(cgram_matcher_new(whole, &a));
+    CHECK_OK(cgram_matcher_new(cut, &b));
+    for (step = 0; step < 60 && a && b; ++step) {
+      cgram_matcher* both[2];
+      uint32_t allowed[N_TOKENS];
+      size_t n_allowed = 0, t;
+      cgram_advance_result ra, rb;
+      both[0] = a;
+      both[1] = b;
+      CHECK_OK(cgram_fill_bitmask(pool, both, NULL, 2, rows, 2, 4));
+      CHECK(memcmp(rows, rows + 4, sizeof(uint32_t) * 4) == 0);
+      for (t = 0; t + 1 < N_TOKENS; ++t)
+        if (rows[t / 32] >> (t % 32) & 1) allowed[n_allowed++] = (uint32_t)t;
+      if (n_allowed == 0) break;
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      t = allowed[(seed >> 33) % n_allowed];
+      if ((seed >> 40) % 4 != 0) { /* a longer token, three times in four */
+        size_t n_long = 0;
+        uint32_t longer[7];
+        for (i = 0; i < (int)n_allowed; ++i)
+          if (allowed[i] >= N_BYTES) longer[n_long++] = allowed[i];
+        if (n_long > 0) t = longer[(seed >> 45) % n_long];
+      }
+      CHECK_OK(cgram_matcher_advance(a, (uint32_t)t, &ra));
+      CHECK_OK(cgram_matcher_advance(b, (uint32_t)t, &rb));
+      CHECK(ra == rb);
+      calls += t == N_BYTES || t == N_BYTES + 2; /* a token that ends a name and goes on */
+    }
+    CHECK(cgram_matcher_tokens_accepted(b) == cgram_matcher_tokens_accepted(a));
+    CHECK(calls > 0);
+    CHECK_OK(cgram_matcher_rollback(b, 3));
+    CHECK_OK(cgram_matcher_rollback(a, 3));
+    CHECK_OK(cgram_matcher_fill_mask(a, rows, 4));
+    CHECK_OK(cgram_matcher_fill_mask(b, rows + 4, 4));
+    CHECK(memcmp(rows, rows + 4, sizeof(uint32_t) * 4) == 0);
+  }
+  options.canonical = true;
+  CHECK(cgram_grammar_compile(vocab, tools, strlen(tools), &options, &refused, NULL) == CGRAM_ERROR_INVALID_ARGUMENT);
+  CHECK(refused == NULL);
+  cgram_matcher_free(a);
+  cgram_matcher_free(b);
+  cgram_thread_pool_free(pool);
+  cgram_grammar_free(whole);
+  cgram_grammar_free(cut);
+  cgram_vocab_free(vocab);
+}
+
 /* A JSON Schema (by its .json filename) with members in any order. */
 static void test_any_property_order(void) {
   static const char* const tokens[] = {"{", "}", "\"", "a", "b", ":", ",", "1", "</s>"};
@@ -1232,6 +1321,7 @@ int main(int argc, char** argv) {
   test_mask_memo_option();
   test_any_property_order();
   test_tools();
+  test_tool_cut();
   test_grammar_errors();
   test_aot();
   test_batch();
