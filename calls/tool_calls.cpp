@@ -247,7 +247,8 @@ bool ToolCallsMatcher::only_end_left(Matcher& m) {
 
 std::optional<size_t> ToolCallsMatcher::ends_with_name(Matcher& m, std::string_view before, std::string_view head) {
   std::string text;
-  const size_t keep = std::min(before.size(), size_t{256});
+  // Enough of the text before for the longest name and its opening delimiter.
+  const size_t keep = std::min(before.size(), grammar_->longest_name() + 2);
   text.reserve(keep + head.size());
   text.append(before.substr(before.size() - keep)).append(head);
   const std::optional<size_t> tool = grammar_->name_ending(text);

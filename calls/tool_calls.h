@@ -60,6 +60,7 @@ class ToolCallsGrammar {
   size_t tools() const { return segments_.size(); }
   char close() const { return segments_.close(); }
   const std::string& tool_name(size_t k) const { return segments_.name(k); }
+  size_t longest_name() const { return longest_name_; }
   // Distinct after-name grammars compiled so far.
   size_t compiled_tools() const;
   // The compiled grammars' memory so far, and the indexes of the cuts.
