@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
-#include <chrono>
 
 #include "logits_mask.h"
 
@@ -29,8 +27,6 @@ MatcherOptions cut_options() {
 
 uint64_t verdict_key(size_t tool, uint32_t token) { return (static_cast<uint64_t>(tool) << 32) | token; }
 
-std::string group_key(size_t tool, const std::string& key) { return fmt::format("{}\x1f{}", tool, key); }
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -41,7 +37,6 @@ Result<std::shared_ptr<ToolCallsGrammar>> ToolCallsGrammar::create(std::string_v
                                                                    std::shared_ptr<const Vocabulary> vocab,
                                                                    const ToolCallsOptions& options) {
   if (!vocab) return Error{ErrorCode::InvalidInput, "no vocabulary"};
-  const auto begin = std::chrono::steady_clock::now();
   SourceFile file{std::string(filename), std::string(tools_json)};
   Diagnostics diags(&file);
   std::optional<ToolSegments> segments = ToolSegments::read(file, diags, options.parse.tools(), options.parse.syntax);
@@ -52,26 +47,41 @@ Result<std::shared_ptr<ToolCallsGrammar>> ToolCallsGrammar::create(std::string_v
   grammar->options_ = options;
   grammar->filename_ = std::string(filename);
   for (size_t k = 0; k < grammar->segments_.size(); ++k) {
-    const std::string& name = grammar->segments_.name(k);
-    grammar->tool_of_name_.emplace(name, k);
-    grammar->sorted_names_.push_back(name);
-    grammar->longest_name_ = std::max(grammar->longest_name_, name.size());
+    grammar->sorted_names_.emplace_back(grammar->segments_.name(k), k);
+    grammar->longest_name_ = std::max(grammar->longest_name_, grammar->segments_.name(k).size());
   }
   std::sort(grammar->sorted_names_.begin(), grammar->sorted_names_.end());
-  Compiler compiler;
-  CompileRequest request;
-  request.text = grammar->segments_.start_grammar();
-  const std::string start_name = fmt::format("{} (the reply up to a call's name)", filename);
-  request.filename = start_name;
-  request.parse = grammar->cut_parse_options();
-  request.compile = options.compile;
-  CompileOutcome outcome = compiler.compile(request, grammar->vocab_);
-  if (!outcome.ok()) return Error{outcome.code, outcome.message};
-  grammar->start_ = outcome.grammar;
+  auto start = grammar->compile_cut(grammar->segments_.start_grammar(),
+                                    fmt::format("{} (the reply up to a call's name)", filename));
+  if (!start) return std::move(start).error();
+  grammar->start_ = std::move(*start);
   grammar->index_tokens();
-  grammar->start_compile_ms_ =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
   return grammar;
+}
+
+Result<std::shared_ptr<const CompiledGrammar>> ToolCallsGrammar::compile_cut(std::string_view text,
+                                                                            std::string_view name) const {
+  CompileRequest request;
+  request.text = text;
+  request.filename = name;
+  request.parse.syntax = options_.parse.syntax;  // .cgram text, within the list's limits
+  request.parse.limits = options_.parse.limits;
+  request.parse.max_memory_bytes = options_.parse.max_memory_bytes;
+  request.compile = options_.compile;
+  CompileOutcome outcome = Compiler().compile(request, vocab_);
+  if (!outcome.ok()) return Error{outcome.code, outcome.message};
+  return std::shared_ptr<const CompiledGrammar>(std::move(outcome.grammar));
+}
+
+std::optional<size_t> ToolCallsGrammar::tool_named(std::string_view name) const {
+  auto at = first_name_from(name);
+  return at != sorted_names_.end() && at->first == name ? std::optional<size_t>(at->second) : std::nullopt;
+}
+
+std::vector<std::pair<std::string, size_t>>::const_iterator ToolCallsGrammar::first_name_from(
+    std::string_view prefix) const {
+  return std::lower_bound(sorted_names_.begin(), sorted_names_.end(), prefix,
+                          [](const auto& entry, std::string_view text) { return entry.first < text; });
 }
 
 void ToolCallsGrammar::index_tokens() {
@@ -87,18 +97,10 @@ void ToolCallsGrammar::index_tokens() {
     for (size_t open_at = bytes.find(open); open_at != std::string_view::npos; open_at = bytes.find(open, open_at + 1)) {
       const size_t name_end = bytes.find(close, open_at + 1);
       if (name_end == std::string_view::npos || name_end + 1 >= bytes.size()) break;
-      auto found = tool_of_name_.find(std::string(bytes.substr(open_at + 1, name_end - open_at - 1)));
-      if (found != tool_of_name_.end()) inner_.push_back({id, static_cast<uint32_t>(name_end + 1), found->second});
+      if (auto tool = tool_named(bytes.substr(open_at + 1, name_end - open_at - 1)))
+        inner_.push_back({id, static_cast<uint32_t>(name_end + 1), *tool});
     }
   }
-}
-
-ParseOptions ToolCallsGrammar::cut_parse_options() const {
-  ParseOptions parse;  // a cut is .cgram text, within the list's limits
-  parse.syntax = options_.parse.syntax;
-  parse.limits = options_.parse.limits;
-  parse.max_memory_bytes = options_.parse.max_memory_bytes;
-  return parse;
 }
 
 size_t ToolCallsGrammar::compiled_tools() const {
@@ -132,25 +134,18 @@ Result<std::shared_ptr<const CompiledGrammar>> ToolCallsGrammar::after_name(size
   Diagnostics diags(&file);
   std::optional<std::string> text = segments_.after_name_grammar(k, diags);
   if (!text) return Error{ErrorCode::InvalidInput, diags.render()};
-  Compiler compiler;
-  CompileRequest request;
-  request.text = *text;
-  request.filename = name;
-  request.parse = cut_parse_options();
-  request.compile = options_.compile;
-  CompileOutcome outcome = compiler.compile(request, vocab_);
-  if (!outcome.ok()) return Error{outcome.code, outcome.message};
+  auto compiled = compile_cut(*text, name);
+  if (!compiled) return compiled;
   std::lock_guard lock(mutex_);
-  after_name_by_key_.emplace(key, outcome.grammar);
-  return outcome.grammar;
+  after_name_by_key_.emplace(key, *compiled);
+  return compiled;
 }
 
 std::optional<size_t> ToolCallsGrammar::name_ending(std::string_view text) const {
   if (text.empty() || text.back() != segments_.close()) return std::nullopt;
   const size_t open_at = text.rfind(segments_.open(), text.size() - 2);
   if (open_at == std::string_view::npos || text.size() - open_at - 2 > longest_name_) return std::nullopt;
-  auto found = tool_of_name_.find(std::string(text.substr(open_at + 1, text.size() - open_at - 2)));
-  return found == tool_of_name_.end() ? std::nullopt : std::optional<size_t>(found->second);
+  return tool_named(text.substr(open_at + 1, text.size() - open_at - 2));
 }
 
 std::optional<std::string_view> ToolCallsGrammar::name_begun(std::string_view text) const {
@@ -160,22 +155,22 @@ std::optional<std::string_view> ToolCallsGrammar::name_begun(std::string_view te
   const std::string_view begun = text.substr(open_at + 1);
   if (begun.find(segments_.close()) != std::string_view::npos) return std::nullopt;
   // Some name must begin with it.
-  auto at = std::lower_bound(sorted_names_.begin(), sorted_names_.end(), begun);
-  if (at == sorted_names_.end() || std::string_view(*at).substr(0, begun.size()) != begun) return std::nullopt;
+  auto at = first_name_from(begun);
+  if (at == sorted_names_.end() || std::string_view(at->first).substr(0, begun.size()) != begun) return std::nullopt;
   return begun;
 }
 
 const std::vector<ToolCallsGrammar::Finishers>& ToolCallsGrammar::finishers(std::string_view begun) const {
   std::lock_guard lock(mutex_);
-  auto [entry, added] = finishers_.try_emplace(std::string(begun));
-  if (!added) return entry->second;
-  for (auto at = std::lower_bound(sorted_names_.begin(), sorted_names_.end(), begun);
-       at != sorted_names_.end() && std::string_view(*at).substr(0, begun.size()) == begun; ++at) {
-    std::string key = at->substr(begun.size()) + segments_.close();
+  if (auto found = finishers_.find(begun); found != finishers_.end()) return found->second;
+  std::vector<Finishers>& groups = finishers_[std::string(begun)];
+  for (auto at = first_name_from(begun);
+       at != sorted_names_.end() && std::string_view(at->first).substr(0, begun.size()) == begun; ++at) {
+    std::string key = at->first.substr(begun.size()) + segments_.close();
     auto tokens = by_head_.find(key);
-    if (tokens != by_head_.end()) entry->second.push_back({tool_of_name_.at(*at), std::move(key), &tokens->second});
+    if (tokens != by_head_.end()) groups.push_back({at->second, std::move(key), &tokens->second});
   }
-  return entry->second;
+  return groups;
 }
 
 int ToolCallsGrammar::tail_verdict(size_t k, uint32_t token) const {
@@ -189,15 +184,15 @@ void ToolCallsGrammar::remember_tail_verdict(size_t k, uint32_t token, bool viab
   tail_verdicts_[verdict_key(k, token)] = viable;
 }
 
-const std::vector<uint32_t>* ToolCallsGrammar::finished_by(size_t k, const std::string& key) const {
+const std::vector<uint32_t>* ToolCallsGrammar::finished_by(const Finishers& group) const {
   std::lock_guard lock(mutex_);
-  auto found = finished_by_.find(group_key(k, key));
+  auto found = finished_by_.find(&group);
   return found == finished_by_.end() ? nullptr : &found->second;  // entries are never erased
 }
 
-void ToolCallsGrammar::remember_finished_by(size_t k, const std::string& key, std::vector<uint32_t> tokens) const {
+void ToolCallsGrammar::remember_finished_by(const Finishers& group, std::vector<uint32_t> tokens) const {
   std::lock_guard lock(mutex_);
-  finished_by_.try_emplace(group_key(k, key), std::move(tokens));
+  finished_by_.try_emplace(&group, std::move(tokens));
 }
 
 // ---------------------------------------------------------------------------
@@ -246,12 +241,10 @@ bool ToolCallsMatcher::only_end_left(Matcher& m) {
 }
 
 std::optional<size_t> ToolCallsMatcher::ends_with_name(Matcher& m, std::string_view before, std::string_view head) {
-  std::string text;
   // Enough of the text before for the longest name and its opening delimiter.
   const size_t keep = std::min(before.size(), grammar_->longest_name() + 2);
-  text.reserve(keep + head.size());
-  text.append(before.substr(before.size() - keep)).append(head);
-  const std::optional<size_t> tool = grammar_->name_ending(text);
+  probe_text_.assign(before.substr(before.size() - keep)).append(head);
+  const std::optional<size_t> tool = grammar_->name_ending(probe_text_);
   if (!tool || m.advance_text(head) != AdvanceResult::Ongoing) return std::nullopt;
   const bool ends = only_end_left(m);
   m.rollback(1);
@@ -380,9 +373,9 @@ AdvanceResult ToolCallsMatcher::modify_possible_logits(uint32_t token, std::span
 
 bool ToolCallsMatcher::update_logits_from_tokens(std::span<float> logits) {
   if (logits.size() < grammar_->vocabulary().size()) return false;
-  std::vector<uint32_t> words(mask_words());
-  if (!fill_mask(words)) return false;
-  apply_mask_to_logits(logits.data(), LogitsType::Float32, logits.size(), words);
+  logits_words_.resize(mask_words());
+  if (!fill_mask(logits_words_)) return false;
+  apply_mask_to_logits(logits.data(), LogitsType::Float32, logits.size(), logits_words_);
   return true;
 }
 
@@ -428,14 +421,14 @@ void ToolCallsMatcher::add_crossings(std::span<uint32_t> words) {
   if (const std::optional<std::string_view> begun = grammar_->name_begun(before)) {
     for (const ToolCallsGrammar::Finishers& group : grammar_->finishers(*begun)) {
       if (ends_with_name(m, before, group.key) != group.tool) continue;
-      const std::vector<uint32_t>* taken = grammar_->finished_by(group.tool, group.key);
+      const std::vector<uint32_t>* taken = grammar_->finished_by(group);
       if (!taken) {
         std::vector<uint32_t> tokens;
         for (uint32_t id : *group.tokens)
           if (tail_viable(group.tool, vocab.bytes(id).substr(group.key.size()), kMaxCutsPerToken - 1))
             tokens.push_back(id);
-        grammar_->remember_finished_by(group.tool, group.key, std::move(tokens));
-        taken = grammar_->finished_by(group.tool, group.key);
+        grammar_->remember_finished_by(group, std::move(tokens));
+        taken = grammar_->finished_by(group);
       }
       for (uint32_t id : *taken) allow(id);
     }

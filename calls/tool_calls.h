@@ -65,7 +65,6 @@ class ToolCallsGrammar {
   size_t compiled_tools() const;
   // The compiled grammars' memory so far, and the indexes of the cuts.
   size_t memory_bytes() const;
-  double start_compile_ms() const { return start_compile_ms_; }
 
   // What ToolCallsMatcher reads.
   const std::shared_ptr<const CompiledGrammar>& start_grammar() const { return start_; }
@@ -100,23 +99,33 @@ class ToolCallsGrammar {
   // its start" (exact: its start is one state). -1 unknown.
   int tail_verdict(size_t k, uint32_t token) const;
   void remember_tail_verdict(size_t k, uint32_t token, bool viable) const;
-  // The same for a whole group of finishers (k, key): the tokens taken.
-  const std::vector<uint32_t>* finished_by(size_t k, const std::string& key) const;
-  void remember_finished_by(size_t k, const std::string& key, std::vector<uint32_t> tokens) const;
+  // The same for a whole group of finishers (a tool and its key): the
+  // tokens its cut takes, or null before they are known.
+  const std::vector<uint32_t>* finished_by(const Finishers& group) const;
+  void remember_finished_by(const Finishers& group, std::vector<uint32_t> tokens) const;
 
  private:
   ToolCallsGrammar() = default;
   void index_tokens();
-  ParseOptions cut_parse_options() const;
+  // A cut's .cgram text compiled for the vocabulary, within the list's limits.
+  Result<std::shared_ptr<const CompiledGrammar>> compile_cut(std::string_view text, std::string_view name) const;
+  // The tool of that name, looked up without a copy.
+  std::optional<size_t> tool_named(std::string_view name) const;
+  // The names in order, with their tools: the first at or after `prefix`.
+  std::vector<std::pair<std::string, size_t>>::const_iterator first_name_from(std::string_view prefix) const;
+
+  // Looks std::string keys up by string_view, without a copy.
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
 
   std::shared_ptr<const Vocabulary> vocab_;
   ToolSegments segments_;
   ToolCallsOptions options_;
   std::string filename_;
   std::shared_ptr<const CompiledGrammar> start_;
-  double start_compile_ms_ = 0;
-  std::unordered_map<std::string, size_t> tool_of_name_;
-  std::vector<std::string> sorted_names_;  // for name_begun's prefix test
+  std::vector<std::pair<std::string, size_t>> sorted_names_;  // each name and its tool, in order
   size_t longest_name_ = 0;
   // Tokens by their text up to and including the first closing delimiter,
   // for those that go on past it.
@@ -126,9 +135,10 @@ class ToolCallsGrammar {
   mutable std::mutex mutex_;          // the maps below
   mutable std::mutex compile_mutex_;  // a tool's grammar being compiled
   mutable std::unordered_map<std::string, std::shared_ptr<const CompiledGrammar>> after_name_by_key_;
-  mutable std::unordered_map<std::string, std::vector<Finishers>> finishers_;
+  mutable std::unordered_map<std::string, std::vector<Finishers>, TextHash, std::equal_to<>> finishers_;
   mutable std::unordered_map<uint64_t, bool> tail_verdicts_;
-  mutable std::unordered_map<std::string, std::vector<uint32_t>> finished_by_;
+  // By the group's address: finishers_'s lists never change once made.
+  mutable std::unordered_map<const Finishers*, std::vector<uint32_t>> finished_by_;
 };
 
 class ToolCallsMatcher {
@@ -208,7 +218,9 @@ class ToolCallsMatcher {
   std::string error_;
   bool finished_ = false;
   std::unordered_map<size_t, std::unique_ptr<Matcher>> starts_;  // tool → its cut at its start, for probes
-  std::vector<uint32_t> scratch_;
+  std::vector<uint32_t> scratch_;       // only_end_left's mask
+  std::vector<uint32_t> logits_words_;  // update_logits_from_tokens's mask
+  std::string probe_text_;              // ends_with_name's text
 };
 
 }  // namespace cgram

@@ -768,30 +768,15 @@ cgram_status stopped_matchers(const Call& call, cgram_matcher* const* matchers, 
 // checks as cgram::fill_bitmask's, before anything is written.
 cgram_status fill_bitmask_mixed(const Call& call, cgram_thread_pool& pool, cgram_matcher* const* matchers,
                                 const size_t* rows, size_t count, const cgram::Bitmask& view) {
-  std::vector<std::pair<const cgram_matcher*, size_t>> seen_matchers;
-  std::vector<size_t> seen_rows;
-  for (size_t i = 0; i < count; ++i) {
-    if (!matchers[i]) return call.invalid("matchers[{}] is null", i);
-    const size_t row = rows ? rows[i] : i;
-    if (row >= view.rows()) return call.invalid("matchers[{}]: row {} is past the bitmask's {} rows", i, row, view.rows());
-    const size_t words = matchers[i]->visit([](const auto& m) { return m.mask_words(); });
-    if (view.row_words < words)
-      return call.invalid("matchers[{}]: rows of {} words are narrower than its mask ({} words)", i, view.row_words,
-                          words);
-    seen_matchers.push_back({matchers[i], i});
-    seen_rows.push_back(row);
-  }
-  std::sort(seen_matchers.begin(), seen_matchers.end());
-  for (size_t i = 1; i < seen_matchers.size(); ++i)
-    if (seen_matchers[i].first == seen_matchers[i - 1].first)
-      return call.invalid("matchers[{}] is given twice", seen_matchers[i].second);
-  std::sort(seen_rows.begin(), seen_rows.end());
-  if (auto twice = std::adjacent_find(seen_rows.begin(), seen_rows.end()); twice != seen_rows.end())
-    return call.invalid("row {} is given twice", *twice);
+  std::vector<cgram::RowClaim> claims(count);
+  for (size_t i = 0; i < count; ++i)
+    claims[i] = {matchers[i], matchers[i] ? matchers[i]->visit([](const auto& m) { return m.mask_words(); }) : 0,
+                 rows ? rows[i] : i};
+  if (auto checked = cgram::check_bitmask_rows(claims, view); !checked) return call.invalid("{}", checked.error().message);
   {
     std::lock_guard turn(pool.mutex);
     pool.pool.run(count, [&](size_t i) {
-      matchers[i]->visit([&](auto& m) { m.fill_row(view.row(rows ? rows[i] : i)); });
+      matchers[i]->visit([&](auto& m) { m.fill_row(view.row(claims[i].row)); });
     });
   }
   return stopped_matchers(call, matchers, count);

@@ -97,7 +97,7 @@ class ToolSegments {
   const std::string& start_grammar() const { return start_; }
   // Tool k's grammar: from just after its name's closing delimiter to the
   // end of the next call's name. Its schema is translated now; errors go to
-  // `diags`.
+  // `diags`. One call at a time: the translation reuses the list's reader.
   std::optional<std::string> after_name_grammar(size_t k, Diagnostics& diags) const;
   // Equal for two tools whose after_name_grammar texts are equal.
   const std::string& after_name_key(size_t k) const { return keys_[k]; }

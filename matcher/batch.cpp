@@ -97,31 +97,39 @@ bool fill_masks(std::span<Matcher* const> matchers, std::span<uint32_t> masks, T
   return std::all_of(filled.begin(), filled.end(), [](char ok) { return ok != 0; });
 }
 
-Result<void> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool) {
+Result<void> check_bitmask_rows(std::span<const RowClaim> claims, const Bitmask& bitmask) {
   auto misuse = [](std::string message) { return Error{ErrorCode::InvalidInput, std::move(message)}; };
-  if (pairs.empty()) return {};
+  if (claims.empty()) return {};
   if (bitmask.row_words == 0) return misuse("the bitmask's rows have no words");
   if (bitmask.words.size() % bitmask.row_words != 0)
     return misuse(fmt::format("the bitmask has {} words, not a whole number of rows of {}", bitmask.words.size(),
                               bitmask.row_words));
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const MatcherRow& p = pairs[i];
-    if (!p.matcher) return misuse(fmt::format("matcher {} is null", i));
-    if (p.row >= bitmask.rows())
-      return misuse(fmt::format("row {} (pair {}) is outside the bitmask ({} rows)", p.row, i, bitmask.rows()));
-    if (p.matcher->mask_words() > bitmask.row_words)
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const RowClaim& c = claims[i];
+    if (!c.matcher) return misuse(fmt::format("matcher {} is null", i));
+    if (c.row >= bitmask.rows())
+      return misuse(fmt::format("row {} (pair {}) is outside the bitmask ({} rows)", c.row, i, bitmask.rows()));
+    if (c.mask_words > bitmask.row_words)
       return misuse(fmt::format("pair {}: a row has {} words; the matcher's vocabulary needs {}", i, bitmask.row_words,
-                                p.matcher->mask_words()));
+                                c.mask_words));
   }
   // Two threads must never work on one matcher, nor write one row.
-  std::vector<const Matcher*> matchers;
+  std::vector<const void*> matchers;
   std::vector<size_t> rows;
-  for (const MatcherRow& p : pairs) matchers.push_back(p.matcher), rows.push_back(p.row);
+  for (const RowClaim& c : claims) matchers.push_back(c.matcher), rows.push_back(c.row);
   std::sort(matchers.begin(), matchers.end());
   if (std::adjacent_find(matchers.begin(), matchers.end()) != matchers.end()) return misuse("a matcher is given twice");
   std::sort(rows.begin(), rows.end());
   if (auto twice = std::adjacent_find(rows.begin(), rows.end()); twice != rows.end())
     return misuse(fmt::format("row {} is given twice", *twice));
+  return {};
+}
+
+Result<void> fill_bitmask(std::span<const MatcherRow> pairs, const Bitmask& bitmask, ThreadPool& pool) {
+  std::vector<RowClaim> claims;
+  claims.reserve(pairs.size());
+  for (const MatcherRow& p : pairs) claims.push_back({p.matcher, p.matcher ? p.matcher->mask_words() : 0, p.row});
+  if (auto checked = check_bitmask_rows(claims, bitmask); !checked) return checked;
   pool.run(pairs.size(), [&](size_t i) { pairs[i].matcher->fill_row(bitmask.row(pairs[i].row)); });
   return {};
 }

@@ -68,6 +68,17 @@ struct MatcherRow {
   size_t row = 0;
 };
 
+// What a batch fill checks of one matcher of any kind (calls/tool_calls.h
+// has another): which it is, its mask's words, and the row it writes.
+struct RowClaim {
+  const void* matcher = nullptr;
+  size_t mask_words = 0;
+  size_t row = 0;
+};
+// The checks fill_bitmask makes before any work (below); the error says
+// which claim fails.
+Result<void> check_bitmask_rows(std::span<const RowClaim> claims, const Bitmask& bitmask);
+
 // Each pair's matcher fills its row of `bitmask` (Matcher::fill_row), on the
 // pool. Everything is checked first, and nothing is written when a check
 // fails: a null matcher, one given twice or a row given twice, a row past
