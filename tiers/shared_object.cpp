@@ -128,9 +128,10 @@ Result<void> save_shared_object(const CompiledGrammar& grammar, const std::strin
     if (!out) return Error{ErrorCode::Io, fmt::format("cannot write '{}'", object_path)};
   }
   auto link_error = link_shared(object_path, linked_path);
-  std::filesystem::remove(object_path);
+  std::error_code ignored;  // a temporary file left behind is no reason to fail
+  std::filesystem::remove(object_path, ignored);
   if (link_error) {
-    std::filesystem::remove(linked_path);
+    std::filesystem::remove(linked_path, ignored);
     return Error{ErrorCode::Backend, "cannot link the shared object: " + *link_error};
   }
   auto linked = read_regular_file(linked_path, "shared object", SIZE_MAX);

@@ -63,7 +63,11 @@ Result<const CanonicalPairs*> VocabularyContext::made_canonical() const {
     canonical_error_ = error->in("canonical mode needs the vocabulary's encoder");
     return *canonical_error_;
   }
-  if (const std::string path = saved_path(*vocab_); !path.empty() && std::filesystem::exists(path)) {
+  // Any filesystem trouble with the saved file (a symlink loop, a name too
+  // long, no permission) passes it over with a note: never an exception.
+  std::error_code ec;
+  if (const std::string path = saved_path(*vocab_);
+      !path.empty() && std::filesystem::status(path, ec).type() != std::filesystem::file_type::not_found) {
     auto mapped = map_regular_file(path, "saved canonical context", kMaxSavedContextBytes);
     auto loaded = mapped ? CanonicalPairs::load(vocab_, **enc, mapped->bytes())
                          : Result<std::unique_ptr<CanonicalPairs>>(mapped.error());

@@ -92,6 +92,9 @@ std::optional<Loaded> load(const VocabArgs& args) {
   if (args.canonical) {
     out.context = VocabularyContext::of(out.vocab);
     out.canonical_ms = prepare_canonical(out.context).value_or(0);
+    // A saved context passed over costs seconds: the user should know why.
+    if (const std::string note = out.context->saved_note(); !note.empty())
+      std::cerr << "cgram: note: " << printable(note) << "\n";
   }
   if (is_shared_object(args.file)) {
     auto start = Clock::now();

@@ -629,6 +629,25 @@ TEST_CASE("canonical: a context saved under CGRAM_VOCAB_DIR is found by fingerpr
     // Once made, a saved one is refused rather than swapped in under users.
     CHECK(!context->use_saved_canonical("x"));
   }
+  {
+    // A saved file that is a symlink loop: no exception, a note, made anew.
+    auto vocab = fresh();
+    const std::string path = VocabularyContext::saved_path(*vocab);
+    std::filesystem::remove(path);
+    std::filesystem::create_symlink(path, path);
+    auto context = VocabularyContext::of(vocab);
+    REQUIRE(context->canonical_pairs());
+    CHECK(context->saved_note().find("made anew") != std::string::npos);
+    std::filesystem::remove(path);
+  }
+  {
+    // A directory whose name is longer than a file name may be: the same.
+    ::setenv("CGRAM_VOCAB_DIR", (dir / std::string(300, 'd')).c_str(), 1);
+    auto vocab = fresh();
+    auto context = VocabularyContext::of(vocab);
+    REQUIRE(context->canonical_pairs());
+    CHECK(context->saved_note().find("made anew") != std::string::npos);
+  }
   ::unsetenv("CGRAM_VOCAB_DIR");
   std::filesystem::remove_all(dir);
 }
