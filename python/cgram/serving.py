@@ -102,6 +102,9 @@ class GrammarMatcher:
             raise ValueError("vocab_size %d is smaller than the tokenizer's %d ids" % (self.vocab_size,
                                                                                        compiled.vocab_size))
         if isinstance(compiled, ToolCallsGrammar):  # a tool list compiled one tool at a time
+            if max_rollback_tokens is not None:
+                raise ValueError("max_rollback_tokens=%d: a tool list compiled one tool at a time keeps every "
+                                 "token's step and does not bound its rollback" % max_rollback_tokens)
             self._matcher = ToolCallsMatcher(compiled)
         else:
             self._matcher = Matcher(compiled, max_rollback_tokens=max_rollback_tokens)
@@ -258,12 +261,27 @@ class Backend:
         if found is not None:
             return found
         if cut:
+            self._refuse_for_cut()
             return self._keep(key, ToolCallsGrammar(self.vocab, source, format=format, whitespace=self.whitespace,
                                                     max_whitespace=self.max_whitespace,
                                                     property_order=self.property_order))
         grammar = Grammar(source, format="tools", tool_format=format, whitespace=self.whitespace,
                           max_whitespace=self.max_whitespace, property_order=self.property_order)
         return self._keep(key, compile(grammar, self.vocab, tier=self.tier, canonical=self.canonical))
+
+    def _refuse_for_cut(self) -> None:
+        """What a tool list compiled one tool at a time does not offer is
+        refused by name, never dropped (the C API refuses the same)."""
+        refused = []
+        if self.canonical:
+            refused.append("canonical=True")
+        if self.tier != "table":
+            refused.append("tier=%r" % (self.tier,))
+        if self.max_rollback_tokens is not None:
+            refused.append("max_rollback_tokens=%d" % self.max_rollback_tokens)
+        if refused:
+            raise ValueError("compile_tools(cut=True) compiles one tool at a time, which does not offer %s; "
+                             "use cut=False for the whole grammar" % " or ".join(refused))
 
     def matcher_for(self, compiled: Union[CompiledGrammar, ToolCallsGrammar]) -> "GrammarMatcher":
         """A new request's matcher of a grammar compiled here."""

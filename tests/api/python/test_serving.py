@@ -122,6 +122,21 @@ class BackendTest(unittest.TestCase):
         with self.assertRaises(cgram.GrammarError):
             backend.compile_tools([{"name": 'a"b'}], cut=True)
 
+    def test_compile_tools_cut_refuses_what_it_does_not_offer(self):
+        vocab = bundled()
+        tools = [{"name": "stop", "parameters": {"type": "object", "properties": {}}}]
+        for options, named in (({"canonical": True}, "canonical=True"), ({"tier": "jit"}, "tier='jit'"),
+                               ({"max_rollback_tokens": 8}, "max_rollback_tokens=8")):
+            backend = Backend(vocab, **options)
+            with self.assertRaises(ValueError) as refused:
+                backend.compile_tools(tools, cut=True)
+            self.assertIn(named, str(refused.exception))
+            self.assertIn("cut=False", str(refused.exception))
+        cut = Backend(vocab).compile_tools(tools, cut=True)
+        with self.assertRaises(ValueError) as refused:
+            GrammarMatcher(cut, max_rollback_tokens=4)
+        self.assertIn("max_rollback_tokens=4", str(refused.exception))
+
     def test_regex_and_choice_texts_keep_quotes(self):
         fmt, source = grammar_text("regex", r"it's|\'x'")
         vocab = bundled()
