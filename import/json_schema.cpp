@@ -188,6 +188,7 @@ std::optional<SchemaTranslation> Converter::run() {
   Expr top = rule_for(&root_, "", 0);
   if (diags_.has_errors()) return std::nullopt;
   if (!top) {
+    no_value_ = true;
     error("", "the schema accepts no JSON value");
     return std::nullopt;
   }
@@ -624,7 +625,9 @@ uint32_t SchemaTranslation::schema_offset(uint32_t offset) const { return origin
 bool is_json_schema_path(std::string_view path) { return path.ends_with(".json"); }
 
 std::optional<SchemaTranslation> translate_json_schema(const SourceFile& file, Diagnostics& diags,
-                                                       const JsonSchemaOptions& options, const SyntaxLimits& limits) {
+                                                       const JsonSchemaOptions& options, const SyntaxLimits& limits,
+                                                       bool* no_value) {
+  if (no_value) *no_value = false;
   const std::string_view text = file.text();
   if (text.size() > limits.max_source_bytes) {
     diags.error_at_file(fmt::format("schema file is {} bytes; the limit is {} bytes", text.size(), limits.max_source_bytes));
@@ -673,7 +676,9 @@ std::optional<SchemaTranslation> translate_json_schema(const SourceFile& file, D
   }
   JsonLocator where(text);
   Converter converter(root, where, file, diags, options, limits);
-  return converter.run();
+  auto out = converter.run();
+  if (no_value) *no_value = converter.accepts_no_value();
+  return out;
 }
 
 namespace {

@@ -76,10 +76,11 @@ struct SchemaTranslation {
 };
 
 // Translates the schema in `file`; errors go to `diags` (bound to `file`).
-// Nothing is returned when there was an error.
+// Nothing is returned when there was an error; `no_value`, when given, says
+// whether that error is that the schema accepts no value at all.
 std::optional<SchemaTranslation> translate_json_schema(const SourceFile& file, Diagnostics& diags,
                                                        const JsonSchemaOptions& options = {},
-                                                       const SyntaxLimits& limits = {});
+                                                       const SyntaxLimits& limits = {}, bool* no_value = nullptr);
 
 // A translation's rules renamed apart, so that several schemas fit in one
 // grammar (Lark's %json, the tools of `cgram tools`): the start rule

@@ -90,6 +90,8 @@ class Converter {
       : root_(root), where_(where), file_(file), diags_(diags), options_(options), limits_(limits) {}
 
   std::optional<SchemaTranslation> run();
+  // After run(): it failed because the schema accepts no value at all.
+  bool accepts_no_value() const { return no_value_; }
 
  private:
   // === json_schema.cpp: the driver ============================================
@@ -343,6 +345,7 @@ class Converter {
   static constexpr size_t kMaxAllKeyRegexBytes = size_t{512} << 10;
   size_t key_regex_bytes_ = 0;
   bool all_key_regexes_refused_ = false;  // the limit on all of them is said once
+  bool no_value_ = false;                 // run() found that the schema accepts nothing
   // Languages the keys of one object are split into by its patternProperties
   // (every set of patterns a key can match together is one).
   static constexpr size_t kMaxKeyRegions = 64;

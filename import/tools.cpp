@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "cgram_text.h"
-#include "char_dfa.h"
 #include "json_text.h"
-#include "regex.h"
+#include "qwen_parameters.h"
+#include "rule_liveness.h"
 #include "memory_budget.h"
 
 namespace cgram {
@@ -31,34 +31,100 @@ constexpr std::string_view kFormatNames[] = {"hermes", "llama3", "qwen", "mistra
 // A JSON string literal as .cgram text: the quotes and the name, one spelling.
 std::string json_name_literal(const std::string& name) { return quote_literal(json::json_string_text(name)); }
 
+// The rule names the reply grammars write themselves (the whole one and the
+// cuts), which a schema's rules must not take.
+const std::set<std::string> kReservedRules = {"start", "text",  "call",        "calls", "tool", "ws",
+                                              "any",   "except", "head", "object_head", "names", "more"};
+
 class ToolsBuilder {
  public:
   ToolsBuilder(const SourceFile& file, Diagnostics& diags, const ToolsOptions& options, const SyntaxLimits& limits)
       : file_(file), diags_(diags), options_(options), limits_(limits) {
-    taken_ = {"start", "text", "call", "calls", "tool", "ws", "any", "except"};
+    taken_ = kReservedRules;
   }
 
   std::optional<ToolsTranslation> run() {
     if (!read_tools()) return std::nullopt;
     ToolsTranslation out;
-    out.tools = tools_.size();
-    std::vector<std::string> alternatives;
+    std::vector<std::string> alternatives;  // one per tool; empty for a tool that accepts no call
     for (const Tool& tool : tools_) {
+      no_value_.reset();
       auto rest = rest_after_name(tool);
-      if (!rest) return std::nullopt;
-      alternatives.push_back(name_literal(tool) + " " + *rest);
+      if (!rest && !no_value_) return std::nullopt;
+      alternatives.push_back(rest ? name_literal(tool) + " " + *rest : "");
+      if (no_value_) dead_.emplace(tool.index, *no_value_);
     }
+    if (!leave_out_dead_tools(alternatives)) return std::nullopt;
+    std::string tool_rule;
+    for (const std::string& alternative : alternatives)
+      if (!alternative.empty()) tool_rule += (tool_rule.empty() ? "tool ::= " : "\n     | ") + alternative;
+    out.tools = tools_.size() - dead_.size();
     out.distinct_schemas = distinct_;
     out.cgram = fmt::format("(* The replies of a model with {} tools ({} format), written by cgram tools from {}. *)\n",
-                            tools_.size(), tool_format_name(options_.format), file_.name());
+                            out.tools, tool_format_name(options_.format), file_.name());
     out.cgram += reply();
-    out.cgram += "tool ::= ";
-    for (size_t i = 0; i < alternatives.size(); ++i) out.cgram += (i ? "\n     | " : "") + alternatives[i];
-    out.cgram += " ;\n";
-    out.cgram += ws_rule();
+    out.cgram += tool_rule + " ;\n";
     out.cgram += schema_rules_;
+    out.cgram = with_ws_if_used(std::move(out.cgram));
     charge_memory(out.cgram.size());
     return out;
+  }
+
+  // A tool whose schema no call satisfies is left out with a warning that
+  // names it (an error in strict mode, or when every tool is so), and the
+  // rules only it used go with it: one dead tool must not fail a server's
+  // request. The schema translators say so for what they see at once
+  // (no_value); the rest is what RuleLiveness finds cannot finish.
+  bool leave_out_dead_tools(std::vector<std::string>& alternatives) {
+    std::string probe = schema_rules_ + ws_rule();
+    for (size_t k = 0; k < alternatives.size(); ++k)
+      if (!alternatives[k].empty()) probe += fmt::format("tool_probe_{} ::= {} ;\n", k, alternatives[k]);
+    std::optional<RuleLiveness> liveness = RuleLiveness::read(probe);
+    if (!liveness) return true;  // the compile reports what does not parse
+    for (size_t k = 0; k < alternatives.size(); ++k)
+      if (!alternatives[k].empty() && !liveness->productive(fmt::format("tool_probe_{}", k)))
+        dead_.emplace(tools_[k].index, "no value satisfies its parameters' schema (some required part can never "
+                                       "be written)");
+    if (dead_.empty()) return true;
+    for (const auto& [index, why] : dead_) {
+      const std::string message = fmt::format("tool '{}' accepts no call: {}", tools_[index].name, why);
+      if (options_.json.strict || dead_.size() == tools_.size()) error(message);
+      else warning(message + "; it is left out of the grammar (--strict makes this an error)");
+    }
+    if (options_.json.strict || dead_.size() == tools_.size()) {
+      if (dead_.size() == tools_.size() && tools_.size() > 1) error("no tool of the list accepts a call");
+      return false;
+    }
+    std::vector<std::string> roots = {"ws"};
+    for (size_t k = 0; k < alternatives.size(); ++k)
+      if (dead_.count(tools_[k].index)) alternatives[k].clear();
+      else roots.push_back(fmt::format("tool_probe_{}", k));
+    schema_rules_ = rules_used(schema_rules_, liveness->reachable(roots));
+    return true;
+  }
+
+  // The lines of `rules` (one rule a line) whose rule is in `used`.
+  static std::string rules_used(const std::string& rules, const std::set<std::string>& used) {
+    std::string out;
+    for (size_t at = 0; at < rules.size();) {
+      size_t end = rules.find('\n', at);
+      if (end == std::string::npos) end = rules.size();
+      const std::string_view line(rules.data() + at, end - at);
+      const size_t name_end = line.find(" ::=");
+      if (name_end == std::string_view::npos || used.count(std::string(line.substr(0, name_end))))
+        out.append(line).append("\n");
+      at = end + 1;
+    }
+    return out;
+  }
+
+  // The grammar with the whitespace rule, where something uses it (Qwen's
+  // calls around raw text do not).
+  std::string with_ws_if_used(std::string text) const {
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '\'' || c == '"'; };
+    for (size_t at = text.find("ws"); at != std::string::npos; at = text.find("ws", at + 2))
+      if ((at == 0 || !word(text[at - 1])) && (at + 2 == text.size() || !word(text[at + 2]))) return text + ws_rule();
+    return text;
   }
 
   // For ToolSegments: the tools read, with the text of each cut.
@@ -69,17 +135,26 @@ class ToolsBuilder {
 
   // The reply from its start up to and including a call's name.
   std::string start_grammar() const {
-    return fmt::format("start ::= {} ;\n{}", segment_shape().first, segment_rules());
+    return with_ws_if_used(fmt::format("start ::= {} ;\n{}", segment_shape().first, segment_rules()));
   }
 
   // Tool k's cut: from after its name to the end of the next call's name.
   std::optional<std::string> after_name_grammar(size_t k) {
     schema_rules_.clear();
     rule_of_schema_.clear();
-    taken_ = {"start", "text", "call", "calls", "tool", "ws", "any", "except", "head", "object_head", "names", "more"};
+    taken_ = kReservedRules;
+    no_value_.reset();
     auto rest = rest_after_name(tools_[k]);
-    if (!rest) return std::nullopt;
-    return fmt::format("start ::= {} {} ;\n{}{}", *rest, segment_shape().second, segment_rules(), schema_rules_);
+    std::string text;
+    if (rest)
+      text = with_ws_if_used(
+          fmt::format("start ::= {} {} ;\n{}{}", *rest, segment_shape().second, segment_rules(), schema_rules_));
+    if (rest && !no_value_)
+      if (auto liveness = RuleLiveness::read(text); liveness && !liveness->productive("start"))
+        no_value_ = "no value satisfies its parameters' schema (some required part can never be written)";
+    if (no_value_) error(fmt::format("tool '{}' accepts no call: {}", tools_[k].name, *no_value_));
+    if (!rest || no_value_) return std::nullopt;
+    return text;
   }
 
   // The key of tool k's cut: its arguments' schema (the cuts of two tools
@@ -89,6 +164,16 @@ class ToolsBuilder {
   }
 
   void error(std::string message) { diags_.error_at_file(std::move(message)); }
+  // A tool that accepts no call: why, for leave_out_dead_tools.
+  void no_value(const Tool& tool, std::string why) {
+    (void)tool;
+    no_value_ = std::move(why);
+  }
+  void warning(std::string message) {
+    SourceRange none;
+    none.begin.line = 0;
+    diags_.warning(none, std::move(message));
+  }
 
   static std::string escaped(const std::string& text) {
     const std::string quoted = quote_literal(text);
@@ -206,7 +291,13 @@ class ToolsBuilder {
       if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // the name goes into a comment line
     SourceFile schema_file(std::move(file_name), schema.dump(2));
     Diagnostics schema_diags(&schema_file);
-    std::optional<SchemaTranslation> translation = translate_json_schema(schema_file, schema_diags, layout, limits_);
+    bool no_value = false;
+    std::optional<SchemaTranslation> translation =
+        translate_json_schema(schema_file, schema_diags, layout, limits_, &no_value);
+    if (no_value) {  // the tool accepts no call: leave_out_dead_tools says so by its name
+      no_value_ = "no value satisfies " + what;
+      return std::nullopt;
+    }
     for (const Diagnostic& d : schema_diags.all()) {
       if (d.severity == Severity::Error) failed_ = true;
       Diagnostic placed = d;
@@ -240,116 +331,62 @@ class ToolsBuilder {
     return entry->second;
   }
 
+  // A call's arguments are a JSON object: the schema says which. Another
+  // type is an error; a schema that names none is given "object".
+  std::optional<Json> arguments_schema(const Tool& tool) {
+    const Json& p = parameters(tool);
+    if (p.is_boolean()) {
+      if (p.get<bool>()) return Json{{"type", "object"}, {"additionalProperties", true}};
+      no_value(tool, "its parameters are false");
+      return std::nullopt;
+    }
+    if (!p.is_object()) {
+      error(fmt::format("tool '{}': its parameters are a JSON Schema object, not {}", tool.name,
+                        p.is_string() ? "a string" : p.is_null() ? "null" : p.is_array() ? "a list" : "a number"));
+      return std::nullopt;
+    }
+    Json out = p;
+    if (!out.contains("type")) {
+      out["type"] = "object";
+    } else if (out["type"] == "object") {
+    } else if (out["type"].is_array() && std::count(out["type"].begin(), out["type"].end(), Json("object"))) {
+      out["type"] = "object";
+    } else {
+      error(fmt::format("tool '{}': its parameters' type is {}: a call's arguments are an object", tool.name,
+                        out["type"].dump()));
+      return std::nullopt;
+    }
+    return out;
+  }
+
   std::optional<std::string> arguments_rule(const Tool& tool) {
-    return schema_rule(parameters(tool), "args_" + tool.name,
-                       fmt::format("the parameters of tool '{}'", tool.name), options_.json);
+    std::optional<Json> schema = arguments_schema(tool);
+    if (!schema) return std::nullopt;
+    return schema_rule(*schema, "args_" + tool.name, fmt::format("the parameters of tool '{}'", tool.name),
+                       options_.json);
   }
 
-  // Qwen3-Coder writes a string value as itself, not as JSON. The values a
-  // string schema allows, as a .cgram expression over that raw text, none
-  // holding the parameter's end ("\n</parameter>"); nullopt when the schema
-  // is not only a string's (its value is then JSON); an error is reported.
-  std::optional<std::string> raw_string_value(const Json& schema, const std::string& what, bool& failed) {
-    static const std::set<std::string> kString = {"type",   "enum",        "const", "pattern", "minLength", "maxLength",
-                                                  "format", "description", "title", "examples", "default", "$comment"};
-    if (!schema.is_object()) return std::nullopt;
-    for (const auto& [key, value] : schema.items())
-      if (!kString.count(key)) return std::nullopt;
-    const bool typed = schema.contains("type") && schema["type"] == "string";
-    if (schema.contains("type") && !typed) return std::nullopt;
-    std::vector<std::string> regexes;
-    if (schema.contains("enum") || schema.contains("const")) {
-      const Json values = schema.contains("const") ? Json::array({schema["const"]}) : schema["enum"];
-      if (!values.is_array() || values.empty()) return std::nullopt;
-      std::string alternatives;
-      for (const Json& v : values) {
-        if (!v.is_string()) return std::nullopt;
-        alternatives += (alternatives.empty() ? "" : "|") + json::regex_literal(v.get<std::string>());
-      }
-      regexes.push_back(alternatives);
-    } else if (!typed) {
-      return std::nullopt;
-    }
-    if (schema.contains("pattern") && schema["pattern"].is_string()) {
-      auto pattern = json::ecma_pattern_to_regex(schema["pattern"].get<std::string>());
-      if (!pattern) {
-        error(fmt::format("{}: its pattern: {}", what, pattern.error().message));
-        failed = true;
-        return std::nullopt;
-      }
-      regexes.push_back(*pattern);
-    }
-    if (schema.contains("format") && schema["format"].is_string())
-      if (auto format = json::format_regex(schema["format"].get<std::string>())) regexes.push_back(format->regex);
-    if (schema.contains("minLength") || schema.contains("maxLength")) {
-      for (const char* key : {"minLength", "maxLength"})
-        if (schema.contains(key) && !schema[key].is_number_unsigned()) {
-          error(fmt::format("{}: {} must be a whole number", what, key));
-          failed = true;
-          return std::nullopt;
-        }
-      const uint64_t min = schema.value("minLength", uint64_t{0}), max = schema.value("maxLength", UINT64_MAX);
-      regexes.push_back(max == UINT64_MAX ? fmt::format("[\\s\\S]{{{},}}", min)
-                                          : fmt::format("[\\s\\S]{{{},{}}}", min, max));
-    }
-    if (regexes.empty()) return std::string("except!('\\n</parameter>')");
-    // The schema's strings, less those holding the end of the parameter.
-    std::optional<json::CharDfa> values = json::CharDfa::everything();
-    for (const std::string& r : regexes) {
-      auto parsed = ir::parse_regex(r);
-      auto dfa = std::holds_alternative<ir::RegexNode>(parsed) ? json::CharDfa::of_regex(std::get<ir::RegexNode>(parsed))
-                                                             : std::nullopt;
-      if (dfa) values = values->intersect(*dfa);
-      if (!dfa || !values) {
-        error(fmt::format("{}: its string constraints are too large to write as raw text", what));
-        failed = true;
-        return std::nullopt;
-      }
-    }
-    static const auto holding_end = json::CharDfa::of_regex(
-        std::get<ir::RegexNode>(ir::parse_regex("[\\s\\S]*\\n</parameter>[\\s\\S]*")));
-    values = values->minus(*holding_end);
-    auto regex = values && !values->empty() ? values->to_regex() : std::nullopt;
-    if (!regex) {
-      error(fmt::format("{}: {}", what, values && values->empty() ? "no string is allowed"
-                                                                  : "its string constraints are too large to write as raw text"));
-      failed = true;
-      return std::nullopt;
-    }
-    return fmt::format("#'{}'", ir::regex_text(*regex));
-  }
-
-  // Qwen3-Coder: each parameter on its own, in the schema's order, the
-  // required ones there; a string as raw text up to "\n</parameter>",
-  // anything else as compact JSON.
+  // Qwen3-Coder: each parameter on its own (import/qwen_parameters.h), a
+  // string as raw text up to "\n</parameter>", anything else as compact JSON.
   std::optional<std::string> qwen_parameters(const Tool& tool) {
-    const Json& schema = parameters(tool);
-    if (!tool.parameters || !schema.contains("properties")) return std::string("''");
-    const Json& properties = schema["properties"];
-    std::set<std::string> required;
-    if (schema.contains("required") && schema["required"].is_array())
-      for (const Json& r : schema["required"])
-        if (r.is_string()) required.insert(r.get<std::string>());
-    std::string out;
     JsonSchemaOptions compact = options_.json;
     compact.whitespace = JsonWhitespace::Compact;
-    for (const auto& [name, schema] : properties.items()) {
-      std::string value;
-      const std::string what = fmt::format("parameter '{}' of tool '{}'", name, tool.name);
-      bool failed = false;
-      if (auto raw = raw_string_value(schema, what, failed)) {
-        value = *raw;
-      } else if (failed) {
-        return std::nullopt;
-      } else {
-        auto rule = schema_rule(schema, fmt::format("param_{}_{}", tool.name, name), what, compact);
-        if (!rule) return std::nullopt;
-        value = *rule;
-      }
-      const std::string item = fmt::format("'<parameter={}>\\n' {} '\\n</parameter>\\n'", escaped(name), value);
-      out += (out.empty() ? "" : " ") + (required.count(name) ? item : "( " + item + " )?");
+    QwenCallbacks callbacks;
+    callbacks.json_value = [&](const Json& schema, const std::string& what) {
+      return schema_rule(schema, fmt::format("param_{}", tool.name), what, compact);
+    };
+    callbacks.allocate = [&](const std::string& base) { return allocate(base); };
+    callbacks.error = [&](std::string message) { error(std::move(message)); };
+    callbacks.warning = [&](std::string message) { warning(std::move(message)); };
+    QwenParameters reader(tool.name, parameters(tool), options_.json.closed_objects, std::move(callbacks));
+    std::string expression;
+    switch (reader.translate(expression, schema_rules_)) {
+      case QwenParameters::Outcome::Translated: return expression;
+      case QwenParameters::Outcome::NoValue: no_value(tool, expression); break;
+      case QwenParameters::Outcome::Failed: break;
     }
-    return out.empty() ? std::string("''") : out;
+    failed_ = true;
+    return std::nullopt;
   }
 
   // A call's name as the grammar writes it, delimiters included.
@@ -428,7 +465,7 @@ class ToolsBuilder {
       out += fmt::format("text ::= except!({}) ;\n", trigger());
       out += "more ::= text ( head )? ;\n";
     }
-    return out + ws_rule();
+    return out;
   }
 
   // The reply around the calls, per format.
@@ -468,6 +505,8 @@ class ToolsBuilder {
   std::string schema_rules_;
   size_t distinct_ = 0;
   bool failed_ = false;
+  std::optional<std::string> no_value_;     // why the tool being translated accepts no call
+  std::map<size_t, std::string> dead_;      // tool index → why it accepts no call
 };
 
 }  // namespace
@@ -527,9 +566,12 @@ std::optional<ToolSegments> ToolSegments::read(const SourceFile& file, Diagnosti
   for (const auto& tool : builder.tools()) {
     for (unsigned char c : tool.name)
       if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '\'' || c == out.open_ || c == out.close_) {
+        const std::string delimiters =
+            out.open_ == out.close_ ? "" : fmt::format("'{}', '{}', ", out.open_, out.close_);
         diags.error_at_file(fmt::format(
-            "tool '{}': a name cut at its delimiters must be printable ASCII without {}, {}, a quote or a backslash",
-            tool.name, out.open_, out.close_));
+            "tool '{}': a name cut at its delimiters is printable ASCII without {}a quote or a backslash "
+            "(compile the list whole, without the cut, for other names)",
+            tool.name, delimiters));
         return std::nullopt;
       }
     out.names_.push_back(tool.name);

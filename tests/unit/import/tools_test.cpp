@@ -201,3 +201,139 @@ TEST_CASE("tools: Qwen3-Coder's string values are raw text, their enum, pattern 
   CHECK(verdict(oracle, call(param("unit", "celsius") + param("note", "toolong"))) != oracle::Verdict::Complete);
   CHECK(verdict(oracle, call(param("unit", "celsius") + param("n", "seven"))) != oracle::Verdict::Complete);
 }
+
+namespace {
+
+Grammar::Outcome parse_tools_with(std::string_view tools, ToolFormat format, bool strict = false) {
+  ParseOptions options;
+  options.format = GrammarFormat::Tools;
+  options.tool_format = format;
+  options.schema.strict = strict;
+  return Grammar::parse(tools, "tools.json", options);
+}
+
+std::string qwen_call(const std::string& tool, const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string out = "<tool_call>\n<function=" + tool + ">\n";
+  for (const auto& [name, value] : params) out += "<parameter=" + name + ">\n" + value + "\n</parameter>\n";
+  return out + "</function>\n</tool_call>";
+}
+
+}  // namespace
+
+TEST_CASE("tools: qwen reads $ref, $defs, anyOf and allOf in the parameters as the JSON formats do", "[tools]") {
+  struct Case {
+    const char* parameters;
+    std::vector<std::vector<std::pair<std::string, std::string>>> accepted, rejected;
+  };
+  const std::vector<Case> cases = {
+      // A top-level $ref to $defs.
+      {R"({"$ref": "#/$defs/P", "$defs": {"P": {"type": "object", "properties": {"x": {"type": "integer"}},
+          "required": ["x"]}}})",
+       {{{"x", "3"}}},
+       {{}, {{"x", "three"}}}},
+      // A top-level anyOf of objects.
+      {R"({"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                     {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}]})",
+       {{{"a", "hi"}}, {{"b", "2"}}},
+       {{}, {{"a", "hi"}, {"b", "2"}}}},
+      // Pydantic: properties whose schemas are $refs, and an allOf beside them.
+      {R"({"type": "object", "properties": {"color": {"$ref": "#/$defs/Color"}, "size": {"$ref": "#/$defs/Size"}},
+          "required": ["color"], "allOf": [{"required": ["size"]}],
+          "$defs": {"Color": {"type": "string", "enum": ["red", "blue"]},
+                    "Size": {"type": "object", "properties": {"w": {"type": "integer"}}, "required": ["w"]}}})",
+       {{{"color", "red"}, {"size", "{\"w\":1}"}}},
+       {{{"color", "red"}}, {{"color", "\"red\""}, {"size", "{\"w\":1}"}}, {{"color", "green"}, {"size", "{\"w\":1}"}}}},
+      // minProperties over optional parameters, and additionalProperties naming other parameters.
+      {R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "minProperties": 1,
+          "additionalProperties": {"type": "boolean"}})",
+       {{{"a", "1"}}, {{"b", "2"}}, {{"zz", "true"}}, {{"a", "1"}, {"b", "2"}, {"c", "false"}}},
+       {{}, {{"zz", "3"}}, {{"b", "2"}, {"a", "1"}}}},
+      // maxProperties.
+      {R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "maxProperties": 1})",
+       {{}, {{"a", "1"}}, {{"b", "2"}}},
+       {{{"a", "1"}, {"b", "2"}}}},
+      // A required name that is not listed, allowed as another member.
+      {R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["q"],
+          "additionalProperties": {"type": "string"}})",
+       {{{"q", "text"}}, {{"a", "1"}, {"q", "t"}}},
+       {{}, {{"a", "1"}}}},
+  };
+  for (const Case& c : cases) {
+    const std::string tools = std::string(R"([{"name": "f", "parameters": )") + c.parameters + "}]";
+    auto outcome = parse_tools_with(tools, ToolFormat::Qwen);
+    INFO(c.parameters << "\n" << outcome.diagnostics.render());
+    REQUIRE(outcome.ok());
+    INFO(outcome.grammar->file().text());
+    CHECK(outcome.diagnostics.render().find("never used") == std::string::npos);
+    auto oracle = oracle_grammar(*outcome.grammar);
+    for (const auto& params : c.accepted) {
+      INFO("accepted: " << qwen_call("f", params));
+      CHECK(verdict(oracle, qwen_call("f", params)) == oracle::Verdict::Complete);
+    }
+    for (const auto& params : c.rejected) {
+      INFO("rejected: " << qwen_call("f", params));
+      CHECK(verdict(oracle, qwen_call("f", params)) != oracle::Verdict::Complete);
+    }
+  }
+}
+
+TEST_CASE("tools: parameters that are no object schema are refused in every format, with the tool's name", "[tools]") {
+  for (const char* parameters : {R"("string")", "null", "[1]", R"({"type": "integer"})", "5"})
+    for (ToolFormat format : {ToolFormat::Qwen, ToolFormat::Hermes, ToolFormat::Llama3}) {
+      const std::string tools = std::string(R"([{"name": "f", "parameters": )") + parameters + "}]";
+      auto outcome = parse_tools_with(tools, format);
+      INFO(tool_format_name(format) << ": " << parameters);
+      CHECK_FALSE(outcome.ok());
+      CHECK_THAT(outcome.diagnostics.render(), Catch::Contains("tool 'f'"));
+    }
+  // Keywords the qwen format cannot write are named, not dropped.
+  auto refused = parse_tools_with(R"([{"name": "f", "parameters": {"type": "object", "patternProperties": {"^x": {}}}}])",
+                                  ToolFormat::Qwen);
+  CHECK_FALSE(refused.ok());
+  CHECK_THAT(refused.diagnostics.render(), Catch::Contains("patternProperties"));
+  // A name that would end <parameter=…> early.
+  auto broken = parse_tools_with(
+      R"([{"name": "f", "parameters": {"type": "object", "properties": {"a>\n</parameter>": {"type": "string"}}}}])",
+      ToolFormat::Qwen);
+  CHECK_FALSE(broken.ok());
+  CHECK_THAT(broken.diagnostics.render(), Catch::Contains("cannot be written in the qwen format"));
+}
+
+TEST_CASE("tools: a tool that accepts no call is left out with a warning naming it, the rest kept", "[tools]") {
+  // JSONSchemaBench's Glaive shape: each oneOf branch forbids a property that `required` demands.
+  const std::string dead_schema = R"({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+      "required": ["a", "b"], "oneOf": [{"not": {"required": ["a"]}}, {"not": {"required": ["b"]}}]})";
+  const std::string tools = R"([{"name": "dead", "parameters": )" + dead_schema +
+                            R"(}, {"name": "never", "parameters": false},
+      {"name": "ok", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}])";
+  for (ToolFormat format : {ToolFormat::Hermes, ToolFormat::Mistral}) {
+    auto outcome = parse_tools_with(tools, format);
+    const std::string said = outcome.diagnostics.render();
+    INFO(tool_format_name(format) << "\n" << said);
+    REQUIRE(outcome.ok());
+    CHECK_THAT(said, Catch::Contains("tool 'dead' accepts no call"));
+    CHECK_THAT(said, Catch::Contains("tool 'never' accepts no call"));
+    CHECK(said.find("unproductive") == std::string::npos);
+    CHECK(said.find("never used") == std::string::npos);
+    auto oracle = oracle_grammar(*outcome.grammar);
+    const std::string ok = format == ToolFormat::Hermes
+                               ? R"(<tool_call>{"name": "ok", "arguments": {"x": 1}}</tool_call>)"
+                               : R"([TOOL_CALLS][{"name": "ok", "arguments": {"x": 1}}])";
+    CHECK(verdict(oracle, ok) == oracle::Verdict::Complete);
+    const std::string never = format == ToolFormat::Hermes
+                                  ? R"(<tool_call>{"name": "never", "arguments": {}}</tool_call>)"
+                                  : R"([TOOL_CALLS][{"name": "never", "arguments": {}}])";
+    CHECK(verdict(oracle, never) != oracle::Verdict::Complete);
+    // Strict: an error, naming the tool.
+    auto strict = parse_tools_with(tools, format, true);
+    CHECK_FALSE(strict.ok());
+    CHECK_THAT(strict.diagnostics.render(), Catch::Contains("tool 'dead' accepts no call"));
+  }
+  auto qwen = parse_tools_with(
+      R"([{"name": "never", "parameters": {"type": "object", "required": ["z"], "additionalProperties": false}},
+          {"name": "ok", "parameters": {"type": "object", "properties": {}}}])",
+      ToolFormat::Qwen);
+  INFO(qwen.diagnostics.render());
+  REQUIRE(qwen.ok());
+  CHECK_THAT(qwen.diagnostics.render(), Catch::Contains("tool 'never' accepts no call"));
+}
