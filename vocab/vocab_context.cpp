@@ -75,7 +75,9 @@ Result<const CanonicalPairs*> VocabularyContext::made_canonical() const {
       canonical_ = std::move(*loaded);
       return canonical_.get();
     }
-    saved_note_ = fmt::format("{}: {} (made anew instead)", path, loaded.error().message);
+    const std::string& why = loaded.error().message;
+    saved_note_ = why.find(path) != std::string::npos ? fmt::format("{} (made anew instead)", why)
+                                                       : fmt::format("{}: {} (made anew instead)", path, why);
   }
   auto made = CanonicalPairs::create(vocab_, **enc);
   if (!made) {
