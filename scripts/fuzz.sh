@@ -24,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-all_targets=(grammar regex vocab matcher tables aot json_schema gbnf)
+all_targets=(grammar regex vocab matcher tables aot json_schema gbnf server)
 target=${1:-all}
 seconds=${2:-600}
 if [ "$target" = all ]; then targets=("${all_targets[@]}"); else targets=("$target"); fi

@@ -35,6 +35,7 @@ int cgram_fuzz_tables(const uint8_t* data, size_t size);
 int cgram_fuzz_aot(const uint8_t* data, size_t size);
 int cgram_fuzz_json_schema(const uint8_t* data, size_t size);
 int cgram_fuzz_gbnf(const uint8_t* data, size_t size);
+int cgram_fuzz_server(const uint8_t* data, size_t size);
 }
 
 namespace fs = std::filesystem;
@@ -47,7 +48,7 @@ using Target = int (*)(const uint8_t*, size_t);
 const std::map<std::string, Target> kTargets = {
     {"grammar", cgram_fuzz_grammar}, {"regex", cgram_fuzz_regex}, {"vocab", cgram_fuzz_vocab},
     {"matcher", cgram_fuzz_matcher}, {"tables", cgram_fuzz_tables}, {"aot", cgram_fuzz_aot},
-    {"json_schema", cgram_fuzz_json_schema}, {"gbnf", cgram_fuzz_gbnf},
+    {"json_schema", cgram_fuzz_json_schema}, {"gbnf", cgram_fuzz_gbnf}, {"server", cgram_fuzz_server},
 };
 
 // Grammars for the tables and aot seeds (small with the tiny vocabulary).
