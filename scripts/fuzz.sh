@@ -77,7 +77,7 @@ for t in "${targets[@]}"; do
   findings=$build/findings/$t
   mkdir -p "$corpus" "$findings"
   case $t in
-    grammar|gbnf) max_len=4096 ;;
+    grammar|gbnf|server) max_len=4096 ;;
     json_schema) max_len=16384 ;;
     regex) max_len=512 ;;
     matcher) max_len=256 ;;
