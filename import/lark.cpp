@@ -14,6 +14,7 @@
 #include "char_dfa.h"
 #include "json_text.h"
 #include "memory_budget.h"
+#include "python_classes.h"
 #include "regex.h"
 #include "utf8.h"
 
@@ -441,7 +442,11 @@ class Parser {
       expect(Tok::RBrace, "expecting '}' after the template parameters");
     }
     if (at(Tok::LBrack)) attributes(d);
-    if (accept(Tok::Dot)) d.priority = expect(Tok::Number, "expecting a priority number after '.'").text;
+    if (accept(Tok::Dot)) {
+      const Token& n = expect(Tok::Number, "expecting a priority number after '.'");
+      if (n.text.find('.') != std::string::npos) fail(n, "a priority is a whole number, as in 'a.2:'");
+      d.priority = n.text;
+    }
     expect(Tok::Colon, fmt::format("expecting ':' after '{}'", name.text).c_str());
     d.body = alternatives(0);
     d.end = peek().offset;
@@ -917,15 +922,21 @@ std::string without_lazy_quantifiers(std::string_view pattern) {
   return out;
 }
 
-Text regex_body(std::string_view pattern, size_t source_offset) {
+// A Lark regex (`python`: its \w \d \s as Python reads them, over Unicode,
+// import/python_classes.h) or a regex cgram wrote itself.
+Text regex_body(std::string_view pattern, size_t source_offset, bool python = false) {
   Text out;
   const std::vector<bool> lazy = lazy_marks(pattern);
+  bool in_class = false;
   for (size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
     const size_t at = source_offset + i;
     if (lazy[i]) continue;
     if (c == '\\' && i + 1 < pattern.size()) {
-      out.add(pattern.substr(i, 2), at);
+      const std::string_view escape = pattern.substr(i, 2);
+      const bool unicode_class = python && std::string_view("wWdDsS").find(escape[1]) != std::string_view::npos;
+      if (!unicode_class) out.add(escape, at);
+      else out.add(in_class ? python_class_body(escape[1]) : with_python_classes(escape), at);
       ++i;
     } else if (c == '\'') {
       out.add("\\'", at);
@@ -935,6 +946,14 @@ Text regex_body(std::string_view pattern, size_t source_offset) {
       out.add("\\r", at);
     } else {
       out.add(std::string_view(&pattern[i], 1), at);
+    }
+    if (c == '\\') continue;
+    if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out.add("^", at + 1), ++i;
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out.add("]", at + 1), ++i;
     }
   }
   return out;
@@ -982,10 +1001,20 @@ class Translator {
     }
     for (const Definition& d : defs_) names_[d.name] = allocate(d.name);
     ignored_exprs_ = parser.ignored;
+    if (!ignores_only_terminals()) return std::nullopt;
     if (!parser.ignored.empty()) define_ignored(parser.ignored);
     emit_all(parser.statements);
     if (failed_) return std::nullopt;
-    return assemble();
+    Translation out = assemble();
+    // Templates can write far more than the file holds: say so of the
+    // Lark file, not of a .cgram text the user never wrote.
+    if (out.cgram.size() > limits_.max_source_bytes) {
+      diags_.error_at_file(fmt::format("the Lark grammar ({} bytes) expands to {} bytes of rules (its templates' "
+                                       "instances); the limit is {} bytes",
+                                       file_.text().size(), out.cgram.size(), limits_.max_source_bytes));
+      return std::nullopt;
+    }
+    return out;
   }
 
  private:
@@ -995,6 +1024,8 @@ class Translator {
   }
   void error(size_t offset, size_t length, std::string message) {
     failed_ = true;
+    // A template's instances meet one error at one place many times: said once.
+    if (!said_.emplace(offset, message).second) return;
     const auto size = file_.text().size();
     diags_.error({file_.location_of(static_cast<uint32_t>(std::min(offset, size))),
                   file_.location_of(static_cast<uint32_t>(std::min(offset + std::max<size_t>(length, 1), size)))},
@@ -1245,7 +1276,7 @@ class Translator {
     Text t;
     const std::string flags = inline_flags(e.flags);
     t.add(flags.empty() ? "#'" : fmt::format("#'(?{}:", flags), e.offset);
-    t.append(regex_body(e.text, e.offset + 1));
+    t.append(regex_body(e.text, e.offset + 1, true));
     t.add(flags.empty() ? "'" : ")'", e.offset + e.length - 1);
     return lexeme(std::move(t), c);
   }
@@ -1253,6 +1284,11 @@ class Translator {
   Piece reference(const Expr& e, const Context& c) {
     if (c.bindings) {
       auto bound = c.bindings->find(e.text);
+      if (bound != c.bindings->end() && !e.items.empty()) {
+        // Lark passes no template as an argument: what `x` is bound to takes no arguments.
+        error(e, fmt::format("'{}' is a template parameter: it takes no arguments", e.text));
+        return {};
+      }
       if (bound != c.bindings->end()) return bound->second;
     }
     auto found = by_name_.find(e.text);
@@ -1309,9 +1345,11 @@ class Translator {
     auto [it, inserted] = instances_.emplace(key, std::string());
     if (inserted) {
       if (instances_.size() > kMaxInstances) {
-        error(use, fmt::format("templates make more than {} rules here (a template that calls itself with growing "
-                               "arguments?)",
-                               kMaxInstances));
+        if (!instances_refused_)  // once: every later instance would say the same
+          error(use, fmt::format("templates make more than {} rules here (a template that calls itself with growing "
+                                 "arguments?)",
+                                 kMaxInstances));
+        instances_refused_ = true;
         return {};
       }
       it->second = allocate(names_.at(d.name));
@@ -1383,6 +1421,25 @@ class Translator {
     for (size_t j = 1; j < n; ++j) rules.add(fmt::format("{} ::= '' | {} ;\n", tails[j], chunk(j)), e.offset);
     tail_.append(rules);
     return base;
+  }
+
+  // %ignore takes terminals (strings, regexes, terminal names), never a
+  // rule: Lark refuses one, and a rule there would make the ignored text
+  // recursive.
+  bool ignores_only_terminals() {
+    bool ok = true;
+    std::function<void(const Expr&)> visit = [&](const Expr& e) {
+      if (e.kind == Expr::Kind::Ref) {
+        auto found = by_name_.find(e.text);
+        if (found != by_name_.end() && !defs_[found->second].terminal) {
+          error(e, fmt::format("%ignore takes terminals: '{}' is a rule", e.text));
+          ok = false;
+        }
+      }
+      for (const Expr& child : e.items) visit(child);
+    };
+    for (const Expr& e : ignored_exprs_) visit(e);
+    return ok;
   }
 
   void define_ignored(const std::vector<Expr>& ignored) {
@@ -1561,7 +1618,8 @@ class Translator {
           error(e, fmt::format("the {}-flag is not supported", e.flags.find('l') != std::string::npos ? "l" : "x"));
           return std::nullopt;
         }
-        const std::string flags = inline_flags(e.flags), pattern = without_lazy_quantifiers(e.text);
+        const std::string flags = inline_flags(e.flags),
+                          pattern = with_python_classes(without_lazy_quantifiers(e.text));
         return flags.empty() ? group(pattern) : fmt::format("(?{}:{})", flags, pattern);
       }
       case Expr::Kind::Seq:
@@ -1600,7 +1658,7 @@ class Translator {
         for (const Expr& part : e.items) {
           auto regex = terminal_regex(part, c, depth + 1);
           if (!regex) return std::nullopt;
-          auto dfa = language(*regex, part);
+          auto dfa = language(*regex, part, "this part of a terminal's & or ~ is too large for cgram's automata");
           if (!dfa) return std::nullopt;
           result = !result ? (e.kind == Expr::Kind::Not ? json::CharDfa::everything().minus(*dfa) : dfa)
                            : result->intersect(*dfa);
@@ -1641,14 +1699,16 @@ class Translator {
   }
   static constexpr size_t kMaxSubstringChunksInRegex = 64;
 
-  std::optional<json::CharDfa> language(const std::string& regex, const Expr& at) {
+  std::optional<json::CharDfa> language(
+      const std::string& regex, const Expr& at,
+      std::string_view too_large = "this lazy rule's automaton is too large for cgram to find its shortest matches") {
     auto parsed = ir::parse_regex(regex);
     if (auto* failure = std::get_if<ir::RegexError>(&parsed)) {
       error(at, failure->message);
       return std::nullopt;
     }
     auto dfa = json::CharDfa::of_regex(std::get<ir::RegexNode>(parsed));
-    if (!dfa) error(at, "this lazy rule's automaton is too large for cgram to find its shortest matches");
+    if (!dfa) error(at, std::string(too_large));
     return dfa;
   }
 
@@ -1769,6 +1829,8 @@ class Translator {
   Text ignored_rule_;
   Text body_, tail_;
   std::map<std::string, std::string> instances_;  // template and arguments → rule
+  bool instances_refused_ = false;                  // past kMaxInstances (said once)
+  std::set<std::pair<size_t, std::string>> said_;   // errors given, by place and message
   std::vector<PendingInstance> pending_instances_;
 };
 

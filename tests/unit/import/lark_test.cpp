@@ -330,3 +330,38 @@ TEST_CASE("Lark: what a review found", "[lark]") {
   doubling += "\nT18: \"ab\"";
   CHECK_THAT(lark_error(doubling), Catch::Contains("written as one regex passes"));
 }
+
+TEST_CASE("Lark: \\w, \\d and \\s mean what Python's re reads, over Unicode", "[lark]") {
+  check_language("start: /\\w+/", {"héllo", "naïve_2", "日本語", "x٣"}, {"hé-llo", "", "a b"});
+  check_language("start: /\\d+/", {"42", "٣٤", "०१"}, {"4a", "½"});
+  check_language("start: /\\s/", {" ", "\t", "\u3000", "\u00a0", "\u2028", "\x1c"}, {"a", "\u200b"});
+  // Inside classes, and negated: [^\W\d] is a letter or '_'.
+  check_language("start: /[\\w-]+/ /[^\\W\\d]/ /\\S/", {"hé-lloé!", "a-bé_x"}, {"hé-llo1!", "a é!", "aé"});
+  // An escaped backslash before w is no class.
+  check_language("start: /\\\\w/", {"\\w"}, {"a"});
+}
+
+TEST_CASE("Lark: what the hostile probe found refused as Lark refuses it, each error once", "[lark]") {
+  CHECK(lark_error("start: t{\"a\"}\nt{x}: x{\"b\"}\n")
+            .starts_with("test.lark:2:7: error: 'x' is a template parameter: it takes no arguments"));
+  CHECK(lark_error("start: \"a\" b\nb: \"b\"\n%ignore start\n")
+            .starts_with("test.lark:3:9: error: %ignore takes terminals: 'start' is a rule"));
+  CHECK(lark_error("start: A\nA.1.2: \"a\"\n").starts_with("test.lark:2:3: error: a priority is a whole number"));
+  CHECK(lark_grammar("start: A\nA.2: \"a\"\n"));
+  // A large & or ~ is named as what it is, not as a lazy rule.
+  const std::string large = "start: A\nA: /[a-z]{200}/ & /[a-m]{1,200}z?/ & /[b-y]*/\n";
+  auto outcome = parse_lark(large);
+  if (!outcome.ok()) CHECK(outcome.diagnostics.render().find("lazy rule") == std::string::npos);
+  // Templates that expand past the source limit say so of the Lark file.
+  std::string expanding = fmt::format("start: d{{\"{}\"}}\nd{{x}}: l0{{x x x}}\n", std::string(15000, 'a'));
+  for (int k = 0; k < 8; ++k) expanding += fmt::format("l{}{{x}}: l{}{{x \"{}\"}} l{}{{x \"{}\"}}\n", k, k + 1, k, k + 1, k + 100);
+  expanding += "l8{x}: x x\n";
+  CHECK_THAT(lark_error(expanding), Catch::Contains("the Lark grammar (") && Catch::Contains("expands to"));
+  // Past the instance limit: one error, not one per instance.
+  std::string many = "start: l0{\"a\"}\n";
+  for (int k = 0; k < 12; ++k) many += fmt::format("l{}{{x}}: l{}{{x \"{}\"}} l{}{{x \"{}\"}}\n", k, k + 1, k, k + 1, k + 100);
+  many += "l12{x}: x\n";
+  const Grammar::Outcome limited = parse_lark(many);
+  REQUIRE_FALSE(limited.ok());
+  CHECK(limited.diagnostics.error_count() == 1);
+}
