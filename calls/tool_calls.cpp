@@ -135,6 +135,11 @@ Result<std::shared_ptr<const CompiledGrammar>> ToolCallsGrammar::after_name(size
   std::optional<std::string> text = segments_.after_name_grammar(k, diags);
   if (!text) return Error{ErrorCode::InvalidInput, diags.render()};
   auto compiled = compile_cut(*text, name);
+  if (!compiled && compiled.error().message.find("unproductive") != std::string::npos) {
+    // No finite call of this tool: the translation says so by its name.
+    Diagnostics finding(&file);
+    if (!segments_.after_name_grammar(k, finding, true)) return Error{ErrorCode::InvalidInput, finding.render()};
+  }
   if (!compiled) return compiled;
   std::lock_guard lock(mutex_);
   after_name_by_key_.emplace(key, *compiled);

@@ -76,15 +76,18 @@ class ToolsBuilder {
   // request. The schema translators say so for what they see at once
   // (no_value); the rest is what RuleLiveness finds cannot finish.
   bool leave_out_dead_tools(std::vector<std::string>& alternatives) {
-    std::string probe = schema_rules_ + ws_rule();
-    for (size_t k = 0; k < alternatives.size(); ++k)
-      if (!alternatives[k].empty()) probe += fmt::format("tool_probe_{} ::= {} ;\n", k, alternatives[k]);
-    std::optional<RuleLiveness> liveness = RuleLiveness::read(probe);
-    if (!liveness) return true;  // the compile reports what does not parse
-    for (size_t k = 0; k < alternatives.size(); ++k)
-      if (!alternatives[k].empty() && !liveness->productive(fmt::format("tool_probe_{}", k)))
-        dead_.emplace(tools_[k].index, "no value satisfies its parameters' schema (some required part can never "
-                                       "be written)");
+    std::optional<RuleLiveness> liveness;
+    if (options_.find_dead_tools) {
+      std::string probe = schema_rules_ + ws_rule();
+      for (size_t k = 0; k < alternatives.size(); ++k)
+        if (!alternatives[k].empty()) probe += fmt::format("tool_probe_{} ::= {} ;\n", k, alternatives[k]);
+      liveness = RuleLiveness::read(probe);
+      if (liveness)  // else the compile reports what does not parse
+        for (size_t k = 0; k < alternatives.size(); ++k)
+          if (!alternatives[k].empty() && !liveness->productive(fmt::format("tool_probe_{}", k)))
+            dead_.emplace(tools_[k].index, "no value satisfies its parameters' schema (some required part can "
+                                           "never be written)");
+    }
     if (dead_.empty()) return true;
     for (const auto& [index, why] : dead_) {
       const std::string message = fmt::format("tool '{}' accepts no call: {}", tools_[index].name, why);
@@ -99,7 +102,9 @@ class ToolsBuilder {
     for (size_t k = 0; k < alternatives.size(); ++k)
       if (dead_.count(tools_[k].index)) alternatives[k].clear();
       else roots.push_back(fmt::format("tool_probe_{}", k));
-    schema_rules_ = rules_used(schema_rules_, liveness->reachable(roots));
+    // Without the parse, a dead tool's rules were never written (its schema
+    // was refused whole) or only its own unused ones remain.
+    if (liveness) schema_rules_ = rules_used(schema_rules_, liveness->reachable(roots));
     return true;
   }
 
@@ -139,7 +144,7 @@ class ToolsBuilder {
   }
 
   // Tool k's cut: from after its name to the end of the next call's name.
-  std::optional<std::string> after_name_grammar(size_t k) {
+  std::optional<std::string> after_name_grammar(size_t k, bool find_dead_tools) {
     schema_rules_.clear();
     rule_of_schema_.clear();
     taken_ = kReservedRules;
@@ -149,7 +154,7 @@ class ToolsBuilder {
     if (rest)
       text = with_ws_if_used(
           fmt::format("start ::= {} {} ;\n{}{}", *rest, segment_shape().second, segment_rules(), schema_rules_));
-    if (rest && !no_value_)
+    if (rest && !no_value_ && find_dead_tools)
       if (auto liveness = RuleLiveness::read(text); liveness && !liveness->productive("start"))
         no_value_ = "no value satisfies its parameters' schema (some required part can never be written)";
     if (no_value_) error(fmt::format("tool '{}' accepts no call: {}", tools_[k].name, *no_value_));
@@ -581,10 +586,10 @@ std::optional<ToolSegments> ToolSegments::read(const SourceFile& file, Diagnosti
   return out;
 }
 
-std::optional<std::string> ToolSegments::after_name_grammar(size_t k, Diagnostics& diags) const {
+std::optional<std::string> ToolSegments::after_name_grammar(size_t k, Diagnostics& diags, bool find_dead_tools) const {
   MemoryStage stage("translating a tool's arguments");
   const size_t before = reader_->diags.all().size();
-  auto text = reader_->builder.after_name_grammar(k);
+  auto text = reader_->builder.after_name_grammar(k, find_dead_tools);
   const auto& all = reader_->diags.all();
   for (size_t i = before; i < all.size(); ++i) diags.add(all[i]);
   return text;

@@ -48,6 +48,14 @@ struct ToolsOptions {
   // The free text before, between and after calls (not for json-array);
   // false: the reply is calls only.
   bool free_text = true;
+  // Find the tools whose schema no finite call satisfies (a recursive
+  // schema that requires itself, say), to leave them out: a parse of the
+  // list's rules, about a fifth of a large list's translation, so
+  // Grammar::parse asks for it only after a grammar without it has an
+  // unproductive rule. Tools the schema translators refuse at once
+  // (parameters `false`, a schema that accepts no value) are left out
+  // either way.
+  bool find_dead_tools = false;
 };
 
 struct ToolsTranslation {
@@ -98,7 +106,8 @@ class ToolSegments {
   // Tool k's grammar: from just after its name's closing delimiter to the
   // end of the next call's name. Its schema is translated now; errors go to
   // `diags`. One call at a time: the translation reuses the list's reader.
-  std::optional<std::string> after_name_grammar(size_t k, Diagnostics& diags) const;
+  // find_dead_tools: see ToolsOptions (an error naming the tool, if so).
+  std::optional<std::string> after_name_grammar(size_t k, Diagnostics& diags, bool find_dead_tools = false) const;
   // Equal for two tools whose after_name_grammar texts are equal.
   const std::string& after_name_key(size_t k) const { return keys_[k]; }
 

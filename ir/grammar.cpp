@@ -136,6 +136,17 @@ Grammar::Outcome parse_tools(std::string_view source, std::string_view filename,
       translate_tools(*out.file, out.diagnostics, options.tools(), options.syntax);
   if (!translation) return out;
   Grammar::Outcome translated = parse_translation(translation->cgram, translation->start, filename, options);
+  if (!translated.grammar && translated.diagnostics.render().find("unproductive") != std::string::npos) {
+    // Some tool accepts no finite call: translated again, it is left out
+    // (import/tools.h, find_dead_tools), or named in the error.
+    ToolsOptions finding = options.tools();
+    finding.find_dead_tools = true;
+    Grammar::Outcome again = new_outcome(source, filename, options);
+    translation = translate_tools(*again.file, again.diagnostics, finding, options.syntax);
+    if (!translation) return again;
+    out = std::move(again);
+    translated = parse_translation(translation->cgram, translation->start, filename, options);
+  }
   for (const Diagnostic& d : translated.diagnostics.all()) {
     Diagnostic placed = d;
     placed.range = {};

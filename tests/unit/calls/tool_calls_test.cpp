@@ -241,6 +241,17 @@ TEST_CASE("tool calls: a call's tool, errors, and names the cut cannot delimit",
   CHECK(refused_call);
   CHECK(b.has_error());
   CHECK_THAT(b.error(), Catch::Contains("tool 'f'"));
+  // A schema with no finite value (it requires itself): the error names the tool, not a rule.
+  auto loop = ToolCallsGrammar::create(
+      R"([{"name": "f", "parameters": {"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]}}])",
+      "t.json", vocab);
+  REQUIRE(loop.ok());
+  ToolCallsMatcher l(*loop);
+  for (uint32_t t : (*encoder)->encode_continuation("<tool_call>{\"name\": \"f\""))
+    if (l.advance(t) != AdvanceResult::Ongoing) break;
+  CHECK(l.has_error());
+  CHECK_THAT(l.error(), Catch::Contains("tool 'f' accepts no call"));
+  CHECK(l.error().find("unproductive") == std::string::npos);
 }
 
 TEST_CASE("tool calls: matchers on several threads share one grammar and its lazy cuts", "[tools][calls]") {

@@ -305,6 +305,7 @@ TEST_CASE("tools: a tool that accepts no call is left out with a warning naming 
       "required": ["a", "b"], "oneOf": [{"not": {"required": ["a"]}}, {"not": {"required": ["b"]}}]})";
   const std::string tools = R"([{"name": "dead", "parameters": )" + dead_schema +
                             R"(}, {"name": "never", "parameters": false},
+      {"name": "loop", "parameters": {"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]}},
       {"name": "ok", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}])";
   for (ToolFormat format : {ToolFormat::Hermes, ToolFormat::Mistral}) {
     auto outcome = parse_tools_with(tools, format);
@@ -313,6 +314,7 @@ TEST_CASE("tools: a tool that accepts no call is left out with a warning naming 
     REQUIRE(outcome.ok());
     CHECK_THAT(said, Catch::Contains("tool 'dead' accepts no call"));
     CHECK_THAT(said, Catch::Contains("tool 'never' accepts no call"));
+    CHECK_THAT(said, Catch::Contains("tool 'loop' accepts no call"));
     CHECK(said.find("unproductive") == std::string::npos);
     CHECK(said.find("never used") == std::string::npos);
     auto oracle = oracle_grammar(*outcome.grammar);
