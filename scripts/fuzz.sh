@@ -65,7 +65,7 @@ for f in examples/*.cgram bench/suite/*/*.cgram; do cp "$f" "$seeds/grammar/$(ec
 # the regression schemas, and the bundled test schemas.
 for f in tests/data/schemas/*.json tests/data/schemas/*/*.json; do cp "$f" "$seeds/json_schema/$(echo "$f" | tr / _)"; done
 python3 tests/fuzz/make_seeds.py --grammars examples bench/suite --regex-out "$seeds/regex" \
-  --vocab-out "$seeds/vocab" --gguf vocab/bundled/ggml-vocab-phi-3.gguf --shared ../shared/vocab
+  --vocab-out "$seeds/vocab" --gguf frontend/vocab/bundled/ggml-vocab-phi-3.gguf --shared ../shared/vocab
 ASAN_OPTIONS=detect_leaks=0 "$bin/fuzz_replay" --make-seeds "$seeds" >/dev/null
 
 logs=${CGRAM_FUZZ_LOGS:-$build/logs/$(date +%Y%m%d-%H%M%S)}

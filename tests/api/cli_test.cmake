@@ -70,7 +70,7 @@ expect_run(0 "3 documents" bench ${EXAMPLES}/json.cgram --walks 3 --walk-tokens 
 expect_run(0 "walk 2 (seed 5) step" bench ${EXAMPLES}/json.cgram --walks 2 --walk-tokens 40 --seed 5 --slowest 100)
 expect_run(0 "2 documents" bench ${EXAMPLES}/record.cgram --canonical --walks 2 --walk-tokens 30 --prefer-long)
 # cgram vocab build: the canonical context saved, found after by fingerprint.
-set(phi3 ${EXAMPLES}/../vocab/bundled/ggml-vocab-phi-3.gguf)
+set(phi3 ${EXAMPLES}/../frontend/vocab/bundled/ggml-vocab-phi-3.gguf)
 expect_run(0 "loads in" vocab build ${phi3} -o ${WORK}/phi3.cgvocab)
 expect_run(64 "CGRAM_VOCAB_DIR" vocab build ${phi3})
 expect_run(3 "vocabulary" vocab build ${WORK}/missing.json -o ${WORK}/x.cgvocab)

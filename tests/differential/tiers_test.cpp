@@ -353,7 +353,7 @@ std::map<Tier, std::string> unavailable_tiers() {
     out[Tier::GpuHost] =
         "the host kernel backend needs the LLVM JIT, which cannot start here: " + created.error().message;
   }
-  // tiers/shared_object.cpp links with ld.lld (these paths) or the system's cc.
+  // jit/shared_object.cpp links with ld.lld (these paths) or the system's cc.
   bool linker = false;
   for (const char* candidate : {"/usr/bin/ld.lld-19", "/usr/lib/llvm-19/bin/ld.lld", "/usr/bin/ld.lld"})
     linker = linker || access(candidate, X_OK) == 0;

@@ -1,4 +1,4 @@
-// Target "aot": load_shared_object (tiers/shared_object.h) on the input
+// Target "aot": load_shared_object (jit/shared_object.h) on the input
 // written to a file: the size, trailer, versions, vocabulary fingerprint and
 // checksums are checked before the file is mapped, so fuzzed files are
 // refused with a message; the seeds (real objects, made for the tiny

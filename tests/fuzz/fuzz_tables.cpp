@@ -4,7 +4,7 @@
 // vocabulary (fuzz_common.cpp). The loader must refuse anything it cannot
 // run with a message; tables it accepts are run a few steps. The input is
 // sealed with its checksum first: the fuzzer explores the checks behind it
-// (a damaged checksum is refused at once, tests/unit/tiers/compile_tiers_test.cpp).
+// (a damaged checksum is refused at once, tests/unit/jit/compile_tiers_test.cpp).
 #include <variant>
 
 #include "fuzz_common.h"

@@ -224,7 +224,7 @@ def main():
     p.add_argument("--grammars", nargs="*", default=[])
     p.add_argument("--regex-out")
     p.add_argument("--vocab-out")
-    p.add_argument("--gguf", default="vocab/bundled/ggml-vocab-phi-3.gguf")
+    p.add_argument("--gguf", default="frontend/vocab/bundled/ggml-vocab-phi-3.gguf")
     p.add_argument("--shared", default="../shared/vocab")
     a = p.parse_args()
     if a.regex_out:

@@ -102,7 +102,7 @@ run "mask sums.cgram after 2000 a+" error "$cgram" mask "$work/sums.cgram" --pre
 # name too long for the filesystem: passed over with a note, made anew.
 vocab_dir=$work/vocab-dir
 mkdir -p "$vocab_dir"
-phi3=$source_dir/vocab/bundled/ggml-vocab-phi-3.gguf
+phi3=$source_dir/frontend/vocab/bundled/ggml-vocab-phi-3.gguf
 printf "start ::= #'[a-z ]+' ;\n" >"$work/words.cgram"
 saved=$(CGRAM_VOCAB_DIR=$vocab_dir "$cgram" vocab build "$phi3" 2>&1 | grep -o "$vocab_dir/[0-9a-f]*\.cgvocab" | head -1)
 if [[ -n $saved ]]; then

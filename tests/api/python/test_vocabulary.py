@@ -23,7 +23,7 @@ class Loaders(unittest.TestCase):
         self.assertIn("32064 ids", repr(vocab))
 
     def test_gguf_file(self):
-        vocab = cgram.Vocabulary.load(os.path.join(SOURCE_DIR, "vocab", "bundled", "ggml-vocab-phi-3.gguf"))
+        vocab = cgram.Vocabulary.load(os.path.join(SOURCE_DIR, "frontend", "vocab", "bundled", "ggml-vocab-phi-3.gguf"))
         self.assertEqual(len(vocab), len(bundled()))
         self.assertEqual(vocab.fingerprint, bundled().fingerprint)
 

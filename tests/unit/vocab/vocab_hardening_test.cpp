@@ -511,7 +511,7 @@ TEST_CASE("SentencePiece merging matches the quadratic algorithm", "[vocab][enco
     pos = end + 21;
   }
   samples.push_back(read(std::string(CGRAM_SOURCE_DIR) + "/README.md").substr(0, 3000));
-  samples.push_back(read(std::string(CGRAM_SOURCE_DIR) + "/vocab/tokenizer/encoder.cpp").substr(0, 3000));
+  samples.push_back(read(std::string(CGRAM_SOURCE_DIR) + "/frontend/vocab/tokenizer/encoder.cpp").substr(0, 3000));
   size_t compared = 0;
   for (const std::string& text : samples) {
     if (first_invalid_utf8(text) || text.find("\xE2\x96\x81") != std::string::npos) continue;

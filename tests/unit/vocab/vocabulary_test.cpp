@@ -187,7 +187,7 @@ TEST_CASE("bad vocabulary files give precise errors", "[vocab]") {
   CHECK(load_error("[\"a\", 3]") == "test: token 1 is neither a string nor an object with \"text\" or \"hex\"");
 
   // A GGUF file cut anywhere is refused, never read past its end.
-  std::string gguf = read(kData + "../../vocab/bundled/ggml-vocab-phi-3.gguf");
+  std::string gguf = read(kData + "../../frontend/vocab/bundled/ggml-vocab-phi-3.gguf");
   REQUIRE(gguf.size() > 100000);
   for (size_t cut : {size_t(5), size_t(20), size_t(100), size_t(1000), gguf.size() / 2, gguf.size() - 10}) {
     std::string message = load_error(std::string_view(gguf).substr(0, cut));

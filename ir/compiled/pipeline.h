@@ -5,7 +5,7 @@
 // and adds one part of the compiled grammar; each can be dumped
 // (CompiledGrammar::dump, `cgram check --dump PASS`) and has its own unit
 // test (tests/unit/compiled/pipeline_test.cpp). Parsing, desugaring and the
-// analyses come before, in Grammar::parse (ir/grammar.h; `cgram check --ir`).
+// analyses come before, in Grammar::parse (ir/rules/grammar.h; `cgram check --ir`).
 #include <cstddef>
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
 // Masks planned for a device that ORs token sets (the GPU kernels of
-// gpu/gpu_kernels.h): the host does only what needs the parse stack.
+// codegen/gpu_kernels.h): the host does only what needs the parse stack.
 //
 // A mask is the OR of whole-vocabulary token sets from the token index, plus
 // tokens walked with the parser (engine/engine.h). For each row, the

@@ -1,4 +1,4 @@
-// The toolchain is proven from the start: LLVM IR built by tiers/,
+// The toolchain is proven from the start: LLVM IR built by codegen/,
 // compiled in-process by ORC LLJIT, called, and checked.
 #include <catch2/catch.hpp>
 

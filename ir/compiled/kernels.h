@@ -1,6 +1,6 @@
 #pragma once
 // The matcher's table lookups as compiled code: the functions that
-// tiers/ emits for one grammar (direct-coded lexer DFAs, LR actions as
+// codegen/ emits for one grammar (direct-coded lexer DFAs, LR actions as
 // switches, lexeme-end checks), reached through plain C function pointers
 // so that the runtime needs no LLVM. The table tier answers the same
 // questions from the tables themselves; every tier gives bit-identical
@@ -13,9 +13,9 @@
 namespace cgram {
 
 // The C ABI of generated code, listed once: X(name, result, parameters).
-// The function pointers below, the generator (tiers/matcher_ir.cpp, which
+// The function pointers below, the generator (codegen/matcher_ir.cpp, which
 // checks that it defines each with this many parameters), the JIT's lookup
-// and the AOT binding (tiers/) all come from this list. Every function is
+// and the AOT binding (jit/) all come from this list. Every function is
 // total: out-of-range arguments give kDead / kNone (UINT32_MAX) or 0, never
 // undefined behaviour.
 //  - dfa_next: the terminal's DFA after `byte` from `state` (UINT32_MAX:

@@ -1,5 +1,5 @@
 #pragma once
-// Where the mask kernels (gpu/gpu_kernels.h) run: on a GPU through the
+// Where the mask kernels (codegen/gpu_kernels.h) run: on a GPU through the
 // CUDA driver (loaded at run time), or on the host, where the same IR is
 // compiled for the CPU by the JIT and each launch runs its grid in a loop.
 // The host backend is how the whole GPU path — planning, uploads, launches,
@@ -39,7 +39,7 @@ class KernelMemory {
   virtual std::optional<Error> download(void* data, size_t bytes, size_t offset = 0) = 0;
 };
 
-// The kernels' parameters (see gpu/gpu_kernels.h); 0 is a null address.
+// The kernels' parameters (see codegen/gpu_kernels.h); 0 is a null address.
 struct FillLaunch {
   uint64_t sets = 0, set_ids = 0, row_offsets = 0, out = 0, out_rows = 0;
   uint32_t words = 0, out_words = 0, rows = 0;

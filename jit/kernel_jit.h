@@ -1,7 +1,7 @@
 #pragma once
 // The JIT tier's compiler: one ORC LLJIT for the process, one JITDylib per
 // compiled grammar. compile() turns a grammar's tables into native kernels
-// (tiers/matcher_ir.h); the returned Kernels own their code, which a
+// (codegen/matcher_ir.h); the returned Kernels own their code, which a
 // resource tracker frees when the last compiled grammar using it goes.
 // Thread-safe: many threads may compile at once (each module has its own
 // LLVM context).
