@@ -90,16 +90,31 @@ TEST_CASE("differential: every example, documents and random walks, bundled voca
   WARN("differential (quick): " << pairs << " (step, token) pairs compared");
 }
 
-TEST_CASE("differential on other vocabulary kinds: byte-level BPE and tiktoken", "[matcher][differential][shared]") {
+// Byte-level BPE and tiktoken against the oracle: the quick run takes a
+// sample (each vocabulary with two examples), the long run all four on both.
+void other_vocabulary_kinds(bool all) {
   if (!shared_vocab("cl100k_base.tiktoken")) return skip_without_shared("cl100k_base.tiktoken");
   const std::string shared = shared_dir() + "/vocab/";
   for (std::string file : {"gguf/ggml-vocab-gpt-2.gguf", "cl100k_base.tiktoken"}) {
     auto vocab = (*(Vocabulary::load(shared + file)));
     auto enc = encoder(vocab);
-    for (const auto& [name, doc] : documents())
-      if (name == "json.cgram" || name == "reply.cgram" || name == "c_subset.cgram" || name == "tool_calls.cgram")
+    const bool gpt2 = file.find("gpt-2") != std::string::npos;
+    for (const auto& [name, doc] : documents()) {
+      const bool sampled = gpt2 ? (name == "json.cgram" || name == "c_subset.cgram")
+                                : (name == "reply.cgram" || name == "tool_calls.cgram");
+      if ((all || sampled) &&
+          (name == "json.cgram" || name == "reply.cgram" || name == "c_subset.cgram" || name == "tool_calls.cgram"))
         differential(file, vocab, *enc, name, doc, {7}, 6);
+    }
   }
+}
+
+TEST_CASE("differential on other vocabulary kinds: byte-level BPE and tiktoken", "[matcher][differential][shared]") {
+  other_vocabulary_kinds(false);
+}
+
+TEST_CASE("differential, exhaustive: other vocabulary kinds, every example of the sample", "[long][differential]") {
+  other_vocabulary_kinds(true);
 }
 
 TEST_CASE("rollback restores the exact previous masks", "[matcher]") {
