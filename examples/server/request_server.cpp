@@ -75,9 +75,11 @@ json RequestServer::handle(const json& request) {
 }
 
 CompileOutcome RequestServer::get(const std::string& id, const GrammarText& g) {
+  // The request holds views: the name must outlive the compile.
+  const std::string filename = id.empty() ? std::string("<request>") : id;
   CompileRequest request;
   request.text = g.text;
-  request.filename = id.empty() ? "<request>" : id;
+  request.filename = filename;
   request.parse.start = g.start;
   request.tier = Tier::Background;
   return compiler_->compile(request, vocab_);
