@@ -30,6 +30,8 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <chrono>
+#include <system_error>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -107,7 +109,10 @@ int serve_socket(RequestServer& server, const std::string& path, size_t max_conn
   std::atomic<size_t> open_connections{0};
   while (true) {
     const int fd = accept(listener, nullptr, nullptr);
-    if (fd < 0) continue;
+    if (fd < 0) {  // out of descriptors, say: wait rather than spin
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     if (open_connections.fetch_add(1) >= max_connections) {
       open_connections.fetch_sub(1);
       write_line(fd, refusal(fmt::format("{} connections are open (cgram-server --max-connections)", max_connections)));
@@ -115,11 +120,21 @@ int serve_socket(RequestServer& server, const std::string& path, size_t max_conn
       continue;
     }
     // The server outlives every connection: main never returns from here.
-    std::thread([&server, &open_connections, fd, idle_timeout_ms] {
-      serve(server, fd, fd, idle_timeout_ms);
+    try {
+      std::thread([&server, &open_connections, fd, idle_timeout_ms] {
+        try {
+          serve(server, fd, fd, idle_timeout_ms);
+        } catch (const std::exception& e) {  // out of memory, say: this connection ends, the server goes on
+          write_line(fd, refusal(fmt::format("the connection failed: {}", e.what())));
+        }
+        ::close(fd);
+        open_connections.fetch_sub(1);
+      }).detach();
+    } catch (const std::system_error&) {  // no thread to be had: refuse this connection
+      write_line(fd, refusal("cannot start a thread for this connection"));
       ::close(fd);
       open_connections.fetch_sub(1);
-    }).detach();
+    }
   }
 }
 

@@ -143,7 +143,8 @@ std::optional<std::string> RequestServer::read_tokens(const json& step, std::vec
     if (!id.is_number_unsigned() || id.get<uint64_t>() >= vocab_->size())
       return fmt::format("tokens[{}] is {}: a token id is a whole number from 0 to {}; none of the step's tokens "
                          "were taken",
-                         i, dump(id), vocab_->size() - 1);
+                         i, id.is_number() ? dump(id) : std::string(id.type_name()),  // never a deep dump
+                         vocab_->size() - 1);
     tokens.push_back(static_cast<uint32_t>(id.get<uint64_t>()));
   }
   return std::nullopt;
@@ -195,7 +196,13 @@ json RequestServer::batch(const json& request) {
   {
     std::lock_guard turn(pool_mutex_);
     pool_.run(work.size(), [&](size_t i) {
-      if (work[i].sequence) work[i].answer = run_step(*work[i].sequence, work[i].tokens, work[i].want_mask);
+      if (!work[i].sequence) return;
+      try {  // one step's failure (out of memory, say) is that step's answer, not the batch's
+        work[i].answer = run_step(*work[i].sequence, work[i].tokens, work[i].want_mask);
+      } catch (const std::exception& e) {
+        work[i].answer = error(fmt::format("the step failed: {}", e.what()));
+        if (const Matcher* m = work[i].sequence->matcher.get()) work[i].answer["tokens_accepted"] = m->tokens_accepted();
+      }
     });
   }
   json answers = json::array();
@@ -220,7 +227,9 @@ std::optional<std::string> RequestServer::advance_all(Sequence& s, const std::ve
                           : fmt::format("token {} (tokens[{}]) is not allowed", tokens[i], i);
     if (i > 0 && !m.rollback(i)) return fmt::format("{}; the {} tokens before it were taken", why, i);
     if (i > 0) s.finished = false;
-    return why + "; none of the step's tokens were taken";
+    why += "; none of the step's tokens were taken";
+    if (m.has_error()) why += ", and the sequence takes no more (the limit holds until it is closed)";
+    return why;
   }
   return std::nullopt;
 }
@@ -244,8 +253,11 @@ json RequestServer::run_step(Sequence& s, const std::vector<uint32_t>& tokens, b
   const auto start = std::chrono::steady_clock::now();
   const bool filled = m.fill_mask(words);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-  if (!filled || m.has_error())
-    return error(fmt::format("the matcher stopped at its work limit (docs/LIMITS.md): {}", m.error()));
+  if (!filled || m.has_error()) {
+    json answer = error(fmt::format("the matcher stopped at its work limit (docs/LIMITS.md): {}", m.error()));
+    answer["taken"] = tokens.size();  // the tokens were taken; the mask after them could not be made
+    return answer;
+  }
   size_t count = 0;
   json ids = json::array();
   for (uint32_t id = 0; id < vocab_->size(); ++id)

@@ -19,6 +19,7 @@ using Json = nlohmann::ordered_json;
 constexpr int kMaxDepth = 32;           // $ref hops and nested allOf/anyOf/oneOf
 constexpr size_t kMaxShapes = 64;       // alternatives of the object after distributing anyOf/oneOf
 constexpr size_t kMaxCountStates = 4096;  // (parameter, count) pairs for minProperties/maxProperties
+constexpr size_t kMaxShapeCalls = 10000;  // schemas read for one tool's parameters (shared $refs add up)
 
 // Keywords that say nothing about an object's members.
 const std::set<std::string> kAnnotations = {"$schema", "$id",     "$comment", "$anchor",  "title",     "description",
@@ -204,7 +205,7 @@ bool QwenParameters::exclusive(const Shape& a, const Shape& b) const {
   auto forbids = [&](const Shape& s, const std::string& name) {
     for (const auto& [n, schema] : s.properties)
       if (n == name) return schema == Json(false);
-    return s.others == Json(false) || (s.others.is_null() && closed_);
+    return s.others == Json(false);  // unsaid forbids nothing yet: a parent may list the name
   };
   for (const std::string& name : a.required)
     if (forbids(b, name)) return true;
@@ -222,10 +223,16 @@ std::optional<std::vector<QwenParameters::Shape>> QwenParameters::shapes(const J
   std::optional<Json> found = resolved(schema, pointer, depth);
   if (!found) return std::nullopt;
   const Json& s = *found;
+  if (++shape_calls_ > kMaxShapeCalls) {
+    if (shape_calls_ == kMaxShapeCalls + 1)
+      report(fmt::format("{}: the parameters' $ref, allOf, anyOf and oneOf take more than {} steps to read",
+                         pointer, kMaxShapeCalls));
+    return std::nullopt;
+  }
   if (s.is_boolean()) {
     if (!s.get<bool>()) return std::vector<Shape>{};
-    Shape any;
-    any.others = true;
+    Shape any;  // `true` says nothing: at the root, any parameters; below it, what the rest says
+    any.others = depth == 0 ? Json(true) : Json(nullptr);
     return std::vector<Shape>{any};
   }
   if (!s.is_object()) {
@@ -324,7 +331,10 @@ std::optional<std::string> QwenParameters::other_names(const Shape& shape) {
 std::optional<std::string> QwenParameters::counted(const std::vector<Item>& items,
                                                    const std::optional<std::string>& other, const Shape& shape,
                                                    std::string& rules) {
-  const uint64_t cap = shape.max ? *shape.max : shape.min;  // counts past min are alike without a max
+  // Counts past min are alike without a max; without other members no
+  // count passes the listed ones.
+  uint64_t cap = shape.max ? *shape.max : shape.min;
+  if (!other) cap = std::min<uint64_t>(cap, items.size());
   if ((items.size() + 1) * (cap + 1) > kMaxCountStates) {
     report(fmt::format("the parameters of tool '{}': minProperties/maxProperties over {} parameters are "
                                  "too many to count in the qwen format",
@@ -340,17 +350,21 @@ std::optional<std::string> QwenParameters::counted(const std::vector<Item>& item
     if (i == items.size()) {
       const uint64_t need = shape.min > c ? shape.min - c : 0;
       if (!other && need == 0) alternatives.push_back("''");
-      if (other && shape.max) alternatives.push_back(fmt::format("( {} ){{{},{}}}", *other, need, *shape.max - c));
+      if (other && shape.max && *shape.max == c) alternatives.push_back("''");
+      if (other && shape.max && *shape.max > c && need <= *shape.max - c)
+        alternatives.push_back(fmt::format("( {} ){{{},{}}}", *other, need, *shape.max - c));
       if (other && !shape.max) alternatives.push_back(fmt::format("( {} ){{{},}}", *other, need));
     } else {
-      const uint64_t next = shape.max ? c + 1 : std::min<uint64_t>(c + 1, cap);
+      const uint64_t next = shape.max && other ? c + 1 : std::min<uint64_t>(c + 1, cap);
       if (!shape.max || c + 1 <= *shape.max)
         if (auto rest = from(i + 1, next)) alternatives.push_back(items[i].text + " " + *rest);
       if (!items[i].required)
         if (auto rest = from(i + 1, c)) alternatives.push_back(*rest);
     }
     std::optional<std::string> name;
-    if (!alternatives.empty()) {
+    if (alternatives.size() == 1 && alternatives[0] == "''") {
+      name = "''";  // nothing left to write: no rule of its own
+    } else if (!alternatives.empty()) {
       name = fmt::format("{}_{}_{}", base, i, c);
       std::string body;
       for (const std::string& a : alternatives) body += (body.empty() ? "" : " | ") + a;
@@ -385,7 +399,13 @@ std::optional<std::string> QwenParameters::shape_expression(const Shape& shape, 
     other = fmt::format("'<parameter=' {} '>\\n' {} '\\n</parameter>\\n'", *names, *v);
   }
   const auto required = static_cast<uint64_t>(std::count_if(items.begin(), items.end(), [](const Item& i) { return i.required; }));
-  if (shape.min > required || shape.max) return counted(items, other, shape, rules);
+  // A maxProperties the listed parameters cannot pass bounds nothing.
+  const bool max_binds = shape.max && (other || *shape.max < items.size());
+  if (shape.min > required || max_binds) {
+    Shape bounds = shape;
+    if (!max_binds) bounds.max.reset();
+    return counted(items, other, bounds, rules);
+  }
   std::string out;
   for (const Item& i : items) out += (out.empty() ? "" : " ") + (i.required ? i.text : "( " + i.text + " )?");
   if (other) out += (out.empty() ? "" : " ") + fmt::format("( {} )*", *other);
@@ -422,8 +442,10 @@ QwenParameters::Outcome QwenParameters::translate(std::string& expression, std::
 
 std::optional<std::string> QwenParameters::raw_string_value(const Json& schema, const std::string& what,
                                                             bool& failed) {
-  static const std::set<std::string> kString = {"type",   "enum",        "const", "pattern", "minLength", "maxLength",
-                                                "format", "description", "title", "examples", "default", "$comment"};
+  static const std::set<std::string> kString = {"type",     "enum",       "const",    "pattern", "minLength",
+                                                "maxLength", "format",    "description", "title", "examples",
+                                                "default",  "$comment",   "deprecated", "readOnly", "writeOnly",
+                                                "$id",      "$schema",    "$anchor"};
   auto fail = [&](std::string message) {
     report(fmt::format("{}: {}", what, message));
     failed = true;

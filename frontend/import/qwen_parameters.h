@@ -91,6 +91,7 @@ class QwenParameters {
   bool closed_;
   QwenCallbacks callbacks_;
   bool failed_ = false;
+  size_t shape_calls_ = 0;  // shapes() calls so far: a bound on shared $refs read again and again
 };
 
 }  // namespace cgram

@@ -17,6 +17,12 @@ namespace cgram {
 
 class RuleLiveness {
  public:
+  // Moved, never copied: bodies_ points into grammar_'s rules.
+  RuleLiveness(RuleLiveness&&) = default;
+  RuleLiveness& operator=(RuleLiveness&&) = default;
+  RuleLiveness(const RuleLiveness&) = delete;
+  RuleLiveness& operator=(const RuleLiveness&) = delete;
+
   // Nullopt when the text does not parse (the compile will say why).
   static std::optional<RuleLiveness> read(std::string_view text);
 
@@ -25,6 +31,7 @@ class RuleLiveness {
   std::set<std::string> reachable(const std::vector<std::string>& roots) const;
 
  private:
+  RuleLiveness() = default;
   bool finishes(const ast::Expr& e) const;
   static void names_in(const ast::Expr& e, std::vector<std::string>& out);
 

@@ -339,3 +339,40 @@ TEST_CASE("tools: a tool that accepts no call is left out with a warning naming 
   REQUIRE(qwen.ok());
   CHECK_THAT(qwen.diagnostics.render(), Catch::Contains("tool 'never' accepts no call"));
 }
+
+TEST_CASE("tools: qwen counts, oneOf overlaps and nested true as a review found them", "[tools]") {
+  // maxProperties reached by the listed parameters: no zero-copy repetition (and its warning).
+  auto counted = parse_tools_with(R"([{"name": "f", "parameters": {"type": "object", "properties": {"a": {"type":
+      "integer"}}, "maxProperties": 1, "additionalProperties": {"type": "boolean"}}}])", ToolFormat::Qwen);
+  INFO(counted.diagnostics.render());
+  REQUIRE(counted.ok());
+  CHECK(counted.diagnostics.render().find("zero copies") == std::string::npos);
+  auto oracle = oracle_grammar(*counted.grammar);
+  CHECK(verdict(oracle, qwen_call("f", {{"a", "1"}})) == oracle::Verdict::Complete);
+  CHECK(verdict(oracle, qwen_call("f", {{"z", "true"}})) == oracle::Verdict::Complete);
+  CHECK(verdict(oracle, qwen_call("f", {{"a", "1"}, {"z", "true"}})) != oracle::Verdict::Complete);
+  // Many optional parameters under a maxProperties they cannot pass: nothing to count.
+  std::string many = R"([{"name": "m", "parameters": {"type": "object", "maxProperties": 64, "properties": {)";
+  for (int i = 0; i < 64; ++i) many += fmt::format("{}\"p{}\": {{\"type\": \"integer\"}}", i ? ", " : "", i);
+  many += "}}}]";
+  CHECK(parse_tools_with(many, ToolFormat::Qwen).ok());
+  // oneOf branches that only require: a call with both matches both branches, and is said to.
+  auto overlapping = parse_tools_with(R"([{"name": "o", "parameters": {"type": "object", "properties": {"a": {},
+      "b": {}}, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}])", ToolFormat::Qwen);
+  REQUIRE(overlapping.ok());
+  CHECK_THAT(overlapping.diagnostics.render(), Catch::Contains("'oneOf' is read as 'anyOf'"));
+  // A nested `true` opens nothing: the object stays closed.
+  auto nested = parse_tools_with(R"([{"name": "t", "parameters": {"type": "object", "properties": {"a": {"type":
+      "integer"}}, "allOf": [true]}}])", ToolFormat::Qwen);
+  REQUIRE(nested.ok());
+  CHECK(verdict(oracle_grammar(*nested.grammar), qwen_call("t", {{"zz", "1"}})) != oracle::Verdict::Complete);
+  CHECK(verdict(oracle_grammar(*nested.grammar), qwen_call("t", {{"a", "1"}})) == oracle::Verdict::Complete);
+  // Shared $refs read again and again are bounded, not exponential.
+  std::string defs = R"([{"name": "x", "parameters": {"$ref": "#/$defs/d0", "$defs": {)";
+  for (int k = 0; k < 30; ++k)
+    defs += fmt::format("\"d{}\": {{\"allOf\": [{{\"$ref\": \"#/$defs/d{}\"}}, {{\"$ref\": \"#/$defs/d{}\"}}]}}, ", k, k + 1, k + 1);
+  defs += R"("d30": {"type": "object"}}}}])";
+  auto bounded = parse_tools_with(defs, ToolFormat::Qwen);
+  CHECK_FALSE(bounded.ok());
+  CHECK_THAT(bounded.diagnostics.render(), Catch::Contains("steps to read"));
+}

@@ -155,3 +155,13 @@ TEST_CASE("server: the work limit is reported as the limit, not as a refused tok
   CHECK(why.find("work limit") != std::string::npos);
   CHECK(why.find("is not allowed") == std::string::npos);
 }
+
+TEST_CASE("server: a deeply nested token id is refused without a deep dump", "[server]") {
+  RequestServer s = make_server();
+  REQUIRE(ask(s, R"({"op":"grammar","id":"g","text":"start ::= 'yes' | 'no' ;"})")["ok"] == true);
+  REQUIRE(ask(s, R"({"op":"open","grammar":"g","seq":"a"})")["ok"] == true);
+  const size_t depth = 200000;
+  const json answer = step(s, "a", "[" + std::string(depth, '[') + std::string(depth, ']') + "]");
+  CHECK(answer["ok"] == false);
+  CHECK(answer["error"].get<std::string>().find("tokens[0] is array") != std::string::npos);
+}
