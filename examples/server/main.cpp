@@ -119,6 +119,10 @@ int serve_socket(RequestServer& server, const std::string& path, size_t max_conn
       ::close(fd);
       continue;
     }
+    // A client that stops reading cannot hold its thread for ever: a write
+    // blocked for the idle time-out fails, and the connection ends.
+    const timeval send_limit{idle_timeout_ms / 1000, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof(send_limit));
     // The server outlives every connection: main never returns from here.
     try {
       std::thread([&server, &open_connections, fd, idle_timeout_ms] {

@@ -96,6 +96,8 @@ json RequestServer::compile(const json& request) {
   CompileOutcome result = get(id, g);
   if (!result.ok()) return error(result.message);
   std::lock_guard lock(mutex_);
+  if (!grammars_.count(id) && grammars_.size() >= limits_.max_grammar_ids)  // another connection took the last one
+    return error(fmt::format("too many grammar ids ({})", limits_.max_grammar_ids));
   grammars_[id] = std::move(g);
   return {{"ok", true}, {"grammar", id}, {"tier", result.grammar->tier()}};
 }
