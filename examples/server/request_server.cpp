@@ -90,14 +90,12 @@ json RequestServer::compile(const json& request) {
   GrammarText g{request.value("text", ""), request.value("start", "start")};
   {
     std::lock_guard lock(mutex_);
-    if (!grammars_.count(id) && grammars_.size() >= limits_.max_grammar_ids)
-      return error(fmt::format("too many grammar ids ({})", limits_.max_grammar_ids));
+    if (auto full = grammar_ids_full(id)) return *full;
   }
   CompileOutcome result = get(id, g);
   if (!result.ok()) return error(result.message);
   std::lock_guard lock(mutex_);
-  if (!grammars_.count(id) && grammars_.size() >= limits_.max_grammar_ids)  // another connection took the last one
-    return error(fmt::format("too many grammar ids ({})", limits_.max_grammar_ids));
+  if (auto full = grammar_ids_full(id)) return *full;  // another connection may have taken the last one
   grammars_[id] = std::move(g);
   return {{"ok", true}, {"grammar", id}, {"tier", result.grammar->tier()}};
 }
@@ -110,9 +108,7 @@ json RequestServer::open(const json& request) {
     std::lock_guard lock(mutex_);
     auto it = grammars_.find(request.value("grammar", ""));
     if (it == grammars_.end()) return error("unknown grammar id");
-    if (!sequences_.count(seq) && sequences_.size() >= limits_.max_sequences)
-      return error(fmt::format("too many open sequences ({}, cgram-server --max-sequences): close some first",
-                               limits_.max_sequences));
+    if (auto full = sequences_full(seq)) return *full;
     id = it->first;
     g = it->second;
   }
@@ -123,11 +119,20 @@ json RequestServer::open(const json& request) {
   auto sequence = std::make_shared<Sequence>();
   sequence->grammar = std::move(result.grammar);  // the matcher is made at the first step
   std::lock_guard lock(mutex_);
-  if (!sequences_.count(seq) && sequences_.size() >= limits_.max_sequences)
-    return error(fmt::format("too many open sequences ({}, cgram-server --max-sequences): close some first",
-                             limits_.max_sequences));
+  if (auto full = sequences_full(seq)) return *full;  // checked again: the compile ran outside the lock
   sequences_[seq] = std::move(sequence);
   return {{"ok", true}};
+}
+
+std::optional<json> RequestServer::grammar_ids_full(const std::string& id) const {
+  if (grammars_.count(id) || grammars_.size() < limits_.max_grammar_ids) return std::nullopt;
+  return error(fmt::format("too many grammar ids ({})", limits_.max_grammar_ids));
+}
+
+std::optional<json> RequestServer::sequences_full(const std::string& seq) const {
+  if (sequences_.count(seq) || sequences_.size() < limits_.max_sequences) return std::nullopt;
+  return error(fmt::format("too many open sequences ({}, cgram-server --max-sequences): close some first",
+                           limits_.max_sequences));
 }
 
 json RequestServer::close(const json& request) {
@@ -251,7 +256,10 @@ json RequestServer::run_step(Sequence& s, const std::vector<uint32_t>& tokens, b
     return answer;
   }
   if (s.finished) return {{"ok", true}, {"finished", true}};
-  std::vector<uint32_t> words(m.mask_words());  // the step's own: an idle sequence holds no mask
+  // One mask buffer per pool thread, reused: an idle sequence holds none,
+  // and a step allocates none once its thread is warm.
+  thread_local std::vector<uint32_t> words;
+  words.resize(m.mask_words());
   const auto start = std::chrono::steady_clock::now();
   const bool filled = m.fill_mask(words);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

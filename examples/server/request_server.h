@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -61,6 +62,10 @@ class RequestServer {
   nlohmann::json close(const nlohmann::json& request);
   nlohmann::json batch(const nlohmann::json& request);
   nlohmann::json stats();
+  // The refusal when one more grammar id or sequence would pass its cap
+  // (the caller holds mutex_); nullopt when there is room or it exists.
+  std::optional<nlohmann::json> grammar_ids_full(const std::string& id) const;
+  std::optional<nlohmann::json> sequences_full(const std::string& seq) const;
   CompileOutcome get(const std::string& id, const GrammarText& g);
   // A step's token ids, each a whole number below the vocabulary's size.
   std::optional<std::string> read_tokens(const nlohmann::json& step, std::vector<uint32_t>& tokens) const;

@@ -169,11 +169,8 @@ class ToolsBuilder {
   }
 
   void error(std::string message) { diags_.error_at_file(std::move(message)); }
-  // A tool that accepts no call: why, for leave_out_dead_tools.
-  void no_value(const Tool& tool, std::string why) {
-    (void)tool;
-    no_value_ = std::move(why);
-  }
+  // The tool being translated accepts no call: why, for leave_out_dead_tools.
+  void no_value(std::string why) { no_value_ = std::move(why); }
   void warning(std::string message) {
     SourceRange none;
     none.begin.line = 0;
@@ -342,7 +339,7 @@ class ToolsBuilder {
     const Json& p = parameters(tool);
     if (p.is_boolean()) {
       if (p.get<bool>()) return Json{{"type", "object"}, {"additionalProperties", true}};
-      no_value(tool, "its parameters are false");
+      no_value("its parameters are false");
       return std::nullopt;
     }
     if (!p.is_object()) {
@@ -387,7 +384,7 @@ class ToolsBuilder {
     std::string expression;
     switch (reader.translate(expression, schema_rules_)) {
       case QwenParameters::Outcome::Translated: return expression;
-      case QwenParameters::Outcome::NoValue: no_value(tool, expression); break;
+      case QwenParameters::Outcome::NoValue: no_value(expression); break;
       case QwenParameters::Outcome::Failed: break;
     }
     failed_ = true;
