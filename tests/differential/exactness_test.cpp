@@ -22,7 +22,7 @@ using oracle::Verdict;
 
 namespace {
 
-struct Case {
+struct ExactnessCase {
   const char* grammar;
   const char* text;
   Verdict answer;
@@ -30,7 +30,7 @@ struct Case {
 };
 
 // The issue's table ("Exact again"), with the answers checked by hand.
-const Case kCases[] = {
+const ExactnessCase kCases[] = {
     {"start ::= 'a' start 'z'? | '' ;", "aa", Verdict::Complete},
     {"start ::= 'a' start 'z'? | '' ;", "aaa", Verdict::Complete},
     {"start ::= 'a' start 'z'? | '' ;", "aazz", Verdict::Complete},
@@ -79,7 +79,7 @@ std::shared_ptr<const CompiledGrammar> compile_for(const std::shared_ptr<const G
 // a token there), through a matcher: the text is accepted while viable, end
 // of sequence is allowed exactly when complete, and the mask equals the
 // oracle's at the end.
-void check_matcher(const Case& c) {
+void check_matcher(const ExactnessCase& c) {
   auto vocab = bundled_vocabulary();
   auto g = grammar(c.grammar);
   auto compiled = compile_for(g, vocab);
@@ -112,7 +112,7 @@ void check_matcher(const Case& c) {
 }  // namespace
 
 TEST_CASE("right-nullable rules: the oracle's answers are the hand-checked ones", "[exactness][oracle]") {
-  for (const Case& c : kCases) {
+  for (const ExactnessCase& c : kCases) {
     INFO(c.grammar << " on '" << c.text << "'");
     const oracle::MatchResult r = oracle::match_text(oracle_grammar(*grammar(c.grammar)), c.text);
     CHECK(r.verdict == c.answer);
@@ -121,7 +121,7 @@ TEST_CASE("right-nullable rules: the oracle's answers are the hand-checked ones"
 }
 
 TEST_CASE("right-nullable rules: cgram match gives the hand-checked answers", "[exactness]") {
-  for (const Case& c : kCases) {
+  for (const ExactnessCase& c : kCases) {
     INFO(c.grammar << " on '" << c.text << "'");
     const TextMatch r = match_text(*grammar(c.grammar), c.text);
     REQUIRE(r.error.empty());
@@ -131,7 +131,7 @@ TEST_CASE("right-nullable rules: cgram match gives the hand-checked answers", "[
 }
 
 TEST_CASE("right-nullable rules: the matcher's tokens, end of sequence and masks", "[exactness][matcher]") {
-  for (const Case& c : kCases) {
+  for (const ExactnessCase& c : kCases) {
     INFO(c.grammar << " on '" << c.text << "'");
     check_matcher(c);
   }

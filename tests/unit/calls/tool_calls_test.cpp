@@ -21,7 +21,7 @@ using namespace cgram::test;
 
 namespace {
 
-constexpr std::string_view kTools = R"([
+constexpr std::string_view kCallTools = R"([
   {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                    "required": ["city"], "additionalProperties": false}}},
@@ -38,7 +38,7 @@ constexpr ToolFormat kFormats[] = {ToolFormat::Hermes, ToolFormat::Llama3, ToolF
 std::shared_ptr<const CompiledGrammar> whole_grammar(ToolFormat format, const std::shared_ptr<const Vocabulary>& vocab) {
   Compiler compiler;
   CompileRequest request;
-  request.text = kTools;
+  request.text = kCallTools;
   request.filename = "tools.json";
   request.parse.format = GrammarFormat::Tools;
   request.parse.tool_format = format;
@@ -51,7 +51,7 @@ std::shared_ptr<const CompiledGrammar> whole_grammar(ToolFormat format, const st
 std::shared_ptr<const ToolCallsGrammar> cut_grammar(ToolFormat format, const std::shared_ptr<const Vocabulary>& vocab) {
   ToolCallsOptions options;
   options.parse.tool_format = format;
-  auto grammar = ToolCallsGrammar::create(kTools, "tools.json", vocab, options);
+  auto grammar = ToolCallsGrammar::create(kCallTools, "tools.json", vocab, options);
   INFO((grammar ? std::string() : grammar.error().message));
   REQUIRE(grammar.ok());
   return *grammar;

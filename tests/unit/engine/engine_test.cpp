@@ -20,7 +20,7 @@ namespace {
 
 using Ids = std::set<uint32_t>;
 
-Ids bits(std::span<const uint32_t> words) { return test::set_bits(words); }
+Ids word_bits(std::span<const uint32_t> words) { return test::set_bits(words); }
 
 // `source` compiled for `tokens` plus an end-of-sequence token (the last id).
 std::shared_ptr<const CompiledGrammar> compile(std::string_view source, std::vector<std::string> tokens) {
@@ -78,7 +78,7 @@ struct Driver {
     engine.fill_text_tokens(heads, words);
     CHECK_FALSE(engine.exhausted());
     CHECK(engine.stack_elements() == before);
-    return bits(words);
+    return word_bits(words);
   }
   // The mask by hand, and the same as stepping every text token's bytes.
   void expect_mask(const std::vector<Head>& heads, const Ids& expected) {
@@ -286,7 +286,7 @@ TEST_CASE("engine: masks remembered by the stack states they read, never mixed u
   }
   std::vector<uint32_t> words(d.compiled->mask_words(), 0);
   other.fill_text_tokens(heads, words);
-  CHECK(bits(words) == Ids{0, 1, 2, 3, 4, 7});
+  CHECK(word_bits(words) == Ids{0, 1, 2, 3, 4, 7});
   CHECK(memo.stats().hits == second.hits + 1);
 }
 

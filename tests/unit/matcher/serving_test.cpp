@@ -20,7 +20,7 @@ using namespace cgram::test;
 
 namespace {
 
-std::shared_ptr<const CompiledGrammar> compile(std::string_view source,
+std::shared_ptr<const CompiledGrammar> compile_source(std::string_view source,
                                                std::shared_ptr<const Vocabulary> vocab = bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(grammar(source), std::move(vocab));
   REQUIRE(result.ok());
@@ -54,7 +54,7 @@ std::string tool_call_text(int calls) {
 }  // namespace
 
 TEST_CASE("validate_tokens counts what advance would accept and changes nothing", "[serving]") {
-  auto g = compile(read_example("json.cgram"));
+  auto g = compile_source(read_example("json.cgram"));
   const std::vector<uint32_t> doc = encode(R"({"a": [1, 2.5], "b": "x"})");
   const uint32_t eos = bundled_vocabulary()->eos_ids().front();
   Matcher m(g);
@@ -98,7 +98,7 @@ TEST_CASE("validate_tokens counts what advance would accept and changes nothing"
 }
 
 TEST_CASE("validate_tokens past max_rollback_tokens still changes nothing", "[serving]") {
-  auto g = compile(read_example("tool_calls.cgram"));
+  auto g = compile_source(read_example("tool_calls.cgram"));
   const std::vector<uint32_t> doc = encode(tool_call_text(6));
   MatcherOptions options;
   options.max_rollback_tokens = 2;
@@ -110,7 +110,7 @@ TEST_CASE("validate_tokens past max_rollback_tokens still changes nothing", "[se
 }
 
 TEST_CASE("rows of a bitmask wider than the vocabulary: padding ids are never allowed", "[serving]") {
-  auto g = compile(read_example("reply.cgram"));
+  auto g = compile_source(read_example("reply.cgram"));
   Matcher m(g);
   const size_t words = m.mask_words();
   // A model with 64 more logits than the tokenizer has ids: two more words.
@@ -135,8 +135,8 @@ TEST_CASE("rows of a bitmask wider than the vocabulary: padding ids are never al
 }
 
 TEST_CASE("a batch fill over (matcher, row) pairs: any rows, any grammars, checked first", "[serving][batch]") {
-  auto json = compile(read_example("json.cgram"));
-  auto reply = compile(read_example("reply.cgram"));
+  auto json = compile_source(read_example("json.cgram"));
+  auto reply = compile_source(read_example("reply.cgram"));
   Matcher a(json), b(reply), c(json);
   REQUIRE(c.advance(encode("[1")[0]) == AdvanceResult::Ongoing);
   const size_t row_words = a.mask_words() + 1;
@@ -180,7 +180,7 @@ TEST_CASE("all-allowed rows: any! and free text fill the whole vocabulary at onc
   for (std::string_view source : {"start ::= any!* ;", "start ::= any!{0,1000} ;", "start ::= except!('</think>') ;",
                                   "start ::= any!{0,4} 'x' ;"}) {
     INFO(source);
-    auto g = compile(source);
+    auto g = compile_source(source);
     // Against the oracle along a text and along walks that stop inside characters.
     OracleMasker oracle(oracle_grammar(*grammar(source)), bundled_vocabulary());
     const WalkStats along = walk_document(g, oracle, doc);
@@ -193,7 +193,7 @@ TEST_CASE("all-allowed rows: any! and free text fill the whole vocabulary at onc
     }
   }
   // At the start of any!*: every token with valid UTF-8, and end of sequence, nothing else.
-  auto g = compile("start ::= any!* ;");
+  auto g = compile_source("start ::= any!* ;");
   Matcher m(g);
   std::vector<uint32_t> expected(g->any_tokens().begin(), g->any_tokens().end());
   for (uint32_t eos : bundled_vocabulary()->eos_ids()) expected[eos / 32] |= 1u << (eos % 32);
@@ -202,7 +202,7 @@ TEST_CASE("all-allowed rows: any! and free text fill the whole vocabulary at onc
 
 TEST_CASE("max_rollback_tokens: the same masks, bounded memory, rollback past it refused", "[serving]") {
   for (const char* example : {"tool_calls.cgram", "json.cgram"}) {
-    auto g = compile(read_example(example));
+    auto g = compile_source(read_example(example));
     std::string text = example == std::string("json.cgram") ? "[" : tool_call_text(40);
     if (text == "[") {
       for (int i = 0; i < 1500; ++i) text += fmt::format("{{\"k\": [{}, [\"v\"]]}}, ", i);
@@ -277,7 +277,7 @@ TEST_CASE("several end-of-sequence ids: each one ends the text", "[serving][voca
   CHECK(more->fingerprint() != bundled_vocabulary()->fingerprint());
   CHECK(more->size() == bundled_vocabulary()->size());
   CHECK(more->find("hello") == bundled_vocabulary()->find("hello"));
-  auto g = compile(read_example("json.cgram"), more);
+  auto g = compile_source(read_example("json.cgram"), more);
   for (uint32_t eos : more->eos_ids()) {
     Matcher m(g);
     REQUIRE(m.advance(*more->find("[]")) == AdvanceResult::Ongoing);

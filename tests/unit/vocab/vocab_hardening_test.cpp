@@ -28,10 +28,10 @@ using namespace cgram;
 
 namespace {
 
-const std::string kShared = test::shared_dir() + "/vocab/";
-const std::string kData = std::string(CGRAM_SOURCE_DIR) + "/tests/data/";
+const std::string kSharedVocab = test::shared_dir() + "/vocab/";
+const std::string kTestData = std::string(CGRAM_SOURCE_DIR) + "/tests/data/";
 
-bool shared_available() { return std::filesystem::exists(kShared + "cl100k_base.tiktoken"); }
+bool cl100k_available() { return std::filesystem::exists(kSharedVocab + "cl100k_base.tiktoken"); }
 
 std::shared_ptr<const Vocabulary> loaded(VocabularyResult result) {
   if (auto* e = result.if_error()) FAIL(e->message);
@@ -47,11 +47,11 @@ std::string error_of(VocabularyResult result) {
   return result.error().message;
 }
 
-std::string load_error(std::string_view content, const VocabularyOptions& options = {}) {
+std::string load_error_with(std::string_view content, const VocabularyOptions& options = {}) {
   return error_of(Vocabulary::from_memory(content, "test", options));
 }
 
-std::unique_ptr<Encoder> encoder(std::shared_ptr<const Vocabulary> vocab, const EncoderOptions& options = {}) {
+std::unique_ptr<Encoder> make_encoder(std::shared_ptr<const Vocabulary> vocab, const EncoderOptions& options = {}) {
   auto created = Encoder::create(std::move(vocab), options);
   if (auto* e = created.if_error()) FAIL(e->message);
   return std::move(*created);
@@ -242,13 +242,13 @@ TEST_CASE("the token count limit", "[vocab][limits]") {
   VocabularyOptions options;
   options.max_tokens = 3;
   CHECK(from_memory(token_list({"a", "b", "c"}), options)->size() == 3);
-  CHECK(load_error(token_list({"a", "b", "c", "d"}), options) == "test: token id 3 is out of range (the limit is 3 ids)");
+  CHECK(load_error_with(token_list({"a", "b", "c", "d"}), options) == "test: token id 3 is out of range (the limit is 3 ids)");
   CHECK(from_memory(tiktoken({"a", "b", "c"}), options)->size() == 3);
-  CHECK(load_error(tiktoken({"a", "b", "c", "d"}), options) == "test: token id 3 is out of range (the limit is 3 ids)");
-  CHECK(load_error(llama_gguf({"a", "b", "c", "d"}).bytes(), options) ==
+  CHECK(load_error_with(tiktoken({"a", "b", "c", "d"}), options) == "test: token id 3 is out of range (the limit is 3 ids)");
+  CHECK(load_error_with(llama_gguf({"a", "b", "c", "d"}).bytes(), options) ==
         "test: tokenizer.ggml.tokens has 4 entries; the limit is 3");
   // One id far past the others costs nothing before it is refused.
-  CHECK(load_error(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 4294967296}}})") ==
+  CHECK(load_error_with(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 4294967296}}})") ==
         "test: token id 4294967296 is out of range (the limit is 4194304 ids)");
   CHECK(VocabularyOptions{}.max_tokens == (size_t(1) << 22));
 }
@@ -260,19 +260,19 @@ TEST_CASE("the token length limit", "[vocab][limits]") {
   CHECK(limit == 1024);
   std::string at(limit, 'x'), past(limit + 1, 'x');
   CHECK(from_memory(tiktoken({"a", at}))->bytes(1).size() == limit);
-  CHECK(load_error(tiktoken({"a", past})) == "test: token 1 is 1025 bytes long; the limit is 1024 bytes per token");
+  CHECK(load_error_with(tiktoken({"a", past})) == "test: token 1 is 1025 bytes long; the limit is 1024 bytes per token");
   CHECK(from_memory(token_list({at}))->bytes(0).size() == limit);
-  CHECK(load_error(token_list({past})) == "test: token 0 is 1025 bytes long; the limit is 1024 bytes per token");
+  CHECK(load_error_with(token_list({past})) == "test: token 0 is 1025 bytes long; the limit is 1024 bytes per token");
   CHECK(from_memory(llama_gguf({at}).bytes())->bytes(0).size() == limit);
-  CHECK(load_error(llama_gguf({past}).bytes()) == "test: token 0 is 1025 bytes long; the limit is 1024 bytes per token");
+  CHECK(load_error_with(llama_gguf({past}).bytes()) == "test: token 0 is 1025 bytes long; the limit is 1024 bytes per token");
   CHECK(from_memory(byte_level_tokenizer({at}))->bytes(0).size() == limit);
-  CHECK(load_error(byte_level_tokenizer({past})) ==
+  CHECK(load_error_with(byte_level_tokenizer({past})) ==
         "test: token 0 is 1025 bytes long; the limit is 1024 bytes per token");
   // A gigantic tiktoken line is refused before it is decoded.
   std::string huge = std::string(4 << 20, 'Q') + " 0\n";
-  CHECK(load_error(huge) == "test:1: the token is about 3145728 bytes long; the limit is 1024 bytes per token");
+  CHECK(load_error_with(huge) == "test:1: the token is about 3145728 bytes long; the limit is 1024 bytes per token");
   // A GGUF token text longer than any spelling of the limit is refused before it is copied.
-  CHECK(load_error(llama_gguf({std::string(3 * limit + 7, 'x')}).bytes()) ==
+  CHECK(load_error_with(llama_gguf({std::string(3 * limit + 7, 'x')}).bytes()) ==
         "test: entry 0 of tokenizer.ggml.tokens is 3079 bytes long; the limit is 3078");
 }
 
@@ -280,7 +280,7 @@ TEST_CASE("the total token bytes limit bounds the trie", "[vocab][limits]") {
   VocabularyOptions options;
   options.max_total_token_bytes = 6;
   CHECK(from_memory(token_list({"ab", "cd", "ef"}), options)->size() == 3);
-  CHECK(load_error(token_list({"ab", "cd", "efg"}), options) ==
+  CHECK(load_error_with(token_list({"ab", "cd", "efg"}), options) ==
         "test: the tokens' bytes add up to more than the limit of 6 bytes");
   CHECK(VocabularyOptions{}.max_total_token_bytes == (size_t(1) << 24));
 
@@ -297,13 +297,13 @@ TEST_CASE("the merge count limit", "[vocab][limits]") {
   options.max_merges = 2;
   std::vector<std::string> tokens{"a", "b", "ab", "abb"};
   CHECK(from_memory(byte_level_tokenizer(tokens, {"a b", "ab b"}), options)->size() == 4);
-  CHECK(load_error(byte_level_tokenizer(tokens, {"a b", "ab b", "b b"}), options) == "test: 3 merges; the limit is 2");
+  CHECK(load_error_with(byte_level_tokenizer(tokens, {"a b", "ab b", "b b"}), options) == "test: 3 merges; the limit is 2");
   Gguf g = llama_gguf(tokens);
   g.strings("tokenizer.ggml.merges", {"a b", "ab b"});
   CHECK(from_memory(g.bytes(), options)->size() == 4);
   Gguf past = llama_gguf(tokens);
   past.strings("tokenizer.ggml.merges", {"a b", "ab b", "b b"});
-  CHECK(load_error(past.bytes(), options) == "test: tokenizer.ggml.merges has 3 entries; the limit is 2");
+  CHECK(load_error_with(past.bytes(), options) == "test: tokenizer.ggml.merges has 3 entries; the limit is 2");
 }
 
 TEST_CASE("the GGUF metadata entry limit", "[vocab][limits]") {
@@ -313,8 +313,8 @@ TEST_CASE("the GGUF metadata entry limit", "[vocab][limits]") {
   g.string("general.name", "x");
   CHECK(from_memory(g.bytes(), options)->size() == 2);
   g.string("general.license", "y");
-  CHECK(load_error(g.bytes(), options) == "test: the file claims 4 metadata entries; the limit is 3");
-  CHECK(load_error(g.bytes(uint64_t(1) << 62)) ==
+  CHECK(load_error_with(g.bytes(), options) == "test: the file claims 4 metadata entries; the limit is 3");
+  CHECK(load_error_with(g.bytes(uint64_t(1) << 62)) ==
         "test: the file claims 4611686018427387904 metadata entries; the limit is 65536");
 }
 
@@ -325,26 +325,26 @@ TEST_CASE("GGUF counts and lengths are checked against the bytes left before any
   huge.max_tokens = huge.max_merges = SIZE_MAX;
   Gguf tokens;
   tokens.string("tokenizer.ggml.model", "llama").array_header("tokenizer.ggml.tokens", 8, uint64_t(1) << 40);
-  std::string message = load_error(tokens.bytes(), huge);
+  std::string message = load_error_with(tokens.bytes(), huge);
   CHECK(message.starts_with("test: corrupt GGUF file: truncated: an array of 1099511627776 string values, but 0 bytes are left"));
 
   Gguf types = llama_gguf({"a"});
   types.array_header("tokenizer.ggml.token_type", 5, uint64_t(1) << 40);
-  CHECK(load_error(types.bytes(), huge)
+  CHECK(load_error_with(types.bytes(), huge)
             .starts_with("test: corrupt GGUF file: truncated: an array of 1099511627776 i32 values"));
 
   Gguf other = llama_gguf({"a"});
   other.array_header("general.anything", 12, uint64_t(1) << 61);
-  CHECK(load_error(other.bytes()).starts_with("test: corrupt GGUF file: truncated: an array of 2305843009213693952 f64 values"));
+  CHECK(load_error_with(other.bytes()).starts_with("test: corrupt GGUF file: truncated: an array of 2305843009213693952 f64 values"));
 
   Gguf nested = llama_gguf({"a"});
   nested.array_header("general.nested", 9, uint64_t(1) << 50);
-  CHECK(load_error(nested.bytes()).starts_with("test: corrupt GGUF file: truncated: an array of 1125899906842624 array values"));
+  CHECK(load_error_with(nested.bytes()).starts_with("test: corrupt GGUF file: truncated: an array of 1125899906842624 array values"));
 
   Gguf string;
   string.key("tokenizer.ggml.model", 8);
   Gguf::put<uint64_t>(string.body, uint64_t(1) << 62);
-  CHECK(load_error(string.bytes())
+  CHECK(load_error_with(string.bytes())
             .starts_with("test: corrupt GGUF file: truncated: a string of 4611686018427387904 bytes, but 0 bytes are left"));
 
   Gguf token;
@@ -352,13 +352,13 @@ TEST_CASE("GGUF counts and lengths are checked against the bytes left before any
   Gguf::put<uint32_t>(token.body, 8);
   Gguf::put<uint64_t>(token.body, 1);
   Gguf::put<uint64_t>(token.body, uint64_t(1) << 62);
-  CHECK(load_error(token.bytes(), huge).starts_with("test: corrupt GGUF file: truncated: a string of 4611686018427387904 bytes"));
+  CHECK(load_error_with(token.bytes(), huge).starts_with("test: corrupt GGUF file: truncated: a string of 4611686018427387904 bytes"));
 
   Gguf type = llama_gguf({"a"});
   type.array_header("general.odd", 99, 1);
-  CHECK(load_error(type.bytes()).starts_with("test: corrupt GGUF file: unknown array element type 99"));
+  CHECK(load_error_with(type.bytes()).starts_with("test: corrupt GGUF file: unknown array element type 99"));
 
-  CHECK(load_error(Gguf{}.bytes(uint64_t(1000))) ==
+  CHECK(load_error_with(Gguf{}.bytes(uint64_t(1000))) ==
         "test: corrupt GGUF file: truncated: 1000 metadata entries claimed, but 0 bytes are left at byte 24");
 }
 
@@ -368,7 +368,7 @@ TEST_CASE("GGUF counts and lengths are checked against the bytes left before any
 
 TEST_CASE("tiktoken: a byte without a token is an error value", "[vocab][encoder]") {
   auto vocab = from_memory(tiktoken({"a", "b", "ab"}));
-  auto enc = encoder(vocab);
+  auto enc = make_encoder(vocab);
   CHECK(tokens_of(enc->try_encode_continuation("abab")) == std::vector<uint32_t>{2, 2});
   CHECK(encode_error(enc->try_encode_continuation("abc")) == "test: the vocabulary cannot spell byte 0x63 at offset 2");
   CHECK(encode_error(enc->try_encode("ab\xFF")) == "test: the vocabulary cannot spell byte 0xFF at offset 2");
@@ -378,7 +378,7 @@ TEST_CASE("tiktoken: a byte without a token is an error value", "[vocab][encoder
 
 TEST_CASE("byte-level BPE and SentencePiece never drop a byte", "[vocab][encoder]") {
   auto byte_level = from_memory(byte_level_tokenizer({"a", "b", " ", "ab"}, {"a b"}));
-  auto enc = encoder(byte_level);
+  auto enc = make_encoder(byte_level);
   CHECK(tokens_of(enc->try_encode_continuation("ab a")) == std::vector<uint32_t>{3, 2, 0});
   CHECK(encode_error(enc->try_encode_continuation("ab c")) == "test: the vocabulary cannot spell byte 0x63 at offset 3");
   CHECK(encode_error(enc->try_encode_continuation("a\xC3\xA9")) ==
@@ -388,23 +388,23 @@ TEST_CASE("byte-level BPE and SentencePiece never drop a byte", "[vocab][encoder
   Gguf g = llama_gguf({"<unk>", "\xE2\x96\x81", "a", "<0x7A>"});
   g.i32s("tokenizer.ggml.token_type", {2, 1, 1, 6}).f32s("tokenizer.ggml.scores", {0, -1, -2, -3});
   auto sp = from_memory(g.bytes());
-  auto sp_enc = encoder(sp);
+  auto sp_enc = make_encoder(sp);
   CHECK(tokens_of(sp_enc->try_encode_continuation("a z")) == std::vector<uint32_t>{2, 1, 3});
   CHECK(encode_error(sp_enc->try_encode_continuation("a y")) == "test: the vocabulary cannot spell byte 0x79 at offset 2");
   CHECK(tokens_of(sp_enc->try_encode("a")) == std::vector<uint32_t>{1, 2});  // the dummy prefix
 
   // No token for a space: the dummy prefix cannot be spelled.
   auto no_space = from_memory(llama_gguf({"a", "b"}).bytes());
-  CHECK(encode_error(encoder(no_space)->try_encode("ab")) ==
+  CHECK(encode_error(make_encoder(no_space)->try_encode("ab")) ==
         "test: the vocabulary cannot spell byte 0x20, the space SentencePiece adds before the text");
-  CHECK(tokens_of(encoder(no_space)->try_encode_continuation("ab")) == std::vector<uint32_t>{0, 1});
+  CHECK(tokens_of(make_encoder(no_space)->try_encode_continuation("ab")) == std::vector<uint32_t>{0, 1});
 }
 
 TEST_CASE("a byte-level vocabulary without every byte reports the byte", "[vocab][encoder][shared]") {
-  if (!shared_available()) return test::skip_without_shared("cl100k_base.tiktoken");
+  if (!cl100k_available()) return test::skip_without_shared("cl100k_base.tiktoken");
   // DeepSeek has no token for 0xFF (never in UTF-8): it used to be dropped.
-  auto vocab = loaded(Vocabulary::load(kShared + "gguf/ggml-vocab-deepseek-llm.gguf"));
-  std::string message = encode_error(encoder(vocab)->try_encode_continuation("a\xFF"));
+  auto vocab = loaded(Vocabulary::load(kSharedVocab + "gguf/ggml-vocab-deepseek-llm.gguf"));
+  std::string message = encode_error(make_encoder(vocab)->try_encode_continuation("a\xFF"));
   CHECK(message.ends_with(": the vocabulary cannot spell byte 0xFF at offset 1"));
 }
 
@@ -413,7 +413,7 @@ TEST_CASE("a byte-level vocabulary without every byte reports the byte", "[vocab
 
 TEST_CASE("encodings are byte-exact on invalid UTF-8 and a literal '▁'", "[vocab][encoder]") {
   auto phi3 = loaded(Vocabulary::bundled());
-  auto enc = encoder(phi3);
+  auto enc = make_encoder(phi3);
   std::mt19937 rng(42);
   for (int round = 0; round < 200; ++round) {
     std::string text;
@@ -436,11 +436,11 @@ TEST_CASE("encodings are byte-exact on invalid UTF-8 and a literal '▁'", "[voc
 }
 
 TEST_CASE("cl100k and every shared vocabulary spell 0xFF and cut characters exactly", "[vocab][encoder][shared]") {
-  if (!shared_available()) return test::skip_without_shared("cl100k_base.tiktoken");
+  if (!cl100k_available()) return test::skip_without_shared("cl100k_base.tiktoken");
   for (std::string file : {"cl100k_base.tiktoken", "o200k_base.tiktoken", "llama3-tokenizer.json",
                            "gemma-tokenizer.json", "gguf/ggml-vocab-gpt-2.gguf", "gguf/ggml-vocab-llama-spm.gguf"}) {
-    auto vocab = loaded(Vocabulary::load(kShared + file));
-    auto enc = encoder(vocab);
+    auto vocab = loaded(Vocabulary::load(kSharedVocab + file));
+    auto enc = make_encoder(vocab);
     for (std::string text : {std::string("\xFF"), std::string("{\"a\": \"\xFF\xFE\"}"), std::string("\"ab\xE7"),
                              std::string("x\xED\xA0\x80y"), std::string("\xC0\xAF \xE2\x96\x81\xE2\x96\x81 z")}) {
       INFO(file << ": " << text);
@@ -490,7 +490,7 @@ std::vector<uint32_t> quadratic_sentencepiece(const Vocabulary& vocab, std::stri
   return out;
 }
 
-std::string read(const std::string& path) {
+std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
@@ -501,8 +501,8 @@ std::string read(const std::string& path) {
 
 TEST_CASE("SentencePiece merging matches the quadratic algorithm", "[vocab][encoder]") {
   auto phi3 = loaded(Vocabulary::bundled());
-  auto enc = encoder(phi3);
-  std::string texts = read(kData + "ggml-vocab-phi-3.gguf.inp");
+  auto enc = make_encoder(phi3);
+  std::string texts = read_bytes(kTestData + "ggml-vocab-phi-3.gguf.inp");
   REQUIRE(!texts.empty());
   std::vector<std::string> samples;
   for (size_t pos = 0; pos < texts.size();) {
@@ -510,8 +510,8 @@ TEST_CASE("SentencePiece merging matches the quadratic algorithm", "[vocab][enco
     samples.push_back(texts.substr(pos, end - pos));
     pos = end + 21;
   }
-  samples.push_back(read(std::string(CGRAM_SOURCE_DIR) + "/README.md").substr(0, 3000));
-  samples.push_back(read(std::string(CGRAM_SOURCE_DIR) + "/frontend/vocab/tokenizer/encoder.cpp").substr(0, 3000));
+  samples.push_back(read_bytes(std::string(CGRAM_SOURCE_DIR) + "/README.md").substr(0, 3000));
+  samples.push_back(read_bytes(std::string(CGRAM_SOURCE_DIR) + "/frontend/vocab/tokenizer/encoder.cpp").substr(0, 3000));
   size_t compared = 0;
   for (const std::string& text : samples) {
     if (first_invalid_utf8(text) || text.find("\xE2\x96\x81") != std::string::npos) continue;
@@ -524,7 +524,7 @@ TEST_CASE("SentencePiece merging matches the quadratic algorithm", "[vocab][enco
 
 TEST_CASE("BPE is near-linear: 120,000 characters in one SentencePiece piece", "[vocab][encoder]") {
   auto phi3 = loaded(Vocabulary::bundled());
-  auto enc = encoder(phi3);
+  auto enc = make_encoder(phi3);
   std::string text;
   std::mt19937 rng(7);
   static const char* words[] = {"the ", "grammar ", "token", "s ", "{\"key\": ", "42, ", "\n", "élan ", "日本 "};
@@ -542,7 +542,7 @@ TEST_CASE("BPE is near-linear: 120,000 characters in one SentencePiece piece", "
 
 TEST_CASE("a hostile split regex stops at ICU's time limit", "[vocab][encoder]") {
   auto vocab = from_memory(byte_level_tokenizer(all_bytes(), {}, "(a|a)+c"));
-  auto enc = encoder(vocab);
+  auto enc = make_encoder(vocab);
   auto start = std::chrono::steady_clock::now();
   std::string message = encode_error(enc->try_encode_continuation(std::string(40, 'a')));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -553,7 +553,7 @@ TEST_CASE("a hostile split regex stops at ICU's time limit", "[vocab][encoder]")
   // A tighter limit stops sooner; the same text within the limit is fine.
   EncoderOptions tight;
   tight.regex_time_limit = 1;
-  CHECK(!(encoder(vocab, tight)->try_encode_continuation(std::string(40, 'a'))).ok());
+  CHECK(!(make_encoder(vocab, tight)->try_encode_continuation(std::string(40, 'a'))).ok());
   CHECK(spelled(*vocab, tokens_of(enc->try_encode_continuation("aaac"))) == "aaac");
 }
 
@@ -573,7 +573,7 @@ TEST_CASE("long runs of whitespace fit the regex's limits", "[vocab][encoder]") 
   // GPT-2's pattern backtracks once per space of a run: ICU's default 8 MiB
   // stack held about 250,000 of them, and the rest of the text was lost.
   auto vocab = from_memory(byte_level_tokenizer(all_bytes()));
-  auto enc = encoder(vocab);
+  auto enc = make_encoder(vocab);
   std::string text = "a" + std::string(600000, ' ') + "b\n" + std::string(300000, '\n') + "c";
   CHECK(spelled(*vocab, tokens_of(enc->try_encode_continuation(text))) == text);
 }
@@ -584,15 +584,15 @@ TEST_CASE("long runs of whitespace fit the regex's limits", "[vocab][encoder]") 
 TEST_CASE("GGUF: ids out of range and repeated keys are errors", "[vocab]") {
   Gguf wide = llama_gguf({"a", "b"});
   wide.scalar<uint64_t>("tokenizer.ggml.eos_token_id", 10, (uint64_t(1) << 32) + 1);
-  CHECK(load_error(wide.bytes()) == "test: tokenizer.ggml.eos_token_id is 4294967297, not a token id (the limit is 4194304 ids)");
+  CHECK(load_error_with(wide.bytes()) == "test: tokenizer.ggml.eos_token_id is 4294967297, not a token id (the limit is 4194304 ids)");
 
   Gguf negative = llama_gguf({"a", "b"});
   negative.scalar<int32_t>("tokenizer.ggml.eos_token_id", 5, -1);
-  CHECK(load_error(negative.bytes()) == "test: tokenizer.ggml.eos_token_id is negative");
+  CHECK(load_error_with(negative.bytes()) == "test: tokenizer.ggml.eos_token_id is negative");
 
   Gguf text = llama_gguf({"a", "b"});
   text.string("tokenizer.ggml.eos_token_id", "1");
-  CHECK(load_error(text.bytes()) == "test: tokenizer.ggml.eos_token_id has type string; expected an integer");
+  CHECK(load_error_with(text.bytes()) == "test: tokenizer.ggml.eos_token_id has type string; expected an integer");
 
   Gguf fits = llama_gguf({"a", "b"});
   fits.scalar<uint16_t>("tokenizer.ggml.eos_token_id", 2, 1);
@@ -600,27 +600,27 @@ TEST_CASE("GGUF: ids out of range and repeated keys are errors", "[vocab]") {
 
   Gguf twice = llama_gguf({"a", "b"});
   twice.strings("tokenizer.ggml.tokens", {"a", "b"});
-  CHECK(load_error(twice.bytes()) == "test: GGUF key 'tokenizer.ggml.tokens' appears twice");
+  CHECK(load_error_with(twice.bytes()) == "test: GGUF key 'tokenizer.ggml.tokens' appears twice");
 
   Gguf eos_twice = llama_gguf({"a", "b"});
   eos_twice.scalar<uint32_t>("tokenizer.ggml.eos_token_id", 4, 1).scalar<uint32_t>("tokenizer.ggml.eos_token_id", 4, 0);
-  CHECK(load_error(eos_twice.bytes()) == "test: GGUF key 'tokenizer.ggml.eos_token_id' appears twice");
+  CHECK(load_error_with(eos_twice.bytes()) == "test: GGUF key 'tokenizer.ggml.eos_token_id' appears twice");
 
   Gguf type = llama_gguf({"a", "b"});
   type.i32s("tokenizer.ggml.token_type", {1, 7});
-  CHECK(load_error(type.bytes()) == "test: token 1 has type 7 (the known types are 0 to 6)");
+  CHECK(load_error_with(type.bytes()) == "test: token 1 has type 7 (the known types are 0 to 6)");
 
   Gguf nan = llama_gguf({"a", "b"});
   nan.f32s("tokenizer.ggml.scores", {0, std::nanf("")});
-  CHECK(load_error(nan.bytes()) == "test: the score of token 1 is not a number");
+  CHECK(load_error_with(nan.bytes()) == "test: the score of token 1 is not a number");
 
   Gguf not_array = llama_gguf({"a"});
   not_array.string("tokenizer.ggml.merges", "a b");
-  CHECK(load_error(not_array.bytes()) == "test: tokenizer.ggml.merges has type string; expected array");
+  CHECK(load_error_with(not_array.bytes()) == "test: tokenizer.ggml.merges has type string; expected array");
 
   Gguf wrong_element;
   wrong_element.string("tokenizer.ggml.model", "llama").i32s("tokenizer.ggml.tokens", {1});
-  CHECK(load_error(wrong_element.bytes()) == "test: tokenizer.ggml.tokens is an array of i32; expected an array of string");
+  CHECK(load_error_with(wrong_element.bytes()) == "test: tokenizer.ggml.tokens is an array of i32; expected an array of string");
 }
 
 // ---------------------------------------------------------------------------
@@ -647,9 +647,9 @@ TEST_CASE("a vocabulary without an end-of-sequence token carries a warning", "[v
   CHECK(cut->warnings()[1].starts_with("test: the vocabulary has no end-of-sequence token"));
 
   CHECK(loaded(Vocabulary::bundled())->warnings().empty());
-  if (shared_available()) {
-    CHECK(loaded(Vocabulary::load(kShared + "cl100k_base.tiktoken"))->warnings().empty());
-    std::string cl100k = read(kShared + "cl100k_base.tiktoken");
+  if (cl100k_available()) {
+    CHECK(loaded(Vocabulary::load(kSharedVocab + "cl100k_base.tiktoken"))->warnings().empty());
+    std::string cl100k = read_bytes(kSharedVocab + "cl100k_base.tiktoken");
     std::string_view half(cl100k.data(), cl100k.find('\n', cl100k.size() / 2) + 1);
     auto truncated = loaded(Vocabulary::from_memory(half, "cut"));
     CHECK(truncated->eos_ids().empty());
