@@ -184,27 +184,51 @@ bool has_constraints(const Json& s) {
 
 // --- Converter --------------------------------------------------------------
 
+// The parts are made in the order they are declared; each holds only parts
+// declared before it, but the Converter itself (the writers' recursion).
+Converter::Converter(const Json& root, const JsonLocator& where, const SourceFile& file, Diagnostics& diags,
+                     const JsonSchemaOptions& options, const SyntaxLimits& limits)
+    : options_(options),
+      limits_(limits),
+      file_(file),
+      diagnostics_(where, file, diags, options_.strict, attempts_),
+      rules_(diagnostics_),
+      layout_(options_.whitespace),
+      automata_(limits_.max_nesting),
+      checks_(automata_),
+      document_(root, diagnostics_),
+      proof_(document_, automata_, checks_),
+      merger_(diagnostics_, document_, work_, checks_),
+      complement_(document_, automata_, proof_),
+      keywords_(diagnostics_, document_, options_),
+      scalars_(diagnostics_, rules_, limits_),
+      containers_(*this, combinators_, diagnostics_, rules_, layout_, document_, scalars_, options_, limits_),
+      combinators_(*this, diagnostics_, rules_, layout_, work_, scalars_, document_, automata_, checks_, proof_, merger_,
+                   complement_, attempts_),
+      references_(*this, combinators_, diagnostics_, rules_, layout_, document_, attempts_) {}
+
 std::optional<SchemaTranslation> Converter::run() {
-  Expr top = rule_for(&root_, "", 0);
-  if (diags_.has_errors()) return std::nullopt;
+  Expr top = references_.rule_for(&document_.root(), "", 0);
+  if (diagnostics_.has_errors()) return std::nullopt;
   if (!top) {
     no_value_ = true;
-    error("", "the schema accepts no JSON value");
+    diagnostics_.error("", "the schema accepts no JSON value");
     return std::nullopt;
   }
   const bool flexible = options_.whitespace == JsonWhitespace::Flexible;
   SchemaTranslation out;
   out.cgram = fmt::format("(* Translated by cgram from the JSON Schema {} ({} whitespace{}). *)\n", file_.name(),
-                          whitespace_name(),
+                          layout_.whitespace_name(),
                           options_.property_order == JsonPropertyOrder::Any ? ", members in any order" : "");
   out.offsets.emplace_back(0, 0);
   const std::string start_body = flexible ? "ws " + *top + " ws" : *top;
   out.cgram += fmt::format("start ::= {} ;\n", start_body);
-  const std::vector<bool> used = reachable(start_body);
-  for (size_t i = 0; i < rules_.size(); ++i) {
+  const std::vector<bool> used = rules_.reachable(start_body);
+  const std::vector<Rule>& rules = rules_.all();
+  for (size_t i = 0; i < rules.size(); ++i) {
     if (!used[i]) continue;
-    out.offsets.emplace_back(static_cast<uint32_t>(out.cgram.size()), rules_[i].schema_offset);
-    out.cgram += fmt::format("{} ::= {} ;\n", rules_[i].name, rules_[i].body);
+    out.offsets.emplace_back(static_cast<uint32_t>(out.cgram.size()), rules[i].schema_offset);
+    out.cgram += fmt::format("{} ::= {} ;\n", rules[i].name, rules[i].body);
   }
   if (flexible)
     out.cgram += options_.max_whitespace ? fmt::format("ws ::= #'[ \\t\\n\\r]{{0,{}}}' ;\n", *options_.max_whitespace)
@@ -214,7 +238,7 @@ std::optional<SchemaTranslation> Converter::run() {
 
 // Rules that the start rule uses, directly or not (alternatives that were
 // dropped, a branch that matched nothing, leave rules nobody uses).
-std::vector<bool> Converter::reachable(const std::string& start_body) const {
+std::vector<bool> RuleSet::reachable(const std::string& start_body) const {
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < rules_.size(); ++i) index[rules_[i].name] = i;
   std::vector<bool> used(rules_.size(), false);
@@ -246,68 +270,85 @@ std::vector<bool> Converter::reachable(const std::string& start_body) const {
 }
 
 // --- Diagnostics -----------------------------------------------------------
-SourceRange Converter::range_of(const std::string& pointer) const {
+uint32_t SchemaDiagnostics::offset_of(const std::string& pointer) const { return where_.offset_of(pointer); }
+
+SourceRange SchemaDiagnostics::range_of(const std::string& pointer) const {
   SourceLoc at = file_.location_of(where_.offset_of(pointer));
   return {at, at};
 }
 
-void Converter::error(const std::string& pointer, std::string message) {
+void SchemaDiagnostics::error(const std::string& pointer, std::string message) {
   diags_.error(range_of(pointer), std::move(message));
 }
 
-// Something ignored that makes the grammar accept more than the schema.
-void Converter::permissive(const std::string& pointer, const std::string& message) {
+void SchemaDiagnostics::note(const std::string& pointer, std::string message) {
+  diags_.note(range_of(pointer), std::move(message));
+}
+
+void SchemaDiagnostics::permissive(const std::string& pointer, const std::string& message) {
   if (!first_time(pointer + "\n" + message)) return;
-  if (options_.strict) error(pointer, message + " (--strict)");
+  if (strict_) error(pointer, message + " (--strict)");
   else diags_.warning(range_of(pointer), message);
 }
 
-bool Converter::first_time(const std::string& key) {
+bool SchemaDiagnostics::first_time(const std::string& key) {
   if (!warned_.insert(key).second) return false;
-  if (attempts_) warned_journal_.push_back(key);  // (taken back with a failed attempt)
+  warned_journal_.added(key);  // (taken back with a failed attempt)
   return true;
 }
 
-Converter::Attempt Converter::begin_attempt() {
-  ++attempts_;
-  Attempt attempt{diags_.mark(),    merged_journal_.size(), ref_journal_.size(), warned_journal_.size(),
-                  merges_cap_,      merge_steps_cap_,       merged_bytes_cap_,   key_regex_bytes_,
-                  all_key_regexes_refused_};
+void SchemaDiagnostics::take_back(const Mark& mark) {
+  diags_.rewind(mark.diagnostics);
+  warned_journal_.take_back(mark.warned, warned_);
+}
+
+MergeWork::Step MergeWork::take_step() {
+  if (++merge_steps_ <= merge_steps_cap_) return Step::Taken;
+  return merge_steps_ == merge_steps_cap_ + 1 ? Step::FirstRefused : Step::Refused;
+}
+
+MergeWork::Caps MergeWork::halve() {
+  const Caps before{merges_cap_, merge_steps_cap_, merged_bytes_cap_};
   auto half_left = [](auto used, auto cap) { return used >= cap ? cap : used + (cap - used) / 2; };
   merges_cap_ = half_left(merges_, merges_cap_);
   merge_steps_cap_ = half_left(merge_steps_, merge_steps_cap_);
   merged_bytes_cap_ = half_left(merged_bytes_, merged_bytes_cap_);
-  return attempt;
+  return before;
+}
+
+void MergeWork::restore(const Caps& caps) {
+  merges_cap_ = caps.merges;
+  merge_steps_cap_ = caps.steps;
+  merged_bytes_cap_ = caps.bytes;
+}
+
+Converter::Attempt Converter::begin_attempt() {
+  ++attempts_;
+  return {diagnostics_.mark(), combinators_.journal_mark(), references_.journal_mark(), work_.halve(),
+          containers_.key_budget()};
 }
 
 bool Converter::failed(const Attempt& attempt) {
-  const bool failed = diags_.error_count() > attempt.diagnostics.errors;
-  merges_cap_ = attempt.merges_cap;
-  merge_steps_cap_ = attempt.merge_steps_cap;
-  merged_bytes_cap_ = attempt.merged_bytes_cap;
+  const bool failed = diagnostics_.errors_since(attempt.diagnostics);
+  work_.restore(attempt.caps);
   if (failed) {
-    diags_.rewind(attempt.diagnostics);
-    for (size_t i = attempt.merged_keys; i < merged_journal_.size(); ++i) merged_rules_.erase(merged_journal_[i]);
-    for (size_t i = attempt.ref_keys; i < ref_journal_.size(); ++i) ref_rules_.erase(ref_journal_[i]);
-    for (size_t i = attempt.warned_keys; i < warned_journal_.size(); ++i) warned_.erase(warned_journal_[i]);
-    merged_journal_.resize(attempt.merged_keys);
-    ref_journal_.resize(attempt.ref_keys);
-    warned_journal_.resize(attempt.warned_keys);
+    diagnostics_.take_back(attempt.diagnostics);
+    combinators_.take_back(attempt.merged_keys);
+    references_.take_back(attempt.ref_keys);
     // (The key regexes the attempt wrote are left out of the grammar with
     // its rules, which nothing reaches.)
-    key_regex_bytes_ = attempt.key_regex_bytes;
-    all_key_regexes_refused_ = attempt.all_key_regexes_refused;
+    containers_.restore(attempt.keys);
   }
   if (--attempts_ == 0) {
-    merged_journal_.clear();
-    ref_journal_.clear();
-    warned_journal_.clear();
+    diagnostics_.forget_journal();
+    combinators_.forget_journal();
+    references_.forget_journal();
   }
   return failed;
 }
 
-const char* Converter::whitespace_name() const {
-  switch (options_.whitespace) {
+const char* JsonLayout::whitespace_name() const {
+  switch (whitespace_) {
     case JsonWhitespace::Compact: return "compact";
     case JsonWhitespace::Pretty: return "pretty";
     case JsonWhitespace::Flexible: return "flexible";
@@ -317,18 +358,18 @@ const char* Converter::whitespace_name() const {
 
 // --- Layout ----------------------------------------------------------------
 // Rules depend on the depth only in pretty layout, up to kPrettyDepth + 1.
-int Converter::layout_depth(int depth) const {
-  return options_.whitespace == JsonWhitespace::Pretty ? std::min(depth, kPrettyDepth + 1) : 0;
+int JsonLayout::depth(int depth) const {
+  return whitespace_ == JsonWhitespace::Pretty ? std::min(depth, kPrettyDepth + 1) : 0;
 }
 
-std::string Converter::newline_indent(int depth) const {
+std::string JsonLayout::newline_indent(int depth) const {
   if (depth > kPrettyDepth) return "#'\\n *'";
   return quote_literal("\n" + std::string(static_cast<size_t>(2 * depth), ' '));
 }
 
 // After '{' or '[' (before the first member), between members, before the closing bracket.
-std::string Converter::open(int depth) const {
-  switch (options_.whitespace) {
+std::string JsonLayout::open(int depth) const {
+  switch (whitespace_) {
     case JsonWhitespace::Compact: return "";
     case JsonWhitespace::Flexible: return " ws";
     case JsonWhitespace::Pretty: return " " + newline_indent(depth + 1);
@@ -336,8 +377,8 @@ std::string Converter::open(int depth) const {
   return "";
 }
 
-std::string Converter::separator(int depth) const {
-  switch (options_.whitespace) {
+std::string JsonLayout::separator(int depth) const {
+  switch (whitespace_) {
     case JsonWhitespace::Compact: return "','";
     case JsonWhitespace::Flexible: return "ws ',' ws";
     case JsonWhitespace::Pretty: return "',' " + newline_indent(depth + 1);
@@ -345,8 +386,8 @@ std::string Converter::separator(int depth) const {
   return "";
 }
 
-std::string Converter::close(int depth) const {
-  switch (options_.whitespace) {
+std::string JsonLayout::close(int depth) const {
+  switch (whitespace_) {
     case JsonWhitespace::Compact: return "";
     case JsonWhitespace::Flexible: return "ws ";
     case JsonWhitespace::Pretty: return newline_indent(depth) + " ";
@@ -354,8 +395,8 @@ std::string Converter::close(int depth) const {
   return "";
 }
 
-std::string Converter::colon() const {
-  switch (options_.whitespace) {
+std::string JsonLayout::colon() const {
+  switch (whitespace_) {
     case JsonWhitespace::Compact: return "':'";
     case JsonWhitespace::Flexible: return "ws ':' ws";
     case JsonWhitespace::Pretty: return "': '";
@@ -363,19 +404,19 @@ std::string Converter::colon() const {
   return "";
 }
 
-std::string Converter::empty_container(char open_bracket) const {
+std::string JsonLayout::empty_container(char open_bracket) const {
   const std::string pair = open_bracket == '{' ? "{}" : "[]";
-  if (options_.whitespace == JsonWhitespace::Flexible) return fmt::format("'{}' ws '{}'", pair[0], pair[1]);
+  if (whitespace_ == JsonWhitespace::Flexible) return fmt::format("'{}' ws '{}'", pair[0], pair[1]);
   return quote_literal(pair);
 }
 
 // '[' or '{', the items (already separated), the closing bracket.
-std::string Converter::container(char open_bracket, const std::string& items, int depth) const {
+std::string JsonLayout::container(char open_bracket, const std::string& items, int depth) const {
   const char close_bracket = open_bracket == '{' ? '}' : ']';
   return fmt::format("'{}'{} {} {}'{}'", open_bracket, open(depth), items, close(depth), close_bracket);
 }
 
-std::string Converter::add_rule(std::string base, std::string body, const std::string& pointer) {
+std::string RuleSet::add(std::string base, std::string body, const std::string& pointer) {
   for (char& c : base)
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   if (base.empty() || isdigit(static_cast<unsigned char>(base[0]))) base = "r" + base;
@@ -388,28 +429,9 @@ std::string Converter::add_rule(std::string base, std::string body, const std::s
 }
 
 // A rule whose body is set later (recursion reaches it first).
-size_t Converter::reserve_rule(const std::string& base, const std::string& pointer) {
-  add_rule(base, "", pointer);
+size_t RuleSet::reserve(const std::string& base, const std::string& pointer) {
+  add(base, "", pointer);
   return rules_.size() - 1;
-}
-
-// --- Any value (the schema `true`) -----------------------------------------
-std::string Converter::any_value(int depth) {
-  depth = layout_depth(depth);
-  auto found = any_rules_.find(depth);
-  if (found != any_rules_.end()) return found->second;
-  const size_t index = reserve_rule(depth ? fmt::format("any_value_{}", depth) : "any_value", "");
-  any_rules_[depth] = rules_[index].name;
-  const std::string inner = any_value(depth + 1);
-  const std::string key = fmt::format("#'\"(?:{})*\"'", json::any_string_char_regex());
-  const std::string member = fmt::format("{} {} {}", key, colon(), inner);
-  const std::string object = fmt::format("{} | {}", empty_container('{'),
-                                         container('{', fmt::format("{0} ({1} {0})*", member, separator(depth)), depth));
-  const std::string array = fmt::format("{} | {}", empty_container('['),
-                                        container('[', fmt::format("{0} ({1} {0})*", inner, separator(depth)), depth));
-  rules_[index].body = fmt::format("{} | {} | {} | {} | 'true' | 'false' | 'null'", object, array, key,
-                                   "#'" + *json::number_regex(std::nullopt, std::nullopt, false) + "'");
-  return rules_[index].name;
 }
 
 // --- Schemas ----------------------------------------------------------------
@@ -423,7 +445,7 @@ Expr Converter::value(const Node& node, int depth) {
   const uint32_t limit = std::max(std::min(limits_.max_nesting, kMaxNestingCeiling), kMaxReferenceNesting);
   if (++nesting_ > limit) {
     --nesting_;
-    error(node.pointer, fmt::format("the schema, followed through its references, nests deeper than {} levels here",
+    diagnostics_.error(node.pointer, fmt::format("the schema, followed through its references, nests deeper than {} levels here",
                                     limit));
     return std::nullopt;
   }
@@ -435,9 +457,9 @@ Expr Converter::value(const Node& node, int depth) {
 
 Expr Converter::value_inner(const Node& node, int depth) {
   const Json& s = *node.schema;
-  if (s.is_boolean()) return s.get<bool>() ? Expr(any_value(depth)) : std::nullopt;
+  if (s.is_boolean()) return s.get<bool>() ? Expr(containers_.any_value(depth)) : std::nullopt;
   if (!s.is_object()) {
-    error(node.pointer, "a schema must be an object or a boolean");
+    diagnostics_.error(node.pointer, "a schema must be an object or a boolean");
     return std::nullopt;
   }
   // Said without them where that is exact (and within the limits): `not`,
@@ -445,35 +467,35 @@ Expr Converter::value_inner(const Node& node, int depth) {
   // or dropped, by the draft).
   std::optional<Json> said;
   if (s.contains("not")) said = not_said_otherwise(s);
-  if (!said && (s.contains("if") || s.contains(kConditionals)) && in_draft("if") && !s.contains("$ref"))
-    said = conditional_said(s);
+  if (!said && (s.contains("if") || s.contains(kConditionals)) && document_.in_draft("if") && !s.contains("$ref"))
+    said = complement_.conditional_said(s);
   if (!said && (s.contains("dependencies") || s.contains("dependentRequired") || s.contains("dependentSchemas")) &&
       !s.contains("$ref"))
-    said = dependencies_said(s);
+    said = complement_.dependencies_said(s);
   if (said) {
     if (*said == false) return std::nullopt;  // no value: nothing else to say
     const Attempt attempt = begin_attempt();
-    Expr e = value_of_merged(*said, node.pointer, depth);
+    Expr e = combinators_.value_of_merged(*said, node.pointer, depth);
     if (!failed(attempt)) return e;
   }
-  check_keywords(node);
-  if (s.contains("$ref")) return reference(node, depth);
-  if (s.contains("allOf")) return all_of(node, depth);
-  if (s.contains("anyOf") || s.contains("oneOf")) return any_of(node, depth);
-  if (s.contains("enum") || s.contains("const")) return enumeration(node, depth);
+  keywords_.check_keywords(node);
+  if (s.contains("$ref")) return references_.reference(node, depth);
+  if (s.contains("allOf")) return combinators_.all_of(node, depth);
+  if (s.contains("anyOf") || s.contains("oneOf")) return combinators_.any_of(node, depth);
+  if (s.contains("enum") || s.contains("const")) return combinators_.enumeration(node, depth);
   return by_type(node, depth);
 }
 
-void Converter::check_keywords(const Node& node) {
+void KeywordCheck::check_keywords(const Node& node) {
   const Json& s = *node.schema;
   if (s.contains("$schema") && !known_meta_schema(s["$schema"]))
-    error(node.pointer + "/$schema",
+    diagnostics_.error(node.pointer + "/$schema",
           fmt::format("'$schema' {}: only the JSON Schema drafts' own meta-schemas (2020-12, 2019-09, 07, 06, 04) "
                       "are known",
                       s["$schema"].dump()));
   for (const auto& [key, v] : s.items()) {
     const std::string at = node.pointer + "/" + pointer_token(key);
-    if (!in_draft(key)) continue;  // no keyword of the schema's draft: ignored
+    if (!document_.in_draft(key)) continue;  // no keyword of the schema's draft: ignored
     switch (keyword_use(key)) {
       case KeywordUse::Annotation:
       case KeywordUse::Supported: break;
@@ -481,29 +503,29 @@ void Converter::check_keywords(const Node& node) {
         // Ignored, as the specification says (an annotation: `readonly`,
         // `example`, OpenAPI's `x-…`); a near miss of a keyword gets a note.
         if (const std::optional<std::string> like = keyword_like(key))
-          diags_.note(range_of(at), fmt::format("'{}' is not a JSON Schema keyword and is ignored; did you mean '{}'?",
+          diagnostics_.note(at, fmt::format("'{}' is not a JSON Schema keyword and is ignored; did you mean '{}'?",
                                                 key, *like));
         break;
       case KeywordUse::Refused:
-        error(at, fmt::format("'{}' is not supported", key));
+        diagnostics_.error(at, fmt::format("'{}' is not supported", key));
         break;
       case KeywordUse::IgnoredWarning:
         if (key == "uniqueItems" && v == false) break;
         if (key == kConditionals)
-          permissive(node.pointer, "'if' beside another part's 'if' is not supported and is ignored: the grammar "
+          diagnostics_.permissive(node.pointer, "'if' beside another part's 'if' is not supported and is ignored: the grammar "
                                    "accepts more than the schema");
         else if (!ignorable_no_op(key, s))
-          permissive(at, fmt::format("'{}' is not supported and is ignored: the grammar accepts more than the schema",
+          diagnostics_.permissive(at, fmt::format("'{}' is not supported and is ignored: the grammar accepts more than the schema",
                                      key));
         break;
     }
   }
   for (const char* key : {"exclusiveMinimum", "exclusiveMaximum"})
     if (s.contains(key) && s[key].is_boolean())
-      error(node.pointer + "/" + key, fmt::format("'{}' must be a number (draft 2020-12); a boolean is draft-04", key));
+      diagnostics_.error(node.pointer + "/" + key, fmt::format("'{}' must be a number (draft 2020-12); a boolean is draft-04", key));
 }
 
-bool Converter::known_meta_schema(const Json& uri) {
+bool known_meta_schema(const Json& uri) {
   if (!uri.is_string()) return false;
   std::string u = uri.get<std::string>();
   if (u.ends_with("#")) u.pop_back();
@@ -546,15 +568,15 @@ std::optional<Json> Converter::not_said_otherwise(const Json& s) {
   // Said by the strings (scalars.cpp) where nothing but strings is allowed
   // (`not: {pattern}` fails every value of another type).
   if (excluded_strings(s) && only_strings(s)) return std::nullopt;
-  if (std::optional<Json> failing = negation(inner, 0, {&rest})) return Json{{"allOf", Json::array({rest, *failing})}};
+  if (std::optional<Json> failing = complement_.negation(inner, 0, {&rest})) return Json{{"allOf", Json::array({rest, *failing})}};
   return std::nullopt;
 }
 
 // propertyNames says nothing (it accepts every string, or the schema no
 // object), or the object's grammar says it (containers.cpp: no name is
 // listed, so the keys are its strings).
-bool Converter::property_names_said(const Json& s) const {
-  const Json* names = followed(s["propertyNames"]);
+bool KeywordCheck::property_names_said(const Json& s) const {
+  const Json* names = document_.followed(s["propertyNames"]);
   if (!names) return false;
   if (*names == true || (names->is_object() && !has_constraints(*names))) return true;
   if (names->is_object() && names->size() == 1 && names->contains("type") && declared_types(*names).count("string"))
@@ -563,7 +585,7 @@ bool Converter::property_names_said(const Json& s) const {
   return !s.contains("properties") && !s.contains("required") && !s.contains("patternProperties");
 }
 
-size_t Converter::listed_names(const Json& s) {
+size_t listed_names(const Json& s) {
   std::set<std::string> names;
   if (s.contains("properties") && s["properties"].is_object())
     for (const auto& [name, unused] : s["properties"].items()) names.insert(name);
@@ -573,12 +595,12 @@ size_t Converter::listed_names(const Json& s) {
   return names.size();
 }
 
-bool Converter::only_strings(const Json& s) {
+bool only_strings(const Json& s) {
   const std::set<std::string> types = declared_types(s);
   return types.empty() || types == std::set<std::string>{"string"};
 }
 
-bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
+bool KeywordCheck::ignorable_no_op(const std::string& key, const Json& s) const {
   if ((key == "then" || key == "else") && !s.contains("if")) return true;
   if ((key == "minContains" || key == "maxContains") && !s.contains("contains")) return true;
   // Said by the numbers' spelling, or their digits' remainder (scalars.cpp); beside values, not checked.
@@ -586,7 +608,7 @@ bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
     return true;
   if (key == "propertyNames" && property_names_said(s)) return true;
   if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const") &&
-      in_draft("contains") && !s.contains(kContains))
+      document_.in_draft("contains") && !s.contains(kContains))
     return true;  // said by the array's grammar (containers.cpp)
   if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
   // Said by the array's grammar (containers.cpp); beside allOf, the merged
@@ -594,7 +616,7 @@ bool Converter::ignorable_no_op(const std::string& key, const Json& s) const {
   if (key == "uniqueItems" && (unique_item_values(s) || s.contains("allOf"))) return true;
   // Said exactly by the object's grammar (containers.cpp).
   if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() &&
-      (s[key].get<uint64_t>() <= 1 || counted_members(s, listed_names(s))))
+      (s[key].get<uint64_t>() <= 1 || ContainerWriter::counted_members(s, listed_names(s), options_.property_order)))
     return true;
   return false;
 }

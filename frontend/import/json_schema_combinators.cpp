@@ -64,53 +64,52 @@ bool json_equal(const Json& a, const Json& b) {
 // stays finite and linear instead of unrolling the recursion to the
 // nesting limit. A long translation met again is named too, so the text
 // never repeats it.
-Expr Converter::value_of_merged(const Json& merged_source, const std::string& pointer, int depth) {
-  if (++merges_ > merges_cap_) {
-    error(pointer, "allOf: too many schemas to merge (a recursive schema merged with another)");
+Expr CombinatorWriter::value_of_merged(const Json& merged_source, const std::string& pointer, int depth) {
+  if (!work_.take_merge()) {
+    diagnostics_.error(pointer, "allOf: too many schemas to merge (a recursive schema merged with another)");
     return std::nullopt;
   }
   std::string dumped = merged_source.dump();
   charge_memory(3 * dumped.size() + sizeof(Json) * 4);  // the key, the copy converted, their nodes
   // Work: every merge copies and writes out what it merges.
-  merged_bytes_ += dumped.size();
-  if (merged_bytes_ > merged_bytes_cap_) {
-    error(pointer, fmt::format("allOf: the schemas merged (allOf, and $ref beside other keywords) come to more "
+  if (!work_.take_bytes(dumped.size())) {
+    diagnostics_.error(pointer, fmt::format("allOf: the schemas merged (allOf, and $ref beside other keywords) come to more "
                                "than {} MiB of JSON in all (the limit): the schema repeats large definitions in "
                                "its merges",
-                               kMaxMergedBytes >> 20));
+                               MergeWork::kMaxMergedBytes >> 20));
     return std::nullopt;
   }
-  auto [entry, inserted] = merged_rules_.try_emplace({std::move(dumped), layout_depth(depth)});
-  if (inserted && attempts_) merged_journal_.push_back(entry->first);
+  auto [entry, inserted] = merged_rules_.try_emplace({std::move(dumped), layout_.depth(depth)});
+  if (inserted) journal_.added(entry->first);
   Merged& merged = entry->second;
   if (!inserted) {
     const bool name_it = merged.converting || (merged.expr && merged.expr->size() > kInlineBytes);
     if (!name_it) return merged.expr;
     if (!merged.rule) {
-      merged.rule = reserve_rule(pointer.substr(pointer.rfind('/') + 1), pointer);
+      merged.rule = rules_.reserve(pointer.substr(pointer.rfind('/') + 1), pointer);
       if (!merged.converting) rules_[*merged.rule].body = *merged.expr;  // else set when it is done
     }
     return rules_[*merged.rule].name;
   }
   merged_.push_back(std::make_unique<Json>(merged_source));
   merged.converting = true;
-  Expr body = value({merged_.back().get(), pointer}, depth);
+  Expr body = converter_.value({merged_.back().get(), pointer}, depth);
   merged.converting = false;
   merged.expr = body;
   if (!merged.rule) return body;
   if (!body) {  // recursion into a schema with no value: .cgram has no empty language
-    error(pointer, "allOf: this recursive merge of schemas accepts no JSON value");
+    diagnostics_.error(pointer, "allOf: this recursive merge of schemas accepts no JSON value");
     return std::nullopt;
   }
   rules_[*merged.rule].body = *body;
   return rules_[*merged.rule].name;
 }
 
-Expr Converter::all_of(const Node& node, int depth) {
+Expr CombinatorWriter::all_of(const Node& node, int depth) {
   const Json& s = *node.schema;
   const std::string at = node.pointer + "/allOf";
   if (!s["allOf"].is_array() || s["allOf"].empty()) {
-    error(at, "'allOf' must be a non-empty array");
+    diagnostics_.error(at, "'allOf' must be a non-empty array");
     return std::nullopt;
   }
   Json merged = s;
@@ -124,18 +123,18 @@ Expr Converter::all_of(const Node& node, int depth) {
       Json rest = *part;
       rest.erase("$ref");
       std::string target_pointer;
-      const Json* target = resolve((*part)["$ref"].is_string() ? (*part)["$ref"].get<std::string>() : "", part_pointer,
+      const Json* target = document_.resolve((*part)["$ref"].is_string() ? (*part)["$ref"].get<std::string>() : "", part_pointer,
                                    target_pointer);
       if (!target) return std::nullopt;
       if (!rest.empty()) {
-        auto m = merge(merged, rest, part_pointer);
+        auto m = merger_.merge(merged, rest, part_pointer);
         if (!m) return std::nullopt;
         merged = std::move(*m);
       }
       part = target;
       part_pointer = target_pointer;
     }
-    auto m = merge(merged, *part, part_pointer);
+    auto m = merger_.merge(merged, *part, part_pointer);
     if (!m) return std::nullopt;
     merged = std::move(*m);
   }
@@ -143,25 +142,25 @@ Expr Converter::all_of(const Node& node, int depth) {
 }
 
 // Both schemas at once, as one schema; nullopt (after an error) where they do not merge.
-std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::string& at) {
+std::optional<Json> SchemaMerger::merge(const Json& a, const Json& b, const std::string& at) {
   if (a == b) return a;
   // Work: a merge copies what it merges, and merges the parts of nested allOfs.
-  if (++merge_steps_ > merge_steps_cap_) {
-    if (merge_steps_ == merge_steps_cap_ + 1)
-      error(at, fmt::format("allOf: merging the schemas takes more than {} steps (the limit)", kMaxMergeSteps));
+  if (const MergeWork::Step step = work_.take_step(); step != MergeWork::Step::Taken) {
+    if (step == MergeWork::Step::FirstRefused)
+      diagnostics_.error(at, fmt::format("allOf: merging the schemas takes more than {} steps (the limit)", MergeWork::kMaxMergeSteps));
     return std::nullopt;
   }
   if (b.is_boolean()) return b.get<bool>() ? a : Json(false);
   if (a.is_boolean()) return a.get<bool>() ? b : Json(false);
   if (!b.is_object()) {
-    error(at, "a schema must be an object or a boolean");
+    diagnostics_.error(at, "a schema must be an object or a boolean");
     return std::nullopt;
   }
   // A part's if/then/else go together, and belong to it alone (another
   // part's `then` is not this `if`'s): then/else without if say nothing, and
   // a second part's conditional beside the first's is not enforced (saying
   // both as alternatives here multiplies them at every merge).
-  if ((b.contains("if") || b.contains("then") || b.contains("else")) && in_draft("if") &&
+  if ((b.contains("if") || b.contains("then") || b.contains("else")) && document_.in_draft("if") &&
       (a.contains("if") || a.contains("then") || a.contains("else") || !b.contains("if"))) {
     Json rest = b;
     Json conditional = Json::object();
@@ -230,13 +229,13 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
     } else if (key == "pattern" || key == kMorePatterns) {
       // Every pattern of both: the first stays `pattern`, the others are added.
       if (!mine.is_string() && key == "pattern") {
-        error(at, "'pattern' must be a string");
+        diagnostics_.error(at, "'pattern' must be a string");
         return std::nullopt;
       }
       Json more = out.contains(kMorePatterns) ? out[kMorePatterns] : Json::array();
       for (const Json& p : key == "pattern" ? Json::array({v}) : v) {
         if (!p.is_string()) {
-          error(at, "'pattern' must be a string");
+          diagnostics_.error(at, "'pattern' must be a string");
           return std::nullopt;
         }
         if (p != out.value("pattern", Json()) && std::find(more.begin(), more.end(), p) == more.end())
@@ -257,9 +256,9 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
       // Handled below, together.
     } else if (key == "anyOf" || key == "oneOf") {
       // (∪A) ∩ (∪B) = ∪ (a ∩ b), within a bound on the pairs.
-      if (!mine.is_array() || !v.is_array() || mine.size() * v.size() > kMaxAlternativePairs) {
-        error(at, fmt::format("allOf: the alternatives of two '{}' make more than {} pairs (the limit)", key,
-                              kMaxAlternativePairs));
+      if (!mine.is_array() || !v.is_array() || mine.size() * v.size() > MergeWork::kMaxAlternativePairs) {
+        diagnostics_.error(at, fmt::format("allOf: the alternatives of two '{}' make more than {} pairs (the limit)", key,
+                              MergeWork::kMaxAlternativePairs));
         return std::nullopt;
       }
       Json pairs = Json::array();
@@ -272,7 +271,7 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
       mine = pairs;
     } else if (key == kContains) {
       if (!json_equal(mine, v))
-        permissive(at, "'contains' is not supported and is ignored: the grammar accepts more than the schema");
+        diagnostics_.permissive(at, "'contains' is not supported and is ignored: the grammar accepts more than the schema");
     } else if (key == kConditionals) {
       if (!mine.is_array() || !v.is_array()) continue;
       for (const Json& c : v)
@@ -288,10 +287,10 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
       // schema keeps one, and the warning is given here, since the one kept
       // may be a no-op the translation would not warn of (uniqueItems: false).
       if (!json_equal(mine, v))
-        permissive(at, fmt::format("'{}' is not supported and is ignored: the grammar accepts more than the schema",
+        diagnostics_.permissive(at, fmt::format("'{}' is not supported and is ignored: the grammar accepts more than the schema",
                                    key));
     } else if (!json_equal(mine, v)) {
-      error(at, fmt::format("allOf: two different '{}' cannot be merged", key));
+      diagnostics_.error(at, fmt::format("allOf: two different '{}' cannot be merged", key));
       return std::nullopt;
     }
   }
@@ -300,7 +299,7 @@ std::optional<Json> Converter::merge(const Json& a, const Json& b, const std::st
   return out;
 }
 
-bool Converter::greater(const Json& x, const Json& y) {
+bool greater(const Json& x, const Json& y) {
   if (!x.is_number() || !y.is_number()) return false;
   auto dx = json::parse_decimal(x.dump()), dy = json::parse_decimal(y.dump());
   return dx && dy && json::compare(*dx, *dy) > 0;
@@ -309,46 +308,46 @@ bool Converter::greater(const Json& x, const Json& y) {
 // The strings a regex over decoded characters (cgram's syntax) matches;
 // nullptr when it cannot be read (converting the schema says why) or passes
 // the automaton limits.
-const json::CharDfa* Converter::regex_automaton(const std::string& regex) {
-  auto [entry, inserted] = text_automata_.try_emplace(regex);
+const json::CharDfa* TextAutomata::regex_automaton(const std::string& regex) {
+  auto [entry, inserted] = automata_.try_emplace(regex);
   if (inserted) {
-    auto parsed = ir::parse_regex(regex, limits_.max_nesting);
+    auto parsed = ir::parse_regex(regex, max_nesting_);
     if (auto* node = std::get_if<ir::RegexNode>(&parsed)) entry->second = json::CharDfa::of_regex(*node);
   }
   return entry->second ? &*entry->second : nullptr;
 }
 
 // The strings an ECMAScript pattern (patternProperties, pattern) is found in.
-const json::CharDfa* Converter::pattern_automaton(const std::string& pattern) {
+const json::CharDfa* TextAutomata::pattern_automaton(const std::string& pattern) {
   auto converted = json::ecma_pattern_to_regex(pattern);
   return converted.ok() ? regex_automaton(*converted) : nullptr;
 }
 
-std::optional<bool> Converter::regex_matches(const std::string& regex, const std::string& text) {
+std::optional<bool> TextAutomata::regex_matches(const std::string& regex, const std::string& text) {
   const json::CharDfa* dfa = regex_automaton(regex);
   return dfa ? std::optional<bool>(dfa->matches(text)) : std::nullopt;
 }
 
-std::optional<bool> Converter::pattern_matches(const std::string& pattern, const std::string& text) {
+std::optional<bool> TextAutomata::pattern_matches(const std::string& pattern, const std::string& text) {
   const json::CharDfa* dfa = pattern_automaton(pattern);
   return dfa ? std::optional<bool>(dfa->matches(text)) : std::nullopt;
 }
 
 // A property's schema in `s`: its own and that of every pattern matching
 // its name; additionalProperties (true when absent) where there is neither.
-Json Converter::property_schema(const Json& s, const std::string& name) {
+Json SchemaChecks::property_schema(const Json& s, const std::string& name) {
   Json parts = Json::array();
   if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name))
     parts.push_back(s["properties"][name]);
   if (s.contains("patternProperties") && s["patternProperties"].is_object())
     for (const auto& [pattern, schema] : s["patternProperties"].items())
-      if (pattern_matches(pattern, name) != false) parts.push_back(schema);  // (unreadable: refused when translated)
+      if (automata_.pattern_matches(pattern, name) != false) parts.push_back(schema);  // (unreadable: refused when translated)
   if (parts.empty()) return s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
   if (parts.size() == 1) return parts[0];
   return Json{{"allOf", parts}};
 }
 
-Json Converter::both(const Json& x, const Json& y) {
+Json both(const Json& x, const Json& y) {
   // A ∧ A = A: equal schemas merged would double at every level of a recursive one.
   if (x == true || x == y) return y;
   if (y == true) return x;
@@ -359,7 +358,7 @@ Json Converter::both(const Json& x, const Json& y) {
 // patterns of both are kept side by side, which is exact where a key that
 // only one part's patterns match gets `true` from the other part: its
 // additionalProperties is absent or true. Otherwise the merge is an error.
-bool Converter::merge_properties(const Json& a, const Json& b, Json& out, const std::string& at) {
+bool SchemaMerger::merge_properties(const Json& a, const Json& b, Json& out, const std::string& at) {
   auto has = [](const Json& s, const char* key) { return s.contains(key); };
   if (!has(a, "properties") && !has(b, "properties") && !has(a, "additionalProperties") &&
       !has(b, "additionalProperties") && !has(a, "patternProperties") && !has(b, "patternProperties"))
@@ -371,14 +370,14 @@ bool Converter::merge_properties(const Json& a, const Json& b, Json& out, const 
   };
   const Json pa = patterns_of(a), pb = patterns_of(b);
   if ((!pa.empty() && extra_of(b) != true) || (!pb.empty() && extra_of(a) != true)) {
-    error(at, "allOf: 'patternProperties' of one part beside 'additionalProperties' of another cannot be merged");
+    diagnostics_.error(at, "allOf: 'patternProperties' of one part beside 'additionalProperties' of another cannot be merged");
     return false;
   }
   Json props = Json::object();
   for (const Json* s : {&a, &b})
     if (s->contains("properties") && (*s)["properties"].is_object())
       for (const auto& [name, v] : (*s)["properties"].items())
-        if (!props.contains(name)) props[name] = both(property_schema(a, name), property_schema(b, name));
+        if (!props.contains(name)) props[name] = both(checks_.property_schema(a, name), checks_.property_schema(b, name));
   if (props.empty()) out.erase("properties");
   else out["properties"] = props;
   Json patterns = pa;
@@ -392,13 +391,13 @@ bool Converter::merge_properties(const Json& a, const Json& b, Json& out, const 
   return true;
 }
 
-Json Converter::item_schema(const Json& s, size_t i) {
+Json item_schema(const Json& s, size_t i) {
   if (s.contains("prefixItems") && s["prefixItems"].is_array() && i < s["prefixItems"].size())
     return s["prefixItems"][i];
   return s.contains("items") ? s["items"] : Json(true);
 }
 
-void Converter::merge_items(const Json& a, const Json& b, Json& out) {
+void merge_items(const Json& a, const Json& b, Json& out) {
   auto prefix = [](const Json& s) {
     return s.contains("prefixItems") && s["prefixItems"].is_array() ? s["prefixItems"].size() : 0;
   };
@@ -416,12 +415,12 @@ void Converter::merge_items(const Json& a, const Json& b, Json& out) {
 }
 
 // --- anyOf, oneOf -------------------------------------------------------------
-Expr Converter::any_of(const Node& node, int depth) {
+Expr CombinatorWriter::any_of(const Node& node, int depth) {
   const Json& s = *node.schema;
   const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
   const std::string at = node.pointer + "/" + key;
   if (!s[key].is_array() || s[key].empty()) {
-    error(at, fmt::format("'{}' must be a non-empty array", key));
+    diagnostics_.error(at, fmt::format("'{}' must be a non-empty array", key));
     return std::nullopt;
   }
   // Everything else (a oneOf beside an anyOf too) constrains each branch.
@@ -437,29 +436,29 @@ Expr Converter::any_of(const Node& node, int depth) {
       Expr branch = others || exclusive
                         ? value_of_merged(others ? Json{{"allOf", Json::array({rest, alternative})}} : alternative,
                                           branch_pointer, depth)
-                        : value({&alternative, branch_pointer}, depth);
+                        : converter_.value({&alternative, branch_pointer}, depth);
       if (branch && std::find(alternatives.begin(), alternatives.end(), *branch) == alternatives.end())
         alternatives.push_back(*branch);
     }
     return alternation(alternatives);
   };
   if (std::string(key) == "oneOf")
-    if (const auto pairs = overlaps(s[key], rest); !pairs.empty()) {
+    if (const auto pairs = proof_.overlaps(s[key], rest); !pairs.empty()) {
       std::string why = "no complement to exclude";
-      if (const std::optional<std::vector<Json>> exclusive = exclusive_alternatives(s[key], rest, pairs)) {
-        const Attempt attempt = begin_attempt();
+      if (const std::optional<std::vector<Json>> exclusive = complement_.exclusive_alternatives(s[key], rest, pairs)) {
+        const Converter::Attempt attempt = converter_.begin_attempt();
         Expr e = alternatives_of(&*exclusive);
-        if (!failed(attempt)) return e;
+        if (!converter_.failed(attempt)) return e;
         why = "excluding it passes the limits";
       }
-      permissive(at, fmt::format("'oneOf' is read as 'anyOf': alternatives {} and {} may overlap (no proof that "
+      diagnostics_.permissive(at, fmt::format("'oneOf' is read as 'anyOf': alternatives {} and {} may overlap (no proof that "
                                  "they do not, and {}), and a value that matches both is accepted",
                                  pairs[0].i, pairs[0].j, why));
     }
   return alternatives_of(nullptr);
 }
 
-Expr Converter::alternation(const std::vector<std::string>& alternatives) {
+Expr alternation(const std::vector<std::string>& alternatives) {
   if (alternatives.empty()) return std::nullopt;
   if (alternatives.size() == 1) return alternatives[0];
   std::string out = "(";
@@ -484,7 +483,7 @@ size_t code_points(const std::string& text) {
 
 // Whether `value` meets the keywords beside enum/const that apply to its
 // type (checkable_beside_values; the rest do not apply to it).
-bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
+bool SchemaChecks::satisfies_beside_values(const Json& s, const Json& value) {
   auto size_bound = [&](const char* key, size_t size, bool at_least) {
     if (!s.contains(key) || !s[key].is_number()) return true;  // (refused before, where malformed)
     const double bound = s[key].get<double>();  // an integer, perhaps written 2.0
@@ -500,15 +499,15 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
     const std::string& text = value.get_ref<const std::string&>();
     const size_t n = code_points(text);
     // (A pattern or format that cannot be read or passes the automaton limits
-    // says nothing here: enumeration() refuses it first.)
+    // says nothing here: combinators_.enumeration() refuses it first.)
     for (const std::string& pattern : patterns_of(s))
-      if (pattern_matches(pattern, text) == false) return false;
+      if (automata_.pattern_matches(pattern, text) == false) return false;
     // A `not` the strings say (excluded_strings): the value must miss it.
     if (const std::optional<std::string> excluded = excluded_strings(s); excluded && !excluded->empty())
-      if (regex_matches(*excluded, text) != false) return false;  // (unknown: not kept)
+      if (automata_.regex_matches(*excluded, text) != false) return false;  // (unknown: not kept)
     if (s.contains("format") && s["format"].is_string())
       if (const auto format = json::format_regex(s["format"].get<std::string>());
-          format && regex_matches(format->regex, text) == false)
+          format && automata_.regex_matches(format->regex, text) == false)
         return false;
     return size_bound("minLength", n, true) && size_bound("maxLength", n, false);
   }
@@ -524,10 +523,10 @@ bool Converter::satisfies_beside_values(const Json& s, const Json& value) {
   return true;
 }
 
-Expr Converter::enumeration(const Node& node, int depth) {
+Expr CombinatorWriter::enumeration(const Node& node, int depth) {
   const Json& s = *node.schema;
   if (s.contains("enum") && !s["enum"].is_array()) {
-    error(node.pointer + "/enum", "'enum' must be an array");
+    diagnostics_.error(node.pointer + "/enum", "'enum' must be an array");
     return std::nullopt;
   }
   Json values = s.contains("enum") ? s["enum"] : Json::array({s["const"]});
@@ -553,39 +552,39 @@ Expr Converter::enumeration(const Node& node, int depth) {
     if (keyword_use(key) == KeywordUse::Supported && key != "type" && key != "enum" && key != "const" &&
         !checkable_beside_values(key) && !(of_objects.count(key) && !some_value(true)) &&
         !(of_arrays.count(key) && !some_value(false))) {
-      error(node.pointer + "/" + pointer_token(key),
+      diagnostics_.error(node.pointer + "/" + pointer_token(key),
             fmt::format("'{}' together with 'enum' or 'const' is not supported", key));
       return std::nullopt;
     }
   // A pattern or format beside the values, read as everywhere else (their
   // errors; an unknown format is not checked, with a warning).
-  if (s.contains("pattern") && !s["pattern"].is_string()) error(node.pointer + "/pattern", "'pattern' must be a string");
+  if (s.contains("pattern") && !s["pattern"].is_string()) diagnostics_.error(node.pointer + "/pattern", "'pattern' must be a string");
   for (const std::string& pattern : patterns_of(s)) {
     if (auto converted = json::ecma_pattern_to_regex(pattern); !converted.ok())
-      error(node.pointer + "/pattern", "'pattern': " + converted.error().message);
-    else if (!regex_automaton(*converted))
-      error(node.pointer + "/pattern",
+      diagnostics_.error(node.pointer + "/pattern", "'pattern': " + converted.error().message);
+    else if (!automata_.regex_automaton(*converted))
+      diagnostics_.error(node.pointer + "/pattern",
             fmt::format("'pattern' beside 'enum' or 'const': the pattern cannot be read as a regex, or its automaton "
                         "needs more than {} states (the limit)",
                         json::CharDfaLimits{}.max_states));
   }
   if (s.contains("format")) {
     const std::string name = s["format"].is_string() ? s["format"].get<std::string>() : "";
-    if (!s["format"].is_string()) error(node.pointer + "/format", "'format' must be a string");
-    else if (auto format = json::format_regex(name); !format || !regex_automaton(format->regex))
-      unchecked_format(node.pointer + "/format", name);
+    if (!s["format"].is_string()) diagnostics_.error(node.pointer + "/format", "'format' must be a string");
+    else if (auto format = json::format_regex(name); !format || !automata_.regex_automaton(format->regex))
+      scalars_.unchecked_format(node.pointer + "/format", name);
     else if (!format->not_enforced.empty())
-      permissive(node.pointer + "/format", fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
+      diagnostics_.permissive(node.pointer + "/format", fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
   }
   // The bounds beside the values, read as everywhere else (their errors).
-  for (const char* key : {"minLength", "maxLength", "minItems", "maxItems"}) count(node, key);
+  for (const char* key : {"minLength", "maxLength", "minItems", "maxItems"}) scalars_.count(node, key);
   for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
     if (s.contains(key) && !s[key].is_number() && !s[key].is_boolean())  // (a boolean: check_keywords says)
-      error(node.pointer + "/" + key, fmt::format("'{}' must be a number", key));
-  if (diags_.has_errors()) return std::nullopt;
+      diagnostics_.error(node.pointer + "/" + key, fmt::format("'{}' must be a number", key));
+  if (diagnostics_.has_errors()) return std::nullopt;
   std::vector<std::string> alternatives;
   for (const Json& v : values)
-    if (type_allows(types, json_type_of(v)) && satisfies_beside_values(s, v)) {
+    if (type_allows(types, json_type_of(v)) && checks_.satisfies_beside_values(s, v)) {
       std::string text = literal_value(v, depth);
       if (std::find(alternatives.begin(), alternatives.end(), text) == alternatives.end()) alternatives.push_back(text);
     }
@@ -593,18 +592,18 @@ Expr Converter::enumeration(const Node& node, int depth) {
 }
 
 // A JSON value exactly as the layout writes it.
-std::string Converter::literal_value(const Json& v, int depth) {
+std::string CombinatorWriter::literal_value(const Json& v, int depth) {
   if (v.is_object() || v.is_array()) {
-    if (v.empty()) return empty_container(v.is_object() ? '{' : '[');
+    if (v.empty()) return layout_.empty_container(v.is_object() ? '{' : '[');
     std::string items;
     bool first = true;
     for (const auto& [key, child] : v.items()) {
-      if (!first) items += " " + separator(layout_depth(depth)) + " ";
+      if (!first) items += " " + layout_.separator(layout_.depth(depth)) + " ";
       first = false;
-      if (v.is_object()) items += quote_literal(json::json_string_text(key)) + " " + colon() + " ";
+      if (v.is_object()) items += quote_literal(json::json_string_text(key)) + " " + layout_.colon() + " ";
       items += literal_value(child, depth + 1);
     }
-    return container(v.is_object() ? '{' : '[', items, layout_depth(depth));
+    return layout_.container(v.is_object() ? '{' : '[', items, layout_.depth(depth));
   }
   if (v.is_string()) return quote_literal(json::json_string_text(v.get<std::string>()));
   if (v.is_number()) {

@@ -18,10 +18,29 @@
 
 namespace cgram::json_schema_detail {
 
-Expr Converter::array(const Node& node, int depth) {
+// --- Any value (the schema `true`) -----------------------------------------
+std::string ContainerWriter::any_value(int depth) {
+  depth = layout_.depth(depth);
+  auto found = any_rules_.find(depth);
+  if (found != any_rules_.end()) return found->second;
+  const size_t index = rules_.reserve(depth ? fmt::format("any_value_{}", depth) : "any_value", "");
+  any_rules_[depth] = rules_[index].name;
+  const std::string inner = any_value(depth + 1);
+  const std::string key = fmt::format("#'\"(?:{})*\"'", json::any_string_char_regex());
+  const std::string member = fmt::format("{} {} {}", key, layout_.colon(), inner);
+  const std::string object = fmt::format("{} | {}", layout_.empty_container('{'),
+                                         layout_.container('{', fmt::format("{0} ({1} {0})*", member, layout_.separator(depth)), depth));
+  const std::string array = fmt::format("{} | {}", layout_.empty_container('['),
+                                        layout_.container('[', fmt::format("{0} ({1} {0})*", inner, layout_.separator(depth)), depth));
+  rules_[index].body = fmt::format("{} | {} | {} | {} | 'true' | 'false' | 'null'", object, array, key,
+                                   "#'" + *json::number_regex(std::nullopt, std::nullopt, false) + "'");
+  return rules_[index].name;
+}
+
+Expr ContainerWriter::array(const Node& node, int depth) {
   const Json& s = *node.schema;
-  const uint64_t min_items = count(node, "minItems").value_or(0);
-  std::optional<uint64_t> max_items = count(node, "maxItems");
+  const uint64_t min_items = scalars_.count(node, "minItems").value_or(0);
+  std::optional<uint64_t> max_items = scalars_.count(node, "maxItems");
   if (max_items && *max_items < min_items) return std::nullopt;
   // Distinct items from a few values: at most that many, whatever the bounds say.
   if (const std::optional<std::vector<std::vector<Json>>> values = unique_item_values(s))
@@ -44,30 +63,30 @@ Expr Converter::array(const Node& node, int depth) {
     rest_pointer = node.pointer + "/items";
   }
   if (prefix && !prefix->is_array()) {
-    error(prefix_pointer, "'prefixItems' must be an array");
+    diagnostics_.error(prefix_pointer, "'prefixItems' must be an array");
     return std::nullopt;
   }
   std::vector<Expr> firsts;
   if (prefix)
     for (size_t i = 0; i < prefix->size(); ++i)
-      firsts.push_back(value({&(*prefix)[i], prefix_pointer + "/" + std::to_string(i)}, depth + 1));
+      firsts.push_back(converter_.value({&(*prefix)[i], prefix_pointer + "/" + std::to_string(i)}, depth + 1));
   static const Json any = true;
-  Expr rest_value = value(rest ? Node{rest, rest_pointer} : Node{&any, node.pointer}, depth + 1);
+  Expr rest_value = converter_.value(rest ? Node{rest, rest_pointer} : Node{&any, node.pointer}, depth + 1);
   // The first of the rest is written apart from the others: a long one is
   // named, so that nested arrays stay linear in the schema (each level
   // would double the text).
   if (rest_value && rest_value->size() > kInlineBytes)
-    rest_value = add_rule("items", *rest_value, rest ? rest_pointer : node.pointer);
+    rest_value = rules_.add("items", *rest_value, rest ? rest_pointer : node.pointer);
   const uint64_t k = firsts.size();
   if (max_items && *max_items > limits_.max_repeat_bound) {
-    permissive(node.pointer + "/maxItems", fmt::format("'maxItems' above {} is not enforced", limits_.max_repeat_bound));
+    diagnostics_.permissive(node.pointer + "/maxItems", fmt::format("'maxItems' above {} is not enforced", limits_.max_repeat_bound));
     max_items.reset();
   }
   if (min_items > limits_.max_repeat_bound) {
-    error(node.pointer + "/minItems", fmt::format("'minItems' above {} is not supported", limits_.max_repeat_bound));
+    diagnostics_.error(node.pointer + "/minItems", fmt::format("'minItems' above {} is not supported", limits_.max_repeat_bound));
     return std::nullopt;
   }
-  const std::string sep = separator(layout_depth(depth));
+  const std::string sep = layout_.separator(layout_.depth(depth));
   auto bounds = [](uint64_t lo, std::optional<uint64_t> hi) {
     if (hi && lo == *hi) return fmt::format("{{{}}}", lo);
     return hi ? fmt::format("{{{},{}}}", lo, *hi) : fmt::format("{{{},}}", lo);
@@ -96,25 +115,25 @@ Expr Converter::array(const Node& node, int depth) {
     if (!with_it) return may_stop ? Expr("") : std::nullopt;
     return may_stop ? fmt::format("({})?", *with_it) : *with_it;
   };
-  const bool user = s.contains("contains") && in_draft("contains"), internal = s.contains(kContains);
+  const bool user = s.contains("contains") && document_.in_draft("contains"), internal = s.contains(kContains);
   if (internal && (user || !simple_contains(s)))
-    permissive(node.pointer, "'contains' is not supported and is ignored: the grammar accepts more than the schema");
+    diagnostics_.permissive(node.pointer, "'contains' is not supported and is ignored: the grammar accepts more than the schema");
   else if (user || internal) {
     // Some item (any one) matches `contains` as well as the items' schema:
     // the items before it and after it are any items.
     Json both = Json{{"allOf", Json::array({rest ? *rest : Json(true), s[internal ? kContains : "contains"]})}};
-    const Expr found = value_of_merged(both, node.pointer + "/contains", depth + 1);
+    const Expr found = combinators_.value_of_merged(both, node.pointer + "/contains", depth + 1);
     if (!found) return std::nullopt;
-    if (!rest_value) return container('[', *found, layout_depth(depth));
-    return container('[', fmt::format("({0} {1})* {2} ({1} {0})*", *rest_value, sep, *found), layout_depth(depth));
+    if (!rest_value) return layout_.container('[', *found, layout_.depth(depth));
+    return layout_.container('[', fmt::format("({0} {1})* {2} ({1} {0})*", *rest_value, sep, *found), layout_.depth(depth));
   }
   std::vector<std::string> alternatives;
-  if (min_items == 0) alternatives.push_back(empty_container('['));
-  if (Expr items = from(0)) alternatives.push_back(container('[', *items, layout_depth(depth)));
+  if (min_items == 0) alternatives.push_back(layout_.empty_container('['));
+  if (Expr items = from(0)) alternatives.push_back(layout_.container('[', *items, layout_.depth(depth)));
   return alternation(alternatives);
 }
 
-std::optional<std::vector<std::vector<Json>>> Converter::unique_item_values(const Json& s) {
+std::optional<std::vector<std::vector<Json>>> unique_item_values(const Json& s) {
   if (!s.contains("uniqueItems") || s["uniqueItems"] != true || !s.contains("items") || !s["items"].is_object())
     return std::nullopt;
   for (const char* other : {"prefixItems", "contains", kContains, "enum", "const"})
@@ -139,7 +158,7 @@ std::optional<std::vector<std::vector<Json>>> Converter::unique_item_values(cons
   return values;
 }
 
-Expr Converter::unique_items(const Node& node, const std::vector<std::vector<Json>>& values, uint64_t min_items,
+Expr ContainerWriter::unique_items(const Node& node, const std::vector<std::vector<Json>>& values, uint64_t min_items,
                              std::optional<uint64_t> max_items, int depth) {
   const Json& items = (*node.schema)["items"];
   const std::string at = node.pointer + "/items";
@@ -149,16 +168,16 @@ Expr Converter::unique_items(const Node& node, const std::vector<std::vector<Jso
   for (const std::vector<Json>& spellings : values) {
     std::vector<std::string> written;
     for (const Json& v : spellings)
-      if (Expr e = value_of_merged(Json{{"allOf", Json::array({items, Json{{"const", v}}})}}, at, depth + 1))
+      if (Expr e = combinators_.value_of_merged(Json{{"allOf", Json::array({items, Json{{"const", v}}})}}, at, depth + 1))
         if (std::find(written.begin(), written.end(), *e) == written.end()) written.push_back(*e);
     if (written.empty()) continue;
     // Named when long: each value is written in up to 2^(k-1) + 1 places.
     const std::string e = *alternation(written);
-    each.push_back(e.size() > kInlineBytes ? add_rule("unique_item", e, at) : e);
+    each.push_back(e.size() > kInlineBytes ? rules_.add("unique_item", e, at) : e);
   }
   const size_t k = each.size();
   const uint64_t most = std::min<uint64_t>(k, max_items.value_or(k));
-  const std::string sep = separator(layout_depth(depth));
+  const std::string sep = layout_.separator(layout_.depth(depth));
   // rest[used]: the items after those of the set `used` (a bit per value):
   // "" when none may follow, nullopt when the array cannot be finished.
   // Sets are made after their supersets (a larger number first).
@@ -177,18 +196,18 @@ Expr Converter::unique_items(const Node& node, const std::vector<std::vector<Jso
       continue;
     }
     const std::string body = *alternation(next);
-    rest[used] = add_rule("unique_items", may_stop ? fmt::format("({})?", body) : body, node.pointer);
+    rest[used] = rules_.add("unique_items", may_stop ? fmt::format("({})?", body) : body, node.pointer);
   }
   std::vector<std::string> firsts;
   for (size_t i = 0; i < k && most >= 1; ++i)
     if (rest[1u << i]) firsts.push_back(each[i] + (rest[1u << i]->empty() ? "" : " " + *rest[1u << i]));
   std::vector<std::string> alternatives;
-  if (min_items == 0) alternatives.push_back(empty_container('['));
-  if (!firsts.empty()) alternatives.push_back(container('[', *alternation(firsts), layout_depth(depth)));
+  if (min_items == 0) alternatives.push_back(layout_.empty_container('['));
+  if (!firsts.empty()) alternatives.push_back(layout_.container('[', *alternation(firsts), layout_.depth(depth)));
   return alternation(alternatives);
 }
 
-bool Converter::simple_contains(const Json& s) {
+bool simple_contains(const Json& s) {
   auto at_most_one = [&](const char* key) {
     return !s.contains(key) || (s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1);
   };
@@ -199,30 +218,30 @@ bool Converter::simple_contains(const Json& s) {
 
 // The keys each patternProperties pattern matches, in schema order; nullopt
 // (after an error) where a pattern cannot be read.
-std::optional<std::vector<Converter::KeyPattern>> Converter::key_patterns(const Node& node) {
+std::optional<std::vector<ContainerWriter::KeyPattern>> ContainerWriter::key_patterns(const Node& node) {
   const Json& s = *node.schema;
   std::vector<KeyPattern> patterns;
   if (!s.contains("patternProperties")) return patterns;
   const std::string at = node.pointer + "/patternProperties";
   if (!s["patternProperties"].is_object()) {
-    error(at, "'patternProperties' must be an object");
+    diagnostics_.error(at, "'patternProperties' must be an object");
     return std::nullopt;
   }
   for (const auto& [pattern, schema] : s["patternProperties"].items()) {
     const std::string pointer = at + "/" + pointer_token(pattern);
     auto converted = json::ecma_pattern_to_regex(pattern);
     if (auto* e = converted.if_error()) {
-      error(pointer, "'patternProperties': " + e->message);
+      diagnostics_.error(pointer, "'patternProperties': " + e->message);
       return std::nullopt;
     }
     auto parsed = ir::parse_regex(*converted, limits_.max_nesting);
     if (auto* e = std::get_if<ir::RegexError>(&parsed)) {
-      error(pointer, "'patternProperties': " + e->message);
+      diagnostics_.error(pointer, "'patternProperties': " + e->message);
       return std::nullopt;
     }
     std::optional<json::CharDfa> keys = json::CharDfa::of_regex(std::get<ir::RegexNode>(parsed));
     if (!keys) {
-      error(pointer, fmt::format("'patternProperties': the keys this pattern matches need an automaton of more "
+      diagnostics_.error(pointer, fmt::format("'patternProperties': the keys this pattern matches need an automaton of more "
                                  "than {} states (the limit)",
                                  json::CharDfaLimits{}.max_states));
       return std::nullopt;
@@ -237,7 +256,7 @@ std::optional<std::vector<Converter::KeyPattern>> Converter::key_patterns(const 
 // each language is a key regex with the value its patterns' schemas allow
 // together. nullopt with `failed` set after an error; nullopt alone when no
 // such member can appear.
-Expr Converter::other_members(const Node& node, const std::vector<std::string>& names,
+Expr ContainerWriter::other_members(const Node& node, const std::vector<std::string>& names,
                               const std::vector<KeyPattern>& patterns, const Json* extra, int depth, bool& failed) {
   struct Region {
     json::CharDfa keys;
@@ -269,14 +288,14 @@ Expr Converter::other_members(const Node& node, const std::vector<std::string>& 
   std::optional<json::CharDfa> others = listed ? json::CharDfa::everything().minus(*listed) : std::nullopt;
   const std::string at = node.pointer + "/patternProperties";
   if (!others) {
-    error(at, fmt::format("the keys beside these {} properties need an automaton of more than {} states (the limit)",
+    diagnostics_.error(at, fmt::format("the keys beside these {} properties need an automaton of more than {} states (the limit)",
                           names.size(), json::CharDfaLimits{}.max_states));
     failed = true;
     return std::nullopt;
   }
   split(0, std::move(*others), {});
   if (too_large) {
-    error(at, fmt::format("the keys these patterns split need more than {} key languages or an automaton of more "
+    diagnostics_.error(at, fmt::format("the keys these patterns split need more than {} key languages or an automaton of more "
                           "than {} states (the limits)",
                           kMaxKeyRegions, json::CharDfaLimits{}.max_states));
     failed = true;
@@ -286,14 +305,14 @@ Expr Converter::other_members(const Node& node, const std::vector<std::string>& 
   for (const Region& region : regions) {
     Expr value_of_key;
     if (region.patterns.empty()) {
-      value_of_key = value({extra, node.pointer + "/additionalProperties"}, depth + 1);
+      value_of_key = converter_.value({extra, node.pointer + "/additionalProperties"}, depth + 1);
     } else if (region.patterns.size() == 1) {
       const KeyPattern& p = patterns[region.patterns[0]];
-      value_of_key = value({p.schema, p.pointer}, depth + 1);
+      value_of_key = converter_.value({p.schema, p.pointer}, depth + 1);
     } else {
       Json parts = Json::array();
       for (size_t i : region.patterns) parts.push_back(*patterns[i].schema);
-      value_of_key = value_of_merged(Json{{"allOf", parts}}, patterns[region.patterns[0]].pointer, depth + 1);
+      value_of_key = combinators_.value_of_merged(Json{{"allOf", parts}}, patterns[region.patterns[0]].pointer, depth + 1);
     }
     if (!value_of_key) continue;
     const std::optional<ir::RegexNode> regex = region.keys.to_regex();
@@ -304,14 +323,14 @@ Expr Converter::other_members(const Node& node, const std::vector<std::string>& 
         failed = true;
         return std::nullopt;
       }
-      error(at, fmt::format("the keys these patterns split need a regex of more than {} nodes or {} KiB, or key "
+      diagnostics_.error(at, fmt::format("the keys these patterns split need a regex of more than {} nodes or {} KiB, or key "
                             "regexes of more than {} KiB in all (the limits)",
                             json::CharDfaLimits{}.max_regex_nodes, kMaxKeyRegexBytes >> 10,
                             kMaxAllKeyRegexBytes >> 10));
       failed = true;
       return std::nullopt;
     }
-    members.push_back(fmt::format("#'\"{}\"' {} {}", *encoded, colon(), *value_of_key));
+    members.push_back(fmt::format("#'\"{}\"' {} {}", *encoded, layout_.colon(), *value_of_key));
   }
   return alternation(members);
 }
@@ -319,7 +338,7 @@ Expr Converter::other_members(const Node& node, const std::vector<std::string>& 
 // The members in the schema's order, at least one (the empty object is
 // written apart, for the same reason as the empty array), the additional
 // ones after them; `may_be_empty` is cleared when one is required.
-Expr Converter::members_in_order(const MemberList& list, bool& may_be_empty) {
+Expr ContainerWriter::members_in_order(const MemberList& list, bool& may_be_empty) {
   const std::vector<std::string>& written = list.written;
   const std::string& sep = list.separator;
   // tail(i): members i.. after one was written already; some(i): members i.., at least one.
@@ -339,8 +358,8 @@ Expr Converter::members_in_order(const MemberList& list, bool& may_be_empty) {
       some[i] = some[i + 1] ? fmt::format("({} | {})", with_it, *some[i + 1]) : with_it;
     }
     // Long chains are named, so that the text stays linear in the members.
-    if (i > 0 && tail[i].size() > 200) tail[i] = add_rule(fmt::format("members_{}", i), tail[i], list.pointer);
-    if (i > 0 && some[i]->size() > 200) some[i] = add_rule(fmt::format("some_members_{}", i), *some[i], list.pointer);
+    if (i > 0 && tail[i].size() > 200) tail[i] = rules_.add(fmt::format("members_{}", i), tail[i], list.pointer);
+    if (i > 0 && some[i]->size() > 200) some[i] = rules_.add(fmt::format("some_members_{}", i), *some[i], list.pointer);
   }
   return some[0];
 }
@@ -348,8 +367,8 @@ Expr Converter::members_in_order(const MemberList& list, bool& may_be_empty) {
 // Whether minProperties/maxProperties past 1 are said by counting members
 // (schema order, bounds up to kMaxCountedMembers), given how many names the
 // object lists.
-bool Converter::counted_members(const Json& s, size_t listed) const {
-  if (options_.property_order != JsonPropertyOrder::Schema) return false;
+bool ContainerWriter::counted_members(const Json& s, size_t listed, JsonPropertyOrder order) {
+  if (order != JsonPropertyOrder::Schema) return false;
   bool any = false;
   for (const char* key : {"minProperties", "maxProperties"}) {
     if (!s.contains(key)) continue;
@@ -363,7 +382,7 @@ bool Converter::counted_members(const Json& s, size_t listed) const {
 // `at_most` of them in all (listed and additional): one rule per member and
 // count written so far (the count stops mattering past at_least when there
 // is no at_most).
-Expr Converter::members_counted(const MemberList& list, uint64_t at_least, std::optional<uint64_t> at_most) {
+Expr ContainerWriter::members_counted(const MemberList& list, uint64_t at_least, std::optional<uint64_t> at_most) {
   const size_t n = list.written.size();
   const std::string& sep = list.separator;
   std::map<std::tuple<size_t, uint64_t, bool>, Expr> memo;
@@ -396,7 +415,7 @@ Expr Converter::members_counted(const MemberList& list, uint64_t at_least, std::
       if (ways.size() == 1) out = ways[0];
       else if (ways.size() == 2) out = ways[1].empty() ? fmt::format("({})?", ways[0]) : *alternation(ways);
     }
-    if (out && out->size() > 200) out = add_rule("counted_members", *out, list.pointer);
+    if (out && out->size() > 200) out = rules_.add("counted_members", *out, list.pointer);
     memo[key] = out;
     return out;
   };
@@ -407,21 +426,21 @@ Expr Converter::members_counted(const MemberList& list, uint64_t at_least, std::
 // additional ones anywhere: one rule per set of members still to come (2^n
 // rules, so exact up to kMaxAnyOrderMembers members). A larger object takes
 // any member any number of times, with a warning.
-Expr Converter::members_any_order(const MemberList& list, bool& may_be_empty) {
+Expr ContainerWriter::members_any_order(const MemberList& list, bool& may_be_empty) {
   const size_t n = list.written.size();
   const std::string& sep = list.separator;
   std::vector<std::string> member(list.written);
   for (std::string& m : member)
-    if (m.size() > 60) m = add_rule("member", m, list.pointer);
+    if (m.size() > 60) m = rules_.add("member", m, list.pointer);
   const bool any_required = std::find(list.required.begin(), list.required.end(), true) != list.required.end();
   if (any_required) may_be_empty = false;
   if (n > kMaxAnyOrderMembers) {
-    permissive(list.pointer, fmt::format("with any property order, an object of more than {} properties takes them "
+    diagnostics_.permissive(list.pointer, fmt::format("with any property order, an object of more than {} properties takes them "
                                          "in any order without checking that each appears once{}",
                                          kMaxAnyOrderMembers, any_required ? " or that the required ones appear" : ""));
     may_be_empty = true;
     if (list.extra) member.push_back(*list.extra);
-    const std::string one = add_rule("any_member", *alternation(member), list.pointer);
+    const std::string one = rules_.add("any_member", *alternation(member), list.pointer);
     return fmt::format("{0} ({1} {0})*", one, sep);
   }
   const Expr& extra = list.extra;
@@ -443,7 +462,7 @@ Expr Converter::members_any_order(const MemberList& list, bool& may_be_empty) {
       body += (body.empty() ? "" : " ") + (must ? choice : "(" + choice + ")?");
     }
     if (body.empty()) return rest[left] = "";
-    return rest[left] = add_rule("members_left", body, list.pointer);
+    return rest[left] = rules_.add("members_left", body, list.pointer);
   };
   const uint32_t all = (uint32_t{1} << n) - 1;
   std::vector<std::string> first;
@@ -455,7 +474,7 @@ Expr Converter::members_any_order(const MemberList& list, bool& may_be_empty) {
   return alternation(first);
 }
 
-Expr Converter::object(const Node& node, int depth) {
+Expr ContainerWriter::object(const Node& node, int depth) {
   const Json& s = *node.schema;
   struct Member {
     std::string name;
@@ -465,12 +484,12 @@ Expr Converter::object(const Node& node, int depth) {
   std::set<std::string> required;
   if (s.contains("required")) {
     if (!s["required"].is_array()) {
-      error(node.pointer + "/required", "'required' must be an array of strings");
+      diagnostics_.error(node.pointer + "/required", "'required' must be an array of strings");
       return std::nullopt;
     }
     for (const Json& r : s["required"])
       if (r.is_string()) required.insert(r.get<std::string>());
-      else error(node.pointer + "/required", "'required' must be an array of strings");
+      else diagnostics_.error(node.pointer + "/required", "'required' must be an array of strings");
   }
   static const Json any = true, none = false;
   // JSON Schema's default lets any other member in; closed objects (a tool's
@@ -504,19 +523,19 @@ Expr Converter::object(const Node& node, int depth) {
           (closed && !s.contains("additionalProperties")) ||
           std::any_of(patterns->begin(), patterns->end(), [&](const KeyPattern& p) { return p.keys.matches(name); });
       static const Json anything = true;
-      return value({pattern_allows_anything ? &anything : extra, pattern_allows_anything ? at : extra_pointer},
+      return converter_.value({pattern_allows_anything ? &anything : extra, pattern_allows_anything ? at : extra_pointer},
                    depth + 1);
     }
-    if (parts.size() == 1) return value({parts[0], pointer}, depth + 1);
+    if (parts.size() == 1) return converter_.value({parts[0], pointer}, depth + 1);
     Json all = Json::array();
     for (const Json* part : parts) all.push_back(*part);
-    return value_of_merged(Json{{"allOf", all}}, at, depth + 1);
+    return combinators_.value_of_merged(Json{{"allOf", all}}, at, depth + 1);
   };
   std::vector<Member> members;
   std::vector<std::string> names;
   if (s.contains("properties")) {
     if (!s["properties"].is_object()) {
-      error(node.pointer + "/properties", "'properties' must be an object");
+      diagnostics_.error(node.pointer + "/properties", "'properties' must be an object");
       return std::nullopt;
     }
     for (const auto& [name, schema] : s["properties"].items()) {
@@ -532,7 +551,7 @@ Expr Converter::object(const Node& node, int depth) {
                            true});
         names.push_back(r.get<std::string>());
       }
-  const int d = layout_depth(depth);
+  const int d = layout_.depth(depth);
   std::vector<std::string> written;  // "key": value of each member that can appear
   std::vector<bool> is_required;
   for (const Member& m : members) {
@@ -540,7 +559,7 @@ Expr Converter::object(const Node& node, int depth) {
       if (m.required) return std::nullopt;
       continue;
     }
-    written.push_back(fmt::format("{} {} {}", quote_literal(json::json_string_text(m.name)), colon(), *m.value));
+    written.push_back(fmt::format("{} {} {}", quote_literal(json::json_string_text(m.name)), layout_.colon(), *m.value));
     is_required.push_back(m.required);
   }
   Expr extra_member;
@@ -548,13 +567,13 @@ Expr Converter::object(const Node& node, int depth) {
     bool failed = false;
     extra_member = other_members(node, names, *patterns, extra, depth, failed);
     if (failed) return std::nullopt;
-  } else if (names.empty() && s.contains("propertyNames") && in_draft("propertyNames")) {
+  } else if (names.empty() && s.contains("propertyNames") && document_.in_draft("propertyNames")) {
     // No name listed: the keys are the strings propertyNames accepts.
-    Expr keys = value_of_merged(Json{{"allOf", Json::array({Json{{"type", "string"}}, s["propertyNames"]})}},
+    Expr keys = combinators_.value_of_merged(Json{{"allOf", Json::array({Json{{"type", "string"}}, s["propertyNames"]})}},
                                 node.pointer + "/propertyNames", depth + 1);
-    Expr extra_value = value({extra, extra_pointer}, depth + 1);
-    if (keys && extra_value) extra_member = fmt::format("{} {} {}", *keys, colon(), *extra_value);
-  } else if (Expr extra_value = value({extra, extra_pointer}, depth + 1)) {
+    Expr extra_value = converter_.value({extra, extra_pointer}, depth + 1);
+    if (keys && extra_value) extra_member = fmt::format("{} {} {}", *keys, layout_.colon(), *extra_value);
+  } else if (Expr extra_value = converter_.value({extra, extra_pointer}, depth + 1)) {
     // A key other than the listed ones is a regex that grows with the
     // names (a trie of them, with "any string" after each place a key
     // leaves it): past a size its automaton takes seconds to build.
@@ -566,27 +585,27 @@ Expr Converter::object(const Node& node, int depth) {
     if (!made || other_keys.size() > kMaxKeyRegexBytes || key_regex_bytes_ > kMaxAllKeyRegexBytes) {
       const std::string at = s.contains("additionalProperties") ? extra_pointer : node.pointer;
       if (!made)
-        error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
+        diagnostics_.error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
                               "a regex of more than {} KiB (the names have more than {} characters apart from "
                               "shared prefixes): give 'additionalProperties': false, or fewer properties",
                               names.size(), kMaxKeyRegexBytes >> 10, kMaxKeyRegexBytes / 32));
       else if (other_keys.size() > kMaxKeyRegexBytes)
-        error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
+        diagnostics_.error(at, fmt::format("the keys allowed beside these {} properties (additionalProperties is not false) need "
                               "a regex of {} KiB, more than the limit of {} KiB: give 'additionalProperties': false, "
                               "or fewer properties",
                               names.size(), other_keys.size() >> 10, kMaxKeyRegexBytes >> 10));
       else if (!std::exchange(all_key_regexes_refused_, true))  // said once, not at every object after
-        error(at, fmt::format("the keys allowed beside the properties of the schema's objects (where "
+        diagnostics_.error(at, fmt::format("the keys allowed beside the properties of the schema's objects (where "
                               "additionalProperties is not false) need regexes of more than {} KiB in all (the "
                               "limit): give 'additionalProperties': false to more of them",
                               kMaxAllKeyRegexBytes >> 10));
       return std::nullopt;
     }
-    extra_member = fmt::format("#'{}' {} {}", other_keys, colon(), *extra_value);
+    extra_member = fmt::format("#'{}' {} {}", other_keys, layout_.colon(), *extra_value);
   }
   // Written in several places (after each member, and alone): named once when long.
   if (extra_member && extra_member->size() > kInlineBytes)
-    extra_member = add_rule("other_member", *extra_member, node.pointer);
+    extra_member = rules_.add("other_member", *extra_member, node.pointer);
   // minProperties and maxProperties of 0 or 1 are said exactly (larger ones
   // are ignored with a warning, check_keywords).
   auto property_count = [&](const char* key) -> std::optional<uint64_t> {
@@ -600,20 +619,20 @@ Expr Converter::object(const Node& node, int depth) {
   if (at_most && *at_most <= 1) {
     // No member, or one: a required one if there is one.
     std::vector<std::string> alternatives;
-    if (required_count == 0 && at_least == 0) alternatives.push_back(empty_container('{'));
+    if (required_count == 0 && at_least == 0) alternatives.push_back(layout_.empty_container('{'));
     if (*at_most == 1 && required_count <= 1) {
       for (size_t i = 0; i < written.size(); ++i)
-        if (required_count == 0 || is_required[i]) alternatives.push_back(container('{', written[i], d));
-      if (required_count == 0 && extra_member) alternatives.push_back(container('{', *extra_member, d));
+        if (required_count == 0 || is_required[i]) alternatives.push_back(layout_.container('{', written[i], d));
+      if (required_count == 0 && extra_member) alternatives.push_back(layout_.container('{', *extra_member, d));
     }
     return alternation(alternatives);
   }
-  const MemberList list{written, is_required, extra_member, separator(d), node.pointer};
-  if (counted_members(s, listed_names(s))) {  // (as check_keywords asks it)
+  const MemberList list{written, is_required, extra_member, layout_.separator(d), node.pointer};
+  if (counted_members(s, listed_names(s), options_.property_order)) {  // (as check_keywords asks it)
     // Other counts, in the schema's order: how many members are written so far.
     std::vector<std::string> alternatives;
-    if (at_least == 0 && required_count == 0) alternatives.push_back(empty_container('{'));
-    if (Expr some = members_counted(list, at_least, at_most)) alternatives.push_back(container('{', *some, d));
+    if (at_least == 0 && required_count == 0) alternatives.push_back(layout_.empty_container('{'));
+    if (Expr some = members_counted(list, at_least, at_most)) alternatives.push_back(layout_.container('{', *some, d));
     return alternation(alternatives);
   }
   bool may_be_empty = at_least == 0;
@@ -623,9 +642,14 @@ Expr Converter::object(const Node& node, int depth) {
                         ? members_any_order(list, may_be_empty)
                         : members_in_order(list, may_be_empty);
   std::vector<std::string> alternatives;
-  if (may_be_empty) alternatives.push_back(empty_container('{'));
-  if (some) alternatives.push_back(container('{', *some, d));
+  if (may_be_empty) alternatives.push_back(layout_.empty_container('{'));
+  if (some) alternatives.push_back(layout_.container('{', *some, d));
   return alternation(alternatives);
+}
+
+void ContainerWriter::restore(const KeyBudget& budget) {
+  key_regex_bytes_ = budget.bytes;
+  all_key_regexes_refused_ = budget.refused;
 }
 
 }  // namespace cgram::json_schema_detail

@@ -44,7 +44,7 @@ std::set<std::string> common_types(const std::set<std::string>& a, const std::se
 // The schema a chain of local references leads to; nullptr where one cannot
 // be followed quietly (the translation reports it) or the reference has
 // constraints beside it.
-const Json* Converter::followed(const Json& s) const {
+const Json* SchemaDocument::followed(const Json& s) const {
   const Json* at = &s;
   for (int hops = 0; hops < 32 && at->is_object() && at->contains("$ref"); ++hops) {
     const Json& ref = (*at)["$ref"];
@@ -66,7 +66,7 @@ const Json* Converter::followed(const Json& s) const {
 
 // Whether the value fails `s` on a keyword checked here (sound: true only
 // where it certainly fails).
-bool Converter::value_fails(const Json& s, const Json& value) {
+bool SchemaChecks::value_fails(const Json& s, const Json& value) {
   if (is_false(s)) return true;
   if (!s.is_object()) return false;
   if (s.contains("const")) return !json_equal(s["const"], value);
@@ -76,16 +76,16 @@ bool Converter::value_fails(const Json& s, const Json& value) {
   return !satisfies_beside_values(s, value);
 }
 
-bool Converter::disjoint_pair(const Json& x, const Json& y, int depth, const std::set<std::string>& within) {
+bool OverlapProof::disjoint_pair(const Json& x, const Json& y, int depth, const std::set<std::string>& within) {
   return overlap_types(x, y, depth, within).empty();
 }
 
-std::set<std::string> Converter::overlap_types(const Json& x, const Json& y, int depth,
+std::set<std::string> OverlapProof::overlap_types(const Json& x, const Json& y, int depth,
                                                const std::set<std::string>& within) {
   // Bounded: each level compares the schemas of every name both require.
   if (depth > kMaxDisjointDepth || ++disjoint_steps_ > kMaxDisjointSteps) return within;
-  const Json* a = followed(x);
-  const Json* b = followed(y);
+  const Json* a = document_.followed(x);
+  const Json* b = document_.followed(y);
   if (!a || !b) return within;
   if (is_false(*a) || is_false(*b)) return {};
   if (!a->is_object() || !b->is_object()) return within;
@@ -93,9 +93,9 @@ std::set<std::string> Converter::overlap_types(const Json& x, const Json& y, int
   for (const auto& [one, other] : {std::pair{a, b}, std::pair{b, a}}) {
     const Json* values = one->contains("const") ? nullptr : (one->contains("enum") ? &(*one)["enum"] : nullptr);
     if (one->contains("const")) {
-      if (value_fails(*other, (*one)["const"])) return {};
+      if (checks_.value_fails(*other, (*one)["const"])) return {};
     } else if (values && values->is_array() &&
-               std::all_of(values->begin(), values->end(), [&](const Json& v) { return value_fails(*other, v); })) {
+               std::all_of(values->begin(), values->end(), [&](const Json& v) { return checks_.value_fails(*other, v); })) {
       return {};
     }
   }
@@ -105,14 +105,14 @@ std::set<std::string> Converter::overlap_types(const Json& x, const Json& y, int
 }
 
 // Whether no value of type `type` matches both.
-bool Converter::told_apart(const Json& a, const Json& b, const std::string& type, int depth) {
+bool OverlapProof::told_apart(const Json& a, const Json& b, const std::string& type, int depth) {
   if (type == "object") {
     auto forbids = [&](const Json& s, const std::string& name) {
       if (!s.contains("additionalProperties") || s["additionalProperties"] != false) return false;
       if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name)) return false;
       if (s.contains("patternProperties") && s["patternProperties"].is_object())
         for (const auto& [pattern, unused] : s["patternProperties"].items())
-          if (pattern_matches(pattern, name) != false) return false;  // (unknown: it may match)
+          if (automata_.pattern_matches(pattern, name) != false) return false;  // (unknown: it may match)
       return true;
     };
     auto required = [](const Json& s) {
@@ -128,14 +128,14 @@ bool Converter::told_apart(const Json& a, const Json& b, const std::string& type
     for (const std::string& name : required(a)) {
       const std::vector<std::string> in_b = required(b);
       if (std::find(in_b.begin(), in_b.end(), name) == in_b.end()) continue;
-      if (disjoint_pair(property_schema(a, name), property_schema(b, name), depth + 1, kAllTypes)) return true;
+      if (disjoint_pair(checks_.property_schema(a, name), checks_.property_schema(b, name), depth + 1, kAllTypes)) return true;
     }
     return false;
   }
   if (type == "string") {
     if (a.contains("pattern") && b.contains("pattern") && a["pattern"].is_string() && b["pattern"].is_string()) {
-      const json::CharDfa* one = pattern_automaton(a["pattern"].get<std::string>());
-      const json::CharDfa* two = pattern_automaton(b["pattern"].get<std::string>());
+      const json::CharDfa* one = automata_.pattern_automaton(a["pattern"].get<std::string>());
+      const json::CharDfa* two = automata_.pattern_automaton(b["pattern"].get<std::string>());
       if (one && two)
         if (const auto both = one->intersect(*two); both && both->empty()) return true;
     }
@@ -168,18 +168,12 @@ bool Converter::told_apart(const Json& a, const Json& b, const std::string& type
 
 // The first pair of alternatives not proved disjoint, if any; `beside` is
 // the rest of the schema, whose types every alternative shares.
-std::optional<std::pair<size_t, size_t>> Converter::overlapping(const Json& alternatives, const Json& beside) {
-  const auto pairs = overlapping_pairs(alternatives, beside);
-  return pairs.empty() ? std::nullopt : std::optional(pairs.front());
+std::optional<std::pair<size_t, size_t>> OverlapProof::overlapping(const Json& alternatives, const Json& beside) {
+  const std::vector<Overlap> all = overlaps(alternatives, beside);
+  return all.empty() ? std::nullopt : std::optional(std::pair{all.front().i, all.front().j});
 }
 
-std::vector<std::pair<size_t, size_t>> Converter::overlapping_pairs(const Json& alternatives, const Json& beside) {
-  std::vector<std::pair<size_t, size_t>> out;
-  for (const Overlap& o : overlaps(alternatives, beside)) out.emplace_back(o.i, o.j);
-  return out;
-}
-
-std::vector<Converter::Overlap> Converter::overlaps(const Json& alternatives, const Json& beside) {
+std::vector<Overlap> OverlapProof::overlaps(const Json& alternatives, const Json& beside) {
   const std::set<std::string> within = beside.contains("type") ? declared_types(beside) : kAllTypes;
   std::vector<Overlap> out;
   disjoint_steps_ = 0;
@@ -190,7 +184,7 @@ std::vector<Converter::Overlap> Converter::overlaps(const Json& alternatives, co
   return out;
 }
 
-std::set<std::string> Converter::possible_types(const Json& s, int depth) {
+std::set<std::string> OverlapProof::possible_types(const Json& s, int depth) {
   std::set<std::string> out;
   if (!s.is_object()) return s == false ? out : kAllTypes;
   if (s.contains("const")) return {json_type_of(s["const"])};
@@ -201,7 +195,7 @@ std::set<std::string> Converter::possible_types(const Json& s, int depth) {
   if (depth > kMaxDisjointDepth) return kAllTypes;
   out = declared_types(s);
   if (s.contains("$ref")) {
-    const Json* target = followed(s);
+    const Json* target = document_.followed(s);
     return target && target != &s ? common_types(out, possible_types(*target, depth + 1)) : kAllTypes;
   }
   // The types of some alternative; of every part.

@@ -46,19 +46,19 @@ std::optional<Json> size_bound_failing(const char* type, const std::string& key,
 
 }  // namespace
 
-std::optional<Json> Converter::negation(const Json& s, int depth, const Around& around) {
+std::optional<Json> SchemaComplement::negation(const Json& s, int depth, const Around& around) {
   if (depth > kMaxNegationDepth) return std::nullopt;
   if (s.is_boolean()) return Json(!s.get<bool>());
   if (!s.is_object()) return std::nullopt;
   if (s.contains("$ref")) {
-    const Json* target = followed(s);  // (a reference with constraints beside it is not followed)
+    const Json* target = document_.followed(s);  // (a reference with constraints beside it is not followed)
     if (!target || target == &s) return std::nullopt;
     return negation(*target, depth + 1, around);
   }
   std::vector<Json> failing;  // a value fails s exactly when it matches one of these
   for (const auto& [key, value] : s.items()) {
     if (!constrains(key) && key != "enum" && key != "const") continue;  // annotations
-    if (!in_draft(key)) continue;  // no keyword of the schema's draft
+    if (!document_.in_draft(key)) continue;  // no keyword of the schema's draft
     std::optional<Json> one = keyword_failing(s, key, value, depth, around);
     if (!one) return std::nullopt;
     if (one->is_boolean() && !one->get<bool>()) continue;  // no value fails it
@@ -72,7 +72,7 @@ std::optional<Json> Converter::negation(const Json& s, int depth, const Around& 
 }
 
 // The values that fail keyword `key` (of schema `s`, valued `value`), as a schema.
-std::optional<Json> Converter::keyword_failing(const Json& s, const std::string& key, const Json& value, int depth,
+std::optional<Json> SchemaComplement::keyword_failing(const Json& s, const std::string& key, const Json& value, int depth,
                                                const Around& around) {
   if (key == "type") {
     const std::set<std::string> allowed = declared_types(s);
@@ -149,7 +149,7 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
   if (key == "anyOf" || key == "oneOf" || key == "allOf") {
     if (!value.is_array() || value.empty()) return std::nullopt;
     // oneOf as anyOf only where no two alternatives meet.
-    if (key == "oneOf" && overlapping(value, Json::object())) return std::nullopt;
+    if (key == "oneOf" && proof_.overlapping(value, Json::object())) return std::nullopt;
     std::vector<Json> parts;
     for (const Json& part : value) {
       std::optional<Json> bad = negation(part, depth + 1, around);
@@ -229,7 +229,7 @@ std::optional<Json> Converter::keyword_failing(const Json& s, const std::string&
 // is written only where the objects of the context have names from a known
 // list (`keys`; the other side of a oneOf or the rest of the schema has
 // additionalProperties false), one alternative per name that can fail.
-std::optional<Json> Converter::members_failing(const Json& s, const std::string& key, const Json& value, int depth,
+std::optional<Json> SchemaComplement::members_failing(const Json& s, const std::string& key, const Json& value, int depth,
                                                const Around& around) {
   const Keys keys = closed_keys(around);
   if (!keys) return std::nullopt;
@@ -244,7 +244,7 @@ std::optional<Json> Converter::members_failing(const Json& s, const std::string&
     if (s.contains("patternProperties")) {
       if (!s["patternProperties"].is_object()) return std::nullopt;
       for (const auto& [pattern, schema] : s["patternProperties"].items()) {
-        const std::optional<bool> match = pattern_matches(pattern, name);
+        const std::optional<bool> match = automata_.pattern_matches(pattern, name);
         if (!match) return std::nullopt;
         if (!*match) continue;
         by_pattern = true;
@@ -265,10 +265,10 @@ std::optional<Json> Converter::members_failing(const Json& s, const std::string&
 // The names an object that meets every schema of `around` may have, where
 // one lists them (additionalProperties false, no patternProperties); nullopt
 // where any.
-Converter::Keys Converter::closed_keys(const Around& around) {
+SchemaComplement::Keys SchemaComplement::closed_keys(const Around& around) {
   Keys out;
   for (const Json* s : around) {
-    const Json* at = followed(*s);
+    const Json* at = document_.followed(*s);
     if (!at || !at->is_object() || !at->contains("additionalProperties") ||
         (*at)["additionalProperties"] != false || at->contains("patternProperties"))
       continue;
@@ -283,10 +283,10 @@ Converter::Keys Converter::closed_keys(const Around& around) {
 
 // The schemas a member `name` of such an object meets: each one's
 // `properties` entry for it (patterns, which may or may not match, are left out).
-Converter::Around Converter::member_context(const Around& around, const std::string& name) {
+SchemaComplement::Around SchemaComplement::member_context(const Around& around, const std::string& name) {
   Around out;
   for (const Json* s : around)
-    if (const Json* at = followed(*s);
+    if (const Json* at = document_.followed(*s);
         at && at->is_object() && at->contains("properties") && (*at)["properties"].is_object() &&
         (*at)["properties"].contains(name))
       out.push_back(&(*at)["properties"][name]);
@@ -296,7 +296,7 @@ Converter::Around Converter::member_context(const Around& around, const std::str
 // The values other than `values` (an enum's), where they are strings,
 // booleans and null: the types without any of them, strings but those, and
 // the boolean not listed.
-std::optional<Json> Converter::values_failing(const Json& values) {
+std::optional<Json> values_failing(const Json& values) {
   if (!values.is_array()) return std::nullopt;
   Json strings = Json::array();
   bool null = false, yes = false, no = false;
@@ -321,7 +321,7 @@ std::optional<Json> Converter::values_failing(const Json& values) {
 
 namespace cgram::json_schema_detail {
 
-std::optional<Json> Converter::conditional_said(const Json& s) {
+std::optional<Json> SchemaComplement::conditional_said(const Json& s) {
   Json rest = s;
   for (const char* k : {"if", "then", "else", kConditionals}) rest.erase(k);
   // The schema's own if/then/else, and those of the parts an allOf merged.
@@ -349,7 +349,7 @@ std::optional<Json> Converter::conditional_said(const Json& s) {
   return Json{{"allOf", std::move(parts)}};
 }
 
-std::optional<Json> Converter::dependencies_said(const Json& s) {
+std::optional<Json> SchemaComplement::dependencies_said(const Json& s) {
   Json rest = s;
   std::vector<Json> parts;
   size_t alternatives = 1;
@@ -359,7 +359,7 @@ std::optional<Json> Converter::dependencies_said(const Json& s) {
       if (r.is_string()) required.insert(r.get<std::string>());
   bool any = false;
   for (const char* key : {"dependencies", "dependentRequired", "dependentSchemas"}) {
-    if (!s.contains(key) || !in_draft(key)) continue;
+    if (!s.contains(key) || !document_.in_draft(key)) continue;
     any = true;
     rest.erase(key);
     if (!s[key].is_object()) return std::nullopt;
@@ -398,7 +398,7 @@ std::optional<Json> Converter::dependencies_said(const Json& s) {
 // The complement of the other alternative, or any value of a type the two
 // were told apart on (only values of the `overlap` types may match both):
 // the complement's alternatives of those types alone are kept.
-Json Converter::beyond_overlap(Json failing, const std::set<std::string>& overlap) {
+Json SchemaComplement::beyond_overlap(Json failing, const std::set<std::string>& overlap) {
   Json apart = Json::array();
   for (const char* t : {"null", "boolean", "object", "array", "string", "number"})
     if (!overlap.count(t) && !(std::string(t) == "number" && overlap.count("integer"))) apart.push_back(t);
@@ -411,7 +411,7 @@ Json Converter::beyond_overlap(Json failing, const std::set<std::string>& overla
                                       : std::vector<Json>{failing};
   for (const Json& part : parts) {
     if (part == false) continue;
-    const std::set<std::string> theirs = possible_types(part);
+    const std::set<std::string> theirs = proof_.possible_types(part);
     // (Within the types apart, it adds nothing.)
     if (std::all_of(theirs.begin(), theirs.end(), [&](const std::string& t) {
           return t != "integer" && std::find(apart.begin(), apart.end(), t) != apart.end();
@@ -425,19 +425,19 @@ Json Converter::beyond_overlap(Json failing, const std::set<std::string>& overla
 // The alternatives of a complement that some value of the context's types
 // can match (the others are empty once merged, and would only multiply the
 // branches).
-Json Converter::within_types(Json failing, const Around& around) {
+Json SchemaComplement::within_types(Json failing, const Around& around) {
   if (!failing.is_object() || !failing.contains("anyOf") || failing.size() != 1) return failing;
   std::set<std::string> types = {"null", "boolean", "object", "array", "string", "number"};
   for (const Json* s : around) {
     std::set<std::string> keep;
-    const std::set<std::string> theirs = possible_types(*s);
+    const std::set<std::string> theirs = proof_.possible_types(*s);
     for (const std::string& t : types)
       if (theirs.count(t) || (t == "number" && theirs.count("integer"))) keep.insert(t);
     types = std::move(keep);
   }
   std::vector<Json> kept;
   for (const Json& alternative : failing["anyOf"]) {
-    const std::set<std::string> theirs = possible_types(alternative);
+    const std::set<std::string> theirs = proof_.possible_types(alternative);
     if (std::any_of(theirs.begin(), theirs.end(), [&](const std::string& t) {
           return types.count(t) || (t == "integer" && types.count("number"));
         }))
@@ -446,7 +446,7 @@ Json Converter::within_types(Json failing, const Around& around) {
   return union_of(std::move(kept));
 }
 
-std::optional<std::vector<Json>> Converter::exclusive_alternatives(const Json& alternatives, const Json& rest,
+std::optional<std::vector<Json>> SchemaComplement::exclusive_alternatives(const Json& alternatives, const Json& rest,
                                                                    const std::vector<Overlap>& pairs) {
   // Per alternative: the others it may meet, and on values of which types.
   std::vector<std::vector<std::pair<size_t, const std::set<std::string>*>>> meets(alternatives.size());

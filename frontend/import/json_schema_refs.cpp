@@ -11,9 +11,9 @@
 namespace cgram::json_schema_detail {
 
 // --- $ref -------------------------------------------------------------------
-const Json* Converter::resolve(const std::string& ref, const std::string& at, std::string& target_pointer) {
+const Json* SchemaDocument::resolve(const std::string& ref, const std::string& at, std::string& target_pointer) {
   if (ref.empty() || ref[0] != '#') {
-    error(at, fmt::format("'$ref' to '{}': only references inside the schema ('#…') are supported", ref));
+    diagnostics_.error(at, fmt::format("'$ref' to '{}': only references inside the schema ('#…') are supported", ref));
     return nullptr;
   }
   std::string pointer = ref.substr(1);
@@ -30,7 +30,7 @@ const Json* Converter::resolve(const std::string& ref, const std::string& at, st
   }
   if (!decoded.empty() && decoded[0] != '/') {
     const Json* anchored = find_anchor(root_, decoded, "", target_pointer);
-    if (!anchored) error(at, fmt::format("'$ref': no '$anchor' named '{}' in the schema", decoded));
+    if (!anchored) diagnostics_.error(at, fmt::format("'$ref': no '$anchor' named '{}' in the schema", decoded));
     return anchored;
   }
   try {
@@ -38,12 +38,12 @@ const Json* Converter::resolve(const std::string& ref, const std::string& at, st
     target_pointer = decoded;
     return target;
   } catch (const std::exception&) {
-    error(at, fmt::format("'$ref': '{}' names nothing in the schema", ref));
+    diagnostics_.error(at, fmt::format("'$ref': '{}' names nothing in the schema", ref));
     return nullptr;
   }
 }
 
-const Json* Converter::find_anchor(const Json& s, const std::string& name, const std::string& pointer,
+const Json* SchemaDocument::find_anchor(const Json& s, const std::string& name, const std::string& pointer,
                                    std::string& found) {
   if (s.is_object()) {
     if (s.contains("$anchor") && s["$anchor"] == name) {
@@ -60,12 +60,12 @@ const Json* Converter::find_anchor(const Json& s, const std::string& name, const
 }
 
 // Whether the root names draft 04, 06 or 07, where $ref stands alone.
-bool Converter::refs_stand_alone() const {
+bool SchemaDocument::refs_stand_alone() const {
   const int draft = declared_draft();
   return draft == 4 || draft == 6 || draft == 7;
 }
 
-int Converter::declared_draft() const {
+int SchemaDocument::declared_draft() const {
   if (!root_.is_object() || !root_.contains("$schema") || !root_["$schema"].is_string()) return 0;
   const std::string uri = root_["$schema"].get<std::string>();
   for (const auto& [name, draft] : {std::pair{"draft-04", 4}, std::pair{"draft-06", 6}, std::pair{"draft-07", 7},
@@ -74,7 +74,7 @@ int Converter::declared_draft() const {
   return 0;
 }
 
-bool Converter::in_draft(const std::string& key) const {
+bool SchemaDocument::in_draft(const std::string& key) const {
   const int draft = declared_draft();
   if (draft == 0) return true;
   if (key == "if" || key == "then" || key == "else") return draft >= 7;
@@ -84,39 +84,39 @@ bool Converter::in_draft(const std::string& key) const {
   return true;
 }
 
-Expr Converter::reference(const Node& node, int depth) {
+Expr ReferenceWriter::reference(const Node& node, int depth) {
   const Json& s = *node.schema;
   const std::string at = node.pointer + "/$ref";
   if (!s["$ref"].is_string()) {
-    error(at, "'$ref' must be a string");
+    diagnostics_.error(at, "'$ref' must be a string");
     return std::nullopt;
   }
   std::string target_pointer;
-  const Json* target = resolve(s["$ref"].get<std::string>(), at, target_pointer);
+  const Json* target = document_.resolve(s["$ref"].get<std::string>(), at, target_pointer);
   if (!target) return std::nullopt;
   // Other constraints beside $ref apply too (2019-09 and 2020-12): merge
   // them. Drafts 04 to 07 ignore them ("All other properties in a $ref
   // object MUST be ignored"), and a schema that names one of them says so.
   Json rest = s;
   rest.erase("$ref");
-  if (has_constraints(rest) && !refs_stand_alone())
-    return value_of_merged(Json{{"allOf", Json::array({*target, rest})}}, node.pointer, depth);
+  if (has_constraints(rest) && !document_.refs_stand_alone())
+    return combinators_.value_of_merged(Json{{"allOf", Json::array({*target, rest})}}, node.pointer, depth);
   return rule_for(target, target_pointer, depth);
 }
 
 // The rule for the schema at `pointer` (one for each depth in pretty layout).
-Expr Converter::rule_for(const Json* target, const std::string& pointer, int depth) {
-  const std::pair<std::string, int> key{pointer, layout_depth(depth)};
+Expr ReferenceWriter::rule_for(const Json* target, const std::string& pointer, int depth) {
+  const std::pair<std::string, int> key{pointer, layout_.depth(depth)};
   auto found = ref_rules_.find(key);
   if (found != ref_rules_.end()) return found->second;
   std::string base = pointer.substr(pointer.rfind('/') + 1);
   if (base.empty()) base = "root";
   if (key.second) base += fmt::format("_{}", key.second);
-  const size_t index = reserve_rule(base, pointer);
+  const size_t index = rules_.reserve(base, pointer);
   const std::string name = rules_[index].name;
   ref_rules_[key] = name;
-  if (attempts_) ref_journal_.push_back(key);
-  Expr body = value({target, pointer}, depth);
+  journal_.added(key);
+  Expr body = converter_.value({target, pointer}, depth);
   // No value: the rule must not be used (.cgram has no empty language).
   if (!body) ref_rules_[key] = std::nullopt;
   else rules_[index].body = *body;

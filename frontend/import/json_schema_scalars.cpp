@@ -22,7 +22,7 @@ const std::vector<std::string>& all_types() {
 
 }  // namespace
 
-std::set<std::string> Converter::declared_types(const Json& s) {
+std::set<std::string> declared_types(const Json& s) {
   std::set<std::string> out;
   if (!s.contains("type")) return {all_types().begin(), all_types().end()};
   const Json& t = s["type"];
@@ -45,7 +45,7 @@ Expr Converter::by_type(const Node& node, int depth) {
     for (const std::string& name : types)
       ok = ok && (name == "integer" || std::find(all_types().begin(), all_types().end(), name) != all_types().end());
     if (!ok) {
-      error(node.pointer + "/type", "'type' must be one of null, boolean, object, array, string, number, integer, "
+      diagnostics_.error(node.pointer + "/type", "'type' must be one of null, boolean, object, array, string, number, integer, "
                                     "or an array of them");
       return std::nullopt;
     }
@@ -56,15 +56,15 @@ Expr Converter::by_type(const Node& node, int depth) {
   };
   if (types.count("null")) add("'null'");
   if (types.count("boolean")) add("('true' | 'false')");
-  if (types.count("number")) add(number(node, false));
-  else if (types.count("integer")) add(number(node, true));
-  if (types.count("string")) add(string(node));
-  if (types.count("array")) add(array(node, depth));
-  if (types.count("object")) add(object(node, depth));
+  if (types.count("number")) add(scalars_.number(node, false));
+  else if (types.count("integer")) add(scalars_.number(node, true));
+  if (types.count("string")) add(scalars_.string(node));
+  if (types.count("array")) add(containers_.array(node, depth));
+  if (types.count("object")) add(containers_.object(node, depth));
   return alternation(alternatives);
 }
 
-std::optional<json::NumberBound> Converter::bound(const Node& node, const char* inclusive_key,
+std::optional<json::NumberBound> ScalarWriter::bound(const Node& node, const char* inclusive_key,
                                                   const char* exclusive_key, bool lower) {
   const Json& s = *node.schema;
   std::optional<json::NumberBound> out;
@@ -73,7 +73,7 @@ std::optional<json::NumberBound> Converter::bound(const Node& node, const char* 
     const Json& v = s[key];
     auto d = v.is_number() ? json::parse_decimal(v.dump()) : std::nullopt;
     if (!d) {
-      error(node.pointer + "/" + key, fmt::format("'{}' must be a number (with an exponent of at most {})", key,
+      diagnostics_.error(node.pointer + "/" + key, fmt::format("'{}' must be a number (with an exponent of at most {})", key,
                                                   json::kMaxDecimalExponent));
       continue;
     }
@@ -122,7 +122,7 @@ std::optional<std::pair<uint64_t, uint32_t>> decimal_step(const Json& s) {
   return std::pair{m, e};
 }
 
-Expr Converter::number(const Node& node, bool integer) {
+Expr ScalarWriter::number(const Node& node, bool integer) {
   auto lower = bound(node, "minimum", "exclusiveMinimum", true);
   auto upper = bound(node, "maximum", "exclusiveMaximum", false);
   auto regex = json::number_regex(lower, upper, integer);
@@ -152,14 +152,14 @@ Expr Converter::number(const Node& node, bool integer) {
   const auto written = language ? language->to_regex() : std::nullopt;
   const auto text = written ? json::encode_regex(*written) : std::nullopt;  // (no number character is escaped)
   if (!text) {
-    permissive(node.pointer + (e || step ? "/multipleOf" : ""),
+    diagnostics_.permissive(node.pointer + (e || step ? "/multipleOf" : ""),
                "'multipleOf' or a number's being no integer is not enforced here (its automaton passes the limits)");
     return "#'" + *regex + "'";
   }
   return "#'" + *text + "'";
 }
 
-std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
+std::optional<uint64_t> ScalarWriter::count(const Node& node, const char* key) {
   const Json& s = *node.schema;
   if (!s.contains(key)) return std::nullopt;
   const Json& v = s[key];
@@ -169,7 +169,7 @@ std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
     const double d = v.get<double>();
     if (d >= 0 && d < 0x1p63 && std::trunc(d) == d) return static_cast<uint64_t>(d);
   }
-  error(node.pointer + "/" + key, fmt::format("'{}' must be a non-negative integer", key));
+  diagnostics_.error(node.pointer + "/" + key, fmt::format("'{}' must be a non-negative integer", key));
   return std::nullopt;
 }
 
@@ -177,7 +177,7 @@ std::optional<uint64_t> Converter::count(const Node& node, const char* key) {
 // duration…) is a loosening, with a warning; any other (OpenAPI's byte, a
 // vendor's own) is an annotation, as the specification says of unknown
 // formats: a note, which --strict accepts.
-bool Converter::specified_format(const std::string& name) {
+bool specified_format(const std::string& name) {
   static const std::set<std::string> specified = {
       "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
       "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
@@ -185,13 +185,13 @@ bool Converter::specified_format(const std::string& name) {
   return specified.count(name) > 0;
 }
 
-void Converter::unchecked_format(const std::string& pointer, const std::string& name) {
+void ScalarWriter::unchecked_format(const std::string& pointer, const std::string& name) {
   if (specified_format(name)) {
-    permissive(pointer, fmt::format("format '{}' is not supported and is not checked", name));
+    diagnostics_.permissive(pointer, fmt::format("format '{}' is not supported and is not checked", name));
     return;
   }
-  if (!first_time(pointer + "\nformat note")) return;
-  diags_.note(range_of(pointer), fmt::format("format '{}' is no JSON Schema format: an annotation, not checked "
+  if (!diagnostics_.first_time(pointer + "\nformat note")) return;
+  diagnostics_.note(pointer, fmt::format("format '{}' is no JSON Schema format: an annotation, not checked "
                                              "(as the specification says of unknown formats)",
                                              name));
 }
@@ -200,14 +200,14 @@ void Converter::unchecked_format(const std::string& pointer, const std::string& 
 // whole), or {enum}/{const} of strings
 // where the schema allows nothing but strings. The strings excluded, as a
 // regex over decoded characters; nullopt for any other `not`.
-std::optional<std::string> Converter::excluded_strings(const Json& s) {
+std::optional<std::string> excluded_strings(const Json& s) {
   if (!s.contains("not") || !s["not"].is_object()) return std::nullopt;
   return strings_excluded_by(s["not"], declared_types(s));
 }
 
 // The strings `inner` matches, as a regex, where it says nothing but
 // strings (of a schema of `types`); an anyOf of such schemas too.
-std::optional<std::string> Converter::strings_excluded_by(const Json& inner, const std::set<std::string>& types) {
+std::optional<std::string> strings_excluded_by(const Json& inner, const std::set<std::string>& types) {
   if (!inner.is_object()) return std::nullopt;
   if (inner.size() == 1 && inner.contains("anyOf") && inner["anyOf"].is_array()) {
     std::string alternatives;
@@ -243,7 +243,7 @@ std::optional<std::string> Converter::strings_excluded_by(const Json& inner, con
 
 // The decoded strings in every language of `all` and in none of `none`, as
 // one regex: Empty when there is none, TooLarge past the automaton limits.
-Converter::Intersection Converter::strings_of(const std::vector<ir::RegexNode>& all,
+ScalarWriter::Intersection ScalarWriter::strings_of(const std::vector<ir::RegexNode>& all,
                                            const std::vector<ir::RegexNode>& none, ir::RegexNode& out) {
   // A language of more states than this is written back as a regex whose
   // lexer automaton takes seconds to build (an email pattern cut to 254
@@ -273,7 +273,7 @@ Converter::Intersection Converter::strings_of(const std::vector<ir::RegexNode>& 
   return Intersection::Done;
 }
 
-Expr Converter::string(const Node& node) {
+Expr ScalarWriter::string(const Node& node) {
   const Json& s = *node.schema;
   const auto min_length = count(node, "minLength");
   const auto max_length = count(node, "maxLength");
@@ -286,7 +286,7 @@ Expr Converter::string(const Node& node) {
   auto read = [&](const std::string& regex, const std::string& where, std::vector<ir::RegexNode>& into) {
     auto parsed = ir::parse_regex(regex, limits_.max_nesting);
     if (auto* e = std::get_if<ir::RegexError>(&parsed)) {
-      error(where, "'pattern': " + e->message);
+      diagnostics_.error(where, "'pattern': " + e->message);
       return false;
     }
     into.push_back(std::move(std::get<ir::RegexNode>(parsed)));
@@ -295,7 +295,7 @@ Expr Converter::string(const Node& node) {
   if (s.contains("pattern")) {
     at = node.pointer + "/pattern";
     if (!s["pattern"].is_string()) {
-      error(at, "'pattern' must be a string");
+      diagnostics_.error(at, "'pattern' must be a string");
       return std::nullopt;
     }
     // Each pattern's language; one that starts with look-aheads, as the
@@ -303,7 +303,7 @@ Expr Converter::string(const Node& node) {
     auto read_pattern = [&](const std::string& pattern, std::vector<ir::RegexNode>& into) {
       auto converted = json::ecma_pattern_to_regex(pattern);
       if (auto* e = converted.if_error()) {
-        error(at, "'pattern': " + e->message);
+        diagnostics_.error(at, "'pattern': " + e->message);
         return false;
       }
       return read(*converted, at, into);
@@ -326,7 +326,7 @@ Expr Converter::string(const Node& node) {
     const std::string name = s["format"].is_string() ? s["format"].get<std::string>() : "";
     if (auto format = json::format_regex(name)) {
       if (!format->not_enforced.empty())
-        permissive(where, fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
+        diagnostics_.permissive(where, fmt::format("format '{}': {} is not enforced", name, format->not_enforced));
       if (!read(format->regex, where, all)) return std::nullopt;
       if (all.size() == 1) at = where;
     } else {
@@ -356,17 +356,17 @@ Expr Converter::string(const Node& node) {
       case Intersection::Empty: return std::nullopt;  // no string has them all: no value
       case Intersection::Done:
         if ((min_length || max_length) && !lengths)
-          permissive(at, "'minLength' and 'maxLength' above 1000 beside 'pattern' or 'format' are not enforced");
+          diagnostics_.permissive(at, "'minLength' and 'maxLength' above 1000 beside 'pattern' or 'format' are not enforced");
         break;
       case Intersection::TooLarge:
         // The first language alone, the others not enforced.
         if (all.empty()) {
-          permissive(node.pointer + "/not", "'not' is not supported here (its automaton passes the limits) and is "
+          diagnostics_.permissive(node.pointer + "/not", "'not' is not supported here (its automaton passes the limits) and is "
                                             "ignored: the grammar accepts more than the schema");
           return fmt::format("#'{0}(?:{1})*{0}'", quote, json::any_string_char_regex());
         }
         regex = all[0];
-        permissive(at, "the pattern, format, lengths and 'not' of this string are not all enforced (their "
+        diagnostics_.permissive(at, "the pattern, format, lengths and 'not' of this string are not all enforced (their "
                        "intersection is past the automaton limits): the grammar accepts more than the schema");
         break;
     }
@@ -381,11 +381,11 @@ Expr Converter::string(const Node& node) {
   // Up to kMaxCountedRepeat the bound is a counter on the string's lexeme
   // (automata/counted.h), which costs no state per character.
   if (hi != UINT64_MAX && hi > ir::kMaxCountedRepeat) {
-    permissive(node.pointer + "/maxLength", fmt::format("'maxLength' above {} is not enforced", ir::kMaxCountedRepeat));
+    diagnostics_.permissive(node.pointer + "/maxLength", fmt::format("'maxLength' above {} is not enforced", ir::kMaxCountedRepeat));
     hi = UINT64_MAX;
   }
   if (lo > limits_.max_repeat_bound) {
-    error(node.pointer + "/minLength", fmt::format("'minLength' above {} is not supported", limits_.max_repeat_bound));
+    diagnostics_.error(node.pointer + "/minLength", fmt::format("'minLength' above {} is not supported", limits_.max_repeat_bound));
     return std::nullopt;
   }
   if (lo == 0 && hi == UINT64_MAX) return fmt::format("#'{0}(?:{1})*{0}'", quote, c);
@@ -393,14 +393,14 @@ Expr Converter::string(const Node& node) {
   // A regex copies its lower bound: past kMaxRegexRepeat, a rule's
   // repetition, whose bounds stop at max_repeat_bound.
   if (lo > ir::kMaxRegexRepeat && hi != UINT64_MAX && hi > limits_.max_repeat_bound) {
-    permissive(node.pointer + "/maxLength", fmt::format("'maxLength' above {} beside a 'minLength' above {} is not "
+    diagnostics_.permissive(node.pointer + "/maxLength", fmt::format("'maxLength' above {} beside a 'minLength' above {} is not "
                                                         "enforced",
                                                         limits_.max_repeat_bound, ir::kMaxRegexRepeat));
     hi = UINT64_MAX;
   }
   const std::string bounds = hi != UINT64_MAX ? fmt::format("{{{},{}}}", lo, hi) : fmt::format("{{{},}}", lo);
   if (lo <= ir::kMaxRegexRepeat) return fmt::format("#'{0}(?:{1}){2}{0}'", quote, c, bounds);
-  if (string_char_rule_.empty()) string_char_rule_ = add_rule("string_char", fmt::format("#'{}'", c), "");
+  if (string_char_rule_.empty()) string_char_rule_ = rules_.add("string_char", fmt::format("#'{}'", c), "");
   return fmt::format("'\"' {}{} '\"'", string_char_rule_, bounds);
 }
 
