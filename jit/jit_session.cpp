@@ -9,10 +9,6 @@
 #include <mutex>
 
 namespace cgram::jit {
-namespace {
-std::string to_message(llvm::Error error) { return llvm::toString(std::move(error)); }
-
-}  // namespace
 
 void initialize_native_target() {
   static std::once_flag once;
@@ -34,7 +30,7 @@ JitSession::~JitSession() = default;
 Result<std::unique_ptr<JitSession>> JitSession::create() {
   initialize_native_target();
   auto jit = llvm::orc::LLJITBuilder().create();
-  if (!jit) return Error{ErrorCode::Backend, "cannot start the LLVM JIT: " + to_message(jit.takeError())};
+  if (!jit) return Error{ErrorCode::Backend, "cannot start the LLVM JIT: " + llvm::toString(jit.takeError())};
   auto session = std::make_unique<JitSession>(Key{});
   session->state_->jit = std::move(*jit);
   return session;
@@ -46,7 +42,7 @@ Result<void> JitSession::add(std::unique_ptr<llvm::Module> module) {
   if (!module) return Error{ErrorCode::Backend, "no module to compile"};
   module->setDataLayout(state_->jit->getDataLayout());
   if (auto error = state_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), state_->context)))
-    return Error{ErrorCode::Backend, "cannot add the module to the JIT: " + to_message(std::move(error))};
+    return Error{ErrorCode::Backend, "cannot add the module to the JIT: " + llvm::toString(std::move(error))};
   return {};
 }
 
@@ -54,7 +50,7 @@ Result<void*> JitSession::lookup(std::string_view symbol) {
   auto address = state_->jit->lookup(llvm::StringRef(symbol));
   if (!address)
     return Error{ErrorCode::Backend,
-                 "JIT lookup of '" + std::string(symbol) + "' failed: " + to_message(address.takeError())};
+                 "JIT lookup of '" + std::string(symbol) + "' failed: " + llvm::toString(address.takeError())};
   return address->toPtr<void*>();
 }
 

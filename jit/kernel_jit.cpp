@@ -17,7 +17,6 @@
 
 namespace cgram::jit {
 namespace {
-std::string to_message(llvm::Error error) { return llvm::toString(std::move(error)); }
 // Object bytes emitted on this thread (the lookup that materialises a
 // grammar's kernels runs its compilation on the calling thread).
 thread_local size_t object_bytes_here = 0;
@@ -57,17 +56,17 @@ Result<std::shared_ptr<KernelJit>> KernelJit::create() {
   // callers): each compile gets its own target machine. Compilation stays
   // on the thread that looks the kernels up (no compile threads of ORC's own).
   auto jit = llvm::orc::LLJITBuilder().setSupportConcurrentCompilation(true).create();
-  if (!jit) return Error{ErrorCode::Backend, "cannot start the LLVM JIT: " + to_message(jit.takeError())};
+  if (!jit) return Error{ErrorCode::Backend, "cannot start the LLVM JIT: " + llvm::toString(jit.takeError())};
   state->jit = std::move(*jit);
   state->jit->getObjTransformLayer().setTransform([](std::unique_ptr<llvm::MemoryBuffer> object) {
     object_bytes_here += object->getBufferSize();
     return llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>(std::move(object));
   });
   auto host = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!host) return Error{ErrorCode::Backend, "cannot describe the host to LLVM: " + to_message(host.takeError())};
+  if (!host) return Error{ErrorCode::Backend, "cannot describe the host to LLVM: " + llvm::toString(host.takeError())};
   auto machine = host->createTargetMachine();
   if (!machine)
-    return Error{ErrorCode::Backend, "cannot create the host target machine: " + to_message(machine.takeError())};
+    return Error{ErrorCode::Backend, "cannot create the host target machine: " + llvm::toString(machine.takeError())};
   state->machine = std::move(*machine);
   return std::shared_ptr<KernelJit>(new KernelJit(std::move(state)));
 }
@@ -96,12 +95,12 @@ Result<std::shared_ptr<const Kernels>> KernelJit::compile(const CompiledGrammar&
   code->state = state_;
   auto& session = state_->jit->getExecutionSession();
   auto dylib = session.createJITDylib(fmt::format("cgram_grammar_{}", state_->next_id++));
-  if (!dylib) return Error{ErrorCode::Backend, "cannot create a JITDylib: " + to_message(dylib.takeError())};
+  if (!dylib) return Error{ErrorCode::Backend, "cannot create a JITDylib: " + llvm::toString(dylib.takeError())};
   code->dylib = &*dylib;
   code->tracker = code->dylib->createResourceTracker();
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(context));
   if (auto error = state_->jit->addIRModule(code->tracker, std::move(tsm)))
-    return Error{ErrorCode::Backend, "cannot add the kernels to the JIT: " + to_message(std::move(error))};
+    return Error{ErrorCode::Backend, "cannot add the kernels to the JIT: " + llvm::toString(std::move(error))};
   auto kernels = std::make_shared<Kernels>();
   kernels->tier = "jit";
   std::optional<Error> error;
@@ -111,7 +110,7 @@ Result<std::shared_ptr<const Kernels>> KernelJit::compile(const CompiledGrammar&
     const std::string name = codegen::kernel_symbol(prefix, kernel);
     auto address = state_->jit->lookup(*code->dylib, name);
     if (!address) {
-      error = Error{ErrorCode::Backend, "JIT lookup of '" + name + "' failed: " + to_message(address.takeError())};
+      error = Error{ErrorCode::Backend, "JIT lookup of '" + name + "' failed: " + llvm::toString(address.takeError())};
       return;
     }
     slot = address->toPtr<std::remove_reference_t<decltype(slot)>>();

@@ -51,9 +51,9 @@ struct ModelRule {
 // The translator follows llama.cpp's recursive-descent parser step by step
 // (parse_space, parse_name, parse_sequence, parse_alternates, parse_rule),
 // so that newlines end rules in exactly the same places.
-class Translator {
+class GbnfTranslator {
  public:
-  Translator(const SourceFile& file, Diagnostics& diags, const SyntaxLimits& limits, std::string entry)
+  GbnfTranslator(const SourceFile& file, Diagnostics& diags, const SyntaxLimits& limits, std::string entry)
       : file_(file), src_(file.text()), diags_(diags), limits_(limits), entry_(std::move(entry)) {
     names_taken_.insert("start");  // the entry rule the translation adds
   }
@@ -607,7 +607,7 @@ std::optional<Translation> translate_gbnf(const SourceFile& gbnf, Diagnostics& d
     return std::nullopt;
   }
   MemoryStage stage("translating the GBNF grammar");
-  std::optional<Translation> out = Translator(gbnf, diags, limits, entry).run();
+  std::optional<Translation> out = GbnfTranslator(gbnf, diags, limits, entry).run();
   if (out) charge_memory(out->cgram.size() + out->offsets.size() * sizeof(out->offsets[0]));
   return out;
 }

@@ -201,8 +201,10 @@ Converter::Converter(const Json& root, const JsonLocator& where, const SourceFil
       merger_(diagnostics_, document_, work_, checks_),
       complement_(document_, automata_, proof_),
       keywords_(diagnostics_, document_, options_),
+      any_value_(rules_, layout_),
       scalars_(diagnostics_, rules_, limits_),
-      containers_(*this, combinators_, diagnostics_, rules_, layout_, document_, scalars_, options_, limits_),
+      arrays_(*this, combinators_, diagnostics_, rules_, layout_, document_, scalars_, limits_),
+      objects_(*this, combinators_, diagnostics_, rules_, layout_, document_, options_, limits_),
       combinators_(*this, diagnostics_, rules_, layout_, work_, scalars_, document_, automata_, checks_, proof_, merger_,
                    complement_, attempts_),
       references_(*this, combinators_, diagnostics_, rules_, layout_, document_, attempts_) {}
@@ -325,7 +327,7 @@ void MergeWork::restore(const Caps& caps) {
 Converter::Attempt Converter::begin_attempt() {
   ++attempts_;
   return {diagnostics_.mark(), combinators_.journal_mark(), references_.journal_mark(), work_.halve(),
-          containers_.key_budget()};
+          objects_.key_budget()};
 }
 
 bool Converter::failed(const Attempt& attempt) {
@@ -337,7 +339,7 @@ bool Converter::failed(const Attempt& attempt) {
     references_.take_back(attempt.ref_keys);
     // (The key regexes the attempt wrote are left out of the grammar with
     // its rules, which nothing reaches.)
-    containers_.restore(attempt.keys);
+    objects_.restore(attempt.keys);
   }
   if (--attempts_ == 0) {
     diagnostics_.forget_journal();
@@ -434,6 +436,25 @@ size_t RuleSet::reserve(const std::string& base, const std::string& pointer) {
   return rules_.size() - 1;
 }
 
+// --- Any value (the schema `true`) -----------------------------------------
+std::string AnyValueWriter::any_value(int depth) {
+  depth = layout_.depth(depth);
+  auto found = rules_by_depth_.find(depth);
+  if (found != rules_by_depth_.end()) return found->second;
+  const size_t index = rules_.reserve(depth ? fmt::format("any_value_{}", depth) : "any_value", "");
+  rules_by_depth_[depth] = rules_[index].name;
+  const std::string inner = any_value(depth + 1);
+  const std::string key = fmt::format("#'\"(?:{})*\"'", json::any_string_char_regex());
+  const std::string member = fmt::format("{} {} {}", key, layout_.colon(), inner);
+  const std::string object = fmt::format("{} | {}", layout_.empty_container('{'),
+                                         layout_.container('{', fmt::format("{0} ({1} {0})*", member, layout_.separator(depth)), depth));
+  const std::string array = fmt::format("{} | {}", layout_.empty_container('['),
+                                        layout_.container('[', fmt::format("{0} ({1} {0})*", inner, layout_.separator(depth)), depth));
+  rules_[index].body = fmt::format("{} | {} | {} | {} | 'true' | 'false' | 'null'", object, array, key,
+                                   "#'" + *json::number_regex(std::nullopt, std::nullopt, false) + "'");
+  return rules_[index].name;
+}
+
 // --- Schemas ----------------------------------------------------------------
 Expr Converter::value(const Node& node, int depth) {
   // The text's nesting is bounded before this runs (max_nesting). Each
@@ -457,7 +478,7 @@ Expr Converter::value(const Node& node, int depth) {
 
 Expr Converter::value_inner(const Node& node, int depth) {
   const Json& s = *node.schema;
-  if (s.is_boolean()) return s.get<bool>() ? Expr(containers_.any_value(depth)) : std::nullopt;
+  if (s.is_boolean()) return s.get<bool>() ? Expr(any_value_.any_value(depth)) : std::nullopt;
   if (!s.is_object()) {
     diagnostics_.error(node.pointer, "a schema must be an object or a boolean");
     return std::nullopt;
@@ -573,7 +594,7 @@ std::optional<Json> Converter::not_said_otherwise(const Json& s) {
 }
 
 // propertyNames says nothing (it accepts every string, or the schema no
-// object), or the object's grammar says it (containers.cpp: no name is
+// object), or the object's grammar says it (objects.cpp: no name is
 // listed, so the keys are its strings).
 bool KeywordCheck::property_names_said(const Json& s) const {
   const Json* names = document_.followed(s["propertyNames"]);
@@ -609,14 +630,14 @@ bool KeywordCheck::ignorable_no_op(const std::string& key, const Json& s) const 
   if (key == "propertyNames" && property_names_said(s)) return true;
   if ((key == "contains" || key == "minContains") && simple_contains(s) && !s.contains("enum") && !s.contains("const") &&
       document_.in_draft("contains") && !s.contains(kContains))
-    return true;  // said by the array's grammar (containers.cpp)
+    return true;  // said by the array's grammar (arrays.cpp)
   if (key == "not" && excluded_strings(s) && only_strings(s)) return true;  // said by the strings (scalars.cpp)
-  // Said by the array's grammar (containers.cpp); beside allOf, the merged
+  // Said by the array's grammar (arrays.cpp); beside allOf, the merged
   // schema is checked again, and says whether it is.
   if (key == "uniqueItems" && (unique_item_values(s) || s.contains("allOf"))) return true;
-  // Said exactly by the object's grammar (containers.cpp).
+  // Said exactly by the object's grammar (objects.cpp).
   if ((key == "minProperties" || key == "maxProperties") && s[key].is_number_unsigned() &&
-      (s[key].get<uint64_t>() <= 1 || ContainerWriter::counted_members(s, listed_names(s), options_.property_order)))
+      (s[key].get<uint64_t>() <= 1 || ObjectWriter::counted_members(s, listed_names(s), options_.property_order)))
     return true;
   return false;
 }

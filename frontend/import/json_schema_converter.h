@@ -14,8 +14,9 @@
 //     (oneOf's alternatives disjoint), SchemaMerger (allOf into one schema),
 //     SchemaComplement (¬s, if/then/else, dependencies);
 //   - the writers of each keyword family: KeywordCheck (what is refused or
-//     ignored), ScalarWriter, ContainerWriter, CombinatorWriter (allOf,
-//     anyOf, oneOf, enum, const) and ReferenceWriter ($ref).
+//     ignored), AnyValueWriter (the schema `true`), ScalarWriter,
+//     ArrayWriter, ObjectWriter, CombinatorWriter (allOf, anyOf, oneOf,
+//     enum, const) and ReferenceWriter ($ref).
 // A writer that meets a subschema hands it back to Converter::value, which
 // dispatches it to its family: the recursion goes through the facade.
 #include <cstddef>
@@ -114,7 +115,7 @@ Json both(const Json& x, const Json& y);
 Json item_schema(const Json& s, size_t i);
 void merge_items(const Json& a, const Json& b, Json& out);
 
-// (json_schema_containers.cpp) `contains` said by the array's grammar: one
+// (json_schema_arrays.cpp) `contains` said by the array's grammar: one
 // item matches it, with no other bound on the items (no maxItems,
 // maxContains, prefixItems).
 bool simple_contains(const Json& s);
@@ -274,6 +275,18 @@ class MergeWork {
   int merges_cap_ = kMaxMerges;
   size_t merge_steps_cap_ = kMaxMergeSteps;
   size_t merged_bytes_cap_ = kMaxMergedBytes;
+};
+
+// Any value (the schema `true`): one rule per layout depth.
+class AnyValueWriter {
+ public:
+  AnyValueWriter(RuleSet& rules, const JsonLayout& layout) : rules_(rules), layout_(layout) {}
+  std::string any_value(int depth);
+
+ private:
+  RuleSet& rules_;
+  const JsonLayout& layout_;
+  std::map<int, std::string> rules_by_depth_;
 };
 
 // === json_schema_combinators.cpp: regexes, patterns and values checked ========
@@ -487,18 +500,44 @@ class ScalarWriter {
   std::string string_char_rule_;
 };
 
-// (json_schema_containers.cpp) Arrays and objects, and any value (the schema
-// `true`).
-class ContainerWriter {
+// (json_schema_arrays.cpp) Arrays: items (prefixItems, items, draft-07's
+// array items and additionalItems), minItems and maxItems, contains, and
+// uniqueItems over a few values.
+class ArrayWriter {
  public:
-  ContainerWriter(Converter& converter, CombinatorWriter& combinators, SchemaDiagnostics& diagnostics, RuleSet& rules,
-                  const JsonLayout& layout, const SchemaDocument& document, ScalarWriter& scalars,
-                  const JsonSchemaOptions& options, const SyntaxLimits& limits)
+  ArrayWriter(Converter& converter, CombinatorWriter& combinators, SchemaDiagnostics& diagnostics, RuleSet& rules,
+              const JsonLayout& layout, const SchemaDocument& document, ScalarWriter& scalars,
+              const SyntaxLimits& limits)
       : converter_(converter), combinators_(combinators), diagnostics_(diagnostics), rules_(rules), layout_(layout),
-        document_(document), scalars_(scalars), options_(options), limits_(limits) {}
+        document_(document), scalars_(scalars), limits_(limits) {}
   Expr array(const Node& node, int depth);
+
+ private:
+  // Said exactly: the arrays of distinct values, one rule per set of values
+  // used so far (2^k rules for the k values of unique_item_values).
+  Expr unique_items(const Node& node, const std::vector<std::vector<Json>>& values, uint64_t min_items,
+                    std::optional<uint64_t> max_items, int depth);
+  Converter& converter_;
+  CombinatorWriter& combinators_;  // (made after this writer: used only once both are)
+  SchemaDiagnostics& diagnostics_;
+  RuleSet& rules_;
+  const JsonLayout& layout_;
+  const SchemaDocument& document_;
+  ScalarWriter& scalars_;
+  const SyntaxLimits& limits_;
+};
+
+// (json_schema_objects.cpp) Objects: properties, required,
+// additionalProperties, patternProperties and propertyNames, in the
+// schema's property order or in any order, minProperties and maxProperties.
+class ObjectWriter {
+ public:
+  ObjectWriter(Converter& converter, CombinatorWriter& combinators, SchemaDiagnostics& diagnostics, RuleSet& rules,
+               const JsonLayout& layout, const SchemaDocument& document, const JsonSchemaOptions& options,
+               const SyntaxLimits& limits)
+      : converter_(converter), combinators_(combinators), diagnostics_(diagnostics), rules_(rules), layout_(layout),
+        document_(document), options_(options), limits_(limits) {}
   Expr object(const Node& node, int depth);
-  std::string any_value(int depth);
   // Whether minProperties/maxProperties past 1 are said by counting members
   // (in schema order, bounds up to kMaxCountedMembers), given how many names
   // the object lists.
@@ -513,8 +552,6 @@ class ContainerWriter {
   void restore(const KeyBudget& budget);
 
  private:
-  Expr unique_items(const Node& node, const std::vector<std::vector<Json>>& values, uint64_t min_items,
-                    std::optional<uint64_t> max_items, int depth);
   // An object's members as written: "key": value of each listed one that can
   // appear, whether it is required, and the additional members (a key regex
   // and its value), if any.
@@ -553,10 +590,8 @@ class ContainerWriter {
   RuleSet& rules_;
   const JsonLayout& layout_;
   const SchemaDocument& document_;
-  ScalarWriter& scalars_;
   const JsonSchemaOptions& options_;
   const SyntaxLimits& limits_;
-  std::map<int, std::string> any_rules_;  // by layout depth
   size_t key_regex_bytes_ = 0;
   bool all_key_regexes_refused_ = false;  // the limit on all of them is said once
 };
@@ -661,7 +696,7 @@ class Converter {
     SchemaDiagnostics::Mark diagnostics;
     size_t merged_keys, ref_keys;
     MergeWork::Caps caps;
-    ContainerWriter::KeyBudget keys;
+    ObjectWriter::KeyBudget keys;
   };
   Attempt begin_attempt();
   // Ends the attempt: whether it failed (an error), in which case it is taken back.
@@ -691,8 +726,10 @@ class Converter {
   SchemaMerger merger_;
   SchemaComplement complement_;
   KeywordCheck keywords_;
+  AnyValueWriter any_value_;
   ScalarWriter scalars_;
-  ContainerWriter containers_;
+  ArrayWriter arrays_;
+  ObjectWriter objects_;
   CombinatorWriter combinators_;
   ReferenceWriter references_;
 };

@@ -59,8 +59,8 @@ Expr Converter::by_type(const Node& node, int depth) {
   if (types.count("number")) add(scalars_.number(node, false));
   else if (types.count("integer")) add(scalars_.number(node, true));
   if (types.count("string")) add(scalars_.string(node));
-  if (types.count("array")) add(containers_.array(node, depth));
-  if (types.count("object")) add(containers_.object(node, depth));
+  if (types.count("array")) add(arrays_.array(node, depth));
+  if (types.count("object")) add(objects_.object(node, depth));
   return alternation(alternatives);
 }
 

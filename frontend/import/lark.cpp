@@ -974,9 +974,9 @@ bool has_ascii_letter(std::string_view text) {
 
 // --- Translation ------------------------------------------------------------------
 
-class Translator {
+class LarkTranslator {
  public:
-  Translator(const SourceFile& file, Diagnostics& diags, const SyntaxLimits& limits, std::string entry,
+  LarkTranslator(const SourceFile& file, Diagnostics& diags, const SyntaxLimits& limits, std::string entry,
              const JsonSchemaOptions& json)
       : file_(file), diags_(diags), limits_(limits), entry_(std::move(entry)), json_(json) {
     taken_.insert({"any", "except"});
@@ -1844,7 +1844,7 @@ std::optional<Translation> translate_lark(const SourceFile& lark, Diagnostics& d
     return std::nullopt;
   }
   MemoryStage stage("translating the Lark grammar");
-  std::optional<Translation> out = Translator(lark, diags, limits, entry, json).run();
+  std::optional<Translation> out = LarkTranslator(lark, diags, limits, entry, json).run();
   if (out) charge_memory(out->cgram.size() + out->offsets.size() * sizeof(out->offsets[0]));
   return out;
 }

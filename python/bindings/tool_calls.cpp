@@ -42,7 +42,7 @@ ToolsPtr create(const std::shared_ptr<PyVocabulary>& vocab, const py::object& to
   return std::make_shared<PyToolCallsGrammar>(PyToolCallsGrammar{**made});
 }
 
-void fill_mask(ToolCallsMatcher& self, const py::object& out, std::optional<py::ssize_t> row) {
+void fill_tool_calls_mask(ToolCallsMatcher& self, const py::object& out, std::optional<py::ssize_t> row) {
   py::array words = mask_array(out, row ? 2 : 1, row ? "the bitmask (with a row)" : "the mask");
   check_width(words, self);
   if (row && (*row < 0 || *row >= words.shape(0)))
@@ -79,7 +79,7 @@ fill_mask, is_allowed, rollback, ...). Not thread-safe.)doc")
       .def("advance", &ToolCallsMatcher::advance, py::arg("token"),
            "Accepts the token if the mask allows it (a tool's grammar is compiled when its name is written); "
            "REJECTED leaves the state unchanged.")
-      .def("fill_mask", &fill_mask, py::arg("out"), py::arg("row") = py::none(),
+      .def("fill_mask", &fill_tool_calls_mask, py::arg("out"), py::arg("row") = py::none(),
            "Writes the mask into `out` (1-D, or row `row` of a 2-D bitmask); words past the vocabulary's are "
            "cleared.")
       .def("mask",

@@ -30,7 +30,7 @@ std::shared_ptr<const Grammar> schema_grammar(const std::string& path, JsonWhite
   return outcome.grammar;
 }
 
-std::shared_ptr<const CompiledGrammar> compile(const std::shared_ptr<const Grammar>& g,
+std::shared_ptr<const CompiledGrammar> compile_grammar(const std::shared_ptr<const Grammar>& g,
                                                std::shared_ptr<const Vocabulary> vocab = test::bundled_vocabulary()) {
   auto result = CompiledGrammar::compile(g, std::move(vocab));
   REQUIRE(result.ok());
@@ -159,7 +159,7 @@ TEST_CASE("forced text: exactly the longest common prefix of all continuations, 
   Counts counts;
   SECTION("the fixed-shape record") {
     auto g = test::grammar(test::read_example("record.cgram"));
-    check_walks(compile(g), g, 1, 6, 40, counts);
+    check_walks(compile_grammar(g), g, 1, 6, 40, counts);
   }
   SECTION("JSON Schemas, every layout") {
     const std::string dir = std::string(CGRAM_SOURCE_DIR) + "/tests/data/schemas/";
@@ -167,13 +167,13 @@ TEST_CASE("forced text: exactly the longest common prefix of all continuations, 
       for (JsonWhitespace layout : {JsonWhitespace::Compact, JsonWhitespace::Pretty, JsonWhitespace::Flexible}) {
         INFO(name << " layout " << static_cast<int>(layout));
         auto g = schema_grammar(dir + name, layout);
-        check_walks(compile(g), g, 2, 3, 30, counts);
+        check_walks(compile_grammar(g), g, 2, 3, 30, counts);
       }
   }
   SECTION("JSON, and a reply with except! and any!") {
     for (const char* name : {"json.cgram", "reply.cgram"}) {
       auto g = test::grammar(test::read_example(name));
-      check_walks(compile(g), g, 3, 4, 30, counts);
+      check_walks(compile_grammar(g), g, 3, 4, 30, counts);
     }
   }
   CHECK(counts.forced_steps > 0);
@@ -183,7 +183,7 @@ TEST_CASE("forced text: exactly the longest common prefix of all continuations, 
 
 TEST_CASE("forced text: a fixed record, through any tokenization; nothing where the text may end", "[jump-forward]") {
   auto g = test::grammar(R"(start ::= '{"name": "' #'[a-z]+' '", "kind": "record"}' ;)");
-  auto compiled = compile(g);
+  auto compiled = compile_grammar(g);
   Matcher m(compiled);
   CHECK(m.forced_text() == R"({"name": ")");
   CHECK(m.forced_text(3) == R"({"n)");
@@ -209,16 +209,16 @@ TEST_CASE("forced text: a fixed record, through any tokenization; nothing where 
 }
 
 TEST_CASE("forced text: the rest of a keyword; any! forces nothing", "[jump-forward]") {
-  auto compiled = compile(test::grammar(test::read_example("json.cgram")));
+  auto compiled = compile_grammar(test::grammar(test::read_example("json.cgram")));
   Matcher m(compiled);
   auto encoder = (*compiled->encoder());
   for (uint32_t t : encoder->encode_continuation("[tr")) REQUIRE(m.advance(t) == AdvanceResult::Ongoing);
   CHECK(m.forced_text() == "ue");
-  Matcher any(compile(test::grammar("start ::= 'x' any! 'y' ;")));
+  Matcher any(compile_grammar(test::grammar("start ::= 'x' any! 'y' ;")));
   REQUIRE(any.advance(encoder->encode_continuation("x").at(0)) == AdvanceResult::Ongoing);
   CHECK(any.forced_text().empty());
   // A grammar of one sentence is forced whole, and ends there.
-  Matcher one(compile(test::grammar("start ::= 'hello world' ;")));
+  Matcher one(compile_grammar(test::grammar("start ::= 'hello world' ;")));
   CHECK(one.forced_text() == "hello world");
   auto jump = (*one.jump_forward());
   CHECK(jump.rollback == 0);

@@ -1,6 +1,7 @@
-// JSON Schema → .cgram: arrays and objects. Items (prefixItems, items,
-// draft-07's array items and additionalItems) with minItems and maxItems;
-// members (properties, required, additionalProperties) in property order.
+// JSON Schema → .cgram: objects. Members (properties, required,
+// additionalProperties, patternProperties, propertyNames) in the schema's
+// property order or in any order, and their counts (minProperties,
+// maxProperties).
 #include "json_schema_converter.h"
 
 #include <fmt/format.h>
@@ -18,207 +19,9 @@
 
 namespace cgram::json_schema_detail {
 
-// --- Any value (the schema `true`) -----------------------------------------
-std::string ContainerWriter::any_value(int depth) {
-  depth = layout_.depth(depth);
-  auto found = any_rules_.find(depth);
-  if (found != any_rules_.end()) return found->second;
-  const size_t index = rules_.reserve(depth ? fmt::format("any_value_{}", depth) : "any_value", "");
-  any_rules_[depth] = rules_[index].name;
-  const std::string inner = any_value(depth + 1);
-  const std::string key = fmt::format("#'\"(?:{})*\"'", json::any_string_char_regex());
-  const std::string member = fmt::format("{} {} {}", key, layout_.colon(), inner);
-  const std::string object = fmt::format("{} | {}", layout_.empty_container('{'),
-                                         layout_.container('{', fmt::format("{0} ({1} {0})*", member, layout_.separator(depth)), depth));
-  const std::string array = fmt::format("{} | {}", layout_.empty_container('['),
-                                        layout_.container('[', fmt::format("{0} ({1} {0})*", inner, layout_.separator(depth)), depth));
-  rules_[index].body = fmt::format("{} | {} | {} | {} | 'true' | 'false' | 'null'", object, array, key,
-                                   "#'" + *json::number_regex(std::nullopt, std::nullopt, false) + "'");
-  return rules_[index].name;
-}
-
-Expr ContainerWriter::array(const Node& node, int depth) {
-  const Json& s = *node.schema;
-  const uint64_t min_items = scalars_.count(node, "minItems").value_or(0);
-  std::optional<uint64_t> max_items = scalars_.count(node, "maxItems");
-  if (max_items && *max_items < min_items) return std::nullopt;
-  // Distinct items from a few values: at most that many, whatever the bounds say.
-  if (const std::optional<std::vector<std::vector<Json>>> values = unique_item_values(s))
-    return unique_items(node, *values, min_items, max_items, depth);
-  // The first items (prefixItems, or draft-07's array `items`), then the rest.
-  const Json* prefix = nullptr;
-  std::string prefix_pointer;
-  const Json* rest = nullptr;
-  std::string rest_pointer;
-  if (s.contains("prefixItems")) {
-    prefix = &s["prefixItems"];
-    prefix_pointer = node.pointer + "/prefixItems";
-    if (s.contains("items")) rest = &s["items"], rest_pointer = node.pointer + "/items";
-  } else if (s.contains("items") && s["items"].is_array()) {
-    prefix = &s["items"];
-    prefix_pointer = node.pointer + "/items";
-    if (s.contains("additionalItems")) rest = &s["additionalItems"], rest_pointer = node.pointer + "/additionalItems";
-  } else if (s.contains("items")) {
-    rest = &s["items"];
-    rest_pointer = node.pointer + "/items";
-  }
-  if (prefix && !prefix->is_array()) {
-    diagnostics_.error(prefix_pointer, "'prefixItems' must be an array");
-    return std::nullopt;
-  }
-  std::vector<Expr> firsts;
-  if (prefix)
-    for (size_t i = 0; i < prefix->size(); ++i)
-      firsts.push_back(converter_.value({&(*prefix)[i], prefix_pointer + "/" + std::to_string(i)}, depth + 1));
-  static const Json any = true;
-  Expr rest_value = converter_.value(rest ? Node{rest, rest_pointer} : Node{&any, node.pointer}, depth + 1);
-  // The first of the rest is written apart from the others: a long one is
-  // named, so that nested arrays stay linear in the schema (each level
-  // would double the text).
-  if (rest_value && rest_value->size() > kInlineBytes)
-    rest_value = rules_.add("items", *rest_value, rest ? rest_pointer : node.pointer);
-  const uint64_t k = firsts.size();
-  if (max_items && *max_items > limits_.max_repeat_bound) {
-    diagnostics_.permissive(node.pointer + "/maxItems", fmt::format("'maxItems' above {} is not enforced", limits_.max_repeat_bound));
-    max_items.reset();
-  }
-  if (min_items > limits_.max_repeat_bound) {
-    diagnostics_.error(node.pointer + "/minItems", fmt::format("'minItems' above {} is not supported", limits_.max_repeat_bound));
-    return std::nullopt;
-  }
-  const std::string sep = layout_.separator(layout_.depth(depth));
-  auto bounds = [](uint64_t lo, std::optional<uint64_t> hi) {
-    if (hi && lo == *hi) return fmt::format("{{{}}}", lo);
-    return hi ? fmt::format("{{{},{}}}", lo, *hi) : fmt::format("{{{},}}", lo);
-  };
-  // The items from position i on, i written already, at least one in all:
-  // the empty array is written apart (an empty list inside the brackets
-  // would give it a second, wrong, layout).
-  std::function<Expr(uint64_t)> from = [&](uint64_t i) -> Expr {
-    if (max_items && i >= *max_items) return i > 0 ? Expr("") : std::nullopt;
-    const bool may_stop = i > 0 && i >= min_items;
-    if (i >= k) {
-      // r more items, r from max(min - i, 0) (at least 1 at the start) to max - i.
-      uint64_t lo = min_items > i ? min_items - i : 0;
-      if (i == 0) lo = std::max<uint64_t>(lo, 1);
-      const std::optional<uint64_t> hi = max_items ? std::optional<uint64_t>(*max_items - i) : std::nullopt;
-      if (!rest_value) return lo == 0 ? Expr("") : std::nullopt;
-      // (No repetition where it could only be empty: a grammar warns of one.)
-      if (i > 0) return hi == 0u ? Expr("") : Expr(fmt::format("({} {}){}", sep, *rest_value, bounds(lo, hi)));
-      if (hi == 1u) return *rest_value;
-      return fmt::format("{} ({} {}){}", *rest_value, sep, *rest_value,
-                         bounds(lo - 1, hi ? std::optional<uint64_t>(*hi - 1) : std::nullopt));
-    }
-    Expr next = firsts[i] ? from(i + 1) : std::nullopt;
-    Expr with_it;
-    if (next) with_it = (i ? sep + " " : "") + *firsts[i] + (next->empty() ? "" : " " + *next);
-    if (!with_it) return may_stop ? Expr("") : std::nullopt;
-    return may_stop ? fmt::format("({})?", *with_it) : *with_it;
-  };
-  const bool user = s.contains("contains") && document_.in_draft("contains"), internal = s.contains(kContains);
-  if (internal && (user || !simple_contains(s)))
-    diagnostics_.permissive(node.pointer, "'contains' is not supported and is ignored: the grammar accepts more than the schema");
-  else if (user || internal) {
-    // Some item (any one) matches `contains` as well as the items' schema:
-    // the items before it and after it are any items.
-    Json both = Json{{"allOf", Json::array({rest ? *rest : Json(true), s[internal ? kContains : "contains"]})}};
-    const Expr found = combinators_.value_of_merged(both, node.pointer + "/contains", depth + 1);
-    if (!found) return std::nullopt;
-    if (!rest_value) return layout_.container('[', *found, layout_.depth(depth));
-    return layout_.container('[', fmt::format("({0} {1})* {2} ({1} {0})*", *rest_value, sep, *found), layout_.depth(depth));
-  }
-  std::vector<std::string> alternatives;
-  if (min_items == 0) alternatives.push_back(layout_.empty_container('['));
-  if (Expr items = from(0)) alternatives.push_back(layout_.container('[', *items, layout_.depth(depth)));
-  return alternation(alternatives);
-}
-
-std::optional<std::vector<std::vector<Json>>> unique_item_values(const Json& s) {
-  if (!s.contains("uniqueItems") || s["uniqueItems"] != true || !s.contains("items") || !s["items"].is_object())
-    return std::nullopt;
-  for (const char* other : {"prefixItems", "contains", kContains, "enum", "const"})
-    if (s.contains(other)) return std::nullopt;
-  const Json& items = s["items"];
-  std::vector<Json> listed;
-  if (items.contains("enum") && items["enum"].is_array()) listed.assign(items["enum"].begin(), items["enum"].end());
-  else if (items.contains("const")) listed = {items["const"]};
-  else if (items.size() == 1 && items.contains("type") && items["type"] == "boolean") listed = {true, false};
-  else return std::nullopt;
-  // Distinct as JSON values: 1 and 1.0 are one, and so are two objects
-  // whose members come in another order (json_equal, as the merge reads
-  // them); each keeps the spellings listed (an object in each order).
-  std::vector<std::vector<Json>> values;
-  for (const Json& v : listed) {
-    const auto same = std::find_if(values.begin(), values.end(),
-                                   [&](const std::vector<Json>& spellings) { return json_equal(spellings[0], v); });
-    if (same == values.end()) values.push_back({v});
-    else if (std::find(same->begin(), same->end(), v) == same->end()) same->push_back(v);
-  }
-  if (values.empty() || values.size() > kMaxUniqueValues) return std::nullopt;
-  return values;
-}
-
-Expr ContainerWriter::unique_items(const Node& node, const std::vector<std::vector<Json>>& values, uint64_t min_items,
-                             std::optional<uint64_t> max_items, int depth) {
-  const Json& items = (*node.schema)["items"];
-  const std::string at = node.pointer + "/items";
-  // Each value as the items' schema allows it (one it does not is left out:
-  // exact, since no array can hold it).
-  std::vector<std::string> each;
-  for (const std::vector<Json>& spellings : values) {
-    std::vector<std::string> written;
-    for (const Json& v : spellings)
-      if (Expr e = combinators_.value_of_merged(Json{{"allOf", Json::array({items, Json{{"const", v}}})}}, at, depth + 1))
-        if (std::find(written.begin(), written.end(), *e) == written.end()) written.push_back(*e);
-    if (written.empty()) continue;
-    // Named when long: each value is written in up to 2^(k-1) + 1 places.
-    const std::string e = *alternation(written);
-    each.push_back(e.size() > kInlineBytes ? rules_.add("unique_item", e, at) : e);
-  }
-  const size_t k = each.size();
-  const uint64_t most = std::min<uint64_t>(k, max_items.value_or(k));
-  const std::string sep = layout_.separator(layout_.depth(depth));
-  // rest[used]: the items after those of the set `used` (a bit per value):
-  // "" when none may follow, nullopt when the array cannot be finished.
-  // Sets are made after their supersets (a larger number first).
-  std::vector<Expr> rest(size_t{1} << k);
-  for (uint32_t used = (1u << k) - 1; used > 0; --used) {
-    const auto count = static_cast<uint64_t>(std::popcount(used));
-    std::vector<std::string> next;
-    for (size_t i = 0; i < k && count < most; ++i) {
-      const uint32_t with = used | 1u << i;
-      if (with != used && rest[with])
-        next.push_back(sep + " " + each[i] + (rest[with]->empty() ? "" : " " + *rest[with]));
-    }
-    const bool may_stop = count >= min_items;
-    if (next.empty()) {
-      rest[used] = may_stop ? Expr("") : std::nullopt;
-      continue;
-    }
-    const std::string body = *alternation(next);
-    rest[used] = rules_.add("unique_items", may_stop ? fmt::format("({})?", body) : body, node.pointer);
-  }
-  std::vector<std::string> firsts;
-  for (size_t i = 0; i < k && most >= 1; ++i)
-    if (rest[1u << i]) firsts.push_back(each[i] + (rest[1u << i]->empty() ? "" : " " + *rest[1u << i]));
-  std::vector<std::string> alternatives;
-  if (min_items == 0) alternatives.push_back(layout_.empty_container('['));
-  if (!firsts.empty()) alternatives.push_back(layout_.container('[', *alternation(firsts), layout_.depth(depth)));
-  return alternation(alternatives);
-}
-
-bool simple_contains(const Json& s) {
-  auto at_most_one = [&](const char* key) {
-    return !s.contains(key) || (s[key].is_number_unsigned() && s[key].get<uint64_t>() <= 1);
-  };
-  return (s.contains("contains") || s.contains(kContains)) && !s.contains("prefixItems") &&
-         !(s.contains("items") && s["items"].is_array()) && !s.contains("maxItems") && at_most_one("minItems") &&
-         !s.contains("maxContains") && (!s.contains("minContains") || s["minContains"] == 1);
-}
-
 // The keys each patternProperties pattern matches, in schema order; nullopt
 // (after an error) where a pattern cannot be read.
-std::optional<std::vector<ContainerWriter::KeyPattern>> ContainerWriter::key_patterns(const Node& node) {
+std::optional<std::vector<ObjectWriter::KeyPattern>> ObjectWriter::key_patterns(const Node& node) {
   const Json& s = *node.schema;
   std::vector<KeyPattern> patterns;
   if (!s.contains("patternProperties")) return patterns;
@@ -256,7 +59,7 @@ std::optional<std::vector<ContainerWriter::KeyPattern>> ContainerWriter::key_pat
 // each language is a key regex with the value its patterns' schemas allow
 // together. nullopt with `failed` set after an error; nullopt alone when no
 // such member can appear.
-Expr ContainerWriter::other_members(const Node& node, const std::vector<std::string>& names,
+Expr ObjectWriter::other_members(const Node& node, const std::vector<std::string>& names,
                               const std::vector<KeyPattern>& patterns, const Json* extra, int depth, bool& failed) {
   struct Region {
     json::CharDfa keys;
@@ -338,7 +141,7 @@ Expr ContainerWriter::other_members(const Node& node, const std::vector<std::str
 // The members in the schema's order, at least one (the empty object is
 // written apart, for the same reason as the empty array), the additional
 // ones after them; `may_be_empty` is cleared when one is required.
-Expr ContainerWriter::members_in_order(const MemberList& list, bool& may_be_empty) {
+Expr ObjectWriter::members_in_order(const MemberList& list, bool& may_be_empty) {
   const std::vector<std::string>& written = list.written;
   const std::string& sep = list.separator;
   // tail(i): members i.. after one was written already; some(i): members i.., at least one.
@@ -367,7 +170,7 @@ Expr ContainerWriter::members_in_order(const MemberList& list, bool& may_be_empt
 // Whether minProperties/maxProperties past 1 are said by counting members
 // (schema order, bounds up to kMaxCountedMembers), given how many names the
 // object lists.
-bool ContainerWriter::counted_members(const Json& s, size_t listed, JsonPropertyOrder order) {
+bool ObjectWriter::counted_members(const Json& s, size_t listed, JsonPropertyOrder order) {
   if (order != JsonPropertyOrder::Schema) return false;
   bool any = false;
   for (const char* key : {"minProperties", "maxProperties"}) {
@@ -382,7 +185,7 @@ bool ContainerWriter::counted_members(const Json& s, size_t listed, JsonProperty
 // `at_most` of them in all (listed and additional): one rule per member and
 // count written so far (the count stops mattering past at_least when there
 // is no at_most).
-Expr ContainerWriter::members_counted(const MemberList& list, uint64_t at_least, std::optional<uint64_t> at_most) {
+Expr ObjectWriter::members_counted(const MemberList& list, uint64_t at_least, std::optional<uint64_t> at_most) {
   const size_t n = list.written.size();
   const std::string& sep = list.separator;
   std::map<std::tuple<size_t, uint64_t, bool>, Expr> memo;
@@ -426,7 +229,7 @@ Expr ContainerWriter::members_counted(const MemberList& list, uint64_t at_least,
 // additional ones anywhere: one rule per set of members still to come (2^n
 // rules, so exact up to kMaxAnyOrderMembers members). A larger object takes
 // any member any number of times, with a warning.
-Expr ContainerWriter::members_any_order(const MemberList& list, bool& may_be_empty) {
+Expr ObjectWriter::members_any_order(const MemberList& list, bool& may_be_empty) {
   const size_t n = list.written.size();
   const std::string& sep = list.separator;
   std::vector<std::string> member(list.written);
@@ -474,7 +277,7 @@ Expr ContainerWriter::members_any_order(const MemberList& list, bool& may_be_emp
   return alternation(first);
 }
 
-Expr ContainerWriter::object(const Node& node, int depth) {
+Expr ObjectWriter::object(const Node& node, int depth) {
   const Json& s = *node.schema;
   struct Member {
     std::string name;
@@ -647,7 +450,7 @@ Expr ContainerWriter::object(const Node& node, int depth) {
   return alternation(alternatives);
 }
 
-void ContainerWriter::restore(const KeyBudget& budget) {
+void ObjectWriter::restore(const KeyBudget& budget) {
   key_regex_bytes_ = budget.bytes;
   all_key_regexes_refused_ = budget.refused;
 }
