@@ -184,8 +184,9 @@ bool has_constraints(const Json& s) {
 
 // --- Converter --------------------------------------------------------------
 
-// The parts are made in the order they are declared; each holds only parts
-// declared before it, but the Converter itself (the writers' recursion).
+// The parts are made in the order they are declared, each holding parts
+// made before it, except the Converter and the CombinatorWriter (the writers'
+// recursion): those references are bound here and used only once run() starts.
 Converter::Converter(const Json& root, const JsonLocator& where, const SourceFile& file, Diagnostics& diags,
                      const JsonSchemaOptions& options, const SyntaxLimits& limits)
     : options_(options),
@@ -204,9 +205,10 @@ Converter::Converter(const Json& root, const JsonLocator& where, const SourceFil
       any_value_(rules_, layout_),
       scalars_(diagnostics_, rules_, limits_),
       arrays_(*this, combinators_, diagnostics_, rules_, layout_, document_, scalars_, limits_),
-      objects_(*this, combinators_, diagnostics_, rules_, layout_, document_, options_, limits_),
-      combinators_(*this, diagnostics_, rules_, layout_, work_, scalars_, document_, automata_, checks_, proof_, merger_,
-                   complement_, attempts_),
+      others_(*this, combinators_, diagnostics_, layout_, document_, limits_),
+      objects_(*this, combinators_, others_, diagnostics_, rules_, layout_, options_),
+      combinators_(*this, diagnostics_, rules_, layout_, work_, document_, proof_, merger_, complement_, attempts_),
+      values_(diagnostics_, layout_, scalars_, automata_, checks_),
       references_(*this, combinators_, diagnostics_, rules_, layout_, document_, attempts_) {}
 
 std::optional<SchemaTranslation> Converter::run() {
@@ -327,7 +329,7 @@ void MergeWork::restore(const Caps& caps) {
 Converter::Attempt Converter::begin_attempt() {
   ++attempts_;
   return {diagnostics_.mark(), combinators_.journal_mark(), references_.journal_mark(), work_.halve(),
-          objects_.key_budget()};
+          others_.key_budget()};
 }
 
 bool Converter::failed(const Attempt& attempt) {
@@ -339,7 +341,7 @@ bool Converter::failed(const Attempt& attempt) {
     references_.take_back(attempt.ref_keys);
     // (The key regexes the attempt wrote are left out of the grammar with
     // its rules, which nothing reaches.)
-    objects_.restore(attempt.keys);
+    others_.restore(attempt.keys);
   }
   if (--attempts_ == 0) {
     diagnostics_.forget_journal();
@@ -426,7 +428,7 @@ std::string RuleSet::add(std::string base, std::string body, const std::string& 
   for (int n = 2; used_names_.count(name) || name == "start" || name == "ws"; ++n) name = fmt::format("{}_{}", base, n);
   used_names_.insert(name);
   charge_memory(sizeof(Rule) + 2 * name.size() + body.size());
-  rules_.push_back({name, std::move(body), where_.offset_of(pointer)});
+  rules_.push_back({name, std::move(body), diagnostics_.offset_of(pointer)});
   return name;
 }
 
@@ -503,7 +505,7 @@ Expr Converter::value_inner(const Node& node, int depth) {
   if (s.contains("$ref")) return references_.reference(node, depth);
   if (s.contains("allOf")) return combinators_.all_of(node, depth);
   if (s.contains("anyOf") || s.contains("oneOf")) return combinators_.any_of(node, depth);
-  if (s.contains("enum") || s.contains("const")) return combinators_.enumeration(node, depth);
+  if (s.contains("enum") || s.contains("const")) return values_.enumeration(node, depth);
   return by_type(node, depth);
 }
 

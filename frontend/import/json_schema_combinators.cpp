@@ -1,6 +1,9 @@
 // JSON Schema → .cgram: the keywords that combine schemas or list values.
 // allOf (schemas merged into one, with their properties and items), anyOf
-// and oneOf (alternatives, and when oneOf's cannot overlap), enum and const.
+// and oneOf (alternatives, and when oneOf's cannot overlap), enum and const;
+// with the automata of regexes and patterns (TextAutomata) and the checks of
+// a value or a name against a schema (SchemaChecks) that they and the other
+// families use.
 #include "json_schema_converter.h"
 
 #include <fmt/format.h>
@@ -499,7 +502,7 @@ bool SchemaChecks::satisfies_beside_values(const Json& s, const Json& value) {
     const std::string& text = value.get_ref<const std::string&>();
     const size_t n = code_points(text);
     // (A pattern or format that cannot be read or passes the automaton limits
-    // says nothing here: combinators_.enumeration() refuses it first.)
+    // says nothing here: ValueListWriter::enumeration() refuses it first.)
     for (const std::string& pattern : patterns_of(s))
       if (automata_.pattern_matches(pattern, text) == false) return false;
     // A `not` the strings say (excluded_strings): the value must miss it.
@@ -523,7 +526,7 @@ bool SchemaChecks::satisfies_beside_values(const Json& s, const Json& value) {
   return true;
 }
 
-Expr CombinatorWriter::enumeration(const Node& node, int depth) {
+Expr ValueListWriter::enumeration(const Node& node, int depth) {
   const Json& s = *node.schema;
   if (s.contains("enum") && !s["enum"].is_array()) {
     diagnostics_.error(node.pointer + "/enum", "'enum' must be an array");
@@ -592,7 +595,7 @@ Expr CombinatorWriter::enumeration(const Node& node, int depth) {
 }
 
 // A JSON value exactly as the layout writes it.
-std::string CombinatorWriter::literal_value(const Json& v, int depth) {
+std::string ValueListWriter::literal_value(const Json& v, int depth) {
   if (v.is_object() || v.is_array()) {
     if (v.empty()) return layout_.empty_container(v.is_object() ? '{' : '[');
     std::string items;

@@ -15,10 +15,17 @@
 //     SchemaComplement (¬s, if/then/else, dependencies);
 //   - the writers of each keyword family: KeywordCheck (what is refused or
 //     ignored), AnyValueWriter (the schema `true`), ScalarWriter,
-//     ArrayWriter, ObjectWriter, CombinatorWriter (allOf, anyOf, oneOf,
-//     enum, const) and ReferenceWriter ($ref).
+//     ArrayWriter, OtherMembersWriter and ObjectWriter, CombinatorWriter
+//     (allOf, anyOf, oneOf), ValueListWriter (enum, const) and
+//     ReferenceWriter ($ref).
 // A writer that meets a subschema hands it back to Converter::value, which
-// dispatches it to its family: the recursion goes through the facade.
+// dispatches it to its family, and a schema it makes by merging (allOf of
+// the items and `contains`, of a name's patterns, beside a $ref) to
+// CombinatorWriter::value_of_merged: the recursion goes through those two.
+// A member function is defined in the file its class's section names, but
+// where a line says otherwise (SchemaChecks::value_fails and
+// SchemaDocument::followed in json_schema_disjoint.cpp, Converter::by_type
+// in json_schema_scalars.cpp).
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -144,7 +151,9 @@ struct Node {
 };
 
 // Keys added to a cache while an attempt is under way (Converter::Attempt),
-// so that a failed attempt can take them back.
+// so that a failed attempt can take them back. A cache with one is wired into
+// the attempt in three places: its mark in Converter::Attempt (begin_attempt),
+// take_back in Converter::failed, and forget_journal once no attempt is left.
 template <class Key>
 class UndoLog {
  public:
@@ -207,7 +216,7 @@ class SchemaDiagnostics {
 // body later (recursion reaches it first).
 class RuleSet {
  public:
-  explicit RuleSet(const SchemaDiagnostics& where) : where_(where) {}
+  explicit RuleSet(const SchemaDiagnostics& diagnostics) : diagnostics_(diagnostics) {}
   // A new rule named after `base` (made unique), for the schema at `pointer`.
   std::string add(std::string base, std::string body, const std::string& pointer);
   size_t reserve(const std::string& base, const std::string& pointer);
@@ -217,7 +226,7 @@ class RuleSet {
   std::vector<bool> reachable(const std::string& start_body) const;
 
  private:
-  const SchemaDiagnostics& where_;
+  const SchemaDiagnostics& diagnostics_;  // (where a pointer is)
   std::vector<Rule> rules_;
   std::set<std::string> used_names_;
 };
@@ -277,17 +286,6 @@ class MergeWork {
   size_t merged_bytes_cap_ = kMaxMergedBytes;
 };
 
-// Any value (the schema `true`): one rule per layout depth.
-class AnyValueWriter {
- public:
-  AnyValueWriter(RuleSet& rules, const JsonLayout& layout) : rules_(rules), layout_(layout) {}
-  std::string any_value(int depth);
-
- private:
-  RuleSet& rules_;
-  const JsonLayout& layout_;
-  std::map<int, std::string> rules_by_depth_;
-};
 
 // === json_schema_combinators.cpp: regexes, patterns and values checked ========
 
@@ -474,6 +472,18 @@ class KeywordCheck {
   const JsonSchemaOptions& options_;
 };
 
+// (json_schema.cpp) Any value (the schema `true`): one rule per layout depth.
+class AnyValueWriter {
+ public:
+  AnyValueWriter(RuleSet& rules, const JsonLayout& layout) : rules_(rules), layout_(layout) {}
+  std::string any_value(int depth);
+
+ private:
+  RuleSet& rules_;
+  const JsonLayout& layout_;
+  std::map<int, std::string> rules_by_depth_;
+};
+
 // (json_schema_scalars.cpp) Numbers within their bounds, counts (minLength
 // and the like), strings by length, pattern, format and `not`.
 class ScalarWriter {
@@ -527,21 +537,28 @@ class ArrayWriter {
   const SyntaxLimits& limits_;
 };
 
-// (json_schema_objects.cpp) Objects: properties, required,
-// additionalProperties, patternProperties and propertyNames, in the
-// schema's property order or in any order, minProperties and maxProperties.
-class ObjectWriter {
+// (json_schema_other_members.cpp) An object's other members, those whose
+// key is none of the names it lists: by the languages its patternProperties
+// split the other keys into, by propertyNames, or any other key with
+// additionalProperties' value, within the limits on the key regexes.
+class OtherMembersWriter {
  public:
-  ObjectWriter(Converter& converter, CombinatorWriter& combinators, SchemaDiagnostics& diagnostics, RuleSet& rules,
-               const JsonLayout& layout, const SchemaDocument& document, const JsonSchemaOptions& options,
-               const SyntaxLimits& limits)
-      : converter_(converter), combinators_(combinators), diagnostics_(diagnostics), rules_(rules), layout_(layout),
-        document_(document), options_(options), limits_(limits) {}
-  Expr object(const Node& node, int depth);
-  // Whether minProperties/maxProperties past 1 are said by counting members
-  // (in schema order, bounds up to kMaxCountedMembers), given how many names
-  // the object lists.
-  static bool counted_members(const Json& s, size_t listed, JsonPropertyOrder order);
+  OtherMembersWriter(Converter& converter, CombinatorWriter& combinators, SchemaDiagnostics& diagnostics,
+                     const JsonLayout& layout, const SchemaDocument& document, const SyntaxLimits& limits)
+      : converter_(converter), combinators_(combinators), diagnostics_(diagnostics), layout_(layout),
+        document_(document), limits_(limits) {}
+  // The keys each patternProperties pattern matches, in schema order; nullopt
+  // (after an error) where a pattern cannot be read.
+  struct KeyPattern {
+    json::CharDfa keys;
+    const Json* schema;
+    std::string pointer;
+  };
+  std::optional<std::vector<KeyPattern>> key_patterns(const Node& node);
+  // "key": value of the other members; nullopt with `failed` set after an
+  // error, nullopt alone when no such member can appear.
+  Expr members(const Node& node, const std::vector<std::string>& names, const std::vector<KeyPattern>& patterns,
+               const Json* extra, const std::string& extra_pointer, int depth, bool& failed);
 
   // The key regexes written so far (a work limit), kept and restored by an attempt.
   struct KeyBudget {
@@ -552,9 +569,45 @@ class ObjectWriter {
   void restore(const KeyBudget& budget);
 
  private:
+  Expr pattern_members(const Node& node, const std::vector<std::string>& names,
+                       const std::vector<KeyPattern>& patterns, const Json* extra, int depth, bool& failed);
+  // The regexes of keys other than an object's listed properties: one, and
+  // all of them (limits on the time their automata take; docs/LIMITS.md).
+  static constexpr size_t kMaxKeyRegexBytes = size_t{128} << 10;
+  static constexpr size_t kMaxAllKeyRegexBytes = size_t{512} << 10;
+  // Languages the keys of one object are split into by its patternProperties
+  // (every set of patterns a key can match together is one).
+  static constexpr size_t kMaxKeyRegions = 64;
+  Converter& converter_;
+  CombinatorWriter& combinators_;  // (made after this writer: used only once both are)
+  SchemaDiagnostics& diagnostics_;
+  const JsonLayout& layout_;
+  const SchemaDocument& document_;
+  const SyntaxLimits& limits_;
+  size_t key_regex_bytes_ = 0;
+  bool all_key_regexes_refused_ = false;  // the limit on all of them is said once
+};
+
+// (json_schema_objects.cpp) Objects: the members listed (properties,
+// required), in the schema's property order or in any order, each with the
+// schemas of the patterns its name matches; minProperties and maxProperties.
+class ObjectWriter {
+ public:
+  ObjectWriter(Converter& converter, CombinatorWriter& combinators, OtherMembersWriter& others,
+               SchemaDiagnostics& diagnostics, RuleSet& rules, const JsonLayout& layout,
+               const JsonSchemaOptions& options)
+      : converter_(converter), combinators_(combinators), others_(others), diagnostics_(diagnostics), rules_(rules),
+        layout_(layout), options_(options) {}
+  Expr object(const Node& node, int depth);
+  // Whether minProperties/maxProperties past 1 are said by counting members
+  // (in schema order, bounds up to kMaxCountedMembers), given how many names
+  // the object lists.
+  static bool counted_members(const Json& s, size_t listed, JsonPropertyOrder order);
+
+ private:
   // An object's members as written: "key": value of each listed one that can
-  // appear, whether it is required, and the additional members (a key regex
-  // and its value), if any.
+  // appear, whether it is required, and the other members (a key regex and
+  // its value), if any.
   struct MemberList {
     const std::vector<std::string>& written;
     const std::vector<bool>& required;
@@ -565,70 +618,42 @@ class ObjectWriter {
   Expr members_in_order(const MemberList& list, bool& may_be_empty);
   Expr members_any_order(const MemberList& list, bool& may_be_empty);
   Expr members_counted(const MemberList& list, uint64_t at_least, std::optional<uint64_t> at_most);
-  struct KeyPattern {
-    json::CharDfa keys;
-    const Json* schema;
-    std::string pointer;
-  };
-  std::optional<std::vector<KeyPattern>> key_patterns(const Node& node);
-  Expr other_members(const Node& node, const std::vector<std::string>& names, const std::vector<KeyPattern>& patterns,
-                     const Json* extra, int depth, bool& failed);
-
   static constexpr size_t kMaxAnyOrderMembers = 8;
   static constexpr uint64_t kMaxCountedMembers = 64;  // min/maxProperties, and names listed, counted exactly
-  // The regexes of keys other than an object's listed properties: one, and
-  // all of them (limits on the time their automata take; docs/LIMITS.md).
-  static constexpr size_t kMaxKeyRegexBytes = size_t{128} << 10;
-  static constexpr size_t kMaxAllKeyRegexBytes = size_t{512} << 10;
-  // Languages the keys of one object are split into by its patternProperties
-  // (every set of patterns a key can match together is one).
-  static constexpr size_t kMaxKeyRegions = 64;
-
   Converter& converter_;
   CombinatorWriter& combinators_;  // (made after this writer: used only once both are)
+  OtherMembersWriter& others_;
   SchemaDiagnostics& diagnostics_;
   RuleSet& rules_;
   const JsonLayout& layout_;
-  const SchemaDocument& document_;
   const JsonSchemaOptions& options_;
-  const SyntaxLimits& limits_;
-  size_t key_regex_bytes_ = 0;
-  bool all_key_regexes_refused_ = false;  // the limit on all of them is said once
 };
 
 // (json_schema_combinators.cpp) allOf (the merged schema, written once per
-// layout depth), anyOf and oneOf (alternatives), enum and const (values).
+// layout depth), anyOf and oneOf (alternatives).
 class CombinatorWriter {
  public:
   CombinatorWriter(Converter& converter, SchemaDiagnostics& diagnostics, RuleSet& rules, const JsonLayout& layout,
-                   MergeWork& work, ScalarWriter& scalars, SchemaDocument& document, TextAutomata& automata,
-                   SchemaChecks& checks, OverlapProof& proof, SchemaMerger& merger, SchemaComplement& complement,
-                   const int& attempts)
+                   MergeWork& work, SchemaDocument& document, OverlapProof& proof, SchemaMerger& merger,
+                   SchemaComplement& complement, const int& attempts)
       : converter_(converter), diagnostics_(diagnostics), rules_(rules), layout_(layout), work_(work),
-        scalars_(scalars), document_(document), automata_(automata), checks_(checks), proof_(proof), merger_(merger),
-        complement_(complement), journal_(attempts) {}
+        document_(document), proof_(proof), merger_(merger), complement_(complement), journal_(attempts) {}
   // The translation of a schema made by merging (allOf, $ref beside other keywords).
   Expr value_of_merged(const Json& merged_source, const std::string& pointer, int depth);
   Expr all_of(const Node& node, int depth);
   Expr any_of(const Node& node, int depth);
-  Expr enumeration(const Node& node, int depth);
 
   size_t journal_mark() const { return journal_.mark(); }
   void take_back(size_t mark) { journal_.take_back(mark, merged_rules_); }
   void forget_journal() { journal_.clear(); }
 
  private:
-  // A JSON value exactly as the layout writes it.
-  std::string literal_value(const Json& v, int depth);
   Converter& converter_;
   SchemaDiagnostics& diagnostics_;
   RuleSet& rules_;
   const JsonLayout& layout_;
   MergeWork& work_;
-  ScalarWriter& scalars_;
   SchemaDocument& document_;
-  TextAutomata& automata_;
-  SchemaChecks& checks_;
   OverlapProof& proof_;
   SchemaMerger& merger_;
   SchemaComplement& complement_;
@@ -642,6 +667,25 @@ class CombinatorWriter {
   std::map<std::pair<std::string, int>, Merged> merged_rules_;
   std::vector<std::unique_ptr<Json>> merged_;  // the schemas converted (nodes point into them)
   UndoLog<std::pair<std::string, int>> journal_;
+};
+
+// (json_schema_combinators.cpp) enum and const: the values listed that the
+// keywords beside them allow, each written as the layout writes it.
+class ValueListWriter {
+ public:
+  ValueListWriter(SchemaDiagnostics& diagnostics, const JsonLayout& layout, ScalarWriter& scalars,
+                  TextAutomata& automata, SchemaChecks& checks)
+      : diagnostics_(diagnostics), layout_(layout), scalars_(scalars), automata_(automata), checks_(checks) {}
+  Expr enumeration(const Node& node, int depth);
+
+ private:
+  // A JSON value exactly as the layout writes it.
+  std::string literal_value(const Json& v, int depth);
+  SchemaDiagnostics& diagnostics_;
+  const JsonLayout& layout_;
+  ScalarWriter& scalars_;
+  TextAutomata& automata_;
+  SchemaChecks& checks_;
 };
 
 // (json_schema_refs.cpp) $ref: the one rule made for each schema referred to
@@ -677,6 +721,10 @@ class Converter {
  public:
   Converter(const Json& root, const JsonLocator& where, const SourceFile& file, Diagnostics& diags,
             const JsonSchemaOptions& options, const SyntaxLimits& limits);
+  // The parts hold references to one another and to the Converter: a copy's
+  // would point into the original.
+  Converter(const Converter&) = delete;
+  Converter& operator=(const Converter&) = delete;
 
   std::optional<SchemaTranslation> run();
   // After run(): it failed because the schema accepts no value at all.
@@ -696,7 +744,7 @@ class Converter {
     SchemaDiagnostics::Mark diagnostics;
     size_t merged_keys, ref_keys;
     MergeWork::Caps caps;
-    ObjectWriter::KeyBudget keys;
+    OtherMembersWriter::KeyBudget keys;
   };
   Attempt begin_attempt();
   // Ends the attempt: whether it failed (an error), in which case it is taken back.
@@ -729,8 +777,10 @@ class Converter {
   AnyValueWriter any_value_;
   ScalarWriter scalars_;
   ArrayWriter arrays_;
+  OtherMembersWriter others_;
   ObjectWriter objects_;
   CombinatorWriter combinators_;
+  ValueListWriter values_;
   ReferenceWriter references_;
 };
 
