@@ -67,6 +67,9 @@ expect_run(64 "give --docs PATH, --tokens FILE or --walks N" bench ${WORK}/strin
 # --walks: random walks instead of documents, timed as they are made; the
 # slowest steps name the walk and show its text.
 expect_run(0 "3 documents" bench ${EXAMPLES}/json.cgram --walks 3 --walk-tokens 40 --prefer-long)
+# Every bench states its floor (one OR of a full-vocabulary bitset, measured in the same run) and the masks in it.
+expect_run(0 "floor (one OR of a full 32064-token bitset, this machine, now): " bench ${EXAMPLES}/json.cgram --walks 2 --walk-tokens 20)
+expect_run(0 "\"mask_floors\": {" bench ${EXAMPLES}/json.cgram --walks 2 --walk-tokens 20 --json)
 expect_run(0 "walk 2 (seed 5) step" bench ${EXAMPLES}/json.cgram --walks 2 --walk-tokens 40 --seed 5 --slowest 100)
 expect_run(0 "2 documents" bench ${EXAMPLES}/record.cgram --canonical --walks 2 --walk-tokens 30 --prefer-long)
 # cgram vocab build: the canonical context saved, found after by fingerprint.
