@@ -190,10 +190,14 @@ typedef struct cgram_compile_options {
                               in tens of milliseconds, the same masks. The table tier only, not canonical;
                               cgram_save refuses such a grammar, its matchers take no options and offer no
                               jump-forward */
+  bool background_index;   /* with a lazy index (eager_index false): once the grammar has made its first
+                              mask, build the rest of its token index on a thread of its own, so that later
+                              masks do not (docs/LIMITS.md); false: each entry is built by the first mask
+                              that needs it. cgram_compile_options_init sets true */
 } cgram_compile_options;
 
-/* Fills the defaults: no filename, rule "start", lazy index, table tier, not canonical, 1 GiB, schema order,
- * a memo of masks of 8 MiB. */
+/* Fills the defaults: no filename, rule "start", lazy index built in the background after the first mask,
+ * table tier, not canonical, 1 GiB, schema order, a memo of masks of 8 MiB. */
 void cgram_compile_options_init(cgram_compile_options* options);
 
 /* Compiles `source` (source_length bytes, need not be NUL-terminated) for

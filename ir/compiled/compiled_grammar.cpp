@@ -69,7 +69,9 @@ CompiledGrammar::CompiledGrammar(Building, std::shared_ptr<const Grammar> gramma
       vocab_(std::move(vocab)),
       context_(VocabularyContext::of(vocab_)),
       canonical_(options.canonical),
-      mask_memo_((vocab_->size() + 31) / 32, options.mask_memo_bytes) {
+      mask_memo_((vocab_->size() + 31) / 32, options.mask_memo_bytes),
+      background_index_(options.background_index && !options.eager_index),
+      max_memory_bytes_(options.max_memory_bytes) {
   source_name_ = grammar_->file().name();
   // The grammar's identity: its text and the start rule it was lowered for.
   const ir::GrammarIR& ir = grammar_->ir();

@@ -18,6 +18,7 @@
 #include "lr.h"
 #include "mask_memo.h"
 #include "pipeline.h"
+#include "background_build.h"
 #include "token_index.h"
 #include "vocab_trie.h"
 #include "vocabulary.h"
@@ -32,6 +33,11 @@ struct CompileOptions {
   // Build the whole token index now (AOT, or a server that can wait), rather
   // than each lexer state's entry when a mask first needs it.
   bool eager_index = false;
+  // With a lazy index: once the grammar has made its first mask, build the
+  // entries left on a thread of its own (index/background_build.h), so that
+  // later masks do not build them. False: the masks build them as they meet
+  // them.
+  bool background_index = true;
   // How much work collapsing regular rules into lexemes may take.
   ir::CollapseLimits collapse;
   // How big the LR automaton may grow.
@@ -80,6 +86,16 @@ class CompiledGrammar {
   const ir::LrTable& table() const { return *table_; }
   const VocabTrie& trie() const { return vocab_->trie(); }
   const TokenIndex& index() const { return *index_; }
+  // After the grammar's first mask (the engine calls it at the end of each
+  // mask; only the first call starts anything): the rest of a lazy index,
+  // built off the mask path, unless the options turned that off.
+  void index_rest_in_background() const {
+    if (background_index_ && !background_build_.started()) background_build_.start(*index_, max_memory_bytes_);
+  }
+  // Waits for that build to end (at once when there is none): every entry is
+  // then built, unless the build stopped early (its memory budget).
+  void wait_for_index() const { background_build_.wait(); }
+  const BackgroundIndexBuild& background_index_build() const { return background_build_; }
   size_t mask_words() const { return (vocab_->size() + 31) / 32; }
   // Masks remembered by the stack states they read, for every matcher of
   // this grammar (mask_memo.h): a cache, safe from many threads.
@@ -194,6 +210,11 @@ class CompiledGrammar {
   mutable std::once_flag representatives_once_;
   mutable std::vector<uint8_t> representatives_;
   mutable MaskMemo mask_memo_;
+  bool background_index_ = false;
+  size_t max_memory_bytes_ = kDefaultCompileMemoryBytes;
+  // Last: destroyed first, so that the build stops before the index it
+  // builds is gone.
+  mutable BackgroundIndexBuild background_build_;
 };
 
 }  // namespace cgram

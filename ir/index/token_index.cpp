@@ -318,7 +318,8 @@ const StateIndex& TokenIndex::get(uint32_t terminal, uint32_t state) const {
   return *slot.value;
 }
 
-void TokenIndex::build_together(uint32_t terminal, std::span<const uint32_t> first) const {
+void TokenIndex::build_together(uint32_t terminal, std::span<const uint32_t> first,
+                                const std::atomic<bool>* stop) const {
   // States that can start on the same bytes walk mostly the same subtrees:
   // they are walked together, kWalkTogether at a time.
   const ir::Dfa& dfa = lexical_.terminals[terminal].dfa;
@@ -331,6 +332,7 @@ void TokenIndex::build_together(uint32_t terminal, std::span<const uint32_t> fir
   }
   for (const auto& [bytes, states] : by_first_bytes)
     for (size_t i = 0; i + 1 < states.size(); i += kWalkTogether) {
+      if (stop && stop->load(std::memory_order_relaxed)) return;
       const std::span<const uint32_t> batch(states.data() + i, std::min(kWalkTogether, states.size() - i));
       if (batch.size() < 2) break;  // one alone walks as get() does
       std::vector<Walk> walks = walk_together(terminal, batch);
@@ -381,17 +383,22 @@ const std::vector<uint32_t>* TokenIndex::inside_from_start(const std::vector<uin
   return kept.get();
 }
 
-void TokenIndex::build_all() const {
+void TokenIndex::build_all(const std::atomic<bool>* stop) const {
+  if (complete()) return;
+  const auto stopped = [stop] { return stop && stop->load(std::memory_order_relaxed); };
   for (uint32_t t = 0; t < lexical_.terminals.size(); ++t) {
+    if (stopped()) return;
     const std::vector<uint32_t> first = walk_classes(lexical_.terminals[t].dfa, trie_.max_depth());
-    build_together(t, first);
+    build_together(t, first, stop);
     for (uint32_t q = 0; q < first.size(); ++q) {
+      if (stopped()) return;
       const StateIndex& entry = get(t, first[q]);
       if (first[q] == q) continue;
       Slot& slot = slots_[offset_[t] + q];
       std::call_once(slot.once, [&] { slot.value = &entry; });  // unless a lazy call built its own already
     }
   }
+  complete_.store(true, std::memory_order_release);
 }
 
 size_t TokenIndex::memory_bytes() const {
@@ -566,6 +573,7 @@ std::unique_ptr<TokenIndex> TokenIndex::load(ir::BinaryReader& in, const ir::Lex
       });
     }
   }
+  index->complete_.store(true, std::memory_order_release);
   return index;
 }
 

@@ -135,8 +135,13 @@ class TokenIndex {
   const std::vector<uint32_t>& followers(uint32_t terminal) const { return followers_[terminal]; }
   std::span<const std::bitset<256>> follower_first_bytes() const { return after_first_; }
   // Builds every entry now (AOT and eager JIT compilation). States whose
-  // walks are alike (index/walk_classes.h) share one entry.
-  void build_all() const;
+  // walks are alike (index/walk_classes.h) share one entry. `stop`: checked
+  // before each terminal and each batch of states (a background build,
+  // background_build.h), which then leaves the rest to be built on use.
+  void build_all(const std::atomic<bool>* stop = nullptr) const;
+  // Whether every entry is built (build_all ran to its end, or the index
+  // was loaded).
+  bool complete() const { return complete_.load(std::memory_order_acquire); }
   // Every entry as bytes (builds them first), and back. Loading checks every
   // token id, trie node and DFA state; null with a message in `in` when the
   // bytes are invalid.
@@ -178,7 +183,7 @@ class TokenIndex {
   static constexpr size_t kWalkTogether = 16;
   // The entries of the states `first` names as their own (build_all),
   // walked together where they start on the same bytes.
-  void build_together(uint32_t terminal, std::span<const uint32_t> first) const;
+  void build_together(uint32_t terminal, std::span<const uint32_t> first, const std::atomic<bool>* stop) const;
   std::unique_ptr<StateIndex> finish(uint32_t root, uint32_t terminal, Walk walked) const;
   struct BitsetLess {
     bool operator()(const std::bitset<256>& a, const std::bitset<256>& b) const {
@@ -213,6 +218,7 @@ class TokenIndex {
   std::vector<size_t> offset_;  // first slot of each terminal
   std::unique_ptr<Slot[]> slots_;
   mutable std::atomic<size_t> built_bytes_{0};  // of the entries in slots_
+  mutable std::atomic<bool> complete_{false};
   mutable std::mutex owned_mutex_;
   mutable std::vector<std::unique_ptr<StateIndex>> owned_;  // the entries of slots_, each once
   size_t slot_count_ = 0;

@@ -408,6 +408,7 @@ void cgram_compile_options_init(cgram_compile_options* options) {
   options->struct_size = sizeof(cgram_compile_options);
   options->tier = CGRAM_TIER_TABLE;
   options->mask_memo_bytes = cgram::kDefaultMaskMemoBytes;
+  options->background_index = true;
 }
 
 cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source, size_t source_length,
@@ -441,6 +442,7 @@ cgram_status cgram_grammar_compile(const cgram_vocab* vocab, const char* source,
     if (options->start_rule) request.parse.start = options->start_rule;
     request.parse.max_memory_bytes = max_memory;
     request.compile.eager_index = options->eager_index;
+    request.compile.background_index = options->background_index;
     request.compile.canonical = options->canonical;
     request.compile.max_memory_bytes = max_memory;
     request.compile.mask_memo_bytes = options->mask_memo_bytes;

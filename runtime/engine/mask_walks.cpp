@@ -596,15 +596,18 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
   base_count_ = 0;
   if (!sink && memo_applies(heads)) {
     if (!remembered_mask(heads, words)) record_mask(heads, words, words_are_zero);
-    return;
+  } else {
+    sink_ = sink;
+    struct ClearSink {
+      TokenSetSink*& sink;
+      ~ClearSink() { sink = nullptr; }
+    } clear_sink{sink_};
+    compute_text_tokens(heads, words);
+    if (!sink) note_mask_work(work_done_);
   }
-  sink_ = sink;
-  struct ClearSink {
-    TokenSetSink*& sink;
-    ~ClearSink() { sink = nullptr; }
-  } clear_sink{sink_};
-  compute_text_tokens(heads, words);
-  if (!sink) note_mask_work(work_done_);
+  // The request has paid for its first mask: the entries of the index it
+  // has not met yet are built off the mask path from now on.
+  g_.index_rest_in_background();
 }
 
 void Engine::compute_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words) {

@@ -100,6 +100,7 @@ struct VocabArgs : GrammarInput {
   std::string vocab;
   bool json = false;
   bool eager_index = false;  // build the whole token index at compile time
+  bool background_index = true;  // CompileOptions::background_index (with a lazy index)
   size_t mask_memo_bytes = kDefaultMaskMemoBytes;  // CompileOptions::mask_memo_bytes
   bool canonical = false;    // canonical tokenization (CompileOptions::canonical)
   // "table", or "jit": compile the kernels with the JIT before running. A
@@ -154,6 +155,9 @@ struct BenchArgs : VocabArgs {
   // --slowest N: the N slowest mask steps, each with its document, step and
   // the text around it (a long step is a user's stall: where is it?).
   size_t slowest = 0;
+  // --model-step-ms X: X ms of untimed wait before each mask, as a model's
+  // forward pass would take (0: masks back to back).
+  double model_step_ms = 0;
   // --walks N: N random walks through the grammar instead of documents,
   // each mask timed as the walk makes it (--walk-tokens long at most,
   // --prefer-long for the longest of several allowed tokens, --seed).

@@ -235,6 +235,13 @@ int run(int argc, char** argv) {
   add_max_text_bytes(bench_cmd, bench.max_text_bytes);
   bench_cmd->add_flag("--eager-index", bench.eager_index,
                       "Build the whole token index at compile time (as AOT and eager JIT do) instead of on first use");
+  bench_cmd->add_option("--model-step-ms", bench.model_step_ms,
+                        "Wait this long (untimed) before each mask, as a model's forward pass would: caches grow "
+                        "cold and a background index build goes on between masks, as in a server")
+      ->check(CLI::Range(0.0, 10000.0));
+  bench_cmd->add_flag("!--no-background-index", bench.background_index,
+                      "With a lazy index: leave every entry to the mask that first needs it (by default the entries "
+                      "the first mask did not build are built on a thread of their own)");
   bench_cmd->add_flag("--gpu", bench.gpu,
                       "Time the GPU masker (device fill of a batch) and the logits kernel (exit 3 without a GPU)");
   bench_cmd->add_flag("--jump-forward", bench.jump_forward,

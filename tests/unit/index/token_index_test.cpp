@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "background_build.h"
 #include "binary_io.h"
 #include "helpers.h"
 #include "lexical.h"
@@ -298,6 +299,47 @@ TEST_CASE("token index: lazy entries equal those built all at once", "[index-uni
       expect_same_entry(lazy.get(t, q), eager.get(t, q));
     }
   CHECK(lazy.memory_bytes() == eager.memory_bytes());
+}
+
+TEST_CASE("token index: a build told to stop leaves the rest to be built on use; the background build ends "
+          "complete, or stopped by its memory budget",
+          "[index-unit]") {
+  Fixture f;
+  {
+    TokenIndex index = f.index();
+    const std::atomic<bool> stop{true};
+    index.build_all(&stop);
+    CHECK_FALSE(index.complete());
+    index.build_all();
+    CHECK(index.complete());
+  }
+  {
+    TokenIndex eager = f.index();
+    eager.build_all();
+    TokenIndex index = f.index();
+    BackgroundIndexBuild build;
+    build.start(index, kDefaultCompileMemoryBytes);
+    build.start(index, kDefaultCompileMemoryBytes);  // once
+    build.wait();
+    CHECK(build.started());
+    CHECK_FALSE(build.stopped_early());
+    CHECK(index.complete());
+    for (uint32_t t = 0; t < f.lex.terminals.size(); ++t)
+      for (uint32_t q = 0; q < f.dfa(t).size(); ++q) expect_same_entry(index.get(t, q), eager.get(t, q));
+  }
+  {
+    TokenIndex eager = f.index();
+    eager.build_all();
+    TokenIndex index = f.index();
+    BackgroundIndexBuild build;
+    build.start(index, 1);  // no entry fits
+    build.wait();
+    CHECK(build.stopped_early());
+    CHECK_FALSE(index.complete());
+    // The entries it did not build are built on use, the same.
+    for (uint32_t t = 0; t < f.lex.terminals.size(); ++t)
+      for (uint32_t q = 0; q < f.dfa(t).size(); ++q) expect_same_entry(index.get(t, q), eager.get(t, q));
+  }
 }
 
 TEST_CASE("token index: memory grows with the entries built, and is charged", "[index-unit]") {

@@ -137,6 +137,68 @@ TEST_CASE("threads: lazy index entries built by many threads at once give the ea
   CHECK(mismatches == 0);
 }
 
+TEST_CASE("threads: the rest of a lazy index is built in the background after the first mask, the masks the eager "
+          "ones while it builds and after",
+          "[threads]") {
+  auto g = grammar(read_example("json.cgram"));
+  const std::vector<Case> cases = reference_cases(g);
+  auto lazy = compile_for(g, fresh_vocabulary(), false);
+  const BackgroundIndexBuild& build = lazy->background_index_build();
+  CHECK_FALSE(build.started());  // compiling starts nothing: the request pays for its first mask only
+  CHECK_FALSE(lazy->index().complete());
+  std::atomic<size_t> mismatches{0}, rejected{0};
+  const auto walk_cases = [&](int t) {
+    std::vector<uint32_t> mask;
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const Case& c = cases[(k * 5 + size_t(t) * 11) % cases.size()];
+      Matcher m(lazy);
+      for (uint32_t token : c.tokens)
+        if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
+      mask.assign(m.mask_words(), 0);
+      m.fill_mask(mask);
+      if (mask != c.mask) ++mismatches;
+    }
+  };
+  {
+    Matcher first(lazy);
+    std::vector<uint32_t> mask(first.mask_words());
+    first.fill_mask(mask);
+  }
+  CHECK(build.started());
+  on_threads_together(3, walk_cases);  // while the build goes on, most likely
+  lazy->wait_for_index();
+  CHECK(lazy->index().complete());
+  CHECK_FALSE(build.stopped_early());
+  walk_cases(0);
+  CHECK(rejected == 0);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("threads: a grammar destroyed while its index is built in the background stops the build", "[threads]") {
+  auto g = grammar(read_example("c_subset.cgram"));
+  for (int round = 0; round < 3; ++round) {
+    auto lazy = compile_for(g, fresh_vocabulary(), false);
+    Matcher m(lazy);
+    std::vector<uint32_t> mask(m.mask_words());
+    m.fill_mask(mask);
+    CHECK(lazy->background_index_build().started());
+  }  // each grammar goes here with its build most likely still running: it must stop, not crash or hang
+}
+
+TEST_CASE("threads: background_index off leaves the entries to the masks", "[threads]") {
+  CompileOptions options;
+  options.background_index = false;
+  auto result = CompiledGrammar::compile(grammar(read_example("json.cgram")), fresh_vocabulary(), options);
+  REQUIRE(result.ok());
+  const auto& lazy = *result;
+  Matcher m(lazy);
+  std::vector<uint32_t> mask(m.mask_words());
+  m.fill_mask(mask);
+  CHECK_FALSE(lazy->background_index_build().started());
+  lazy->wait_for_index();  // none to wait for
+  CHECK_FALSE(lazy->index().complete());
+}
+
 TEST_CASE("threads: masks kept in the grammar's memo by many threads at once give the masks worked out alone",
           "[threads]") {
   // The reference: one thread, no memo. Then eight threads share one
