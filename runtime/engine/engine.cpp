@@ -41,8 +41,6 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
   for (const ir::LexExcept& e : lex_.excepts)
     for (const std::string& str : e.automaton->strings()) longest = std::max(longest, str.size());
   viable_search_depth_ = static_cast<int>(2 * longest + 1);
-  pending_sets_.emplace_back();  // id 0: nothing pending
-  pending_ids_[{}] = 0;
   if (grammar.mask_memo().enabled()) {
     MaskMemo::WorkAverages learned = grammar.mask_memo().work_averages();
     mask_work_average_ = learned.mask;

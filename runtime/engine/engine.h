@@ -31,6 +31,7 @@
 
 #include "compiled_grammar.h"
 #include "key_set.h"
+#include "pending_excepts.h"
 #include "mask_words.h"
 #include "scratch.h"
 #include "stack_memo.h"
@@ -421,10 +422,20 @@ class Engine {
   // Whether `terminal` can be shifted from `node` after reductions (cached per node).
   bool is_shiftable(uint32_t node, uint32_t terminal);
 
-  std::optional<uint32_t> advance_pending(uint32_t pending, uint8_t byte);
-  std::optional<uint32_t> advance_pending(uint32_t pending, std::string_view bytes);
-  uint32_t add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state);
-  uint32_t intern_pending(std::vector<std::pair<uint32_t, std::string>> set);
+  // PendingExcepts' steps, with its kFull as the engine's limit error:
+  // nullopt where a byte completes a pending string.
+  std::optional<uint32_t> advance_pending(uint32_t pending, uint8_t byte) {
+    return checked_pending(pending_excepts_.step(pending, byte));
+  }
+  std::optional<uint32_t> advance_pending(uint32_t pending, std::string_view bytes) {
+    return checked_pending(pending_excepts_.step(pending, bytes));
+  }
+  uint32_t add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state) {
+    return checked_pending(
+               pending_excepts_.add(pending, except_index, ac_state, *lex_.excepts[except_index].automaton))
+        .value_or(PendingExcepts::kNothing);
+  }
+  std::optional<uint32_t> checked_pending(uint32_t id);
 
   void step_token_unchecked(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out);
   void step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out);
@@ -672,10 +683,7 @@ class Engine {
   std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
   std::deque<std::bitset<256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals
   std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;
-  std::vector<std::vector<std::pair<uint32_t, std::string>>> pending_sets_;
-  std::map<std::vector<std::pair<uint32_t, std::string>>, uint32_t> pending_ids_;
-  std::unordered_map<uint64_t, uint32_t> pending_steps_;
-  std::unordered_map<uint64_t, uint32_t> except_pending_;  // (pending, except, AC state) → pending
+  PendingExcepts pending_excepts_{limits_.max_pending_sets};  // Head::pending's sets (after limits_)
   // Scratch buffers of the hot path (no allocation once warm).
   struct Ending {
     uint32_t terminal, pending, in_char, no_restart, node;

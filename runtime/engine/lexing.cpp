@@ -11,63 +11,12 @@
 
 namespace cgram {
 
-namespace {
-constexpr uint32_t kViolated = UINT32_MAX;
-}
-
-uint32_t Engine::intern_pending(std::vector<std::pair<uint32_t, std::string>> set) {
-  if (pending_sets_.size() >= limits_.max_pending_sets) {
-    exhaust(fmt::format("more than {} distinct sets of pending except! occurrences (EngineLimits::max_pending_sets)",
-                        limits_.max_pending_sets));
-    return 0;
-  }
-  std::sort(set.begin(), set.end());
-  set.erase(std::unique(set.begin(), set.end()), set.end());
-  auto [it, inserted] = pending_ids_.emplace(set, static_cast<uint32_t>(pending_sets_.size()));
-  if (inserted) pending_sets_.push_back(std::move(set));
-  return it->second;
-}
-
-std::optional<uint32_t> Engine::advance_pending(uint32_t pending, uint8_t byte) {
-  if (pending == 0) return 0;
-  uint64_t key = (uint64_t(pending) << 8) | byte;
-  if (auto it = pending_steps_.find(key); it != pending_steps_.end())
-    return it->second == kViolated ? std::nullopt : std::optional<uint32_t>(it->second);
-  std::vector<std::pair<uint32_t, std::string>> next;
-  bool violated = false;
-  for (const auto& [except, rest] : pending_sets_[pending]) {
-    if (static_cast<uint8_t>(rest[0]) != byte) continue;
-    if (rest.size() == 1) violated = true;
-    else next.emplace_back(except, rest.substr(1));
-  }
-  uint32_t result = violated ? kViolated : intern_pending(std::move(next));
-  pending_steps_[key] = result;
-  return violated ? std::nullopt : std::optional<uint32_t>(result);
-}
-
-std::optional<uint32_t> Engine::advance_pending(uint32_t pending, std::string_view bytes) {
-  for (char c : bytes) {
-    if (pending == 0) return 0;
-    auto next = advance_pending(pending, static_cast<uint8_t>(c));
-    if (!next) return std::nullopt;
-    pending = *next;
-  }
-  return pending;
-}
-
-uint32_t Engine::add_except_pending(uint32_t pending, uint32_t except_index, uint32_t ac_state) {
-  const ir::ExceptAutomaton& automaton = *lex_.excepts[except_index].automaton;
-  // The lexeme's own start (split off, see lower_except) is never where a
-  // text ends; a loaded table is not trusted to agree.
-  if (ac_state >= automaton.dfa().size() || !automaton.has_pending(ac_state)) return pending;
-  const uint64_t key = (uint64_t(pending) << 40) ^ (uint64_t(except_index) << 24) ^ ac_state;
-  if (auto it = except_pending_.find(key); it != except_pending_.end()) return it->second;
-  const std::vector<std::string> strings = automaton.pending(ac_state);
-  std::vector<std::pair<uint32_t, std::string>> set = pending_sets_[pending];
-  for (const std::string& s : strings) set.emplace_back(except_index, s);
-  const uint32_t id = intern_pending(std::move(set));
-  except_pending_.emplace(key, id);
-  return id;
+std::optional<uint32_t> Engine::checked_pending(uint32_t id) {
+  if (id == PendingExcepts::kViolated) return std::nullopt;
+  if (id != PendingExcepts::kFull) return id;
+  exhaust(fmt::format("more than {} distinct sets of pending except! occurrences (EngineLimits::max_pending_sets)",
+                      limits_.max_pending_sets));
+  return PendingExcepts::kNothing;  // the call's results are not used
 }
 
 bool Engine::can_continue_into_token(const Head& h) const {

@@ -148,11 +148,6 @@ class CachedOracle {
   std::map<std::vector<uint32_t>, std::vector<uint32_t>> masks_;
 };
 
-void require_ok(const std::optional<Error>& error) {
-  INFO((error ? error->message : ""));
-  REQUIRE(!error);
-}
-
 // What one tier masks with: the compiled grammar its matchers run on, and
 // for gpu-host the masker and its one-row bitmask (the grammar's words and
 // one padding word).
@@ -202,7 +197,7 @@ TierMasker build_tier(Tier tier, const std::shared_ptr<const CompiledGrammar>& c
       break;
     }
     case Tier::Jit:
-      require_ok(jit::tier_up_now(*compiled));
+      test::require_no_error(jit::tier_up_now(*compiled));
       REQUIRE(std::string(compiled->tier()) == "jit");
       break;
   }
@@ -220,12 +215,12 @@ std::vector<uint32_t> tier_mask(TierMasker& t, Matcher& matcher) {
     return mask;
   }
   std::vector<uint32_t> row(words + 1, 0xA5A5A5A5u);
-  require_ok(t.bitmask->upload(row.data(), row.size() * sizeof(uint32_t)));
+  test::require_no_error(t.bitmask->upload(row.data(), row.size() * sizeof(uint32_t)));
   Matcher* const matchers[] = {&matcher};
   const uint32_t rows[] = {0};
   size_t rejected = 99;
-  require_ok(t.gpu->fill(matchers, rows, t.bitmask->address(), static_cast<uint32_t>(words + 1), nullptr, &rejected));
-  require_ok(t.bitmask->download(row.data(), row.size() * sizeof(uint32_t)));
+  test::require_no_error(t.gpu->fill(matchers, rows, t.bitmask->address(), static_cast<uint32_t>(words + 1), nullptr, &rejected));
+  test::require_no_error(t.bitmask->download(row.data(), row.size() * sizeof(uint32_t)));
   REQUIRE(rejected == 0);
   REQUIRE(row.back() == 0);
   row.pop_back();

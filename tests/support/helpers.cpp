@@ -128,4 +128,9 @@ std::set<uint32_t> set_bits(std::span<const uint32_t> words) {
   return out;
 }
 
+void require_no_error(const std::optional<Error>& error) {
+  INFO((error ? error->message : ""));
+  REQUIRE(!error);
+}
+
 }  // namespace cgram::test

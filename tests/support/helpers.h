@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "error.h"
 #include "grammar.h"
 #include "oracle.h"
 #include "vocabulary.h"
@@ -55,5 +56,9 @@ std::string read_file(const std::string& path);
 
 // The token ids whose bits are set in mask words.
 std::set<uint32_t> set_bits(std::span<const uint32_t> words);
+
+// REQUIRE that an operation returning an optional Error gave none (its
+// message shown when it did).
+void require_no_error(const std::optional<Error>& error);
 
 }  // namespace cgram::test

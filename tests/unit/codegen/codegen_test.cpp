@@ -40,7 +40,7 @@ Fn* compile_one(jit::JitSession& s, std::string_view name, Emit emit) {
   return reinterpret_cast<Fn*>(*address);
 }
 
-std::shared_ptr<const CompiledGrammar> compile(std::string_view source) {
+std::shared_ptr<const CompiledGrammar> compile_for_codegen(std::string_view source) {
   auto vocab = (*(Vocabulary::bundled()));
   auto result = CompiledGrammar::compile(test::grammar(source), vocab);
   REQUIRE(result.ok());
@@ -71,7 +71,7 @@ TEST_CASE("codegen: each kind of table alone, equal to its table, on every examp
   int id = 0;
   for (const std::string& name : test::example_names()) {
     INFO(name);
-    auto g = compile(test::read_example(name));
+    auto g = compile_for_codegen(test::read_example(name));
     const ir::LexicalGrammar& lex = g->lexical();
     const ir::LrTable& table = g->table();
     const std::string prefix = "g" + std::to_string(id++) + "_";
@@ -166,7 +166,7 @@ TEST_CASE("codegen: constant data keeps its bytes and its size", "[codegen]") {
 TEST_CASE("codegen: the module defines every kernel of the list, with the list's parameters, and nothing binds short",
           "[codegen]") {
   llvm::LLVMContext context;
-  auto g = compile(test::read_example("json.cgram"));
+  auto g = compile_for_codegen(test::read_example("json.cgram"));
   auto module = codegen::build_matcher_module(context, g->lexical(), g->table(), g->index().follower_first_bytes(),
                                               "k_");
   REQUIRE(module);

@@ -63,11 +63,6 @@ std::unique_ptr<jit::KernelMemory> allocate(jit::GpuMasker& masker, size_t bytes
   return std::move(*memory);
 }
 
-void require_no_error(const std::optional<cgram::Error>& error) {
-  INFO((error ? error->message : ""));
-  REQUIRE(!error);
-}
-
 size_t popcount(std::span<const uint32_t> words) {
   size_t n = 0;
   for (uint32_t w : words) n += static_cast<size_t>(std::popcount(w));
@@ -103,10 +98,10 @@ Totals walk_and_compare(const std::shared_ptr<const CompiledGrammar>& g, jit::Gp
     rows.resize(batch);
     std::vector<Matcher*> pointers;
     for (Matcher& m : matchers) pointers.push_back(&m);
-    require_no_error(bitmask->upload(sentinel.data(), sentinel.size() * 4));
+    test::require_no_error(bitmask->upload(sentinel.data(), sentinel.size() * 4));
     size_t rejected = 99;
-    require_no_error(masker.fill(pointers, rows, bitmask->address(), out_words, pool, &rejected));
-    require_no_error(bitmask->download(device.data(), device.size() * 4));
+    test::require_no_error(masker.fill(pointers, rows, bitmask->address(), out_words, pool, &rejected));
+    test::require_no_error(bitmask->download(device.data(), device.size() * 4));
     CHECK(rejected == 0);
     totals.host_tokens += masker.last_plan().tokens.size();
     totals.set_ids += masker.last_plan().set_ids.size();
@@ -133,11 +128,11 @@ Totals walk_and_compare(const std::shared_ptr<const CompiledGrammar>& g, jit::Gp
     const size_t element = logits_type_bytes(type);
     std::vector<uint8_t> values(size_t{total_rows} * logits_width * element);
     for (auto& byte : values) byte = static_cast<uint8_t>(rng());
-    require_no_error(logits->upload(values.data(), values.size()));
-    require_no_error(masker.apply(type, logits->address(), logits_width, logits_width, bitmask->address(), out_words, rows,
+    test::require_no_error(logits->upload(values.data(), values.size()));
+    test::require_no_error(masker.apply(type, logits->address(), logits_width, logits_width, bitmask->address(), out_words, rows,
                             static_cast<uint32_t>(rows.size())));
     std::vector<uint8_t> masked(values.size());
-    require_no_error(logits->download(masked.data(), masked.size()));
+    test::require_no_error(logits->download(masked.data(), masked.size()));
     for (size_t i = 0; i < batch; ++i)
       apply_mask_to_logits(values.data() + size_t{rows[i]} * logits_width * element, type, logits_width, masks[i]);
     REQUIRE(masked == values);
@@ -242,18 +237,18 @@ TEST_CASE("gpu masker: refusals, and rows it cannot fill are clear", "[gpu]") {
 
   // A matcher of another grammar gets an all-clear row, counted.
   std::vector<uint32_t> ones(size_t{4} * words, UINT32_MAX), out(ones.size());
-  require_no_error(bitmask->upload(ones.data(), ones.size() * 4));
+  test::require_no_error(bitmask->upload(ones.data(), ones.size() * 4));
   std::vector<Matcher*> mixed = {&a, &stranger};
   size_t rejected = 0;
-  require_no_error(masker->fill(mixed, two_rows, bitmask->address(), words, nullptr, &rejected));
-  require_no_error(bitmask->download(out.data(), out.size() * 4));
+  test::require_no_error(masker->fill(mixed, two_rows, bitmask->address(), words, nullptr, &rejected));
+  test::require_no_error(bitmask->download(out.data(), out.size() * 4));
   CHECK(rejected == 1);
   CHECK(std::all_of(out.begin() + words, out.begin() + 2 * words, [](uint32_t w) { return w == 0; }));
   std::vector<uint32_t> expected(words);
   REQUIRE(a.fill_mask(expected));
   CHECK(std::equal(expected.begin(), expected.end(), out.begin()));
   // An empty batch launches nothing.
-  require_no_error(masker->fill({}, {}, 0, words));
+  test::require_no_error(masker->fill({}, {}, 0, words));
 }
 
 TEST_CASE("gpu masker: the CUDA backend without a driver or a device is an error, not a crash", "[gpu]") {
@@ -322,11 +317,11 @@ TEST_CASE("gpu masker: a matcher a limit stops mid-mask gets a clear row, whatev
   const uint32_t words = static_cast<uint32_t>(g->mask_words());
   auto bitmask = allocate(*masker, size_t{words} * 4);
   std::vector<uint32_t> ones(words, UINT32_MAX), out(words);
-  require_no_error(bitmask->upload(ones.data(), ones.size() * 4));
+  test::require_no_error(bitmask->upload(ones.data(), ones.size() * 4));
   std::vector<Matcher*> one = {&stopped};
   size_t rejected = 0;
-  require_no_error(masker->fill(one, std::vector<uint32_t>{0}, bitmask->address(), words, nullptr, &rejected));
-  require_no_error(bitmask->download(out.data(), out.size() * 4));
+  test::require_no_error(masker->fill(one, std::vector<uint32_t>{0}, bitmask->address(), words, nullptr, &rejected));
+  test::require_no_error(bitmask->download(out.data(), out.size() * 4));
   CHECK(stopped.has_error());
   CHECK(rejected == 1);
   REQUIRE(masker->sets().size() > 0);  // the engine had handed sets over before the limit stopped it

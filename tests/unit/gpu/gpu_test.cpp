@@ -15,6 +15,7 @@
 #include <fstream>
 #include <random>
 
+#include "helpers.h"
 #include "cuda_driver.h"
 #include "gpu_kernels.h"
 #include "kernel_backend.h"
@@ -43,11 +44,6 @@ jit::KernelBackend& host_kernels() {
 
 // A host pointer as the kernels' address (0 for null).
 uint64_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
-
-void require_ok(const std::optional<cgram::Error>& error) {
-  INFO((error ? error->message : ""));
-  REQUIRE(!error);
-}
 
 std::vector<uint32_t> random_words(size_t count, std::mt19937& rng) {
   std::vector<uint32_t> words(count);
@@ -144,7 +140,7 @@ TEST_CASE("gpu kernels on the host: apply equals the CPU kernel, every dtype", "
         const std::vector<uint32_t> row_list = {3, 0, 4};
         std::vector<uint8_t> device = base, cpu = base;
         const uint32_t launched = listed ? 3 : rows;
-        require_ok(k.apply({types[t], address(device.data()), stride, vocab, address(bitmask.data()), words,
+        test::require_no_error(k.apply({types[t], address(device.data()), stride, vocab, address(bitmask.data()), words,
                             listed ? address(row_list.data()) : 0, launched}));
         for (uint32_t i = 0; i < launched; ++i) {
           const uint32_t row = listed ? row_list[i] : i;
@@ -177,7 +173,7 @@ TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host'
   // rows not listed are untouched.
   const std::vector<uint32_t> out_rows = {4, 1, 0};
   std::vector<uint32_t> listed(size_t{rows} * out_words, 0xDEADBEEF);
-  require_ok(k.fill({address(sets.data()), address(ids.data()), address(offsets.data()), address(listed.data()),
+  test::require_no_error(k.fill({address(sets.data()), address(ids.data()), address(offsets.data()), address(listed.data()),
                       address(out_rows.data()), words, out_words, 3}));
   for (uint32_t r = 0; r < rows; ++r) {
     auto row = [&](const std::vector<uint32_t>& v, uint32_t i) {
@@ -188,7 +184,7 @@ TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host'
     else CHECK(row(listed, r) == row(expected, static_cast<uint32_t>(at - out_rows.begin())));
   }
   std::vector<uint32_t> out(size_t{rows} * out_words, 0xDEADBEEF);
-  require_ok(k.fill({address(sets.data()), address(ids.data()), address(offsets.data()), address(out.data()), 0, words,
+  test::require_no_error(k.fill({address(sets.data()), address(ids.data()), address(offsets.data()), address(out.data()), 0, words,
                       out_words, rows}));
   CHECK(out == expected);
 
@@ -198,7 +194,7 @@ TEST_CASE("gpu kernels on the host: fill ORs the sets, set_bits merges the host'
     token_rows.push_back(rng() % rows);
     expected[size_t{token_rows.back()} * out_words + tokens.back() / 32] |= 1u << (tokens.back() % 32);
   }
-  require_ok(k.set_bits({address(out.data()), out_words, address(tokens.data()), address(token_rows.data()),
+  test::require_no_error(k.set_bits({address(out.data()), out_words, address(tokens.data()), address(token_rows.data()),
                           static_cast<uint32_t>(tokens.size())}));
   CHECK(out == expected);
 }
