@@ -510,6 +510,28 @@ TEST_CASE("engine: the stack, heads and work limits stop with their message, not
     CHECK_FALSE(roomy.engine.exhausted());
     CHECK(roomy.engine.can_end(ok));
   }
+  SECTION("max_pending_sets") {
+    // Each "<" of free text leaves "/a>" pending, each "</" leaves "a>":
+    // with room for the empty set and one more, the second is past the limit.
+    EngineLimits limits;
+    limits.max_pending_sets = 2;
+    const char* source = "start ::= except!('</a>') '</a>' ;";
+    const std::vector<std::string> tokens = {"x", "<", "/", "a", ">"};
+    Driver d(source, tokens, limits);
+    std::vector<Head> heads = d.feed(d.engine.initial_heads(), "x<");
+    CHECK_FALSE(d.engine.exhausted());  // one set pending: {"/a>"}
+    heads = d.feed(heads, "/");
+    REQUIRE(d.engine.exhausted());
+    CHECK(d.engine.exhaustion() ==
+          "more than 2 distinct sets of pending except! occurrences (EngineLimits::max_pending_sets)");
+    // The defaults take the whole text, and end it at the string.
+    Driver roomy(source, tokens);
+    std::vector<Head> all = roomy.feed(roomy.engine.initial_heads(), "x</");
+    all = roomy.feed(all, "a");
+    CHECK_FALSE(roomy.engine.exhausted());
+    CHECK_FALSE(roomy.engine.can_end(all));
+    CHECK(roomy.engine.can_end(roomy.feed(all, ">")));
+  }
   SECTION("the sequence's budget: slack plus work per byte") {
     EngineLimits limits;
     limits.max_work_per_byte = 1;
