@@ -521,19 +521,50 @@ Latencies run_documents(const std::shared_ptr<const CompiledGrammar>& compiled, 
 // the longest of kLongestOf drawn at random, as a model that likes long
 // tokens (indentation runs, repeated punctuation, CJK spaces) would write.
 constexpr size_t kLongestOf = 16;
+// The allowed text tokens of a mask, drawn from by index in id order as a
+// list of them would be (the same draws give the same walks), without
+// making the list: a step inside free text allows 100,000 tokens and more,
+// and listing them took half of a walk's run.
+class AllowedTokens {
+ public:
+  explicit AllowedTokens(const Vocabulary& vocab) {
+    for (uint32_t id = 0; id < vocab.size(); ++id)
+      if (vocab.is_special(id)) specials_.push_back(id);
+    size_ = vocab.size();
+  }
+  // Takes the mask's text tokens: the bits of special ids and of ids past the vocabulary cleared.
+  void take(std::span<const uint32_t> words) {
+    text_.assign(words.begin(), words.end());
+    for (uint32_t id : specials_)
+      if (id / 32 < text_.size()) text_[id / 32] &= ~(1u << (id % 32));
+    for (size_t id = size_; id < text_.size() * 32; ++id) text_[id / 32] &= ~(1u << (id % 32));
+    before_.resize(text_.size() + 1);
+    before_[0] = 0;
+    for (size_t w = 0; w < text_.size(); ++w) before_[w + 1] = before_[w] + static_cast<size_t>(std::popcount(text_[w]));
+  }
+  size_t count() const { return before_.empty() ? 0 : before_.back(); }
+  // The k-th allowed id, in id order.
+  uint32_t at(size_t k) const {
+    const size_t w = static_cast<size_t>(std::upper_bound(before_.begin(), before_.end(), k) - before_.begin()) - 1;
+    uint32_t bits = text_[w];
+    for (size_t skip = k - before_[w]; skip > 0; --skip) bits &= bits - 1;
+    return static_cast<uint32_t>(w * 32 + static_cast<size_t>(std::countr_zero(bits)));
+  }
+
+ private:
+  std::vector<uint32_t> specials_, text_;
+  std::vector<size_t> before_;  // per word: the allowed ids in the words before it
+  size_t size_ = 0;
+};
+
 std::optional<uint32_t> pick_walk_token(std::span<const uint32_t> words, const Vocabulary& vocab, bool prefer_long,
-                                        std::mt19937_64& rng, std::vector<uint32_t>& allowed) {
-  allowed.clear();
-  for (size_t w = 0; w < words.size(); ++w)
-    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
-      const auto id = static_cast<uint32_t>(w * 32 + static_cast<size_t>(std::countr_zero(bits)));
-      if (id < vocab.size() && !vocab.is_special(id)) allowed.push_back(id);
-    }
-  if (allowed.empty()) return std::nullopt;
-  std::uniform_int_distribution<size_t> any(0, allowed.size() - 1);
-  uint32_t best = allowed[any(rng)];
+                                        std::mt19937_64& rng, AllowedTokens& allowed) {
+  allowed.take(words);
+  if (allowed.count() == 0) return std::nullopt;
+  std::uniform_int_distribution<size_t> any(0, allowed.count() - 1);
+  uint32_t best = allowed.at(any(rng));
   for (size_t k = 1; prefer_long && k < kLongestOf; ++k) {
-    const uint32_t t = allowed[any(rng)];
+    const uint32_t t = allowed.at(any(rng));
     if (vocab.bytes(t).size() > vocab.bytes(best).size()) best = t;
   }
   return best;
@@ -546,8 +577,9 @@ std::optional<uint32_t> pick_walk_token(std::span<const uint32_t> words, const V
 // returned as documents for the other measurements.
 Latencies run_walks(const std::shared_ptr<const CompiledGrammar>& compiled, const BenchArgs& args, Documents& walks) {
   Latencies out;
-  std::vector<uint32_t> words(compiled->mask_words()), allowed;
+  std::vector<uint32_t> words(compiled->mask_words());
   const Vocabulary& vocab = compiled->vocabulary();
+  AllowedTokens allowed(vocab);
   std::mt19937_64 rng(args.seed);
   const MemoCounts memo(*compiled, args);
   for (size_t w = 0; w < args.walks; ++w) {
@@ -754,7 +786,9 @@ std::vector<SlowStep> slowest_steps(const Latencies& run, const Documents& docs,
     for (size_t i = steps[k].step; i > 0 && s.before.size() < kSlowContextBytes; --i)
       s.before.insert(0, vocab.bytes(tokens[i - 1]));
     if (s.before.size() > kSlowContextBytes) s.before.erase(0, s.before.size() - kSlowContextBytes);
-    s.next = vocab.bytes(tokens[steps[k].step]);
+    // The last mask of a walk that ended (only the end of the text was
+    // left) has no next token.
+    s.next = steps[k].step < tokens.size() ? vocab.bytes(tokens[steps[k].step]) : "(the end)";
     out.push_back(std::move(s));
   }
   return out;
