@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "compiled_grammar.h"
+#include "end_cache.h"
 #include "key_set.h"
 #include "pending_excepts.h"
 #include "mask_words.h"
@@ -199,47 +200,9 @@ class Engine {
   static constexpr uint32_t kIndexDegree = 16;
   KeySet edge_index_;
   uint32_t edge_epoch_ = 1;
-  // Ending a lexeme of terminal t on node v gives the same nodes wherever in
-  // the text it happens: a small direct-mapped cache of those results,
-  // validated by serial numbers (no allocation, nothing to undo).
-  // A zeroed entry is an empty one (serials start at 1).
-  struct EndCacheEntry {
-    uint32_t node = 0, serial = 0, terminal = 0, count = 0;
-    std::array<uint32_t, 4> results{}, serials{};
-  };
-  // 1024 entries (48 KB), allocated on first use (a server holds thousands
-  // of matchers) with calloc: fresh pages are the system's zero pages until
-  // an entry on them is written, instead of 12 page faults at a matcher's
-  // first mask.
-  static constexpr size_t kEndCacheSize = 1024;
-  class EndCache {
-   public:
-    EndCache() = default;
-    EndCache(const EndCache& other) {
-      if (other.entries_) std::memcpy(allocate(), other.entries_.get(), kEndCacheSize * sizeof(EndCacheEntry));
-    }
-    EndCache& operator=(const EndCache& other) {
-      if (this != &other) *this = EndCache(other);
-      return *this;
-    }
-    EndCache(EndCache&&) noexcept = default;
-    EndCache& operator=(EndCache&&) noexcept = default;
-    EndCacheEntry& at(size_t i) { return (entries_ ? entries_.get() : allocate())[i]; }
-
-   private:
-    static_assert(std::is_trivially_copyable_v<EndCacheEntry>);
-    struct Free {
-      void operator()(EndCacheEntry* p) const { std::free(p); }
-    };
-    EndCacheEntry* allocate() {
-      entries_.reset(static_cast<EndCacheEntry*>(std::calloc(kEndCacheSize, sizeof(EndCacheEntry))));
-      if (!entries_) throw std::bad_alloc();
-      return entries_.get();
-    }
-    std::unique_ptr<EndCacheEntry[], Free> entries_;
-  };
+  // Lexeme ends per node (end_cache.h).
   EndCache end_cache_;
-  void remember_in_cache(EndCacheEntry& entry, uint32_t node, uint32_t terminal, const std::vector<uint32_t>& out);
+  void remember_in_cache(EndCache::Entry& entry, uint32_t node, uint32_t terminal, const std::vector<uint32_t>& out);
 
   struct Edge {
     uint32_t parent;

@@ -274,10 +274,10 @@ void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> 
 }
 
 void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out) {
-  EndCacheEntry* cached = nullptr;
+  EndCache::Entry* cached = nullptr;
   if (tops.size() == 1) {
     const uint32_t v = tops[0];
-    cached = &end_cache_.at((uint64_t(nodes_[v].serial) * 0x9E3779B1u ^ terminal * 0x85EBCA77u) % kEndCacheSize);
+    cached = &end_cache_.slot(nodes_[v].serial, terminal);
     if (cached->node == v && cached->serial == nodes_[v].serial && cached->terminal == terminal) {
       // While a mask is recorded, an older node's entry counts only if this
       // mask made it (its results are newer than the mask): its reads were seen.
@@ -328,7 +328,7 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
   if (cached) remember_in_cache(*cached, tops[0], terminal, out);
 }
 
-void Engine::remember_in_cache(EndCacheEntry& entry, uint32_t node, uint32_t terminal,
+void Engine::remember_in_cache(EndCache::Entry& entry, uint32_t node, uint32_t terminal,
                                const std::vector<uint32_t>& out) {
   if (out.size() > entry.results.size()) return;
   entry.node = node;

@@ -20,7 +20,7 @@ struct Case {
   std::vector<std::pair<std::string_view, size_t>> rejected;  // text, viable prefix length
 };
 
-const std::vector<Case>& cases() {
+const std::vector<Case>& example_cases() {
   static const std::vector<Case> all = {
       {"json.cgram",
        {R"({"a": [1, 2.5e3, -0.5E-2, "x\u00e9\n"], "b": {}, "c": [], "d": null})", "[true, false]",
@@ -84,14 +84,14 @@ TEST_CASE("every example checks clean", "[examples]") {
 TEST_CASE("every example has oracle cases", "[examples]") {
   for (const std::string& name : example_names()) {
     bool found = false;
-    for (const Case& c : cases()) found = found || c.example == name;
+    for (const Case& c : example_cases()) found = found || c.example == name;
     INFO(name);
     CHECK(found);
   }
 }
 
 TEST_CASE("the oracle on hand-written sentences and rejections of every example", "[examples][oracle]") {
-  for (const Case& c : cases()) {
+  for (const Case& c : example_cases()) {
     auto g = oracle_grammar(*grammar(read_example(c.example)));
     for (std::string_view text : c.complete) {
       INFO(c.example << ": '" << text << "'");
@@ -108,7 +108,7 @@ TEST_CASE("the oracle on hand-written sentences and rejections of every example"
 
 TEST_CASE("generated sentences are complete and all their prefixes viable", "[examples][oracle]") {
   size_t sentences = 0, prefixes = 0;
-  for (const Case& c : cases()) {
+  for (const Case& c : example_cases()) {
     auto parsed = grammar(read_example(c.example));
     auto g = oracle_grammar(*parsed);
     SentenceGenerator generator(parsed->ir(), 1234);
@@ -126,7 +126,7 @@ TEST_CASE("generated sentences are complete and all their prefixes viable", "[ex
       ++sentences;
     }
   }
-  CHECK(sentences == 25 * cases().size());
+  CHECK(sentences == 25 * example_cases().size());
   CHECK(prefixes > 1000);
 }
 
@@ -136,7 +136,7 @@ TEST_CASE("mutated sentences: rejections happen at or after the mutation", "[exa
   // and the reported offset must be exactly where viability ends.
   size_t rejected = 0;
   std::mt19937 rng(99);
-  for (const Case& c : cases()) {
+  for (const Case& c : example_cases()) {
     auto parsed = grammar(read_example(c.example));
     auto g = oracle_grammar(*parsed);
     SentenceGenerator generator(parsed->ir(), 777);

@@ -37,7 +37,7 @@ struct TierCase {
 };
 
 // Every example, and every spelling of every suite format with its first document.
-std::vector<TierCase> cases() {
+std::vector<TierCase> tier_cases() {
   std::vector<TierCase> out;
   for (const std::string& name : test::example_names()) out.push_back({name, test::read_example(name), ""});
   for (const test::SuiteGrammar& g : test::suite_grammars())
@@ -124,7 +124,7 @@ std::vector<uint32_t> document_tokens(const std::shared_ptr<const Vocabulary>& v
 
 void jit_equals_table(const std::shared_ptr<const Vocabulary>& vocab, size_t doc_tokens, size_t random_steps) {
   size_t steps = 0;
-  for (const TierCase& c : cases()) {
+  for (const TierCase& c : tier_cases()) {
     INFO(c.label << " with " << vocab->name());
     auto table = compile(c.source, vocab);
     auto jitted = compile(c.source, vocab);
@@ -140,7 +140,7 @@ void jit_equals_table(const std::shared_ptr<const Vocabulary>& vocab, size_t doc
 void aot_equals_table(const std::shared_ptr<const Vocabulary>& vocab, size_t doc_tokens, size_t random_steps) {
   size_t steps = 0;
   const std::string path = temp_path("tier.so");
-  for (const TierCase& c : cases()) {
+  for (const TierCase& c : tier_cases()) {
     INFO(c.label << " with " << vocab->name());
     auto table = compile(c.source, vocab);
     auto eager = compile(c.source, vocab, /*eager=*/true);
