@@ -11,6 +11,7 @@
 #include <string>
 #include <variant>
 
+#include "background_build.h"
 #include "error.h"
 #include "grammar.h"
 #include "kernels.h"
@@ -18,7 +19,6 @@
 #include "lr.h"
 #include "mask_memo.h"
 #include "pipeline.h"
-#include "background_build.h"
 #include "token_index.h"
 #include "vocab_trie.h"
 #include "vocabulary.h"

@@ -49,9 +49,7 @@ void BackgroundIndexBuild::run(const TokenIndex& index, size_t memory_limit) {
   MemoryStage stage("building the token index");
   try {
     index.build_all(&stop_);
-  } catch (const MemoryLimitReached&) {
-    stopped_early_.store(true, std::memory_order_release);
-  } catch (const std::exception&) {  // no memory, most likely: the masks build what is left
+  } catch (const std::exception&) {  // the budget (MemoryLimitReached) or no memory: the masks build what is left
     stopped_early_.store(true, std::memory_order_release);
   }
   if (stop_.load(std::memory_order_acquire) && !index.complete()) stopped_early_.store(true, std::memory_order_release);

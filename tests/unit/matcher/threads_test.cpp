@@ -91,6 +91,27 @@ void on_threads_together(int count, Body body) {
   for (auto& t : threads) t.join();
 }
 
+// Every case on its own matcher of `compiled`, from case `first` on in
+// steps of `stride` (threads that start apart ask for most entries first
+// together): the tokens any matcher rejected and the masks unlike the
+// reference's are counted.
+struct CaseCounts {
+  std::atomic<size_t> mismatches{0}, rejected{0};
+};
+void walk_cases(const std::shared_ptr<const CompiledGrammar>& compiled, const std::vector<Case>& cases, size_t first,
+                size_t stride, CaseCounts& counts) {
+  std::vector<uint32_t> mask;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[(k * stride + first) % cases.size()];
+    Matcher m(compiled);
+    for (uint32_t token : c.tokens)
+      if (m.advance(token) != AdvanceResult::Ongoing) ++counts.rejected;
+    mask.assign(m.mask_words(), 0);
+    m.fill_mask(mask);
+    if (mask != c.mask) ++counts.mismatches;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("threads: one vocabulary compiled for by many threads at once (trie and fingerprint built once)",
@@ -118,23 +139,12 @@ TEST_CASE("threads: lazy index entries built by many threads at once give the ea
   const std::vector<Case> cases = reference_cases(g);
   auto lazy = compile_for(g, fresh_vocabulary(), false);
   constexpr int kThreads = 8;
-  std::atomic<size_t> mismatches{0}, rejected{0};
-  on_threads_together(kThreads, [&](int t) {
-    std::vector<uint32_t> mask;
-    // Every thread walks every case, from a different one: most entries
-    // are first asked for by several threads together.
-    for (size_t k = 0; k < cases.size(); ++k) {
-      const Case& c = cases[(k * 7 + size_t(t) * 3) % cases.size()];
-      Matcher m(lazy);
-      for (uint32_t token : c.tokens)
-        if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
-      mask.assign(m.mask_words(), 0);
-      m.fill_mask(mask);
-      if (mask != c.mask) ++mismatches;
-    }
-  });
-  CHECK(rejected == 0);
-  CHECK(mismatches == 0);
+  CaseCounts counts;
+  // Every thread walks every case, from a different one: most entries are
+  // first asked for by several threads together.
+  on_threads_together(kThreads, [&](int t) { walk_cases(lazy, cases, size_t(t) * 3, 7, counts); });
+  CHECK(counts.rejected == 0);
+  CHECK(counts.mismatches == 0);
 }
 
 TEST_CASE("threads: the rest of a lazy index is built in the background after the first mask, the masks the eager "
@@ -146,32 +156,21 @@ TEST_CASE("threads: the rest of a lazy index is built in the background after th
   const BackgroundIndexBuild& build = lazy->background_index_build();
   CHECK_FALSE(build.started());  // compiling starts nothing: the request pays for its first mask only
   CHECK_FALSE(lazy->index().complete());
-  std::atomic<size_t> mismatches{0}, rejected{0};
-  const auto walk_cases = [&](int t) {
-    std::vector<uint32_t> mask;
-    for (size_t k = 0; k < cases.size(); ++k) {
-      const Case& c = cases[(k * 5 + size_t(t) * 11) % cases.size()];
-      Matcher m(lazy);
-      for (uint32_t token : c.tokens)
-        if (m.advance(token) != AdvanceResult::Ongoing) ++rejected;
-      mask.assign(m.mask_words(), 0);
-      m.fill_mask(mask);
-      if (mask != c.mask) ++mismatches;
-    }
-  };
+  CaseCounts counts;
   {
     Matcher first(lazy);
     std::vector<uint32_t> mask(first.mask_words());
     first.fill_mask(mask);
   }
   CHECK(build.started());
-  on_threads_together(3, walk_cases);  // while the build goes on, most likely
+  // While the build goes on, most likely.
+  on_threads_together(3, [&](int t) { walk_cases(lazy, cases, size_t(t) * 11, 5, counts); });
   lazy->wait_for_index();
   CHECK(lazy->index().complete());
   CHECK_FALSE(build.stopped_early());
-  walk_cases(0);
-  CHECK(rejected == 0);
-  CHECK(mismatches == 0);
+  walk_cases(lazy, cases, 0, 5, counts);
+  CHECK(counts.rejected == 0);
+  CHECK(counts.mismatches == 0);
 }
 
 TEST_CASE("threads: a grammar destroyed while its index is built in the background stops the build", "[threads]") {
