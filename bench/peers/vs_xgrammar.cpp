@@ -13,7 +13,8 @@
 // its 3rdparty/dlpack/include), compiled from its sources as its own CMake
 // does (C++17, Release).
 //   bench_vs_xgrammar --vocab tokenizer.json [--walks N] [--steps S] [--seed K]
-//                     [--mask-memo on|off] [--eager-index] [--docs STEM=DIR]...
+//                     [--mask-memo on|off] [--eager-index] [--model-step-ms X]
+//                     [--docs STEM=DIR]...
 //                     GRAMMAR.gbnf...
 #include <CLI/CLI.hpp>
 #include <dlpack/dlpack.h>
@@ -26,6 +27,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_support.h"
@@ -51,6 +53,7 @@ double percentile(std::vector<double> values, double p) {
 
 struct Options {
   size_t walks = 5, steps = 200;
+  double model_step_ms = 0;  // untimed, before each step's masks (a forward pass)
   uint64_t seed = 1;
   bool memo = true, eager_index = false;
 };
@@ -93,6 +96,8 @@ class StepPair {
         tensor_{bits_.data(), DLDevice{kDLCPU, 0}, 1, xgrammar::GetBitmaskDLType(), &shape_, nullptr, 0} {}
 
   void masks(size_t step, Row& row, std::vector<uint32_t>& allowed) {
+    if (peers_.options.model_step_ms > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(peers_.options.model_step_ms));
     std::fill(words_.begin(), words_.end(), 0u);
     auto t0 = Clock::now();
     ours_.fill_mask(words_);
@@ -233,6 +238,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", options.seed, "The walks' seed");
   app.add_option("--mask-memo", memo, "cgram's memo of masks: on (the library's default) or off")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--model-step-ms", options.model_step_ms,
+                 "Wait this long, untimed, before each step, as a forward pass does (cgram's lazy index is "
+                 "built in the background meanwhile)");
   app.add_flag("--eager-index", options.eager_index, "cgram's whole token index at compile time (default: lazy)");
   app.add_option("--docs", docs, "STEM=DIR: the files of DIR are documents of the grammar named STEM.gbnf")
       ->allow_extra_args(false);  // one value each time: the grammars follow
