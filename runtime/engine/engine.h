@@ -11,6 +11,11 @@
 // next byte shows that a new lexeme starts; reductions use the ended terminal
 // as lookahead. Every head set is exact: a token is allowed iff some head
 // survives its bytes.
+//
+// Parts held apart, each a class with its own unit tests: the except!
+// occurrences pending (pending_excepts.h), the lexeme ends per node
+// (end_cache.h), the memo by stack states (stack_memo.h), and the
+// shiftable sets with what each read (shiftable_sets.h).
 #include <array>
 #include <bitset>
 #include <cstdlib>
@@ -34,6 +39,7 @@
 #include "key_set.h"
 #include "mask_words.h"
 #include "pending_excepts.h"
+#include "shiftable_sets.h"
 #include "scratch.h"
 #include "stack_memo.h"
 #include "token_set_sink.h"
@@ -291,40 +297,17 @@ class Engine {
   int32_t fork_depth(uint32_t node) const;
   uint32_t shiftable_by_parents(uint32_t node, uint32_t fork);
   uint32_t work_out_shiftable(uint32_t node);
-  uint32_t intern_shiftable(const std::vector<uint32_t>& set);  // the set's index in shiftable_sets_
-  // What a shiftable set read, per terminal. A set reads as deep as its
-  // deepest terminal: after a Lua or C operand, a closing bracket reduces
-  // through the whole statement. A recording that only asks whether "-" can
-  // follow would be kept under every state of that statement, and met again
-  // only there. So a set worked out while recording keeps, per terminal with
-  // an action in the node's state (in terminals_with_actions order), how
-  // many levels its reductions read; the reads are noted when an answer is
-  // used (note_shift_reads: one terminal; note_set_reads: all), not when
-  // the set is made or found in the memo. kUnknownDepths: the set's reads
+  // The sets worked out, and what each read (shiftable_sets.h); a set's
+  // reads are noted when an answer is used (note_shift_reads: one
+  // terminal; note_set_reads: all), not when it is made or found in the
+  // memo. Without depths (ShiftableSets::kUnknownDepths) the set's reads
   // were noted as it was made (a stack that is not linear, where levels do
   // not say which nodes were read), and the older rule holds: an answer
   // kept on an older node is worked out again once per recording.
-  static constexpr int32_t kUnknownDepths = -1;
-  struct ShiftReading {
-    uint32_t set;
-    int32_t depths;  // into shift_depths_, or kUnknownDepths
-  };
-  std::vector<ShiftReading> shift_readings_;  // shiftable_index_ and the memo's answers index these
-  static constexpr size_t kMaxShiftDepths = size_t{1} << 14;  // distinct depths kept
-  std::unordered_map<uint64_t, uint32_t> shift_reading_ids_;  // (set, depths + 1) → reading
-  std::deque<std::vector<uint8_t>> shift_depths_;
-  std::vector<uint8_t> deepest_of_depths_;  // per depths id: its largest
-  std::unordered_map<std::string, int32_t> shift_depth_ids_;  // the state's and the depths' bytes → id
-  uint32_t intern_reading(uint32_t set, uint32_t state, const std::vector<uint8_t>* depths);
-  void make_depth_key(uint32_t state, const std::vector<uint8_t>& depths);
-  // Whether these depths may be kept (kMaxShiftDepths: past it, a set's
-  // reads are noted as it is made, as for unknown depths).
-  bool depths_fit(uint32_t state, const std::vector<uint8_t>& depths);
-  const std::vector<uint32_t>& set_of_reading(int32_t reading) const {
-    return shiftable_sets_[shift_readings_[static_cast<size_t>(reading)].set];
-  }
+  ShiftableSets shiftable_sets_;
+  const std::vector<uint32_t>& set_of_reading(int32_t reading) const { return shiftable_sets_.set_of(reading); }
   bool depths_known(uint32_t node) const {
-    return shiftable_index_[node] >= 0 && shift_readings_[static_cast<size_t>(shiftable_index_[node])].depths >= 0;
+    return shiftable_index_[node] >= 0 && shiftable_sets_.reading(shiftable_index_[node]).depths >= 0;
   }
   // Whether the node's set may be used now: its reads can be noted, or were.
   bool set_usable(uint32_t node) const {
@@ -348,9 +331,7 @@ class Engine {
   // While a set is made, its reads are held here instead of being noted.
   bool holding_reads_ = false;
   std::vector<uint32_t> held_reads_;
-  std::string depth_key_;
   ScratchPool<uint8_t> depth_pool_;  // per-terminal depths while a set is made (nests: splits)
-  std::deque<std::vector<uint8_t>> byte_depths_;  // per depths id: note_byte_reads' answers, by byte
   static constexpr uint32_t kMaxForkDepth = 16, kMaxForkDegree = 16, kMaxSplitNesting = 3;
   uint32_t split_nesting_ = 0;
   // The chains shiftable_by_parents has copied, per nesting level: the
@@ -603,7 +584,7 @@ class Engine {
   static constexpr size_t kExceptMaskEntries = 2;
   std::vector<ExceptMaskEntry> except_mask_cache_;
   uint64_t except_mask_clock_ = 0;
-  std::vector<int32_t> shiftable_index_;  // per node: into shift_readings_, -1 unknown
+  std::vector<int32_t> shiftable_index_;  // per node: a reading of shiftable_sets_, -1 unknown
   // Shiftable sets by the stack states they read (stack_memo.h), and the
   // probe that finds how deep that is while a set is worked out.
   StackMemo shiftable_memo_{kShiftableMemoEntries};
@@ -643,9 +624,6 @@ class Engine {
   static constexpr uint32_t kNoParent = UINT32_MAX;
   std::vector<uint32_t> probe_chain_;  // the probed node, its parent, ... (kNoParent below the bottom)
   std::vector<uint32_t> probe_states_;
-  std::deque<std::vector<uint32_t>> shiftable_sets_;  // stable references
-  std::deque<std::bitset<256>> shiftable_first_bytes_;  // per set: bytes that start one of its terminals
-  std::map<std::vector<uint32_t>, uint32_t> shiftable_ids_;
   PendingExcepts pending_excepts_{limits_.max_pending_sets};  // Head::pending's sets (after limits_)
   // Scratch buffers of the hot path (no allocation once warm).
   struct Ending {

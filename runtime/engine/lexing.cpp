@@ -40,8 +40,8 @@ void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uin
     } else {
       note_set_reads(node);
     }
-    const uint32_t set = shift_readings_[static_cast<size_t>(shiftable_index_[node])].set;
-    if (in_char == ir::utf8::kBoundary && !shiftable_first_bytes_[set][byte]) return;
+    const uint32_t set = shiftable_sets_.reading(shiftable_index_[node]).set;
+    if (in_char == ir::utf8::kBoundary && !shiftable_sets_.first_bytes(set)[byte]) return;
   }
   const std::vector<uint32_t>& candidates =
       known ? set_of_reading(shiftable_index_[node]) : table_.terminals_with_actions(nodes_[node].state);

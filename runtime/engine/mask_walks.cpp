@@ -169,7 +169,7 @@ std::bitset<256> Engine::startable_bytes(const std::vector<Head>& heads) {
       continue;
     }
     shiftable(h.node);
-    can_start |= shiftable_first_bytes_[shift_readings_[static_cast<size_t>(shiftable_index_[h.node])].set];
+    can_start |= shiftable_sets_.first_bytes(shiftable_sets_.reading(shiftable_index_[h.node]).set);
   }
   return can_start;
 }

@@ -421,40 +421,6 @@ const std::vector<uint32_t>& Engine::shiftable(uint32_t node) {
   return set_of_reading(static_cast<int32_t>(id));
 }
 
-void Engine::make_depth_key(uint32_t state, const std::vector<uint8_t>& depths) {
-  // The state first: depths are aligned with its terminals, and what is
-  // cached per depths id (note_byte_reads) is read through them.
-  depth_key_.assign(reinterpret_cast<const char*>(&state), sizeof state);
-  depth_key_.append(depths.begin(), depths.end());
-}
-
-bool Engine::depths_fit(uint32_t state, const std::vector<uint8_t>& depths) {
-  if (shift_depths_.size() < kMaxShiftDepths) return true;
-  make_depth_key(state, depths);
-  return shift_depth_ids_.contains(depth_key_);
-}
-
-uint32_t Engine::intern_reading(uint32_t set, uint32_t state, const std::vector<uint8_t>* depths) {
-  // Looked up before inserted: most are met before, and a key copy allocates.
-  int32_t depths_id = kUnknownDepths;
-  if (depths) {
-    make_depth_key(state, *depths);
-    if (const auto known = shift_depth_ids_.find(depth_key_); known != shift_depth_ids_.end()) {
-      depths_id = known->second;
-    } else {
-      depths_id = static_cast<int32_t>(shift_depths_.size());
-      shift_depth_ids_.emplace(depth_key_, depths_id);
-      shift_depths_.push_back(*depths);
-      deepest_of_depths_.push_back(depths->empty() ? 0 : *std::max_element(depths->begin(), depths->end()));
-    }
-  }
-  const uint64_t key = uint64_t{set} << 32 | static_cast<uint32_t>(depths_id + 1);
-  if (const auto known = shift_reading_ids_.find(key); known != shift_reading_ids_.end()) return known->second;
-  shift_reading_ids_.emplace(key, static_cast<uint32_t>(shift_readings_.size()));
-  shift_readings_.push_back({set, depths_id});
-  return static_cast<uint32_t>(shift_readings_.size() - 1);
-}
-
 void Engine::note_levels_read(uint32_t node, uint32_t depth) {
   if (recording_count_ == 0 || depth == 0) return;
   NotedLevels& noted = noted_levels_[nodes_[node].serial % kNotedLevelsSize];
@@ -487,34 +453,21 @@ void Engine::note_shift_reads(uint32_t node, uint32_t terminal) {
   const auto& active = table_.terminals_with_actions(nodes_[node].state);
   const auto pos = std::lower_bound(active.begin(), active.end(), terminal);
   if (pos == active.end() || *pos != terminal) return;  // no action: the state alone says no
-  const auto& depths = shift_depths_[static_cast<size_t>(shift_readings_[shiftable_index_[node]].depths)];
+  const auto& depths = shiftable_sets_.depths(shiftable_sets_.reading(shiftable_index_[node]).depths);
   note_levels_read(node, depths[static_cast<size_t>(pos - active.begin())]);
 }
 
 void Engine::note_set_reads(uint32_t node) {
   if (recording_count_ == 0 || !depths_known(node)) return;
-  note_levels_read(node, deepest_of_depths_[static_cast<size_t>(shift_readings_[shiftable_index_[node]].depths)]);
+  note_levels_read(node, shiftable_sets_.deepest(shiftable_sets_.reading(shiftable_index_[node]).depths));
 }
 
 void Engine::note_byte_reads(uint32_t node, uint8_t byte) {
   if (recording_count_ == 0 || !depths_known(node)) return;
-  const auto depths_id = static_cast<size_t>(shift_readings_[shiftable_index_[node]].depths);
-  // Per depths and byte, the deepest of the terminals the byte can start:
-  // made once per depths (interned with their state: the same depths of
-  // another state are of other terminals).
-  if (byte_depths_.size() <= depths_id) byte_depths_.resize(depths_id + 1);
-  std::vector<uint8_t>& by_byte = byte_depths_[depths_id];
-  constexpr uint8_t kNotYet = 0xFF;  // depths stay below it (work_out_shiftable)
-  if (by_byte.empty()) by_byte.assign(256, kNotYet);
-  if (by_byte[byte] == kNotYet) {
-    const auto& active = table_.terminals_with_actions(nodes_[node].state);
-    const auto& depths = shift_depths_[depths_id];
-    uint8_t deepest = 0;
-    for (size_t i = 0; i < active.size(); ++i)
-      if (first_bytes_[active[i]][byte]) deepest = std::max(deepest, depths[i]);
-    by_byte[byte] = deepest;
-  }
-  note_levels_read(node, by_byte[byte]);
+  // The deepest of the terminals the byte can start (kept per depths and byte).
+  note_levels_read(node, shiftable_sets_.deepest_for_byte(shiftable_sets_.reading(shiftable_index_[node]).depths, byte,
+                                                          table_.terminals_with_actions(nodes_[node].state),
+                                                          first_bytes_));
 }
 
 int32_t Engine::fork_depth(uint32_t node) const {
@@ -564,8 +517,8 @@ uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
       top = y;
     }
     const std::vector<uint32_t>& set = shiftable(top);  // stable: the sets live in a deque
-    if (const int32_t d = shift_readings_[static_cast<size_t>(shiftable_index_[top])].depths; d >= 0) {
-      const auto& copy_depths = shift_depths_[static_cast<size_t>(d)];
+    if (const int32_t d = shiftable_sets_.reading(shiftable_index_[top]).depths; d >= 0) {
+      const auto& copy_depths = shiftable_sets_.depths(d);
       for (size_t i = 0; i < actions; ++i) {
         depths[i] = std::max(depths[i], copy_depths[i]);
         deepest_known = std::max<uint32_t>(deepest_known, copy_depths[i]);
@@ -581,11 +534,12 @@ uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
     truncate(m);
   }
   --split_nesting_;
-  if (depths_known_here && !depths_fit(nodes_[node].state, depths)) depths_known_here = false;
+  if (depths_known_here && !shiftable_sets_.depths_fit(nodes_[node].state, depths)) depths_known_here = false;
   // Without depths for all, the set's reads are noted now, as they are
   // for a set whose own are unknown: those of the copies that had depths.
   if (!depths_known_here) note_levels_read(node, deepest_known);
-  return intern_reading(intern_shiftable(*all), nodes_[node].state, depths_known_here ? &depths : nullptr);
+  return shiftable_sets_.intern_reading(shiftable_sets_.intern_set(*all, first_bytes_), nodes_[node].state,
+                                        depths_known_here ? &depths : nullptr);
 }
 
 uint32_t Engine::work_out_shiftable(uint32_t node) {
@@ -651,7 +605,7 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
   // Depths say which nodes were read only on a linear stack (then the
   // levels are the probed chain's, and no depth reaches 255 within
   // kMemoMaxDepth); elsewhere the reads are noted now.
-  const bool by_levels = probe_.linear && probe_.depth < 255 && depths_fit(nodes_[node].state, depths);
+  const bool by_levels = probe_.linear && probe_.depth < 255 && shiftable_sets_.depths_fit(nodes_[node].state, depths);
   // Replayed reads go where reads go now (held again, past held_end, for a
   // set made within another's making); this set's own held ones are dropped.
   const size_t held_end = held_reads_.size();
@@ -659,7 +613,8 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
     for (size_t i = held_base; i < held_end; ++i) note_read(held_reads_[i]);
   held_reads_.erase(held_reads_.begin() + static_cast<std::ptrdiff_t>(held_base),
                     held_reads_.begin() + static_cast<std::ptrdiff_t>(held_end));
-  const uint32_t id = intern_reading(intern_shiftable(result), nodes_[node].state, by_levels ? &depths : nullptr);
+  const uint32_t id = shiftable_sets_.intern_reading(shiftable_sets_.intern_set(result, first_bytes_),
+                                                     nodes_[node].state, by_levels ? &depths : nullptr);
   if (probe_.linear && exhausted_.empty()) {
     probe_states_.clear();
     for (uint32_t level = 0; level <= probe_.depth; ++level)
@@ -669,17 +624,6 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
   return id;
 }
 
-uint32_t Engine::intern_shiftable(const std::vector<uint32_t>& set) {
-  auto [it, inserted] = shiftable_ids_.emplace(set, static_cast<uint32_t>(shiftable_sets_.size()));
-  if (inserted) {
-    std::bitset<256> bytes;
-    for (uint32_t t : set) bytes |= first_bytes_[t];
-    shiftable_first_bytes_.push_back(bytes);
-    shiftable_sets_.push_back(set);
-  }
-  return it->second;
-}
-
 int32_t Engine::remembered_shiftable(uint32_t node) {
   // The walk down reads as deep as the answer's key, but an answer says
   // per terminal what it read: those reads are noted where it is used.
@@ -687,8 +631,8 @@ int32_t Engine::remembered_shiftable(uint32_t node) {
   uint32_t levels = 0;
   for (uint32_t x = node; entry != StackMemo::kNone; ++levels) {
     if (const uint32_t reading = shiftable_memo_.answer(entry); reading != StackMemo::kNone) {
-      // One kept without depths (past kMaxShiftDepths): its key's reads.
-      if (shift_readings_[reading].depths < 0) note_levels_read(node, levels);
+      // One kept without depths (past ShiftableSets::kMaxDepths): its key's reads.
+      if (shiftable_sets_.reading(static_cast<int32_t>(reading)).depths < 0) note_levels_read(node, levels);
       return static_cast<int32_t>(reading);
     }
     if (x == kNoParent || nodes_[x].degree > 1) return -1;  // only linear stacks are remembered
