@@ -14,8 +14,9 @@
 //
 // Parts held apart, each a class with its own unit tests: the except!
 // occurrences pending (pending_excepts.h), the lexeme ends per node
-// (end_cache.h), the memo by stack states (stack_memo.h), and the
-// shiftable sets with what each read (shiftable_sets.h).
+// (end_cache.h) and by the stack states they read (end_memo.h), the memo
+// by stack states (stack_memo.h), and the shiftable sets with what each
+// read (shiftable_sets.h).
 #include <array>
 #include <bitset>
 #include <cstdlib>
@@ -36,6 +37,7 @@
 
 #include "compiled_grammar.h"
 #include "end_cache.h"
+#include "end_memo.h"
 #include "key_set.h"
 #include "mask_words.h"
 #include "pending_excepts.h"
@@ -590,31 +592,14 @@ class Engine {
   StackMemo shiftable_memo_{kShiftableMemoEntries};
   static constexpr size_t kShiftableMemoEntries = size_t{1} << 12;
   // Lexeme ends remembered the same way, under the terminal and the states
-  // the reductions read: on a linear stack a lexeme's end pops some levels
-  // and pushes a few states, whatever lies below what it read. A mask ends
-  // the same lexemes on fresh nodes of the same stacks mask after mask.
-  struct EndDelta {
-    uint32_t pops;
-    std::vector<uint32_t> pushed;  // bottom first; the last is the node after the shift
-    auto operator<=>(const EndDelta&) const = default;
-  };
-  StackMemo end_memo_{kEndMemoEntries};
-  static constexpr size_t kEndMemoEntries = size_t{1} << 12;
-  std::vector<EndDelta> end_deltas_;
-  struct EndDeltaHash {
-    size_t operator()(const EndDelta& d) const {
-      uint64_t h = d.pops * 0x9E3779B97F4A7C15ull;
-      for (uint32_t state : d.pushed) h = (h ^ state) * 0x100000001B3ull;
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
-  std::unordered_map<EndDelta, uint32_t, EndDeltaHash> end_delta_ids_;  // hashed: looked up at every end kept
+  // the reductions read (end_memo.h).
+  EndMemo end_memo_;
   std::vector<uint32_t> end_chain_;  // the stack walked by a lookup, top first
   // end_lexeme of one node from the memo (false: not there).
   bool remembered_end(uint32_t node, uint32_t terminal, std::vector<uint32_t>& out);
   // Keeps the end just worked out from the probed node (nodes from `base` on are its own).
   void remember_end(uint32_t terminal, uint32_t base, const std::vector<uint32_t>& out);
-  EndDelta end_delta_scratch_;
+  EndMemo::Delta end_delta_scratch_;
   struct DepthProbe {
     bool active = false;
     bool linear = true;  // one parent per node down to `depth`

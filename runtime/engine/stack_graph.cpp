@@ -351,7 +351,7 @@ bool Engine::remembered_end(uint32_t node, uint32_t terminal, std::vector<uint32
     if (const uint32_t id = end_memo_.answer(entry); id != StackMemo::kNone) {
       // The same pops and pushes on this stack: the levels below the
       // deepest one popped are this stack's own.
-      const EndDelta& delta = end_deltas_[id];
+      const EndMemo::Delta& delta = end_memo_.delta(id);
       uint32_t at = end_chain_[delta.pops];
       for (uint32_t state : delta.pushed) {
         const uint32_t y = new_node(state);
@@ -374,7 +374,7 @@ void Engine::remember_end(uint32_t terminal, uint32_t base, const std::vector<ui
   // The stack after the end: fresh nodes, one parent each, down to an older
   // node on the probed chain (the deepest level the reductions popped to).
   // Made in a scratch delta: a copy is kept only when it is new.
-  EndDelta& delta = end_delta_scratch_;
+  EndMemo::Delta& delta = end_delta_scratch_;
   delta.pushed.clear();
   uint32_t x = out[0];
   for (; x >= base; x = edges_[nodes_[x].first_edge].parent) {
@@ -389,17 +389,7 @@ void Engine::remember_end(uint32_t terminal, uint32_t base, const std::vector<ui
   probe_states_.assign(1, terminal);
   for (uint32_t level = 0; level <= probe_.depth; ++level)
     probe_states_.push_back(probe_chain_[level] == kNoParent ? StackMemo::kBottom : nodes_[probe_chain_[level]].state);
-  if (end_deltas_.size() >= kEndMemoEntries) {  // a cache: start again
-    end_memo_.clear();
-    end_deltas_.clear();
-    end_delta_ids_.clear();
-  }
-  auto it = end_delta_ids_.find(delta);
-  if (it == end_delta_ids_.end()) {
-    it = end_delta_ids_.emplace(delta, static_cast<uint32_t>(end_deltas_.size())).first;
-    end_deltas_.push_back(delta);
-  }
-  end_memo_.insert(probe_states_, it->second);
+  end_memo_.insert(probe_states_, delta);
 }
 
 // The terminals that can really be shifted from this node after the

@@ -33,7 +33,7 @@ std::vector<uint32_t> encode(std::string_view text, const std::shared_ptr<const 
   return (*created)->encode_continuation(std::string(text));
 }
 
-std::vector<uint32_t> mask_of(Matcher& m) {
+std::vector<uint32_t> serving_mask(Matcher& m) {
   std::vector<uint32_t> words(m.mask_words());
   m.fill_mask(words);
   return words;
@@ -60,7 +60,7 @@ TEST_CASE("validate_tokens counts what advance would accept and changes nothing"
   Matcher m(g);
   size_t refused_drafts = 0;
   for (size_t start = 0; start < doc.size(); start += 3) {
-    const std::vector<uint32_t> before = mask_of(m);
+    const std::vector<uint32_t> before = serving_mask(m);
     const size_t accepted_before = m.tokens_accepted();
     // The rest of the document, then end of sequence, then anything.
     std::vector<uint32_t> draft(doc.begin() + static_cast<std::ptrdiff_t>(start), doc.end());
@@ -68,7 +68,7 @@ TEST_CASE("validate_tokens counts what advance would accept and changes nothing"
     draft.push_back(doc.front());
     CHECK(m.validate_tokens(draft) == doc.size() - start + 1);  // nothing after end of sequence
     CHECK(m.tokens_accepted() == accepted_before);
-    CHECK(mask_of(m) == before);
+    CHECK(serving_mask(m) == before);
     CHECK_FALSE(m.is_finished());
     // A draft that goes wrong: counted up to the first token advance refuses.
     for (std::string_view bad : {"}", "q", "\"", ","}) {
@@ -87,7 +87,7 @@ TEST_CASE("validate_tokens counts what advance would accept and changes nothing"
       CHECK(m.validate_tokens(wrong) == advanced);
     }
     CHECK(m.validate_tokens({}) == 0);
-    CHECK(mask_of(m) == before);
+    CHECK(serving_mask(m) == before);
     for (size_t i = start; i < std::min(start + 3, doc.size()); ++i) REQUIRE(m.advance(doc[i]) == AdvanceResult::Ongoing);
   }
   CHECK(refused_drafts > 10);
@@ -106,7 +106,7 @@ TEST_CASE("validate_tokens past max_rollback_tokens still changes nothing", "[se
   // A draft far longer than the history kept: validated whole, then undone.
   CHECK(m.validate_tokens(doc) == doc.size());
   CHECK(m.tokens_accepted() == 0);
-  CHECK(mask_of(m) == mask_of(reference));
+  CHECK(serving_mask(m) == serving_mask(reference));
 }
 
 TEST_CASE("rows of a bitmask wider than the vocabulary: padding ids are never allowed", "[serving]") {
@@ -119,7 +119,7 @@ TEST_CASE("rows of a bitmask wider than the vocabulary: padding ids are never al
   const Bitmask view{bitmask, row_words};
   CHECK(view.rows() == 3);
   REQUIRE(m.fill_row(view.row(1)));
-  const std::vector<uint32_t> mask = mask_of(m);
+  const std::vector<uint32_t> mask = serving_mask(m);
   CHECK(std::equal(mask.begin(), mask.end(), view.row(1).begin()));
   CHECK(view.row(1)[words] == 0);
   CHECK(view.row(1)[words + 1] == 0);
@@ -146,7 +146,7 @@ TEST_CASE("a batch fill over (matcher, row) pairs: any rows, any grammars, check
   const std::vector<MatcherRow> pairs = {{&a, 4}, {&b, 0}, {&c, 2}};
   REQUIRE(fill_bitmask(pairs, view, pool).ok());
   for (const auto& [matcher, row] : pairs) {
-    std::vector<uint32_t> expected = mask_of(*matcher);
+    std::vector<uint32_t> expected = serving_mask(*matcher);
     expected.resize(row_words, 0u);
     CHECK(std::equal(expected.begin(), expected.end(), view.row(row).begin()));
   }
@@ -197,7 +197,7 @@ TEST_CASE("all-allowed rows: any! and free text fill the whole vocabulary at onc
   Matcher m(g);
   std::vector<uint32_t> expected(g->any_tokens().begin(), g->any_tokens().end());
   for (uint32_t eos : bundled_vocabulary()->eos_ids()) expected[eos / 32] |= 1u << (eos % 32);
-  CHECK(mask_of(m) == expected);
+  CHECK(serving_mask(m) == expected);
 }
 
 TEST_CASE("max_rollback_tokens: the same masks, bounded memory, rollback past it refused", "[serving]") {
@@ -218,7 +218,7 @@ TEST_CASE("max_rollback_tokens: the same masks, bounded memory, rollback past it
     std::mt19937 rng(7);
     for (size_t i = 0; i < doc.size(); ++i) {
       INFO(example << " token " << i);
-      if (i % 97 == 0) REQUIRE(mask_of(bounded) == mask_of(reference));
+      if (i % 97 == 0) REQUIRE(serving_mask(bounded) == serving_mask(reference));
       REQUIRE(bounded.is_allowed(doc[i]) == reference.is_allowed(doc[i]));
       REQUIRE(bounded.advance(doc[i]) == reference.advance(doc[i]));
       CHECK(bounded.tokens_accepted() == i + 1);
@@ -228,26 +228,26 @@ TEST_CASE("max_rollback_tokens: the same masks, bounded memory, rollback past it
         const size_t back = 1 + rng() % 8;
         REQUIRE(bounded.rollback(back));
         REQUIRE(reference.rollback(back));
-        REQUIRE(mask_of(bounded) == mask_of(reference));
+        REQUIRE(serving_mask(bounded) == serving_mask(reference));
         for (size_t j = i + 1 - back; j <= i; ++j) REQUIRE(bounded.advance(doc[j]) == reference.advance(doc[j]));
       }
       size_t& most = 2 * i < doc.size() ? most_first_half : most_second_half;
       most = std::max(most, bounded.stack_elements());
     }
-    CHECK(mask_of(bounded) == mask_of(reference));
+    CHECK(serving_mask(bounded) == serving_mask(reference));
     CHECK(bounded.can_end() == reference.can_end());
     // Past the window: refused, and nothing changes.
-    const std::vector<uint32_t> before = mask_of(bounded);
+    const std::vector<uint32_t> before = serving_mask(bounded);
     CHECK_FALSE(bounded.rollback(9));
     CHECK(bounded.tokens_accepted() == doc.size());
-    CHECK(mask_of(bounded) == before);
+    CHECK(serving_mask(bounded) == before);
     // The window counts from the furthest point reached: 3 back, then 5 more at most.
     REQUIRE(bounded.rollback(3));
     CHECK(bounded.rollback_depth() == 5);
     CHECK_FALSE(bounded.rollback(6));
     REQUIRE(bounded.rollback(5));
     REQUIRE(reference.rollback(8));
-    CHECK(mask_of(bounded) == mask_of(reference));
+    CHECK(serving_mask(bounded) == serving_mask(reference));
     CHECK(bounded.rollback_depth() == 0);
     CHECK_FALSE(bounded.rollback(1));
     // The unbounded matcher's stack grew with the text; the bounded one did not.
@@ -258,7 +258,7 @@ TEST_CASE("max_rollback_tokens: the same masks, bounded memory, rollback past it
     // Clones copy the bounded history; reset starts over.
     Matcher copy = bounded.clone();
     CHECK(copy.rollback_depth() == 0);
-    CHECK(mask_of(copy) == mask_of(reference));
+    CHECK(serving_mask(copy) == serving_mask(reference));
     bounded.reset();
     CHECK(bounded.tokens_accepted() == 0);
   }
@@ -281,7 +281,7 @@ TEST_CASE("several end-of-sequence ids: each one ends the text", "[serving][voca
   for (uint32_t eos : more->eos_ids()) {
     Matcher m(g);
     REQUIRE(m.advance(*more->find("[]")) == AdvanceResult::Ongoing);
-    const std::vector<uint32_t> mask = mask_of(m);
+    const std::vector<uint32_t> mask = serving_mask(m);
     CHECK((mask[eos / 32] >> (eos % 32) & 1));
     CHECK(m.validate_tokens(std::vector<uint32_t>{eos}) == 1);
     CHECK(m.advance(eos) == AdvanceResult::Finished);
@@ -349,10 +349,10 @@ TEST_CASE("max_rollback_tokens in canonical mode: the pair rule still sees the t
   Matcher bounded(g, bounded_options), reference(g);
   for (size_t i = 0; i < doc.size(); ++i) {
     INFO("token " << i);
-    if (i % 7 == 0) REQUIRE(mask_of(bounded) == mask_of(reference));
+    if (i % 7 == 0) REQUIRE(serving_mask(bounded) == serving_mask(reference));
     REQUIRE(bounded.advance(doc[i]) == reference.advance(doc[i]));
     CHECK(bounded.rollback_depth() == 0);
   }
-  CHECK(mask_of(bounded) == mask_of(reference));
+  CHECK(serving_mask(bounded) == serving_mask(reference));
   CHECK(bounded.can_end() == reference.can_end());
 }
