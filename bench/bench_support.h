@@ -1,19 +1,35 @@
 #pragma once
 // What the benchmark programs share: reading a file, loading the
-// vocabulary, and the compile request for a grammar or JSON Schema file.
+// vocabulary, the compile request for a grammar or JSON Schema file, and
+// timing and percentiles.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "compiler.h"
 #include "vocabulary.h"
 
 namespace cgram::bench {
+
+inline double micros_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The value at fraction p (0..1) of `values` in order, by nearest rank
+// (p 1: the largest); 0 for none.
+inline double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(p * static_cast<double>(values.size())))];
+}
 
 inline std::optional<std::string> read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

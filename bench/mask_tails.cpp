@@ -46,11 +46,7 @@ struct Step {
   size_t entry, document, step;
 };
 
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * static_cast<double>(values.size())))];
-}
+using cgram::bench::percentile;
 
 // The grammar file of a suite folder: its one .json, .cgram or .gbnf.
 std::optional<fs::path> grammar_in(const fs::path& folder) {

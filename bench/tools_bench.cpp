@@ -28,19 +28,11 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double us_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-double quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())))];
-}
+using cgram::bench::micros_since;
+using cgram::bench::percentile;
 
 std::string figures(const std::vector<double>& masks) {
-  return fmt::format("{:.1f} / {:.1f} / {:.1f}", quantile(masks, 0.5), quantile(masks, 0.99), quantile(masks, 1.0));
+  return fmt::format("{:.1f} / {:.1f} / {:.1f}", percentile(masks, 0.5), percentile(masks, 0.99), percentile(masks, 1.0));
 }
 
 struct FirstMask {
@@ -62,7 +54,7 @@ std::optional<FirstMask> first_mask(const cgram::CompileRequest& request,
   cgram::Matcher matcher(outcome.grammar);
   std::vector<uint32_t> words(matcher.mask_words());
   matcher.fill_mask(words);
-  return FirstMask{outcome.grammar, outcome.times.parse_ms, outcome.times.compile_ms, us_since(start) / 1000};
+  return FirstMask{outcome.grammar, outcome.times.parse_ms, outcome.times.compile_ms, micros_since(start) / 1000};
 }
 
 struct CutFirstMask {
@@ -81,11 +73,11 @@ std::optional<CutFirstMask> cut_first_mask(const std::string& tools, const std::
     fmt::print(stderr, "{}\n", grammar.error().message);
     return std::nullopt;
   }
-  const double compile_ms = us_since(start) / 1000;
+  const double compile_ms = micros_since(start) / 1000;
   cgram::ToolCallsMatcher matcher(*grammar);
   std::vector<uint32_t> words(matcher.mask_words());
   matcher.fill_mask(words);
-  return CutFirstMask{*grammar, compile_ms, us_since(start) / 1000};
+  return CutFirstMask{*grammar, compile_ms, micros_since(start) / 1000};
 }
 
 // Masks along the reply, timed; with `whole`, each compared with its mask.
@@ -97,7 +89,7 @@ bool masks_along(M& matcher, const std::vector<uint32_t>& tokens, std::vector<do
     const uint32_t token = tokens[i];
     const auto start = Clock::now();
     matcher.fill_mask(words);
-    times.push_back(us_since(start));
+    times.push_back(micros_since(start));
     if (whole) {
       whole->fill_mask(expected);
       if (words != expected) {
@@ -162,7 +154,7 @@ bool run_cut(const std::string& tools, const std::string& tools_name, const std:
     }
   }
   fmt::print("| {} (cut) | {} compiled | {:.1f} | - / {:.1f} / {:.1f} | {} | {} | {} | {:.1f} |\n", tools_name,
-             grammar->compiled_tools(), cold->total_ms, quantile(compile, 0.5), quantile(total, 0.5),
+             grammar->compiled_tools(), cold->total_ms, percentile(compile, 0.5), percentile(total, 0.5),
              visits[0].size(), figures(visits[0]), figures(visits[1]), grammar->memory_bytes() / 1e6);
   return true;
 }
@@ -194,7 +186,7 @@ int main(int argc, char** argv) {
   // its tokens, shared by every grammar, is built before the cold compiles.
   const auto trie_start = Clock::now();
   vocab->trie();
-  fmt::print("The vocabulary's trie, built once before the lists: {:.1f} ms\n\n", us_since(trie_start) / 1000);
+  fmt::print("The vocabulary's trie, built once before the lists: {:.1f} ms\n\n", micros_since(trie_start) / 1000);
   fmt::print(
       "| tools | rules | cold: first mask (ms) | warm: parse / lower+index / first mask (ms) | masks | first visit: "
       "mask p50 / p99 / max (µs) | later visits (µs) | memory (MB) |\n|---|---|---|---|---|---|---|---|\n");
@@ -236,7 +228,7 @@ int main(int argc, char** argv) {
     }
     const size_t rules = grammar->grammar() ? grammar->grammar()->ir().user_rule_count() : 0;
     fmt::print("| {} | {} | {:.1f} | {:.1f} / {:.1f} / {:.1f} | {} | {} | {} | {:.1f} |\n", files[f], rules,
-               cold->total_ms, quantile(parse, 0.5), quantile(compile, 0.5), quantile(total, 0.5), visits[0].size(),
+               cold->total_ms, percentile(parse, 0.5), percentile(compile, 0.5), percentile(total, 0.5), visits[0].size(),
                figures(visits[0]), figures(visits[1]), grammar->memory_bytes() / 1e6);
   }
   return 0;

@@ -40,16 +40,8 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double micros_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
-
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * static_cast<double>(values.size())))];
-}
+using cgram::bench::micros_since;
+using cgram::bench::percentile;
 
 struct Options {
   size_t walks = 5, steps = 200;

@@ -41,8 +41,8 @@
 #include "key_set.h"
 #include "mask_words.h"
 #include "pending_excepts.h"
-#include "shiftable_sets.h"
 #include "scratch.h"
+#include "shiftable_sets.h"
 #include "stack_memo.h"
 #include "token_set_sink.h"
 

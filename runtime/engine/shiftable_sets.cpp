@@ -5,14 +5,15 @@
 namespace cgram {
 
 uint32_t ShiftableSets::intern_set(const std::vector<uint32_t>& set, std::span<const std::bitset<256>> first_bytes) {
-  auto [it, inserted] = set_ids_.emplace(set, static_cast<uint32_t>(sets_.size()));
-  if (inserted) {
-    std::bitset<256> bytes;
-    for (uint32_t t : set) bytes |= first_bytes[t];
-    set_first_bytes_.push_back(bytes);
-    sets_.push_back(set);
-  }
-  return it->second;
+  // Looked up before inserted: most are met before, and a key copy allocates.
+  if (const auto known = set_ids_.find(set); known != set_ids_.end()) return known->second;
+  const auto id = static_cast<uint32_t>(sets_.size());
+  set_ids_.emplace(set, id);
+  std::bitset<256> bytes;
+  for (uint32_t t : set) bytes |= first_bytes[t];
+  set_first_bytes_.push_back(bytes);
+  sets_.push_back(set);
+  return id;
 }
 
 void ShiftableSets::make_depth_key(uint32_t state, const std::vector<uint8_t>& depths) {
