@@ -178,6 +178,9 @@ int main(int argc, char** argv) {
             matcher.advance(tokens[i]);
           }
           if (visit == 0) ++(i == tokens.size() ? replayed : stopped);
+          if (visit == 0 && i < tokens.size())
+            fmt::print(stderr, "{}: document {} stopped at token {} of {} (id {}{})\n", entries[e].path, d, i,
+                       tokens.size(), tokens[i], matcher.has_error() ? ", the matcher in error" : "");
         }
       }
       tell_perf("disable");

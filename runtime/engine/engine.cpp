@@ -99,6 +99,7 @@ std::vector<Head> Engine::initial_heads() {
   edges_.clear();
   status_.clear();
   shiftable_index_.clear();
+  nodes_below_.clear();
   return {Head{new_node(0), Head::kBetween, 0, 0, 0}};
 }
 

@@ -40,6 +40,7 @@
 #include "end_memo.h"
 #include "key_set.h"
 #include "mask_words.h"
+#include "nodes_below.h"
 #include "pending_excepts.h"
 #include "scratch.h"
 #include "shiftable_sets.h"
@@ -280,6 +281,13 @@ class Engine {
   uint32_t new_node(uint32_t state);
   bool add_edge(uint32_t node, uint32_t parent);  // false when already there
   void push_edge(uint32_t node, uint32_t parent);  // one the node surely lacks
+  // add_edge for a node of reduce_closure's scope (its `slot` there) in the
+  // closure of that epoch.
+  bool add_scope_edge(uint32_t slot, uint32_t node, uint32_t parent, uint32_t closure);
+  // Per node: the closure epoch (high half) and the scope slots it is a parent of.
+  std::vector<uint64_t> scope_parent_of_;
+  uint32_t closure_epoch_ = 0;
+  uint32_t next_closure_epoch();
   // Reductions on lookahead `terminal` (or the end marker) from `tops`;
   // `result` gets the tops and every node the reductions created. `accepted`
   // is set when production 0 is reduced (only on the end marker).
@@ -287,6 +295,24 @@ class Engine {
   template <class Lookups>
   void reduce_closure_with(const Lookups& look, std::span<const uint32_t> tops, uint32_t terminal, bool* accepted,
                            std::vector<uint32_t>& result);
+  // path_ends_ := every node exactly `levels` edges below `start`; the
+  // nodes before `base` are final (their sets below may be remembered).
+  void walk_down(uint32_t start, size_t levels, uint32_t base);
+  // The nodes `levels` below a final node with several parents, remembered
+  // (nodes_below.h); gather_below appends those below any final node.
+  NodesBelow::Range below(uint32_t node, uint32_t levels);
+  void gather_below(uint32_t node, uint32_t levels, std::vector<uint32_t>& out);
+  NodesBelow nodes_below_;
+  static constexpr size_t kMaxBelowDepth = 256;  // the memo's keys hold depths under it
+  std::vector<uint32_t> below_found_;
+  // Per node: the last found_epoch_ walk_down's result held it in.
+  std::vector<uint32_t> below_seen_;
+  uint32_t found_epoch_ = 0;
+  uint32_t next_found_epoch();
+  // Per node: the last unique_epoch_ a set made by below() held it in.
+  std::vector<uint32_t> below_unique_;
+  uint32_t unique_epoch_ = 0;
+  uint32_t next_unique_epoch();
   // Reductions, then the shift of `terminal`: the nodes after it.
   void end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out);
   // The between-lexemes heads after `head`'s lexeme ends, whether or not it

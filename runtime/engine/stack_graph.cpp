@@ -19,13 +19,57 @@ uint32_t Engine::next_visit_epoch() {
   return visit_epoch_;
 }
 
+uint32_t Engine::next_closure_epoch() {
+  if (++closure_epoch_ == 0) {
+    std::fill(scope_parent_of_.begin(), scope_parent_of_.end(), 0);
+    closure_epoch_ = 1;
+  }
+  return closure_epoch_;
+}
+
+bool Engine::add_scope_edge(uint32_t slot, uint32_t node, uint32_t parent, uint32_t closure) {
+  // The scope's nodes were made in this closure, so every edge they have
+  // was added here: a mark on the parent per closure and slot says whether
+  // it is there, where a hash set would be asked once per path end (an
+  // ambiguous grammar's reductions reach the same parents from every edge).
+  if (slot >= 32) return add_edge(node, parent);
+  uint64_t& mark = scope_parent_of_[parent];
+  if (mark >> 32 != closure) mark = uint64_t{closure} << 32;
+  const uint64_t bit = uint64_t{1} << slot;
+  if (mark & bit) return false;
+  mark |= bit;
+  push_edge(node, parent);
+  return true;
+}
+
+uint32_t Engine::next_unique_epoch() {
+  if (++unique_epoch_ == 0) {
+    std::fill(below_unique_.begin(), below_unique_.end(), 0);
+    unique_epoch_ = 1;
+  }
+  return unique_epoch_;
+}
+
+uint32_t Engine::next_found_epoch() {
+  if (++found_epoch_ == 0) {
+    std::fill(below_seen_.begin(), below_seen_.end(), 0);
+    found_epoch_ = 1;
+  }
+  return found_epoch_;
+}
+
 uint32_t Engine::new_node(uint32_t state) {
   charge(1);
   if (nodes_.size() + edges_.size() >= limits_.max_stack_elements)
     exhaust(fmt::format("the parse stack holds more than {} nodes and edges (EngineLimits::max_stack_elements)",
                         limits_.max_stack_elements));
   nodes_.push_back({state, kNoEdge, static_cast<uint32_t>(status_.size()), next_serial_++});
-  if (visited_.size() < nodes_.size()) visited_.resize(nodes_.size(), 0);
+  if (visited_.size() < nodes_.size()) {
+    visited_.resize(nodes_.size(), 0);
+    below_seen_.resize(nodes_.size(), 0);
+    below_unique_.resize(nodes_.size(), 0);
+    scope_parent_of_.resize(nodes_.size(), 0);
+  }
   status_.resize(status_.size() + table_.terminals_with_actions(state).size(), 0);
   shiftable_index_.push_back(-1);
   return static_cast<uint32_t>(nodes_.size() - 1);
@@ -139,6 +183,7 @@ void Engine::compact(std::span<Head> heads, std::span<Mark* const> marks) {
   // node it names by serial, and serials did not change.)
   edge_index_.clear();
   ++edge_epoch_;
+  nodes_below_.clear();  // its sets hold indices
 }
 
 // Why the reductions below are complete: the GLR variant and its proof.
@@ -205,6 +250,9 @@ template <class Lookups>
 void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> tops, uint32_t terminal, bool* accepted,
                                  std::vector<uint32_t>& result) {
   result.assign(tops.begin(), tops.end());
+  // The nodes before this are final: their edges will not change.
+  const uint32_t base = static_cast<uint32_t>(nodes_.size());
+  const uint32_t closure = next_closure_epoch();
   // Nodes created here, by state (few: a linear search beats a map).
   auto& scope = scope_;
   scope.clear();
@@ -231,27 +279,12 @@ void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> 
       // level by level: the set of nodes at each depth, not every path (a
       // graph-structured stack of an ambiguous grammar has exponentially
       // many paths, and the recursion would be as deep as the production).
-      path_ends_.clear();
       if (length == 0) {
-        path_ends_.push_back(v);
+        path_ends_.assign(1, v);
+      } else if (item.via != kAllPaths) {
+        walk_down(edges_[item.via].parent, length - 1, base);
       } else {
-        const bool through_one = item.via != kAllPaths;
-        path_ends_.push_back(through_one ? edges_[item.via].parent : v);
-        for (size_t level = through_one ? 1 : 0; level < length && !path_ends_.empty(); ++level) {
-          path_next_.clear();
-          const uint32_t epoch = next_visit_epoch();
-          size_t walked = 0;
-          for (uint32_t node : path_ends_) {
-            if (probe_.active && node < probe_.base) probe_parents_read(node);
-            note_read(node);
-            for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next, ++walked) {
-              const uint32_t parent = edges_[e].parent;
-              if (visited_[parent] != epoch) visited_[parent] = epoch, path_next_.push_back(parent);
-            }
-          }
-          charge(walked);
-          path_ends_.swap(path_next_);
-        }
+        walk_down(v, length, base);
       }
       for (size_t i = 0; i < path_ends_.size(); ++i) {
         uint32_t u = path_ends_[i];
@@ -260,16 +293,100 @@ void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> 
         auto it = std::find_if(scope.begin(), scope.end(), [&](const auto& e) { return e.first == target; });
         if (it == scope.end()) {
           uint32_t w = new_node(target);
-          add_edge(w, u);
+          add_scope_edge(static_cast<uint32_t>(scope.size()), w, u, closure);
           scope.emplace_back(target, w);
           result.push_back(w);
           // An ε-edge (u in this level) is never the start of a path (rule 2).
           work.push_back({w, length == 0 ? kNoLongPaths : nodes_[w].first_edge, true});
-        } else if (add_edge(it->second, u) && length > 0) {
+        } else if (add_scope_edge(static_cast<uint32_t>(it - scope.begin()), it->second, u, closure) && length > 0) {
           work.push_back({it->second, nodes_[it->second].first_edge, false});
         }
       }
     }
+  }
+}
+
+// Every node exactly `levels` edges below `start`, into path_ends_: level by
+// level, each level a set (a graph-structured stack of an ambiguous grammar
+// has exponentially many paths, and a recursion would be as deep as the
+// production). Below a final node with several parents, from two levels
+// on, the set is the one remembered for it (nodes_below_): an ambiguous
+// part that could have ended at any of n earlier bytes would otherwise be
+// walked over its n² paths from every new edge above it. A recorded answer
+// must see every node it reads, so while one is recorded the walk goes
+// level by level all the way.
+void Engine::walk_down(uint32_t start, size_t levels, uint32_t base) {
+  path_ends_.assign(1, start);
+  below_found_.clear();
+  const bool remembered = recording_count_ == 0;
+  uint32_t found_epoch = 0;  // of below_seen_, once a remembered set is met
+  const auto add_found = [&](std::span<const uint32_t> nodes) {
+    for (uint32_t x : nodes)
+      if (below_seen_[x] != found_epoch) below_seen_[x] = found_epoch, below_found_.push_back(x);
+  };
+  for (size_t level = 0; level < levels && !path_ends_.empty(); ++level) {
+    path_next_.clear();
+    const uint32_t epoch = next_visit_epoch();
+    const size_t left = levels - level;
+    size_t walked = 0;
+    for (uint32_t node : path_ends_) {
+      if (probe_.active && node < probe_.base) probe_parents_read(node);
+      note_read(node);
+      if (remembered && left >= 2 && left < kMaxBelowDepth && nodes_[node].degree > 1 && node < base) {
+        const std::span<const uint32_t> set = nodes_below_.nodes(below(node, static_cast<uint32_t>(left)));
+        if (found_epoch == 0) found_epoch = next_found_epoch();
+        add_found(set);
+        walked += set.size();
+        continue;
+      }
+      for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next, ++walked) {
+        const uint32_t parent = edges_[e].parent;
+        if (visited_[parent] != epoch) visited_[parent] = epoch, path_next_.push_back(parent);
+      }
+    }
+    charge(walked);
+    path_ends_.swap(path_next_);
+  }
+  if (found_epoch == 0) return;
+  add_found(path_ends_);
+  charge(path_ends_.size());
+  path_ends_.swap(below_found_);
+}
+
+NodesBelow::Range Engine::below(uint32_t node, uint32_t levels) {
+  if (const std::optional<NodesBelow::Range> kept = nodes_below_.find(nodes_[node].serial, levels)) return *kept;
+  ScratchPool<uint32_t>::Lease found(node_scratch_);
+  for (uint32_t e = nodes_[node].first_edge; e != kNoEdge && exhausted_.empty(); e = edges_[e].next)
+    gather_below(edges_[e].parent, levels - 1, *found);
+  // Once each (the sets below the parents overlap), in the order met; the
+  // sets gathered within are complete by now, so one epoch serves.
+  const uint32_t epoch = next_unique_epoch();
+  size_t kept = 0;
+  for (uint32_t x : *found)
+    if (below_unique_[x] != epoch) below_unique_[x] = epoch, (*found)[kept++] = x;
+  charge(found->size());
+  found->resize(kept);
+  // Bounded by the stack it describes: at most a few times its size.
+  return nodes_below_.keep(nodes_[node].serial, levels, *found, 2 * stack_elements());
+}
+
+void Engine::gather_below(uint32_t node, uint32_t levels, std::vector<uint32_t>& out) {
+  // Down a linear stretch, then the fork's own set (nodes below a final
+  // node are final too).
+  for (; levels > 0 && nodes_[node].degree == 1; --levels) {
+    charge(1);
+    node = edges_[nodes_[node].first_edge].parent;
+  }
+  if (levels == 0) {
+    out.push_back(node);
+  } else if (levels == 1) {
+    for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next) out.push_back(edges_[e].parent);
+    charge(nodes_[node].degree);
+  } else if (nodes_[node].degree > 1) {
+    const NodesBelow::Range r = below(node, levels);
+    const std::span<const uint32_t> set = nodes_below_.nodes(r);
+    out.insert(out.end(), set.begin(), set.end());
+    charge(set.size());
   }
 }
 

@@ -69,15 +69,21 @@ TextMatch match_text(const Grammar& source, std::string_view text, size_t max_wo
     return out;
   }
   // The engine's limits bound a pathologically ambiguous grammar. Its work
-  // limit is per call, and here a call is a byte: --max-work-per-byte (the
-  // grammars of bench/suite need under 512 units; `s ::= s s | 'a'` grows
-  // with the text and stops within a hundred bytes). Its stack keeps every
-  // step: it may hold 4 nodes and edges per text byte (JSON needs 2.2), so
-  // that the text limit (--max-text-bytes), not the stack, decides how long
-  // a text can be.
+  // is budgeted over the text, amortised: kMatchSlackBytes times
+  // --max-work-per-byte, and that more for each byte read (the grammars of
+  // bench/suite need under 512 units a byte). On an ambiguous grammar the
+  // work of a byte grows with the text before it (`s ::= s s | 'a'`: with
+  // the square of its length, as an Earley parser's does), so a per-byte
+  // bound would refuse a text whose whole reading takes a fraction of a
+  // second. Its stack keeps every step: it may hold 4 nodes and edges per
+  // text byte (JSON needs 2.2), so that the text limit (--max-text-bytes),
+  // not the stack, decides how long a text can be.
   EngineLimits limits;
   limits.max_stack_elements = std::max(limits.max_stack_elements, 4 * text.size());
-  limits.max_work_per_call = max_work_per_byte;
+  limits.max_work_per_call = SIZE_MAX;  // the sequence's budget bounds each call
+  limits.max_work_per_byte = max_work_per_byte;
+  limits.sequence_work_slack =
+      max_work_per_byte > SIZE_MAX / kMatchSlackBytes ? SIZE_MAX / 2 : kMatchSlackBytes * max_work_per_byte;
   Engine engine(**compiled, limits);
   auto exhausted = [&](size_t at) {
     out.error = fmt::format("cannot match the text at byte {}: {}; match is bounded by --max-work-per-byte ({}) "
@@ -86,7 +92,9 @@ TextMatch match_text(const Grammar& source, std::string_view text, size_t max_wo
     return out;
   };
   std::vector<Head> heads = engine.initial_heads(), next;
+  engine.start_sequence();
   for (size_t i = 0; i < text.size(); ++i) {
+    engine.grant_bytes(1);
     engine.step_token(heads, text.substr(i, 1), next);
     if (engine.exhausted()) return exhausted(i);
     if (next.empty()) {
@@ -97,10 +105,8 @@ TextMatch match_text(const Grammar& source, std::string_view text, size_t max_wo
   }
   // Ending may reduce the whole stack at once (a repetition lowered to
   // nested rules, 5,000 deep after 5,000 bytes): the end-of-text check gets
-  // the budget of the whole text, so the total stays within twice that.
-  const size_t whole_text_budget =
-      text.size() > SIZE_MAX / max_work_per_byte ? SIZE_MAX : max_work_per_byte * std::max<size_t>(1, text.size());
-  engine.set_work_limit(whole_text_budget);
+  // the budget of the whole text again, so the total stays within twice it.
+  engine.grant_bytes(std::max<size_t>(1, text.size()));
   const bool complete = engine.can_end(heads);
   if (engine.exhausted()) return exhausted(text.size());
   out.viable_bytes = text.size();

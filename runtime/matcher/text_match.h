@@ -23,12 +23,18 @@ struct TextMatch {
   std::string error;        // the text could not be matched at all (a limit, see below)
 };
 
-// The engine's work for one byte of text (EngineLimits::max_work_per_call,
-// one call a byte). The grammars of bench/suite need under 512;
-// `s ::= s s | 'a' | ''` grows with the text and passes 65,536 at byte 180.
-// (16,384 refused 145 of 32,898 texts of the random differential, seeds
-// 0-1999; 65,536 refuses 63, no slower: docs/BENCHMARKS.md.)
+// The engine's work over a text, amortised: kMatchSlackBytes times
+// max_work_per_byte for the whole text, and max_work_per_byte more for
+// every byte read (the end-of-text check gets the whole text's again). The
+// grammars of bench/suite need under 512 units a byte. On an ambiguous
+// grammar a byte's work grows with the text before it (with the square of
+// its length, as an Earley parser's does), so a bound per byte would refuse
+// texts whose whole reading takes a fraction of a second; by default the
+// slack is about a second of work (`start ::= value "c" ; a = #"."* | b2 ;
+// b2 ::= a a a ; value ::= a ;` reads 340 bytes within it in 0.7 s, where
+// the reference recognizer takes 1 s).
 inline constexpr size_t kDefaultMatchWorkPerByte = 65536;
+inline constexpr size_t kMatchSlackBytes = 2048;
 
 TextMatch match_text(const Grammar& grammar, std::string_view text,
                      size_t max_work_per_byte = kDefaultMatchWorkPerByte);

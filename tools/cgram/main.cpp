@@ -140,7 +140,8 @@ int run(int argc, char** argv) {
   add_max_text_bytes(match_cmd, match.max_text_bytes);
   match_cmd
       ->add_option("--max-work-per-byte", match.max_work_per_byte,
-                   "The parser's work limit for each byte of the text (a grammar too ambiguous for it is an error)")
+                   "The parser's work budget per byte of the text, amortised over the text, with 2,048 bytes' worth "
+                   "more for the whole text (a grammar too ambiguous for it is an error)")
       ->check(whole_number(1, kMaxTextBytesCeiling))
       ->capture_default_str();
 

@@ -77,6 +77,7 @@ struct Answer {
   bool agree = true;
   std::string what;
   double ms = 0;
+  double oracle_ms = -1;  // a refused verdict: the oracle's time on the same text (the targets compare them)
 };
 
 Answer compare_verdict(const Parsed& p, std::string_view text, size_t work_per_byte) {
@@ -84,12 +85,14 @@ Answer compare_verdict(const Parsed& p, std::string_view text, size_t work_per_b
   const auto t0 = Clock::now();
   const TextMatch mine = match_text(*p.grammar, text, work_per_byte);
   a.ms = ms_since(t0);
+  const auto oracle_t0 = Clock::now();
+  const oracle::MatchResult want = oracle::match_text(p.oracle, text);
   if (!mine.error.empty()) {
     a.refused = true;
+    a.oracle_ms = ms_since(oracle_t0);
     a.what = mine.error;
     return a;
   }
-  const oracle::MatchResult want = oracle::match_text(p.oracle, text);
   const bool same_verdict = static_cast<int>(mine.verdict) == static_cast<int>(want.verdict);
   a.agree = same_verdict && (want.verdict != oracle::Verdict::Rejected || mine.viable_bytes == want.viable_bytes);
   if (!a.agree) {
@@ -532,7 +535,8 @@ GrammarReport Differential::check_source(const std::string& source, uint64_t see
     note(a.ms, "match of " + escaped(text));
     if (a.refused) {
       ++report.refusals;
-      report.refused.push_back("match of " + escaped(text));
+      report.refused.push_back(fmt::format("match of {} ({} bytes; the oracle answered in {:.1f} ms)", escaped(text),
+                                           text.size(), a.oracle_ms));
       continue;
     }
     ++report.verdict_checks;
@@ -660,7 +664,7 @@ bool Differential::replay(const std::string& reproducer, std::string& out) {
   if (*kind == "verdict") {
     const Answer a = compare_verdict(*p, *text, options_.match_work_per_byte);
     const TextMatch mine = match_text(*p->grammar, *text, options_.match_work_per_byte);
-    out = a.refused ? "refused: " + a.what
+    out = a.refused ? fmt::format("refused (the oracle answered in {:.1f} ms): {}", a.oracle_ms, a.what)
                     : fmt::format("cgram match: {} ({} viable bytes); {}", text_verdict_name(mine.verdict),
                                   mine.viable_bytes, a.agree ? "the oracle agrees" : a.what);
     return !a.refused && a.agree;
