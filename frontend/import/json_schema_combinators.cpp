@@ -610,8 +610,13 @@ std::string ValueListWriter::literal_value(const Json& v, int depth) {
   }
   if (v.is_string()) return quote_literal(json::json_string_text(v.get<std::string>()));
   if (v.is_number()) {
+    // In fixed point, with as many zeros after it as a writer leaves
+    // (`2.0` for 2, as Python and JavaScript's toFixed write it): every
+    // spelling of the value without an exponent.
     auto d = json::parse_decimal(v.dump());
-    return quote_literal(d ? json::to_string(*d) : v.dump());
+    const std::string fixed = d ? json::to_string(*d) : v.dump();
+    if (fixed.find_first_of("eE") != std::string::npos) return quote_literal(fixed);
+    return quote_literal(fixed) + (fixed.find('.') == std::string::npos ? " ( '.' '0'+ )?" : " '0'*");
   }
   return quote_literal(v.dump());
 }

@@ -377,6 +377,21 @@ TEST_CASE("numbers beyond any integer type are read without overflow", "[json-sc
   CHECK(length.diagnostics.render().find("'minLength' must be a non-negative integer") != std::string::npos);
 }
 
+TEST_CASE("enum and const numbers in every fixed-point spelling: trailing fraction zeros too", "[json-schema]") {
+  // MaskBench's documents write `"since": 2.0` for `"enum": [2.0]`, as
+  // Python's json module does.
+  Grammar::Outcome two = parse_schema(R"({"enum": [2.0, 0.25, -3]})");
+  INFO(two.diagnostics.render());
+  REQUIRE(two.ok());
+  for (const char* text : {"2", "2.0", "2.000", "0.25", "0.250", "-3", "-3.0"}) CHECK(complete(two.grammar, text));
+  for (const char* text : {"2.", "2.01", "0.2", "0.251", "3", "-3.5", "02"}) CHECK_FALSE(complete(two.grammar, text));
+  Grammar::Outcome one = parse_schema(R"({"type": "integer", "const": 7})");
+  REQUIRE(one.ok());
+  CHECK(complete(one.grammar, "7"));
+  CHECK(complete(one.grammar, "7.00"));  // an integer to JSON Schema
+  CHECK_FALSE(complete(one.grammar, "7.1"));
+}
+
 TEST_CASE("keys that are no JSON Schema keyword are annotations, beside enum too; bounds beside enum filter it",
           "[json-schema]") {
   // `readonly`, `example`, `id`, OpenAPI's `x-…`: ignored as the specification
