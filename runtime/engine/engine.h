@@ -15,8 +15,8 @@
 // Parts held apart, each a class with its own unit tests: the except!
 // occurrences pending (pending_excepts.h), the lexeme ends per node
 // (end_cache.h) and by the stack states they read (end_memo.h), the memo
-// by stack states (stack_memo.h), and the shiftable sets with what each
-// read (shiftable_sets.h).
+// by stack states (stack_memo.h), the shiftable sets with what each
+// read (shiftable_sets.h), and the nodes below a fork (nodes_below.h).
 #include <array>
 #include <bitset>
 #include <cstdlib>

@@ -11,21 +11,22 @@
 
 namespace cgram {
 
-uint32_t Engine::next_visit_epoch() {
-  if (++visit_epoch_ == 0) {  // wrapped: no stale mark may equal a new epoch
-    std::fill(visited_.begin(), visited_.end(), 0);
-    visit_epoch_ = 1;
+namespace {
+// The next epoch of a set of per-node marks; on a wrap the marks are
+// cleared, so that no stale mark equals a new epoch.
+template <class Mark>
+uint32_t next_node_mark_epoch(uint32_t& epoch, std::vector<Mark>& marks) {
+  if (++epoch == 0) {
+    std::fill(marks.begin(), marks.end(), Mark{0});
+    epoch = 1;
   }
-  return visit_epoch_;
+  return epoch;
 }
+}  // namespace
 
-uint32_t Engine::next_closure_epoch() {
-  if (++closure_epoch_ == 0) {
-    std::fill(scope_parent_of_.begin(), scope_parent_of_.end(), 0);
-    closure_epoch_ = 1;
-  }
-  return closure_epoch_;
-}
+uint32_t Engine::next_visit_epoch() { return next_node_mark_epoch(visit_epoch_, visited_); }
+
+uint32_t Engine::next_closure_epoch() { return next_node_mark_epoch(closure_epoch_, scope_parent_of_); }
 
 bool Engine::add_scope_edge(uint32_t slot, uint32_t node, uint32_t parent, uint32_t closure) {
   // The scope's nodes were made in this closure, so every edge they have
@@ -42,21 +43,9 @@ bool Engine::add_scope_edge(uint32_t slot, uint32_t node, uint32_t parent, uint3
   return true;
 }
 
-uint32_t Engine::next_unique_epoch() {
-  if (++unique_epoch_ == 0) {
-    std::fill(below_unique_.begin(), below_unique_.end(), 0);
-    unique_epoch_ = 1;
-  }
-  return unique_epoch_;
-}
+uint32_t Engine::next_unique_epoch() { return next_node_mark_epoch(unique_epoch_, below_unique_); }
 
-uint32_t Engine::next_found_epoch() {
-  if (++found_epoch_ == 0) {
-    std::fill(below_seen_.begin(), below_seen_.end(), 0);
-    found_epoch_ = 1;
-  }
-  return found_epoch_;
-}
+uint32_t Engine::next_found_epoch() { return next_node_mark_epoch(found_epoch_, below_seen_); }
 
 uint32_t Engine::new_node(uint32_t state) {
   charge(1);
