@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 namespace cgram {
@@ -38,12 +37,24 @@ class NodesBelow {
   std::span<const uint32_t> nodes(Range r) const { return {pool_.data() + r.begin, r.size}; }
   // Node indices changed (the stack was compacted): nothing kept holds.
   void clear();
-  size_t entries() const { return at_.size(); }
+  size_t entries() const { return entries_; }
   size_t kept() const { return pool_.size(); }
 
  private:
+  // Never 0 (serials start at 1): 0 marks an empty slot.
   static uint64_t key(uint32_t serial, uint32_t depth) { return uint64_t{serial} << 8 | (depth & 0xFF); }
-  std::unordered_map<uint64_t, Range> at_;
+  // Open addressing with linear probing, as KeySet: a fork met on the
+  // per-token path of an ambiguous grammar costs no allocation (a node of
+  // std::unordered_map per entry did), only the table's doubling now and then.
+  struct Slot {
+    uint64_t key = 0;
+    Range range;
+  };
+  size_t slot_of(uint64_t key) const;  // where the key is, or the empty slot it would go to
+  void grow();
+  std::vector<Slot> slots_;
+  size_t entries_ = 0;
+  unsigned shift_ = 64;
   std::vector<uint32_t> pool_;
 };
 

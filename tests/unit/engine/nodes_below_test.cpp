@@ -37,6 +37,32 @@ TEST_CASE("nodes below: a set found by its node's serial and depth only; cleared
   CHECK(memo.kept() == 0);
 }
 
+TEST_CASE("nodes below: thousands of sets through the table's growth, each found, none invented", "[engine-unit]") {
+  NodesBelow memo;
+  constexpr uint32_t kSerials = 3000;
+  for (uint32_t serial = 1; serial <= kSerials; ++serial)
+    for (uint32_t depth = 2; depth < 5; ++depth) {
+      const std::vector<uint32_t> nodes{serial, depth, serial + depth};
+      memo.keep(serial, depth, nodes);
+    }
+  CHECK(memo.entries() == kSerials * 3);
+  for (uint32_t serial = 1; serial <= kSerials; ++serial)
+    for (uint32_t depth = 2; depth < 5; ++depth) {
+      const auto found = memo.find(serial, depth);
+      REQUIRE(found.has_value());
+      const auto nodes = memo.nodes(*found);
+      REQUIRE(nodes.size() == 3);
+      CHECK((nodes[0] == serial && nodes[1] == depth && nodes[2] == serial + depth));
+    }
+  CHECK_FALSE(memo.find(kSerials + 1, 2).has_value());
+  CHECK_FALSE(memo.find(5, 5).has_value());
+  // Kept again under the same key: the newest set answers, still one entry.
+  const std::vector<uint32_t> again{42};
+  memo.keep(5, 2, again);
+  CHECK(memo.entries() == kSerials * 3);
+  CHECK(memo.nodes(*memo.find(5, 2)).size() == 1);
+}
+
 TEST_CASE("nodes below: past its bound the memo starts again, and keeps the newest set", "[engine-unit]") {
   NodesBelow memo;
   const std::vector<uint32_t> big(NodesBelow::kMinKept - 10, 1u), small{4, 6, 9, 11, 12, 13, 14, 15, 16, 17, 18};
