@@ -1,4 +1,4 @@
-// The engine itself: construction, the work budgets, the tier picked up at
+// The engine itself: construction, the tier picked up at
 // each public call, the first heads. The rest of Engine is split by job:
 // stack_graph.cpp (the GSS), lexing.cpp (heads over bytes), mask_walks.cpp
 // (the mask), queries.cpp (forced text, context keys).
@@ -16,6 +16,7 @@ namespace cgram {
 Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
     : g_(grammar),
       limits_(limits),
+      budget_({limits.max_work_per_call, limits.max_work_per_byte, limits.sequence_work_slack}),
       lex_(grammar.lexical()),
       table_(grammar.table()),
       cross_work_by_state_(table_.state_count(), 0),
@@ -55,39 +56,8 @@ Engine::~Engine() {
     g_.mask_memo().keep_work_averages({mask_work_average_, walk_work_average_, cross_work_by_state_});
 }
 
-void Engine::exhaust_work() {
-  if (call_work_limit_ < limits_.max_work_per_call) {
-    exhaust(fmt::format("the parser did more than {} steps of work over this sequence, the budget of the text it "
-                        "has read ({} + {} per byte, EngineLimits::sequence_work_slack and max_work_per_byte): the "
-                        "grammar is too ambiguous here, and its work grows with the text",
-                        sequence_allowance_, limits_.sequence_work_slack, limits_.max_work_per_byte));
-    return;
-  }
-  exhaust(fmt::format("the parser did more than {} steps of work for one token: the grammar is too ambiguous "
-                      "here (EngineLimits::max_work_per_call)",
-                      limits_.max_work_per_call));
-}
-
-void Engine::start_sequence() {
-  sequence_work_ = 0;
-  work_done_ = 0;
-  sequence_allowance_ = limits_.max_work_per_byte ? limits_.sequence_work_slack : SIZE_MAX;
-}
-
-void Engine::grant_bytes(size_t bytes) {
-  if (sequence_allowance_ == SIZE_MAX) return;
-  const size_t more = bytes > SIZE_MAX / std::max<size_t>(limits_.max_work_per_byte, 1)
-                          ? SIZE_MAX
-                          : bytes * limits_.max_work_per_byte;
-  sequence_allowance_ = more > SIZE_MAX - 1 - sequence_allowance_ ? SIZE_MAX - 1 : sequence_allowance_ + more;
-}
-
 void Engine::refresh_tier() {
-  peak_work_ = std::max(peak_work_, work_done_);
-  sequence_work_ += work_done_;
-  work_done_ = 0;  // every public call starts here, with its own budget
-  const size_t left = sequence_allowance_ > sequence_work_ ? sequence_allowance_ - sequence_work_ : 0;
-  call_work_limit_ = std::min(limits_.max_work_per_call, left);
+  budget_.begin_call();  // every public call starts here, with its own budget
   const Kernels* k = g_.kernels();
   k_ = k ? &k->functions : nullptr;
   k_tables_ = k ? k->dfa_tables.data() : nullptr;

@@ -16,7 +16,8 @@
 // occurrences pending (pending_excepts.h), the lexeme ends per node
 // (end_cache.h) and by the stack states they read (end_memo.h), the memo
 // by stack states (stack_memo.h), the shiftable sets with what each
-// read (shiftable_sets.h), and the nodes below a fork (nodes_below.h).
+// read (shiftable_sets.h), the nodes below a fork (nodes_below.h), and
+// the work budgets (work_budget.h).
 #include <array>
 #include <bitset>
 #include <cstdlib>
@@ -46,6 +47,7 @@
 #include "shiftable_sets.h"
 #include "stack_memo.h"
 #include "token_set_sink.h"
+#include "work_budget.h"
 
 namespace cgram {
 
@@ -116,18 +118,12 @@ class Engine {
   // Leaves its work averages to the grammar's memo, for the next matcher.
   ~Engine();
 
-  // Whether a limit stopped the last call; its results are then incomplete
-  // and must not be used. Cleared by clear_exhausted().
-  bool exhausted() const { return !exhausted_.empty(); }
-  const std::string& exhaustion() const { return exhausted_; }
-  void clear_exhausted() { exhausted_.clear(); }
-  // Changes EngineLimits::max_work_per_call for the calls to come: for a
-  // caller whose calls differ in size (cgram match gives the end-of-text
-  // check the budget of the whole text, its other calls that of one byte).
-  void set_work_limit(size_t max_work_per_call) { limits_.max_work_per_call = max_work_per_call; }
-  // The most work any public call has done so far (see
-  // EngineLimits::max_work_per_call): how close a grammar comes to the limit.
-  size_t peak_work() const { return std::max(peak_work_, work_done_); }
+  // The work budgets (work_budget.h): whether a limit stopped the last call
+  // (its results are then incomplete and must not be used), the peak work
+  // of a call, and the sequence's allowance (start_sequence, grant_bytes).
+  WorkBudget& budget() { return budget_; }
+  const WorkBudget& budget() const { return budget_; }
+  bool exhausted() const { return budget_.exhausted(); }
   // Walks below a trie node (runs of one operator, past the index's
   // classified crossings) answered from the grammar's memo, of those asked.
   uint64_t walks_remembered() const { return walks_remembered_; }
@@ -136,11 +132,6 @@ class Engine {
   // (mask_between: the operators after an operand).
   uint64_t crossings_remembered() const { return crossings_remembered_; }
   uint64_t crossings_looked_up() const { return crossings_looked_up_; }
-  // The sequence's budget (EngineLimits::max_work_per_byte): starts it
-  // again (a new sequence), and grants the bytes of an accepted token.
-  void start_sequence();
-  void grant_bytes(size_t bytes);
-
   std::vector<Head> initial_heads();
   // The heads after the bytes of one token (empty: the token is not allowed).
   // Heads that cannot be completed (a character that no continuation can
@@ -180,7 +171,7 @@ class Engine {
     size_t nodes, edges, status;
     size_t allowance = SIZE_MAX;
   };
-  Mark mark() const { return {nodes_.size(), edges_.size(), status_.size(), sequence_allowance_}; }
+  Mark mark() const { return {nodes_.size(), edges_.size(), status_.size(), budget_.allowance()}; }
   void truncate(Mark m);
   // Frees the stack nodes and edges no head of `heads` reaches (the
   // matcher's steps that can still be rolled back to), keeping the order of
@@ -544,12 +535,8 @@ class Engine {
   static constexpr size_t kMergeHeadsMin = 4;
   std::vector<uint32_t> merge_order_;
 
-  // Counts work against the limits; sets exhausted_ once one is passed.
-  void charge(size_t units) {
-    work_done_ += units;
-    if (work_done_ > call_work_limit_ && exhausted_.empty()) exhaust_work();
-  }
-  void exhaust_work();
+  // Counts work against the limits (budget_ says when one is passed).
+  void charge(size_t units) { budget_.charge(units); }
   // words |= set, unless the sink of the current fill takes the set. The
   // set is the grammar's (its index, its any! sets: they live as long as the
   // grammar), and a whole-vocabulary one is noted as a base the mask may be
@@ -572,20 +559,11 @@ class Engine {
     if (set.dense()) return or_set(words, set.words());
     set.or_into(words);
   }
-  void exhaust(std::string why) {
-    if (exhausted_.empty()) exhausted_ = std::move(why);
-  }
+  void exhaust(std::string why) { budget_.exhaust(std::move(why)); }
 
   const CompiledGrammar& g_;
   EngineLimits limits_;
-  size_t work_done_ = 0;   // in the current public call
-  size_t peak_work_ = 0;   // over the earlier calls
-  // The current call's limit: max_work_per_call, or less when the
-  // sequence's budget has less left.
-  size_t call_work_limit_ = size_t{1} << 24;
-  size_t sequence_work_ = 0;       // over the earlier calls of this sequence
-  size_t sequence_allowance_ = SIZE_MAX;  // slack + per byte × bytes accepted (SIZE_MAX: no bound)
-  std::string exhausted_;  // why a limit stopped the engine (empty: none did)
+  WorkBudget budget_;
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;
   const KernelFunctions* k_ = nullptr;

@@ -134,7 +134,7 @@ bool Engine::viable_search(const std::vector<Head>& heads, uint8_t char_state, b
                                      after != ir::utf8::kBoundary && after != kUnknownCharState ? depth : depth - 1);
     truncate(m);
     if (found) return true;
-    if (!exhausted_.empty()) return false;
+    if (budget_.exhausted()) return false;
   }
   return false;
 }
@@ -165,7 +165,7 @@ void Engine::end_lexemes(const std::vector<Head>& in, std::vector<Between>& out)
   }
   std::sort(ending_.begin(), ending_.end());
   ending_.erase(std::unique(ending_.begin(), ending_.end()), ending_.end());
-  for (size_t i = 0; i < ending_.size() && exhausted_.empty();) {
+  for (size_t i = 0; i < ending_.size() && !budget_.exhausted();) {
     size_t j = i;
     group_.clear();
     while (j < ending_.size() && ending_[j].terminal == ending_[i].terminal && ending_[j].pending == ending_[i].pending &&
@@ -186,7 +186,7 @@ void Engine::step_byte_after(const std::vector<Head>& in, const std::vector<Betw
                              bool first_of_token, std::vector<Head>& out) {
   out.clear();
   charge(in.size());
-  if (!exhausted_.empty()) return;
+  if (budget_.exhausted()) return;
   with_lookups([&](const auto& look) {
     for (const Head& h : in) {
       if (h.terminal == Head::kBetween || (first_of_token && !can_continue_into_token(h))) continue;
@@ -209,7 +209,7 @@ void Engine::step_byte_after(const std::vector<Head>& in, const std::vector<Betw
 }
 
 void Engine::merge_equal_heads(std::vector<Head>& heads) {
-  if (heads.size() < kMergeHeadsMin || !exhausted_.empty()) return;
+  if (heads.size() < kMergeHeadsMin || budget_.exhausted()) return;
   // Readings that differ only in their stacks, whose tops have one LR
   // state, are one reading of a node with all their parents: the same set
   // of stacks (a node stands for every path below it), lexed from then on
@@ -269,7 +269,7 @@ void Engine::merge_equal_heads(std::vector<Head>& heads) {
 
 void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_token, std::vector<Head>& out) {
   out.clear();
-  if (!exhausted_.empty()) return;
+  if (budget_.exhausted()) return;
   ScratchPool<Between>::Lease between(between_scratch_);
   end_lexemes(in, *between);
   step_byte_after(in, *between, byte, first_of_token, out);
@@ -278,7 +278,7 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
 void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
   refresh_tier();
   step_token_unchecked(in, bytes, out);
-  if (!exhausted_.empty()) return;
+  if (budget_.exhausted()) return;
   keep_viable(out);
   if (out.size() > limits_.max_heads)
     exhaust(fmt::format("more than {} readings of the text after one token (EngineLimits::max_heads)", limits_.max_heads));
@@ -314,7 +314,7 @@ void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view 
   ScratchPool<Head>::Lease current(head_scratch_);
   ScratchPool<Head>::Lease next(head_scratch_);
   current->assign(in.begin(), in.end());
-  for (size_t i = 0; i < bytes.size() && !current->empty() && exhausted_.empty(); ++i) {
+  for (size_t i = 0; i < bytes.size() && !current->empty() && !budget_.exhausted(); ++i) {
     step_byte(*current, static_cast<uint8_t>(bytes[i]), i == 0, *next);
     current->swap(*next);
   }

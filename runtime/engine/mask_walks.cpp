@@ -103,7 +103,7 @@ void Engine::walk_range(uint32_t first, uint32_t end, uint32_t parent_depth, con
   merge_equal_heads(levels_[base]);  // once here, not before every child
   level_marks_[base] = mark();
   level_ends_of_[base] = UINT32_MAX;
-  for (uint32_t node = first; node < end && exhausted_.empty();) {
+  for (uint32_t node = first; node < end && !budget_.exhausted();) {
     uint32_t d = trie.depth(node) - parent_depth;
     // The lexemes that end before this byte end the same way before each of
     // its siblings: once per parent, kept (below the children's mark) until
@@ -327,9 +327,9 @@ void Engine::walk_deferred(size_t base, size_t heads_base, std::span<uint32_t> w
       continue;
     }
     heads->assign(deferred_heads_.begin() + top.first, deferred_heads_.begin() + top.first + top.count);
-    const size_t work_before = work_done_;
+    const size_t work_before = budget_.done();
     walk_range(top.node + 1, end, trie.depth(top.node), *heads, words, joining);
-    if (end - top.node >= kWalkMemoMinNodes) note_work(walk_work_average_, work_done_ - work_before);
+    if (end - top.node >= kWalkMemoMinNodes) note_work(walk_work_average_, budget_.done() - work_before);
   }
   deferred_heads_.resize(heads_base);
   deferred_walks_.resize(base);
@@ -454,9 +454,9 @@ void Engine::mask_between(const std::vector<uint32_t>& nodes, uint32_t pending, 
     if (cross_memo_applies(v)) {
       cross_from_through_memo(v, terminals, words);
     } else {
-      const size_t work_before = work_done_;
+      const size_t work_before = budget_.done();
       cross_from(v, terminals, words, /*walks_here=*/false);
-      note_cross_work(v, work_done_ - work_before);
+      note_cross_work(v, budget_.done() - work_before);
     }
   }
 }
@@ -603,7 +603,7 @@ void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t
       ~ClearSink() { sink = nullptr; }
     } clear_sink{sink_};
     compute_text_tokens(heads, words);
-    if (!sink) note_mask_work(work_done_);
+    if (!sink) note_mask_work(budget_.done());
   }
   // The request has paid for its first mask: the entries of the index it
   // has not met yet are built off the mask path from now on.

@@ -27,7 +27,7 @@ std::optional<uint8_t> Engine::only_next_byte(const std::vector<Head>& heads, bo
   several = false;
   std::optional<uint8_t> only;
   ScratchPool<Head>::Lease stepped(head_scratch_);
-  for (int b = 0; b < 256 && exhausted_.empty(); ++b) {
+  for (int b = 0; b < 256 && !budget_.exhausted(); ++b) {
     step_byte(heads, static_cast<uint8_t>(b), first_of_token, *stepped);
     keep_viable(*stepped);
     if (stepped->empty()) continue;
@@ -48,14 +48,14 @@ Engine::Forced Engine::forced_text(const std::vector<Head>& heads, size_t limit)
   ScratchPool<Head>::Lease current(head_scratch_);
   ScratchPool<Head>::Lease next(head_scratch_);
   current->assign(heads.begin(), heads.end());
-  while (exhausted_.empty() && !current->empty()) {
+  while (!budget_.exhausted() && !current->empty()) {
     const bool complete = can_end(*current);
     if (any_may_start(*current)) break;
     if (complete || forced.text.size() >= limit) {
       // Complete here: the bytes end the text when nothing may follow.
       bool several = false;
       if (complete && !only_next_byte(*current, forced.text.empty(), *next, several) && !several)
-        forced.ends = exhausted_.empty();
+        forced.ends = !budget_.exhausted();
       break;
     }
     bool several = false;
@@ -65,7 +65,7 @@ Engine::Forced Engine::forced_text(const std::vector<Head>& heads, size_t limit)
     current->swap(*next);
   }
   truncate(start);
-  if (!exhausted_.empty()) return {};
+  if (budget_.exhausted()) return {};
   return forced;
 }
 

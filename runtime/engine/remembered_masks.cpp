@@ -48,7 +48,7 @@ bool at_least(int64_t average, size_t limit) { return average >= 0 && static_cas
 
 bool Engine::memo_applies(const std::vector<Head>& heads) const {
   if (!g_.mask_memo().enabled() || !at_least(mask_work_average_, limits_.mask_memo_min_work) ||
-      any_terminal_ || !exhausted_.empty() || heads.empty() || heads.size() > kMemoMaxHeads)
+      any_terminal_ || budget_.exhausted() || heads.empty() || heads.size() > kMemoMaxHeads)
     return false;
   return std::all_of(heads.begin(), heads.end(), [](const Head& h) { return h.pending == 0; });
 }
@@ -181,9 +181,9 @@ void Engine::record_mask(const std::vector<Head>& heads, std::span<uint32_t> wor
   }
   compute_text_tokens(heads, mask);
   if (!words_are_zero) or_words(words, mask);
-  note_mask_work(work_done_);
+  note_mask_work(budget_.done());
   // Cheap masks are not kept, but one made cheap by its parts' answers is.
-  if (work_done_ < limits_.mask_memo_min_work && !mask_rec_.used_parts) mask_rec_.valid = false;
+  if (budget_.done() < limits_.mask_memo_min_work && !mask_rec_.used_parts) mask_rec_.valid = false;
   end_recording(mask_rec_, mask);
 }
 
@@ -214,7 +214,7 @@ void Engine::end_recording(Recording& r, std::span<const uint32_t> answer) {
   r.active = false;
   --recording_count_;
   ++note_stamp_;
-  if (!r.valid || !exhausted_.empty()) return;
+  if (!r.valid || budget_.exhausted()) return;
   while (r.path_ends.size() <= r.depth)
     if (!extend_key_walk(r)) return;
   g_.mask_memo().insert(std::span<const uint32_t>(r.path.data(), r.path_ends[r.depth]), answer, bases());
@@ -231,16 +231,16 @@ void Engine::part_through_memo(Recording& r, uint64_t& looked_up, uint64_t& foun
   begin_recording(r);
   ScratchPool<uint32_t>::Lease answer(node_scratch_);
   answer->assign(words.size(), 0u);
-  const size_t work_before = work_done_;
+  const size_t work_before = budget_.done();
   make(std::span<uint32_t>(*answer));
-  note(work_done_ - work_before);
+  note(budget_.done() - work_before);
   or_words(words, *answer);
   end_recording(r, *answer);
 }
 
 bool Engine::walk_memo_applies(const DeferredWalk& top, std::span<const DeferredWalk> joining) const {
   if (!g_.mask_memo().enabled() || !at_least(walk_work_average_, limits_.walk_memo_min_work) || walk_rec_.active ||
-      any_terminal_ || sink_ || !exhausted_.empty() || g_.trie().subtree_end(top.node) - top.node < kWalkMemoMinNodes)
+      any_terminal_ || sink_ || budget_.exhausted() || g_.trie().subtree_end(top.node) - top.node < kWalkMemoMinNodes)
     return false;
   size_t heads = top.count;
   for (const DeferredWalk& j : joining) heads += j.count;
@@ -278,7 +278,7 @@ void Engine::walk_through_memo(const DeferredWalk& top, std::span<const Deferred
 bool Engine::cross_memo_applies(uint32_t v) const {
   const uint32_t state = nodes_[v].state;
   return g_.mask_memo().enabled() && at_least(cross_work_by_state_[state], limits_.cross_memo_min_work) &&
-         !cross_rec_.active && !walk_rec_.active && !any_terminal_ && !sink_ && exhausted_.empty();
+         !cross_rec_.active && !walk_rec_.active && !any_terminal_ && !sink_ && !budget_.exhausted();
 }
 
 void Engine::note_cross_work(uint32_t v, size_t work) {

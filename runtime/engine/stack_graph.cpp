@@ -101,7 +101,7 @@ void Engine::push_edge(uint32_t node, uint32_t parent) {
 // nodes before a mark never gain edges after it and a truncation is just a
 // resize.
 void Engine::truncate(Mark m) {
-  sequence_allowance_ = m.allowance;  // the work already done stays spent
+  budget_.restore_allowance(m.allowance);  // the work already done stays spent
   nodes_.resize(m.nodes);
   status_.resize(m.status);
   shiftable_index_.resize(m.nodes);
@@ -251,7 +251,7 @@ void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> 
   auto& work = work_;
   work.clear();
   for (uint32_t v : tops) work.push_back({v, kAllPaths, true});
-  while (!work.empty() && exhausted_.empty()) {
+  while (!work.empty() && !budget_.exhausted()) {
     const ReductionWork item = work.back();
     work.pop_back();
     const uint32_t v = item.node;
@@ -345,7 +345,7 @@ void Engine::walk_down(uint32_t start, size_t levels, uint32_t base) {
 NodesBelow::Range Engine::below(uint32_t node, uint32_t levels) {
   if (const std::optional<NodesBelow::Range> kept = nodes_below_.find(nodes_[node].serial, levels)) return *kept;
   ScratchPool<uint32_t>::Lease found(node_scratch_);
-  for (uint32_t e = nodes_[node].first_edge; e != kNoEdge && exhausted_.empty(); e = edges_[e].next)
+  for (uint32_t e = nodes_[node].first_edge; e != kNoEdge && !budget_.exhausted(); e = edges_[e].next)
     gather_below(edges_[e].parent, levels - 1, *found);
   // Once each (the sets below the parents overlap), in the order met; the
   // sets gathered within are complete by now, so one epoch serves.
@@ -429,7 +429,7 @@ void Engine::end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::
   for (auto [state, node] : shifted) out.push_back(node);
   if (probing) {
     probe_.active = false;
-    if (probe_.linear && exhausted_.empty()) remember_end(terminal, base, out);
+    if (probe_.linear && !budget_.exhausted()) remember_end(terminal, base, out);
   }
   if (cached) remember_in_cache(*cached, tops[0], terminal, out);
 }
@@ -603,7 +603,7 @@ uint32_t Engine::shiftable_by_parents(uint32_t node, uint32_t fork) {
   depths.assign(actions, 0);
   bool depths_known_here = true;
   uint32_t deepest_known = 0;
-  for (uint32_t e = nodes_[chain->back()].first_edge; e != kNoEdge && exhausted_.empty(); e = edges_[e].next) {
+  for (uint32_t e = nodes_[chain->back()].first_edge; e != kNoEdge && !budget_.exhausted(); e = edges_[e].next) {
     const Mark m = mark();
     copied.begin = static_cast<uint32_t>(m.nodes);
     uint32_t top = edges_[e].parent;
@@ -660,7 +660,7 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
   const bool was_holding = std::exchange(holding_reads_, true);
   const size_t held_base = held_reads_.size();
   with_lookups([&](const auto& look) {
-    for (size_t i = 0; i < active.size() && exhausted_.empty(); ++i) {
+    for (size_t i = 0; i < active.size() && !budget_.exhausted(); ++i) {
       const uint32_t t = active[i];
       const auto shifts = [&](uint32_t state) { return look.lr_shift(state, t) != ir::LrTable::kNone; };
       bool can;
@@ -711,7 +711,7 @@ uint32_t Engine::work_out_shiftable(uint32_t node) {
                     held_reads_.begin() + static_cast<std::ptrdiff_t>(held_end));
   const uint32_t id = shiftable_sets_.intern_reading(shiftable_sets_.intern_set(result, first_bytes_),
                                                      nodes_[node].state, by_levels ? &depths : nullptr);
-  if (probe_.linear && exhausted_.empty()) {
+  if (probe_.linear && !budget_.exhausted()) {
     probe_states_.clear();
     for (uint32_t level = 0; level <= probe_.depth; ++level)
       probe_states_.push_back(probe_chain_[level] == kNoParent ? StackMemo::kBottom : nodes_[probe_chain_[level]].state);

@@ -32,8 +32,8 @@ Matcher::Matcher(const Matcher& other)
 
 bool Matcher::stopped(Engine::Mark before) {
   if (!engine_->exhausted()) return false;
-  error_ = engine_->exhaustion();
-  engine_->clear_exhausted();
+  error_ = engine_->budget().why();
+  engine_->budget().clear_exhausted();
   engine_->truncate(before);
   return true;
 }
@@ -56,7 +56,7 @@ void Matcher::reset() {
     return;
   }
   error_.clear();
-  engine_->start_sequence();
+  engine_->budget().start_sequence();
   std::vector<Head> heads = engine_->initial_heads();
   push_step(heads, false, kNoToken);
 }
@@ -155,7 +155,7 @@ AdvanceResult Matcher::step_bytes(std::string_view bytes, uint32_t token) {
     engine_->truncate(before);
     return AdvanceResult::Rejected;
   }
-  engine_->grant_bytes(bytes.size());
+  engine_->budget().grant_bytes(bytes.size());
   push_step(scratch_, false, token);
   return AdvanceResult::Ongoing;
 }
@@ -257,7 +257,7 @@ Engine::Forced Matcher::forced(size_t limit) {
   const Engine::Mark before = engine_->mark();
   Engine::Forced forced = engine_->forced_text(current_, limit);
   if (engine_->exhausted()) {  // a query: no sticky error, nothing claimed
-    engine_->clear_exhausted();
+    engine_->budget().clear_exhausted();
     engine_->truncate(before);
     return {};
   }

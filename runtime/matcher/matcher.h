@@ -140,7 +140,7 @@ class Matcher {
   // grow with the text unless max_rollback_tokens bounds the history.
   size_t stack_elements() const { return engine_ ? engine_->stack_elements() : 0; }
   // The most work one call has done, against EngineLimits::max_work_per_call.
-  size_t peak_work() const { return engine_ ? engine_->peak_work() : 0; }
+  size_t peak_work() const { return engine_ ? engine_->budget().peak() : 0; }
 
  private:
   // The heads of every step live in one pool (no allocation per token once

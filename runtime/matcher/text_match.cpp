@@ -88,13 +88,13 @@ TextMatch match_text(const Grammar& source, std::string_view text, size_t max_wo
   auto exhausted = [&](size_t at) {
     out.error = fmt::format("cannot match the text at byte {}: {}; match is bounded by --max-work-per-byte ({}) "
                             "and --max-text-bytes",
-                            at, engine.exhaustion(), max_work_per_byte);
+                            at, engine.budget().why(), max_work_per_byte);
     return out;
   };
   std::vector<Head> heads = engine.initial_heads(), next;
-  engine.start_sequence();
+  engine.budget().start_sequence();
   for (size_t i = 0; i < text.size(); ++i) {
-    engine.grant_bytes(1);
+    engine.budget().grant_bytes(1);
     engine.step_token(heads, text.substr(i, 1), next);
     if (engine.exhausted()) return exhausted(i);
     if (next.empty()) {
@@ -106,7 +106,7 @@ TextMatch match_text(const Grammar& source, std::string_view text, size_t max_wo
   // Ending may reduce the whole stack at once (a repetition lowered to
   // nested rules, 5,000 deep after 5,000 bytes): the end-of-text check gets
   // the budget of the whole text again, so the total stays within twice it.
-  engine.grant_bytes(std::max<size_t>(1, text.size()));
+  engine.budget().grant_bytes(std::max<size_t>(1, text.size()));
   const bool complete = engine.can_end(heads);
   if (engine.exhausted()) return exhausted(text.size());
   out.viable_bytes = text.size();

@@ -469,8 +469,8 @@ TEST_CASE("engine: the stack, heads and work limits stop with their message, not
     std::vector<Head> heads = d.engine.initial_heads();
     for (int i = 0; i < 50 && !d.engine.exhausted(); ++i) heads = d.feed(heads, "(");
     REQUIRE(d.engine.exhausted());
-    CHECK(d.engine.exhaustion() == "the parse stack holds more than 6 nodes and edges (EngineLimits::max_stack_elements)");
-    d.engine.clear_exhausted();
+    CHECK(d.engine.budget().why() == "the parse stack holds more than 6 nodes and edges (EngineLimits::max_stack_elements)");
+    d.engine.budget().clear_exhausted();
     CHECK_FALSE(d.engine.exhausted());
     // The defaults take fifty levels in their stride.
     Driver roomy(kBrackets, kBracketTokens);
@@ -487,7 +487,7 @@ TEST_CASE("engine: the stack, heads and work limits stop with their message, not
     CHECK_FALSE(d.engine.exhausted());  // one reading so far
     heads = d.feed(heads, "y");
     REQUIRE(d.engine.exhausted());
-    CHECK(d.engine.exhaustion() == "more than 1 readings of the text after one token (EngineLimits::max_heads)");
+    CHECK(d.engine.budget().why() == "more than 1 readings of the text after one token (EngineLimits::max_heads)");
   }
   SECTION("max_work_per_call, on a grammar whose work grows with the text") {
     EngineLimits limits;
@@ -499,10 +499,10 @@ TEST_CASE("engine: the stack, heads and work limits stop with their message, not
     for (; steps < 2000 && !d.engine.exhausted(); ++steps) heads = d.feed(heads, "a");
     REQUIRE(d.engine.exhausted());
     CHECK(steps > 1);
-    CHECK(d.engine.exhaustion() ==
+    CHECK(d.engine.budget().why() ==
           "the parser did more than 200 steps of work for one token: the grammar is too ambiguous here "
           "(EngineLimits::max_work_per_call)");
-    CHECK(d.engine.peak_work() > 200);
+    CHECK(d.engine.budget().peak() > 200);
     // The same text, the first steps of it, within the defaults.
     Driver roomy(source, {"a"});
     std::vector<Head> ok = roomy.engine.initial_heads();
@@ -522,7 +522,7 @@ TEST_CASE("engine: the stack, heads and work limits stop with their message, not
     CHECK_FALSE(d.engine.exhausted());  // one set pending: {"/a>"}
     heads = d.feed(heads, "/");
     REQUIRE(d.engine.exhausted());
-    CHECK(d.engine.exhaustion() ==
+    CHECK(d.engine.budget().why() ==
           "more than 2 distinct sets of pending except! occurrences (EngineLimits::max_pending_sets)");
     // The defaults take the whole text, and end it at the string.
     Driver roomy(source, tokens);
@@ -537,22 +537,22 @@ TEST_CASE("engine: the stack, heads and work limits stop with their message, not
     limits.max_work_per_byte = 1;
     limits.sequence_work_slack = 40;
     Driver d(kBrackets, kBracketTokens, limits);
-    d.engine.start_sequence();
+    d.engine.budget().start_sequence();
     std::vector<Head> heads = d.engine.initial_heads();
     int steps = 0;
     for (; steps < 200 && !d.engine.exhausted(); ++steps) {
       heads = d.feed(heads, "(");
-      d.engine.grant_bytes(1);
+      d.engine.budget().grant_bytes(1);
     }
     REQUIRE(d.engine.exhausted());
     CHECK(steps > 5);  // the slack lasts a while
-    CHECK_THAT(d.engine.exhaustion(), Catch::StartsWith("the parser did more than"));
-    CHECK_THAT(d.engine.exhaustion(), Catch::Contains("over this sequence"));
-    CHECK_THAT(d.engine.exhaustion(), Catch::Contains("(40 + 1 per byte"));
+    CHECK_THAT(d.engine.budget().why(), Catch::StartsWith("the parser did more than"));
+    CHECK_THAT(d.engine.budget().why(), Catch::Contains("over this sequence"));
+    CHECK_THAT(d.engine.budget().why(), Catch::Contains("(40 + 1 per byte"));
     // Without a per-byte bound (0), the same text goes through.
     limits.max_work_per_byte = 0;
     Driver off(kBrackets, kBracketTokens, limits);
-    off.engine.start_sequence();
+    off.engine.budget().start_sequence();
     std::vector<Head> all = off.engine.initial_heads();
     for (int i = 0; i < 200; ++i) all = off.feed(all, "(");
     CHECK_FALSE(off.engine.exhausted());
