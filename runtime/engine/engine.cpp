@@ -1,6 +1,6 @@
 // The engine itself: construction, the tier picked up at
 // each public call, the first heads. The rest of Engine is split by job:
-// stack_graph.cpp (the GSS), lexing.cpp (heads over bytes), mask_walks.cpp
+// stack_graph.h (the GSS), reductions.cpp (the reductions over it), lexing.cpp (heads over bytes), mask_walks.cpp
 // (the mask), queries.cpp (forced text, context keys).
 #include <algorithm>
 #include <utility>
@@ -65,9 +65,7 @@ void Engine::refresh_tier() {
 
 std::vector<Head> Engine::initial_heads() {
   refresh_tier();
-  nodes_.clear();
-  edges_.clear();
-  status_.clear();
+  graph_.clear();
   shiftable_index_.clear();
   nodes_below_.clear();
   return {Head{new_node(0), Head::kBetween, 0, 0, 0}};

@@ -12,7 +12,8 @@
 // as lookahead. Every head set is exact: a token is allowed iff some head
 // survives its bytes.
 //
-// Parts held apart, each a class with its own unit tests: the except!
+// Parts held apart, each a class with its own unit tests: the stack
+// graph (stack_graph.h), the except!
 // occurrences pending (pending_excepts.h), the lexeme ends per node
 // (end_cache.h) and by the stack states they read (end_memo.h), the memo
 // by stack states (stack_memo.h), the shiftable sets with what each
@@ -20,9 +21,9 @@
 // the work budgets (work_budget.h).
 #include <array>
 #include <bitset>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -45,6 +46,7 @@
 #include "pending_excepts.h"
 #include "scratch.h"
 #include "shiftable_sets.h"
+#include "stack_graph.h"
 #include "stack_memo.h"
 #include "token_set_sink.h"
 #include "work_budget.h"
@@ -171,44 +173,25 @@ class Engine {
     size_t nodes, edges, status;
     size_t allowance = SIZE_MAX;
   };
-  Mark mark() const { return {nodes_.size(), edges_.size(), status_.size(), budget_.allowance()}; }
+  Mark mark() const { return {graph_.node_count(), graph_.edge_count(), graph_.status_count(), budget_.allowance()}; }
   void truncate(Mark m);
   // Frees the stack nodes and edges no head of `heads` reaches (the
   // matcher's steps that can still be rolled back to), keeping the order of
   // the rest: each mark of `marks` is moved to the same place among them,
   // and the heads' nodes are renumbered. Bounds memory over long texts.
   void compact(std::span<Head> heads, std::span<Mark* const> marks);
-  size_t stack_elements() const { return nodes_.size() + edges_.size(); }
+  size_t stack_elements() const { return graph_.elements(); }
   // Entries of the memo of shiftable sets by stack states (stack_memo.h).
   size_t remembered_stacks() const { return shiftable_memo_.entries(); }
   // Entries of the memo of lexeme ends by stack states.
   size_t remembered_ends() const { return end_memo_.entries(); }
 
  private:
-  struct Node {
-    uint32_t state;
-    uint32_t first_edge;
-    uint32_t status;  // into status_: one entry per terminal with an action in `state`
-    uint32_t serial;  // unique while the engine lives: node slots are reused
-    uint32_t degree = 0;       // edges to parents
-    uint32_t index_epoch = 0;  // edge_epoch_ when its edges were put in edge_index_
-  };
-  // A node with many parents (an ambiguous grammar joins every earlier
-  // level) finds an edge in a hash set instead of its list: the list scan
-  // made such grammars quadratic per step. Keys are (serial, parent): a
-  // surviving node's parents survive with it, and serials are never reused.
-  static constexpr uint32_t kIndexDegree = 16;
-  KeySet edge_index_;
-  uint32_t edge_epoch_ = 1;
+  // The graph-structured stack (stack_graph.h).
+  StackGraph graph_;
   // Lexeme ends per node (end_cache.h).
   EndCache end_cache_;
   void remember_in_cache(EndCache::Entry& entry, uint32_t node, uint32_t terminal, const std::vector<uint32_t>& out);
-
-  struct Edge {
-    uint32_t parent;
-    uint32_t next;
-  };
-  static constexpr uint32_t kNoEdge = UINT32_MAX;
 
   // The lookups (compiled/kernels.h lists them), as a policy the hot walks
   // are templates on: the tables, or the grammar's compiled code once it has
@@ -575,10 +558,6 @@ class Engine {
   std::vector<std::bitset<256>> first_bytes_;  // per terminal
   std::vector<uint8_t> counts_tokens_;          // per terminal: except!(S, n), whose heads count their tokens
   std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)
-  std::vector<Node> nodes_;
-  std::vector<Edge> edges_;
-  std::vector<uint8_t> status_;  // 0 unknown, 1 shiftable, 2 not
-  uint32_t next_serial_ = 1;
   struct ExceptMaskEntry {
     uint32_t node = UINT32_MAX, serial = 0, terminal = 0, state = 0;
     uint64_t used = 0;
@@ -623,8 +602,8 @@ class Engine {
   std::vector<uint32_t> group_, reduced_, shifted_nodes_, closure_scratch_;
   std::vector<std::pair<uint32_t, uint32_t>> scope_, shift_scope_;
   // reduce_closure's work list (the rules are explained above it in engine.cpp).
-  static constexpr uint32_t kAllPaths = kNoEdge;         // length > 0 paths through every edge
-  static constexpr uint32_t kNoLongPaths = kNoEdge - 1;  // none: the node hangs on ε-edges only
+  static constexpr uint32_t kAllPaths = StackGraph::kNoEdge;         // length > 0 paths through every edge
+  static constexpr uint32_t kNoLongPaths = StackGraph::kNoEdge - 1;  // none: the node hangs on ε-edges only
   struct ReductionWork {
     uint32_t node;
     uint32_t via;  // the edge every length > 0 path starts with, or one of the two above

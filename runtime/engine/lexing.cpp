@@ -44,7 +44,7 @@ void Engine::start_lexemes(uint32_t node, uint32_t pending, uint8_t in_char, uin
     if (in_char == ir::utf8::kBoundary && !shiftable_sets_.first_bytes(set)[byte]) return;
   }
   const std::vector<uint32_t>& candidates =
-      known ? set_of_reading(shiftable_index_[node]) : table_.terminals_with_actions(nodes_[node].state);
+      known ? set_of_reading(shiftable_index_[node]) : table_.terminals_with_actions(graph_.node(node).state);
   with_lookups([&](const auto& look) {
     for (uint32_t t : candidates) {
       const ir::LexTerminal& term = lex_.terminals[t];
@@ -220,7 +220,7 @@ void Engine::merge_equal_heads(std::vector<Head>& heads) {
   for (uint32_t i = 0; i < heads.size(); ++i) order[i] = i;
   const auto key = [&](uint32_t i) {
     const Head& h = heads[i];
-    return std::tie(h.terminal, h.state, h.pending, h.lexeme_tokens, h.no_restart, nodes_[h.node].state);
+    return std::tie(h.terminal, h.state, h.pending, h.lexeme_tokens, h.no_restart, graph_.node(h.node).state);
   };
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
   bool merged = false;
@@ -230,9 +230,9 @@ void Engine::merge_equal_heads(std::vector<Head>& heads) {
     // A node with no parent is the bottom of its stack: a merged node with
     // parents would lose that empty stack (only the start state has none,
     // and no shift or goto leads there, but never rely on it).
-    const bool has_bottom = std::any_of(order.begin() + static_cast<std::ptrdiff_t>(i),
-                                        order.begin() + static_cast<std::ptrdiff_t>(j),
-                                        [&](uint32_t k) { return nodes_[heads[k].node].degree == 0; });
+    const bool has_bottom =
+        std::any_of(order.begin() + static_cast<std::ptrdiff_t>(i), order.begin() + static_cast<std::ptrdiff_t>(j),
+                    [&](uint32_t k) { return graph_.node(heads[k].node).degree == 0; });
     if (j - i >= 2 && !has_bottom) {
       // The new node shares the edge list of the one with the most parents
       // (lists are only ever prepended to, and a tail is older than its
@@ -240,21 +240,22 @@ void Engine::merge_equal_heads(std::vector<Head>& heads) {
       // parents only, not a copy of all of them.
       size_t widest = i;
       for (size_t k = i + 1; k < j; ++k)
-        if (nodes_[heads[order[k]].node].degree > nodes_[heads[order[widest]].node].degree) widest = k;
+        if (graph_.node(heads[order[k]].node).degree > graph_.node(heads[order[widest]].node).degree) widest = k;
       const uint32_t tail = heads[order[widest]].node;
-      const uint32_t node = new_node(nodes_[tail].state);
-      nodes_[node].first_edge = nodes_[tail].first_edge;
-      nodes_[node].degree = nodes_[tail].degree;
+      const uint32_t node = new_node(graph_.node(tail).state);
+      graph_.share_parents(node, tail);
       note_read(tail);
       const uint32_t epoch = next_visit_epoch();
-      if (nodes_[tail].degree <= kIndexDegree)  // a long list may get a parent twice: harmless, paths are sets
-        for (uint32_t e = nodes_[tail].first_edge; e != kNoEdge; e = edges_[e].next) visited_[edges_[e].parent] = epoch;
+      // A long list may get a parent twice: harmless, paths are sets.
+      if (graph_.node(tail).degree <= StackGraph::kIndexDegree)
+        for (uint32_t e = graph_.node(tail).first_edge; e != StackGraph::kNoEdge; e = graph_.edge(e).next)
+          visited_[graph_.edge(e).parent] = epoch;
       for (size_t k = i; k < j; ++k) {
         Head& h = heads[order[k]];
         if (h.node != tail) {
           note_read(h.node);
-          for (uint32_t e = nodes_[h.node].first_edge; e != kNoEdge; e = edges_[e].next) {
-            const uint32_t parent = edges_[e].parent;
+          for (uint32_t e = graph_.node(h.node).first_edge; e != StackGraph::kNoEdge; e = graph_.edge(e).next) {
+            const uint32_t parent = graph_.edge(e).parent;
             if (visited_[parent] != epoch) visited_[parent] = epoch, push_edge(node, parent);
           }
         }

@@ -6,7 +6,7 @@
 // DFA state, or none between lexemes), the except! occurrences pending, and
 // where a UTF-8 character stands (lexing.cpp keeps this set exact; the
 // reductions are complete by the argument above reduce_closure in
-// stack_graph.cpp). A token is allowed iff reading its bytes from some head
+// reductions.cpp). A token is allowed iff reading its bytes from some head
 // leaves a head from which the text can still be completed. So the mask is
 // the union over heads of each head's own mask, and each head may be
 // answered by whichever road is cheapest; the roads below all compute that
@@ -165,7 +165,7 @@ std::bitset<256> Engine::startable_bytes(const std::vector<Head>& heads) {
     if (recording_count_ > 0) {
       // A filter before each byte is stepped, which asks exactly: the
       // terminals with an action need no read of the stack.
-      for (uint32_t t : table_.terminals_with_actions(nodes_[h.node].state)) can_start |= first_bytes_[t];
+      for (uint32_t t : table_.terminals_with_actions(graph_.node(h.node).state)) can_start |= first_bytes_[t];
       continue;
     }
     shiftable(h.node);
@@ -279,7 +279,7 @@ void Engine::cross_precomputed(const StateIndex& index, const std::vector<Head>&
   // An except! lexeme may start after this one: its pending occurrences
   // depend on the bytes, so those tokens take the walk.
   for (const Head& a : after)
-    for (uint32_t t : table_.terminals_with_actions(nodes_[a.node].state))
+    for (uint32_t t : table_.terminals_with_actions(graph_.node(a.node).state))
       if (lex_.terminals[t].kind == ir::LexTerminal::Kind::Except && is_shiftable(a.node, t))
         return walk_crossings(index, after, words);
   // The walks below the deepest level classified are gathered first and
@@ -554,7 +554,7 @@ void Engine::add_except_endings(const Head& h, const StateIndex& ix, std::span<u
 
 const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex& ix, size_t n_words) {
   for (ExceptMaskEntry& e : except_mask_cache_)
-    if (e.node == h.node && e.serial == nodes_[h.node].serial && e.terminal == h.terminal && e.state == h.state &&
+    if (e.node == h.node && e.serial == graph_.node(h.node).serial && e.terminal == h.terminal && e.state == h.state &&
         e.words.size() == n_words) {
       e.used = ++except_mask_clock_;
       // Its reads were made by an earlier call: a mask recorded now cannot say how deep.
@@ -583,7 +583,7 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
   slot.words.swap(*words);
   if (!exhausted()) {
     slot.node = h.node;
-    slot.serial = nodes_[h.node].serial;
+    slot.serial = graph_.node(h.node).serial;
     slot.terminal = h.terminal;
     slot.state = h.state;
   }

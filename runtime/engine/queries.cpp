@@ -85,12 +85,12 @@ uint64_t Engine::context_key(const std::vector<Head>& heads, int depth) const {
     // its parents (a node may have several), and so on.
     uint32_t node = h.node;
     for (int level = 0; level < depth && node != UINT32_MAX; ++level) {
-      k = mix(k, nodes_[node].state);
+      k = mix(k, graph_.node(node).state);
       uint32_t next = UINT32_MAX, best = UINT32_MAX;
-      for (uint32_t e = nodes_[node].first_edge; e != kNoEdge; e = edges_[e].next)
-        if (nodes_[edges_[e].parent].state < best) {
-          best = nodes_[edges_[e].parent].state;
-          next = edges_[e].parent;
+      for (uint32_t e = graph_.node(node).first_edge; e != StackGraph::kNoEdge; e = graph_.edge(e).next)
+        if (graph_.node(graph_.edge(e).parent).state < best) {
+          best = graph_.node(graph_.edge(e).parent).state;
+          next = graph_.edge(e).parent;
         }
       node = next;
     }

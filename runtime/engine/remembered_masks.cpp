@@ -78,7 +78,7 @@ void Engine::start_key(Recording& r) {
     std::fill(r.marks.begin(), r.marks.end(), MemoMark{});
     r.epoch = 1;
   }
-  if (r.marks.size() < nodes_.size()) r.marks.resize(nodes_.size());
+  if (r.marks.size() < graph_.node_count()) r.marks.resize(graph_.node_count());
   r.nodes.clear();
   r.level_ends.clear();
   r.path.clear();
@@ -102,7 +102,7 @@ void Engine::key_heads(Recording& r, std::span<const Head> heads) {
 
 void Engine::close_first_level(Recording& r) {
   r.level_ends.push_back(static_cast<uint32_t>(r.nodes.size()));
-  for (uint32_t x : r.nodes) r.path.push_back(nodes_[x].state);
+  for (uint32_t x : r.nodes) r.path.push_back(graph_.node(x).state);
   r.path_ends.push_back(static_cast<uint32_t>(r.path.size()));
 }
 
@@ -143,11 +143,11 @@ bool Engine::extend_key_walk(Recording& r) {
   };
   // The common level: one node with one parent not met before, written as
   // one symbol (its state, marked): a linear stack costs a symbol a level.
-  if (end - begin == 1 && nodes_[r.nodes[begin]].degree == 1) {
-    const uint32_t parent = edges_[nodes_[r.nodes[begin]].first_edge].parent;
+  if (end - begin == 1 && graph_.node(r.nodes[begin]).degree == 1) {
+    const uint32_t parent = graph_.edge(graph_.node(r.nodes[begin]).first_edge).parent;
     if (r.marks[parent].epoch != r.epoch) {
       if (!discover(parent)) return false;
-      r.path.push_back(kMemoLinearLevel | nodes_[parent].state);
+      r.path.push_back(kMemoLinearLevel | graph_.node(parent).state);
       r.level_ends.push_back(static_cast<uint32_t>(r.nodes.size()));
       r.path_ends.push_back(static_cast<uint32_t>(r.path.size()));
       return true;
@@ -157,15 +157,15 @@ bool Engine::extend_key_walk(Recording& r) {
   // then the states of the nodes met for the first time.
   for (uint32_t i = begin; i < end; ++i) {
     const uint32_t x = r.nodes[i];
-    r.path.push_back(nodes_[x].degree);
-    for (uint32_t e = nodes_[x].first_edge; e != kNoEdge; e = edges_[e].next) {
-      const MemoMark* m = discover(edges_[e].parent);
+    r.path.push_back(graph_.node(x).degree);
+    for (uint32_t e = graph_.node(x).first_edge; e != StackGraph::kNoEdge; e = graph_.edge(e).next) {
+      const MemoMark* m = discover(graph_.edge(e).parent);
       if (!m) return false;  // a level left half described is never used: its end is not recorded
       r.path.push_back(m->index);
     }
   }
   r.level_ends.push_back(static_cast<uint32_t>(r.nodes.size()));
-  for (uint32_t i = end; i < r.nodes.size(); ++i) r.path.push_back(nodes_[r.nodes[i]].state);
+  for (uint32_t i = end; i < r.nodes.size(); ++i) r.path.push_back(graph_.node(r.nodes[i]).state);
   r.path_ends.push_back(static_cast<uint32_t>(r.path.size()));
   return true;
 }
@@ -206,7 +206,7 @@ void Engine::begin_recording(Recording& r) {
   ++note_stamp_;
   r.valid = true;
   r.used_parts = false;
-  r.base = static_cast<uint32_t>(nodes_.size());
+  r.base = static_cast<uint32_t>(graph_.node_count());
   r.depth = 0;
 }
 
@@ -276,14 +276,14 @@ void Engine::walk_through_memo(const DeferredWalk& top, std::span<const Deferred
 }
 
 bool Engine::cross_memo_applies(uint32_t v) const {
-  const uint32_t state = nodes_[v].state;
+  const uint32_t state = graph_.node(v).state;
   return g_.mask_memo().enabled() && at_least(cross_work_by_state_[state], limits_.cross_memo_min_work) &&
          !cross_rec_.active && !walk_rec_.active && !any_terminal_ && !sink_ && !budget_.exhausted();
 }
 
 void Engine::note_cross_work(uint32_t v, size_t work) {
   // Half the weight to the last: a state seen once is judged at once.
-  int64_t& average = cross_work_by_state_[nodes_[v].state];
+  int64_t& average = cross_work_by_state_[graph_.node(v).state];
   average = (average + static_cast<int64_t>(std::min<size_t>(work, 1u << 20))) / 2;
 }
 

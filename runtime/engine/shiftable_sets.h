@@ -3,7 +3,7 @@
 // can really shift after its reductions), each kept once, and their
 // readings: a set together with how deep, per terminal, the reductions
 // that made it read the stack. Stack nodes and the stack memo's answers
-// hold reading ids; the engine (stack_graph.cpp) works the sets out and
+// hold reading ids; the engine (reductions.cpp) works the sets out and
 // notes their reads. One of the engine's parts (engine.h).
 //
 // Why depths per terminal: a set reads as deep as its deepest terminal
