@@ -17,8 +17,9 @@
 // occurrences pending (pending_excepts.h), the lexeme ends per node
 // (end_cache.h) and by the stack states they read (end_memo.h), the memo
 // by stack states (stack_memo.h), the shiftable sets with what each
-// read (shiftable_sets.h), the nodes below a fork (nodes_below.h), and
-// the work budgets (work_budget.h).
+// read (shiftable_sets.h), the nodes below a fork (nodes_below.h), the
+// per-node marks of the stack walks (node_marks.h), the masks of free text
+// (except_masks.h), and the work budgets (work_budget.h).
 #include <array>
 #include <bitset>
 #include <cstdint>
@@ -40,8 +41,10 @@
 #include "compiled_grammar.h"
 #include "end_cache.h"
 #include "end_memo.h"
+#include "except_masks.h"
 #include "key_set.h"
 #include "mask_words.h"
+#include "node_marks.h"
 #include "nodes_below.h"
 #include "pending_excepts.h"
 #include "scratch.h"
@@ -259,9 +262,7 @@ class Engine {
   // closure of that epoch.
   bool add_scope_edge(uint32_t slot, uint32_t node, uint32_t parent, uint32_t closure);
   // Per node: the closure epoch (high half) and the scope slots it is a parent of.
-  std::vector<uint64_t> scope_parent_of_;
-  uint32_t closure_epoch_ = 0;
-  uint32_t next_closure_epoch();
+  NodeMarks<uint64_t> scope_parent_of_;
   // Reductions on lookahead `terminal` (or the end marker) from `tops`;
   // `result` gets the tops and every node the reductions created. `accepted`
   // is set when production 0 is reduced (only on the end marker).
@@ -280,13 +281,9 @@ class Engine {
   static constexpr size_t kMaxBelowDepth = 256;  // the memo's keys hold depths under it
   std::vector<uint32_t> below_found_;
   // Per node: the last found_epoch_ walk_down's result held it in.
-  std::vector<uint32_t> below_seen_;
-  uint32_t found_epoch_ = 0;
-  uint32_t next_found_epoch();
+  NodeMarks<> below_seen_;
   // Per node: the last unique_epoch_ a set made by below() held it in.
-  std::vector<uint32_t> below_unique_;
-  uint32_t unique_epoch_ = 0;
-  uint32_t next_unique_epoch();
+  NodeMarks<> below_unique_;
   // Reductions, then the shift of `terminal`: the nodes after it.
   void end_lexeme(std::span<const uint32_t> tops, uint32_t terminal, std::vector<uint32_t>& out);
   // The between-lexemes heads after `head`'s lexeme ends, whether or not it
@@ -558,17 +555,7 @@ class Engine {
   std::vector<std::bitset<256>> first_bytes_;  // per terminal
   std::vector<uint8_t> counts_tokens_;          // per terminal: except!(S, n), whose heads count their tokens
   std::bitset<256> except_bytes_;               // bytes of except! strings (searched apart)
-  struct ExceptMaskEntry {
-    uint32_t node = UINT32_MAX, serial = 0, terminal = 0, state = 0;
-    uint64_t used = 0;
-    std::vector<uint32_t> words;
-  };
-  // Two masks per engine (16 KB each with 128,000 tokens): free text sits
-  // in one DFA state nearly all the time, and a server holds thousands of
-  // matchers.
-  static constexpr size_t kExceptMaskEntries = 2;
-  std::vector<ExceptMaskEntry> except_mask_cache_;
-  uint64_t except_mask_clock_ = 0;
+  ExceptMasks except_masks_;  // free text's masks, per node and DFA state (except_masks.h)
   std::vector<int32_t> shiftable_index_;  // per node: a reading of shiftable_sets_, -1 unknown
   // Shiftable sets by the stack states they read (stack_memo.h), and the
   // probe that finds how deep that is while a set is worked out.
@@ -613,9 +600,7 @@ class Engine {
   std::vector<uint32_t> path_ends_, path_next_;
   // Per node: the last visit_epoch_ a path walk reached it in (each level
   // of a walk is a set: a node reached twice is walked on once).
-  std::vector<uint32_t> visited_;
-  uint32_t visit_epoch_ = 0;
-  uint32_t next_visit_epoch();
+  NodeMarks<> visited_;
   std::deque<std::vector<Head>> crossing_heads_;  // one per nesting level of walk_crossings
   ScratchPool<Head> head_scratch_;
   ScratchPool<uint32_t> node_scratch_;

@@ -245,7 +245,7 @@ void Engine::merge_equal_heads(std::vector<Head>& heads) {
       const uint32_t node = new_node(graph_.node(tail).state);
       graph_.share_parents(node, tail);
       note_read(tail);
-      const uint32_t epoch = next_visit_epoch();
+      const uint32_t epoch = visited_.next_pass();
       // A long list may get a parent twice: harmless, paths are sets.
       if (graph_.node(tail).degree <= StackGraph::kIndexDegree)
         for (uint32_t e = graph_.node(tail).first_edge; e != StackGraph::kNoEdge; e = graph_.edge(e).next)

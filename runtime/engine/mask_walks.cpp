@@ -553,18 +553,16 @@ void Engine::add_except_endings(const Head& h, const StateIndex& ix, std::span<u
 }
 
 const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex& ix, size_t n_words) {
-  for (ExceptMaskEntry& e : except_mask_cache_)
-    if (e.node == h.node && e.serial == graph_.node(h.node).serial && e.terminal == h.terminal && e.state == h.state &&
-        e.words.size() == n_words) {
-      e.used = ++except_mask_clock_;
-      // Its reads were made by an earlier call: a mask recorded now cannot say how deep.
-      note_unseen_reads(h.node);
-      return e.words;
-    }
+  const ExceptMasks::Key key{h.node, graph_.node(h.node).serial, h.terminal, h.state};
+  if (const std::vector<uint32_t>* kept = except_masks_.find(key, n_words)) {
+    // Its reads were made by an earlier call: a mask recorded now cannot say how deep.
+    note_unseen_reads(h.node);
+    return *kept;
+  }
   // Tokens that stay inside the text: its DFA is trimmed and nothing limits
   // its tokens, so each of them can go on to a complete sentence. Made apart
-  // from the cache: the endings may start other except! text, whose mask
-  // goes through here too.
+  // from the kept ones: the endings may start other except! text, whose
+  // mask goes through here too.
   ScratchPool<uint32_t>::Lease words(node_scratch_);  // swapped with the slot's: no allocation once warm
   words->assign(n_words, 0u);
   ix.inside.or_into(*words);
@@ -574,20 +572,8 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
     add_except_endings(h, ix, *words);
     gathering_walks_ = gathering;
   }
-  // Replace the entry used least recently (entries are few: one per DFA state met on this node).
-  if (except_mask_cache_.size() < kExceptMaskEntries) except_mask_cache_.emplace_back();
-  ExceptMaskEntry& slot = *std::min_element(except_mask_cache_.begin(), except_mask_cache_.end(),
-                                              [](const auto& a, const auto& b) { return a.used < b.used; });
-  slot.node = UINT32_MAX;  // not valid unless filled without hitting a limit
-  slot.used = ++except_mask_clock_;
-  slot.words.swap(*words);
-  if (!exhausted()) {
-    slot.node = h.node;
-    slot.serial = graph_.node(h.node).serial;
-    slot.terminal = h.terminal;
-    slot.state = h.state;
-  }
-  return slot.words;
+  // Not to be found again unless made without hitting a limit.
+  return except_masks_.keep(exhausted() ? std::nullopt : std::optional(key), *words);
 }
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink,

@@ -12,23 +12,6 @@
 
 namespace cgram {
 
-namespace {
-// The next epoch of a set of per-node marks; on a wrap the marks are
-// cleared, so that no stale mark equals a new epoch.
-template <class Mark>
-uint32_t next_node_mark_epoch(uint32_t& epoch, std::vector<Mark>& marks) {
-  if (++epoch == 0) {
-    std::fill(marks.begin(), marks.end(), Mark{0});
-    epoch = 1;
-  }
-  return epoch;
-}
-}  // namespace
-
-uint32_t Engine::next_visit_epoch() { return next_node_mark_epoch(visit_epoch_, visited_); }
-
-uint32_t Engine::next_closure_epoch() { return next_node_mark_epoch(closure_epoch_, scope_parent_of_); }
-
 bool Engine::add_scope_edge(uint32_t slot, uint32_t node, uint32_t parent, uint32_t closure) {
   // The scope's nodes were made in this closure, so every edge they have
   // was added here: a mark on the parent per closure and slot says whether
@@ -44,22 +27,16 @@ bool Engine::add_scope_edge(uint32_t slot, uint32_t node, uint32_t parent, uint3
   return true;
 }
 
-uint32_t Engine::next_unique_epoch() { return next_node_mark_epoch(unique_epoch_, below_unique_); }
-
-uint32_t Engine::next_found_epoch() { return next_node_mark_epoch(found_epoch_, below_seen_); }
-
 uint32_t Engine::new_node(uint32_t state) {
   charge(1);
   if (graph_.elements() >= limits_.max_stack_elements)
     exhaust(fmt::format("the parse stack holds more than {} nodes and edges (EngineLimits::max_stack_elements)",
                         limits_.max_stack_elements));
   const uint32_t node = graph_.add_node(state, table_.terminals_with_actions(state).size());
-  if (visited_.size() < graph_.node_count()) {
-    visited_.resize(graph_.node_count(), 0);
-    below_seen_.resize(graph_.node_count(), 0);
-    below_unique_.resize(graph_.node_count(), 0);
-    scope_parent_of_.resize(graph_.node_count(), 0);
-  }
+  visited_.cover(graph_.node_count());
+  below_seen_.cover(graph_.node_count());
+  below_unique_.cover(graph_.node_count());
+  scope_parent_of_.cover(graph_.node_count());
   shiftable_index_.push_back(-1);
   return node;
 }
@@ -95,8 +72,7 @@ void Engine::compact(std::span<Head> heads, std::span<Mark* const> marks) {
     *m = {moved.nodes, moved.edges, moved.status, m->allowance};  // the allowance is not an index: it stays
   }
   for (Head& h : heads) h.node = c.node_to[h.node];
-  for (ExceptMaskEntry& e : except_mask_cache_)
-    e.node = e.node < c.node_to.size() && c.node_to[e.node] != StackGraph::kDropped ? c.node_to[e.node] : UINT32_MAX;
+  except_masks_.renumber(c.node_to, StackGraph::kDropped);
   // (The end cache checks every node it names by serial, and serials did not change.)
   nodes_below_.clear();  // its sets hold indices
 }
@@ -167,7 +143,7 @@ void Engine::reduce_closure_with(const Lookups& look, std::span<const uint32_t> 
   result.assign(tops.begin(), tops.end());
   // The nodes before this are final: their edges will not change.
   const uint32_t base = static_cast<uint32_t>(graph_.node_count());
-  const uint32_t closure = next_closure_epoch();
+  const uint32_t closure = scope_parent_of_.next_pass();
   // Nodes created here, by state (few: a linear search beats a map).
   auto& scope = scope_;
   scope.clear();
@@ -242,7 +218,7 @@ void Engine::walk_down(uint32_t start, size_t levels, uint32_t base) {
   };
   for (size_t level = 0; level < levels && !path_ends_.empty(); ++level) {
     path_next_.clear();
-    const uint32_t epoch = next_visit_epoch();
+    const uint32_t epoch = visited_.next_pass();
     const size_t left = levels - level;
     size_t walked = 0;
     for (uint32_t node : path_ends_) {
@@ -250,7 +226,7 @@ void Engine::walk_down(uint32_t start, size_t levels, uint32_t base) {
       note_read(node);
       if (remembered && left >= 2 && left < kMaxBelowDepth && graph_.node(node).degree > 1 && node < base) {
         const std::span<const uint32_t> set = nodes_below_.nodes(below(node, static_cast<uint32_t>(left)));
-        if (found_epoch == 0) found_epoch = next_found_epoch();
+        if (found_epoch == 0) found_epoch = below_seen_.next_pass();
         add_found(set);
         walked += set.size();
         continue;
@@ -277,7 +253,7 @@ NodesBelow::Range Engine::below(uint32_t node, uint32_t levels) {
     gather_below(graph_.edge(e).parent, levels - 1, *found);
   // Once each (the sets below the parents overlap), in the order met; the
   // sets gathered within are complete by now, so one epoch serves.
-  const uint32_t epoch = next_unique_epoch();
+  const uint32_t epoch = below_unique_.next_pass();
   size_t kept = 0;
   for (uint32_t x : *found)
     if (below_unique_[x] != epoch) below_unique_[x] = epoch, (*found)[kept++] = x;
