@@ -17,6 +17,7 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
     : g_(grammar),
       limits_(limits),
       budget_({limits.max_work_per_call, limits.max_work_per_byte, limits.sequence_work_slack}),
+      tier_(grammar),
       lex_(grammar.lexical()),
       table_(grammar.table()),
       cross_work_by_state_(table_.state_count(), 0),
@@ -24,7 +25,6 @@ Engine::Engine(const CompiledGrammar& grammar, const EngineLimits& limits)
   for (uint32_t t = 0; t < lex_.terminals.size(); ++t) {
     const ir::LexTerminal& term = lex_.terminals[t];
     if (term.kind == ir::LexTerminal::Kind::AnyToken) any_terminal_ = t;
-    has_counted_ = has_counted_ || term.counted;
     std::bitset<256> first;
     for (int b = 0; b < 256; ++b)
       first[b] = term.kind == ir::LexTerminal::Kind::AnyToken ||
@@ -56,15 +56,13 @@ Engine::~Engine() {
     g_.mask_memo().keep_work_averages({mask_work_average_, walk_work_average_, cross_work_by_state_});
 }
 
-void Engine::refresh_tier() {
-  budget_.begin_call();  // every public call starts here, with its own budget
-  const Kernels* k = g_.kernels();
-  k_ = k ? &k->functions : nullptr;
-  k_tables_ = k ? k->dfa_tables.data() : nullptr;
+void Engine::begin_call() {
+  budget_.begin_call();
+  tier_.refresh();
 }
 
 std::vector<Head> Engine::initial_heads() {
-  refresh_tier();
+  begin_call();
   graph_.clear();
   shiftable_index_.clear();
   nodes_below_.clear();

@@ -19,7 +19,8 @@
 // by stack states (stack_memo.h), the shiftable sets with what each
 // read (shiftable_sets.h), the nodes below a fork (nodes_below.h), the
 // per-node marks of the stack walks (node_marks.h), the masks of free text
-// (except_masks.h), and the work budgets (work_budget.h).
+// (except_masks.h), the lookups of the current tier (tier_lookups.h), and
+// the work budgets (work_budget.h).
 #include <array>
 #include <bitset>
 #include <cstdint>
@@ -51,6 +52,7 @@
 #include "shiftable_sets.h"
 #include "stack_graph.h"
 #include "stack_memo.h"
+#include "tier_lookups.h"
 #include "token_set_sink.h"
 #include "work_budget.h"
 
@@ -196,64 +198,16 @@ class Engine {
   EndCache end_cache_;
   void remember_in_cache(EndCache::Entry& entry, uint32_t node, uint32_t terminal, const std::vector<uint32_t>& out);
 
-  // The lookups (compiled/kernels.h lists them), as a policy the hot walks
-  // are templates on: the tables, or the grammar's compiled code once it has
-  // some (tier-up, picked up at each public call by refresh_tier). The tier
-  // is chosen once per walk by with_lookups, not at every lookup.
-  struct TableLookups {
-    const ir::LexicalGrammar& lex;
-    const ir::LrTable& table;
-    const TokenIndex& index;
-    uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
-      return lex.terminals[terminal].next(state, byte);
-    }
-    bool dfa_accepting(uint32_t terminal, uint32_t state) const { return lex.terminals[terminal].accepting(state); }
-    uint32_t lr_shift(uint32_t state, uint32_t terminal) const { return table.shift(state, terminal); }
-    uint32_t lr_go(uint32_t state, uint32_t nonterminal) const { return table.go(state, nonterminal); }
-    bool can_follow(uint32_t terminal, uint8_t byte) const { return index.follower_first_bytes(terminal)[byte]; }
-    const std::vector<ir::LrReduction>& reductions(uint32_t state, uint32_t terminal) const {
-      return table.reductions(state, terminal);
-    }
-  };
-  struct KernelLookups {
-    const KernelFunctions& k;
-    const uint32_t* const* dfa_tables;
-    const ir::LrTable& table;  // the reduction lists the kernels' ids name
-    // The lexical grammar when it has counted lexemes, whose states the
-    // kernels (which code the window DFAs) do not know; else null.
-    const ir::LexicalGrammar* counted;
-    uint32_t dfa_next(uint32_t terminal, uint32_t state, uint8_t byte) const {
-      if (const ir::CountedLexeme* c = counted_lexeme(terminal)) return c->next(state, byte);
-      return k.dfa_next(dfa_tables, terminal, state, byte);
-    }
-    bool dfa_accepting(uint32_t terminal, uint32_t state) const {
-      if (const ir::CountedLexeme* c = counted_lexeme(terminal)) return c->accepting(state);
-      return k.dfa_accepting(terminal, state) != 0;
-    }
-    const ir::CountedLexeme* counted_lexeme(uint32_t terminal) const {
-      return counted ? counted->terminals[terminal].counted.get() : nullptr;
-    }
-    uint32_t lr_shift(uint32_t state, uint32_t terminal) const { return k.lr_shift(state, terminal); }
-    uint32_t lr_go(uint32_t state, uint32_t nonterminal) const { return k.lr_goto(state, nonterminal); }
-    bool can_follow(uint32_t terminal, uint8_t byte) const { return k.can_follow(terminal, byte) != 0; }
-    const std::vector<ir::LrReduction>& reductions(uint32_t state, uint32_t terminal) const {
-      return table.reduction_list(k.lr_reduce(state, terminal));
-    }
-  };
-  // Calls f with the lookups of the current tier.
+  // The lookups of the hot walks, from the tables or the grammar's compiled
+  // code (tier_, tier_lookups.h), picked up at each public call.
+  // Every public call starts here: its own work budget, the current tier.
+  void begin_call();
   template <class F>
   decltype(auto) with_lookups(F&& f) const {
-    if (k_) return f(KernelLookups{*k_, k_tables_, table_, has_counted_ ? &lex_ : nullptr});
-    return f(TableLookups{lex_, table_, g_.index()});
+    return tier_.with(std::forward<F>(f));
   }
-  void refresh_tier();
-  // Single lookups, for the paths that make one or two per call.
-  bool dfa_accepting(uint32_t terminal, uint32_t state) const {
-    return with_lookups([&](const auto& look) { return look.dfa_accepting(terminal, state); });
-  }
-  bool can_follow(uint32_t terminal, uint8_t byte) const {
-    return with_lookups([&](const auto& look) { return look.can_follow(terminal, byte); });
-  }
+  bool dfa_accepting(uint32_t terminal, uint32_t state) const { return tier_.dfa_accepting(terminal, state); }
+  bool can_follow(uint32_t terminal, uint8_t byte) const { return tier_.can_follow(terminal, byte); }
 
   uint32_t new_node(uint32_t state);
   bool add_edge(uint32_t node, uint32_t parent);  // false when already there
@@ -544,11 +498,9 @@ class Engine {
   const CompiledGrammar& g_;
   EngineLimits limits_;
   WorkBudget budget_;
+  TierLookups tier_;
   const ir::LexicalGrammar& lex_;
   const ir::LrTable& table_;
-  const KernelFunctions* k_ = nullptr;
-  const uint32_t* const* k_tables_ = nullptr;
-  bool has_counted_ = false;  // some terminal is a counted lexeme
   TokenSetSink* sink_ = nullptr;  // during fill_text_tokens only
   std::optional<uint32_t> any_terminal_;
   uint8_t any_states_ = 0;  // bit c: some token leaves UTF-8 state c (the grammar's any! sets)

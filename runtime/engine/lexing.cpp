@@ -277,7 +277,7 @@ void Engine::step_byte(const std::vector<Head>& in, uint8_t byte, bool first_of_
 }
 
 void Engine::step_token(const std::vector<Head>& in, std::string_view bytes, std::vector<Head>& out) {
-  refresh_tier();
+  begin_call();
   step_token_unchecked(in, bytes, out);
   if (budget_.exhausted()) return;
   keep_viable(out);
@@ -324,7 +324,7 @@ void Engine::step_token_unchecked(const std::vector<Head>& in, std::string_view 
 }
 
 bool Engine::can_end(const std::vector<Head>& heads) {
-  refresh_tier();
+  begin_call();
   return ends_here(heads);
 }
 

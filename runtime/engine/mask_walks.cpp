@@ -578,7 +578,7 @@ const std::vector<uint32_t>& Engine::except_mask(const Head& h, const StateIndex
 
 void Engine::fill_text_tokens(const std::vector<Head>& heads, std::span<uint32_t> words, TokenSetSink* sink,
                               bool words_are_zero) {
-  refresh_tier();
+  begin_call();
   base_count_ = 0;
   if (!sink && memo_applies(heads)) {
     if (!remembered_mask(heads, words)) record_mask(heads, words, words_are_zero);

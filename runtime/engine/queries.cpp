@@ -42,7 +42,7 @@ std::optional<uint8_t> Engine::only_next_byte(const std::vector<Head>& heads, bo
 }
 
 Engine::Forced Engine::forced_text(const std::vector<Head>& heads, size_t limit) {
-  refresh_tier();
+  begin_call();
   const Mark start = mark();
   Forced forced;
   ScratchPool<Head>::Lease current(head_scratch_);
